@@ -1,0 +1,165 @@
+//! Time for emulation: the CPU's time-stamp counter, calibrated once at start-up, and
+//! the per-thread virtual clock of `model` mode.
+//!
+//! The TSC is invariant on the machines we run on (`constant_tsc`, `nonstop_tsc`), so
+//! ticks taken on different cores compare. Calibration measures ticks per nanosecond
+//! against the monotonic clock over [`TSC_CALIBRATION_NS`]. On other targets the
+//! monotonic clock stands in for the TSC at one tick per nanosecond.
+
+#![allow(unsafe_code)]
+
+use std::cell::Cell;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use crate::limits::{SPIN_WAIT_NS_MAX, TSC_CALIBRATION_NS};
+
+/// Ticks of the time-stamp counter now.
+#[inline(always)]
+pub fn ticks() -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: rdtsc is baseline x86-64 and has no side effects.
+        #[allow(unused_unsafe)]
+        unsafe {
+            std::arch::x86_64::_rdtsc()
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        static EPOCH: OnceLock<Instant> = OnceLock::new();
+        EPOCH.get_or_init(Instant::now).elapsed().as_nanos() as u64
+    }
+}
+
+/// The calibrated rate of [`ticks`].
+#[derive(Clone, Copy, Debug)]
+pub struct TscRate {
+    pub ticks_per_ns: f64,
+}
+
+static RATE: OnceLock<TscRate> = OnceLock::new();
+
+/// The tick rate, calibrated on first use (takes ~20 ms once per process).
+pub fn rate() -> TscRate {
+    *RATE.get_or_init(calibrate)
+}
+
+fn calibrate() -> TscRate {
+    if cfg!(not(target_arch = "x86_64")) {
+        return TscRate { ticks_per_ns: 1.0 };
+    }
+    // Sleeping through the window is fine: preemption lengthens both clocks alike.
+    let t0 = Instant::now();
+    let c0 = ticks();
+    std::thread::sleep(Duration::from_nanos(TSC_CALIBRATION_NS));
+    let c1 = ticks();
+    let ns = t0.elapsed().as_nanos() as f64;
+    let ticks_per_ns = c1.wrapping_sub(c0) as f64 / ns;
+    assert!(
+        ticks_per_ns.is_finite() && ticks_per_ns > 0.01,
+        "TSC calibration failed: {ticks_per_ns} ticks/ns"
+    );
+    TscRate { ticks_per_ns }
+}
+
+impl TscRate {
+    #[inline]
+    pub fn ticks_from_ps(self, ps: u64) -> u64 {
+        (ps as f64 * self.ticks_per_ns / 1000.0) as u64
+    }
+
+    #[inline]
+    pub fn ns_from_ticks(self, ticks: u64) -> f64 {
+        ticks as f64 / self.ticks_per_ns
+    }
+}
+
+/// Busy-waits until the TSC reaches `deadline`; returns the ticks waited. A wait longer
+/// than [`SPIN_WAIT_NS_MAX`] is cut short: it can only come from a broken cost.
+#[inline]
+pub fn spin_until(deadline: u64, rate: TscRate) -> u64 {
+    let start = ticks();
+    if start >= deadline {
+        return 0;
+    }
+    let limit = start + rate.ticks_from_ps(SPIN_WAIT_NS_MAX * 1000);
+    debug_assert!(
+        deadline <= limit,
+        "spin of {} ns",
+        rate.ns_from_ticks(deadline - start)
+    );
+    let deadline = deadline.min(limit);
+    let mut now = start;
+    while now < deadline {
+        std::hint::spin_loop();
+        now = ticks();
+    }
+    now - start
+}
+
+thread_local! {
+    static VIRTUAL_PS: Cell<u64> = const { Cell::new(0) };
+}
+
+/// This thread's virtual clock (`model` mode), in picoseconds of modelled device time.
+#[inline]
+pub fn virtual_now_ps() -> u64 {
+    VIRTUAL_PS.with(|c| c.get())
+}
+
+/// Advances this thread's virtual clock by `ps`; returns the new time.
+#[inline]
+pub fn virtual_advance_ps(ps: u64) -> u64 {
+    VIRTUAL_PS.with(|c| {
+        let t = c.get().saturating_add(ps);
+        c.set(t);
+        t
+    })
+}
+
+/// Sets this thread's virtual clock back to zero.
+pub fn virtual_reset() {
+    VIRTUAL_PS.with(|c| c.set(0));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rate_matches_the_monotonic_clock() {
+        let r = rate();
+        let t0 = Instant::now();
+        let c0 = ticks();
+        std::thread::sleep(Duration::from_millis(5));
+        let ns_tsc = r.ns_from_ticks(ticks() - c0);
+        let ns = t0.elapsed().as_nanos() as f64;
+        assert!(
+            (ns_tsc - ns).abs() < ns * 0.05,
+            "tsc {ns_tsc} ns vs clock {ns} ns"
+        );
+    }
+
+    #[test]
+    fn spin_waits_about_as_asked() {
+        let r = rate();
+        let want_ns = 50_000u64;
+        let t0 = Instant::now();
+        spin_until(ticks() + r.ticks_from_ps(want_ns * 1000), r);
+        let got = t0.elapsed().as_nanos() as u64;
+        assert!(got >= want_ns * 9 / 10, "waited {got} ns, wanted {want_ns}");
+    }
+
+    #[test]
+    fn virtual_clock_is_per_thread() {
+        virtual_reset();
+        virtual_advance_ps(1500);
+        assert_eq!(virtual_now_ps(), 1500);
+        std::thread::spawn(|| assert_eq!(virtual_now_ps(), 0))
+            .join()
+            .unwrap();
+        virtual_reset();
+        assert_eq!(virtual_now_ps(), 0);
+    }
+}

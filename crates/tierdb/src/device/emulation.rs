@@ -1,0 +1,329 @@
+//! Emulation of a device profile: what each operation costs, and what to do with it.
+//!
+//! Three modes, chosen per device:
+//!
+//! - `off`: operations run at the speed of the backing medium. Their modelled cost is
+//!   still computed and counted (without interference), so a report can show both.
+//! - `spin`: each operation lasts at least its modelled cost. The emulator notes the
+//!   time-stamp counter when the operation starts and, once the real work is done,
+//!   busy-waits until start + cost. The wait is therefore the profile's cost minus
+//!   what the backing medium already took: the "extra latency" the profile adds.
+//! - `model`: nothing waits; the cost is added to the calling thread's virtual clock
+//!   ([`crate::device::clock::virtual_now_ps`]). Deterministic for a single thread.
+//!
+//! Cost of one operation (picoseconds, rounded to the nearest):
+//!
+//! ```text
+//! read     read_latency  + media_bytes x 1000 / read_bandwidth_gb_s
+//! write    write_latency + media_bytes x 1000 / write_bandwidth_gb_s
+//! persist  persist       + (lines - 1) x 64 x 1000 / write_bandwidth_gb_s
+//! sync     persist
+//! ```
+//!
+//! where `media_bytes` is the access rounded out to whole granules of the media
+//! ([`DeviceProfile::media_bytes`]). Write-to-read interference: a read that starts
+//! while a write, persist or sync on the same device is in flight, or ended less than
+//! `interference_window_ns` ago, costs `write_read_interference` times as much (in
+//! `spin` on the shared TSC time line; in `model` on the reading thread's virtual
+//! clock against the writers' virtual completion times).
+
+use std::str::FromStr;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde::{Deserialize, Serialize};
+
+use super::clock::{self, TscRate};
+use super::profile::DeviceProfile;
+use crate::limits::CACHE_LINE_BYTES;
+
+/// How a device's profile is applied.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EmulationMode {
+    #[default]
+    Off,
+    Spin,
+    Model,
+}
+
+impl EmulationMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            EmulationMode::Off => "off",
+            EmulationMode::Spin => "spin",
+            EmulationMode::Model => "model",
+        }
+    }
+}
+
+impl FromStr for EmulationMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "off" => Ok(EmulationMode::Off),
+            "spin" => Ok(EmulationMode::Spin),
+            "model" => Ok(EmulationMode::Model),
+            _ => Err(format!(
+                "unknown emulation mode {s:?}; use off, spin or model"
+            )),
+        }
+    }
+}
+
+impl std::fmt::Display for EmulationMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The kinds of device operation the cost model and the counters know.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OpKind {
+    Read,
+    Write,
+    Persist,
+    Sync,
+}
+
+/// A profile's costs, converted once into the units the hot path uses.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CostModel {
+    read_latency_ps: u64,
+    write_latency_ps: u64,
+    persist_ps: u64,
+    read_ps_per_byte: f64,
+    write_ps_per_byte: f64,
+    interference: f64,
+    window_ps: u64,
+}
+
+fn ps(ns: f64) -> u64 {
+    (ns * 1000.0).round() as u64
+}
+
+impl CostModel {
+    pub fn new(profile: &DeviceProfile) -> CostModel {
+        CostModel {
+            read_latency_ps: ps(profile.read_latency_ns),
+            write_latency_ps: ps(profile.write_latency_ns),
+            persist_ps: ps(profile.persist_ns),
+            read_ps_per_byte: 1000.0 / profile.read_bandwidth_gb_s,
+            write_ps_per_byte: 1000.0 / profile.write_bandwidth_gb_s,
+            interference: profile.write_read_interference,
+            window_ps: ps(profile.interference_window_ns),
+        }
+    }
+
+    #[inline]
+    pub fn read_ps(&self, media_bytes: u64) -> u64 {
+        self.read_latency_ps + (media_bytes as f64 * self.read_ps_per_byte).round() as u64
+    }
+
+    #[inline]
+    pub fn write_ps(&self, media_bytes: u64) -> u64 {
+        self.write_latency_ps + (media_bytes as f64 * self.write_ps_per_byte).round() as u64
+    }
+
+    #[inline]
+    pub fn persist_ps(&self, lines: u64) -> u64 {
+        let streamed = lines.saturating_sub(1) * CACHE_LINE_BYTES as u64;
+        self.persist_ps + (streamed as f64 * self.write_ps_per_byte).round() as u64
+    }
+
+    #[inline]
+    pub fn sync_ps(&self) -> u64 {
+        self.persist_ps
+    }
+
+    /// The cost of an operation without interference.
+    #[inline]
+    pub fn cost_ps(&self, kind: OpKind, media_bytes: u64, lines: u64) -> u64 {
+        match kind {
+            OpKind::Read => self.read_ps(media_bytes),
+            OpKind::Write => self.write_ps(media_bytes),
+            OpKind::Persist => self.persist_ps(lines),
+            OpKind::Sync => self.sync_ps(),
+        }
+    }
+
+    /// A read's cost when writes interfere with it.
+    #[inline]
+    pub fn interfered_ps(&self, cost_ps: u64) -> u64 {
+        (cost_ps as f64 * self.interference).round() as u64
+    }
+
+    pub fn interference_window_ps(&self) -> u64 {
+        self.window_ps
+    }
+
+    fn interferes(&self) -> bool {
+        self.interference > 1.0
+    }
+}
+
+/// When an operation started, as the emulator needs it (TSC ticks in `spin` mode).
+#[derive(Clone, Copy, Debug)]
+pub struct OpStart(u64);
+
+/// What the emulator charged for an operation.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OpCost {
+    pub modelled_ps: u64,
+    pub interfered: bool,
+    /// Time spent busy-waiting (`spin` mode), in picoseconds.
+    pub waited_ps: u64,
+}
+
+/// Applies one profile to one device's operations.
+#[derive(Debug)]
+pub struct Emulator {
+    mode: EmulationMode,
+    cost: CostModel,
+    rate: TscRate,
+    /// Until when reads suffer interference from writes: TSC ticks in `spin` mode,
+    /// virtual picoseconds in `model` mode; unused in `off` mode.
+    write_busy_until: AtomicU64,
+}
+
+impl Emulator {
+    /// An emulator of `profile` in `mode`; calibrates the TSC on first use of `spin`.
+    pub fn new(mode: EmulationMode, profile: &DeviceProfile) -> Emulator {
+        let rate = if mode == EmulationMode::Spin {
+            clock::rate()
+        } else {
+            TscRate { ticks_per_ns: 1.0 }
+        };
+        Emulator {
+            mode,
+            cost: CostModel::new(profile),
+            rate,
+            write_busy_until: AtomicU64::new(0),
+        }
+    }
+
+    pub fn mode(&self) -> EmulationMode {
+        self.mode
+    }
+
+    pub fn cost_model(&self) -> &CostModel {
+        &self.cost
+    }
+
+    /// Call before the real work of an operation.
+    #[inline]
+    pub fn begin(&self) -> OpStart {
+        match self.mode {
+            EmulationMode::Spin => OpStart(clock::ticks()),
+            _ => OpStart(0),
+        }
+    }
+
+    /// Call after the real work: charges the operation, and waits (`spin`) or advances
+    /// the virtual clock (`model`).
+    #[inline]
+    pub fn finish(&self, start: OpStart, kind: OpKind, media_bytes: u64, lines: u64) -> OpCost {
+        let base_ps = self.cost.cost_ps(kind, media_bytes, lines);
+        match self.mode {
+            EmulationMode::Off => OpCost {
+                modelled_ps: base_ps,
+                interfered: false,
+                waited_ps: 0,
+            },
+            EmulationMode::Spin => self.finish_spin(start, kind, base_ps),
+            EmulationMode::Model => self.finish_model(kind, base_ps),
+        }
+    }
+
+    fn finish_spin(&self, start: OpStart, kind: OpKind, base_ps: u64) -> OpCost {
+        let (modelled_ps, interfered) = self.interference(kind, start.0, base_ps);
+        let end = start.0 + self.rate.ticks_from_ps(modelled_ps);
+        if kind != OpKind::Read && self.cost.interferes() {
+            let until = end + self.rate.ticks_from_ps(self.cost.window_ps);
+            self.write_busy_until.fetch_max(until, Ordering::Relaxed);
+        }
+        let waited = clock::spin_until(end, self.rate);
+        let waited_ps = (self.rate.ns_from_ticks(waited) * 1000.0) as u64;
+        OpCost {
+            modelled_ps,
+            interfered,
+            waited_ps,
+        }
+    }
+
+    fn finish_model(&self, kind: OpKind, base_ps: u64) -> OpCost {
+        let (modelled_ps, interfered) = self.interference(kind, clock::virtual_now_ps(), base_ps);
+        let end = clock::virtual_advance_ps(modelled_ps);
+        if kind != OpKind::Read && self.cost.interferes() {
+            self.write_busy_until
+                .fetch_max(end + self.cost.window_ps, Ordering::Relaxed);
+        }
+        OpCost {
+            modelled_ps,
+            interfered,
+            waited_ps: 0,
+        }
+    }
+
+    /// A read starting at `now` (in the mode's time unit) is slowed if writes are busy.
+    #[inline]
+    fn interference(&self, kind: OpKind, now: u64, base_ps: u64) -> (u64, bool) {
+        if kind == OpKind::Read
+            && self.cost.interferes()
+            && now < self.write_busy_until.load(Ordering::Relaxed)
+        {
+            (self.cost.interfered_ps(base_ps), true)
+        } else {
+            (base_ps, false)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cost_formulas() {
+        let p = DeviceProfile::preset("optane-dcpmm").unwrap();
+        let m = CostModel::new(&p);
+        assert_eq!(
+            m.read_ps(256),
+            305_000 + (256.0f64 * 1000.0 / 6.6).round() as u64
+        );
+        assert_eq!(m.write_ps(0), 94_000);
+        assert_eq!(m.persist_ps(1), 94_000);
+        assert_eq!(
+            m.persist_ps(3),
+            94_000 + (128.0f64 * 1000.0 / 2.3).round() as u64
+        );
+        assert_eq!(m.interfered_ps(1000), 3500);
+    }
+
+    #[test]
+    fn model_mode_interference_follows_the_virtual_clock() {
+        clock::virtual_reset();
+        let p = DeviceProfile::preset("optane-dcpmm").unwrap();
+        let e = Emulator::new(EmulationMode::Model, &p);
+        let r1 = e.finish(e.begin(), OpKind::Read, 256, 1);
+        assert!(!r1.interfered);
+        e.finish(e.begin(), OpKind::Write, 256, 1);
+        let r2 = e.finish(e.begin(), OpKind::Read, 256, 1);
+        assert!(r2.interfered);
+        assert_eq!(r2.modelled_ps, e.cost_model().interfered_ps(r1.modelled_ps));
+        clock::virtual_advance_ps(e.cost_model().interference_window_ps());
+        let r3 = e.finish(e.begin(), OpKind::Read, 256, 1);
+        assert!(!r3.interfered);
+        clock::virtual_reset();
+    }
+
+    #[test]
+    fn off_mode_neither_waits_nor_advances() {
+        clock::virtual_reset();
+        let p = DeviceProfile::preset("nvme-ssd").unwrap();
+        let e = Emulator::new(EmulationMode::Off, &p);
+        let c = e.finish(e.begin(), OpKind::Read, 4096, 64);
+        assert!(c.modelled_ps >= 80_000_000);
+        assert_eq!(c.waited_ps, 0);
+        assert_eq!(clock::virtual_now_ps(), 0);
+    }
+}

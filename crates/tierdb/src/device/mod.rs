@@ -1,0 +1,164 @@
+//! The device layer: DRAM arena, NVM region, SSD page file.
+//!
+//! Every operation on a device goes through its [`DeviceCore`], which counts it
+//! ([`stats`]) and applies the device's profile in the chosen emulation mode
+//! ([`emulation`]). Devices know bytes and offsets, never what pages mean.
+//!
+//! Unsafe code of the crate lives here, in `mapping`, `persist`, `clock`, `numa` and
+//! `aligned` (see `docs/unsafe.md`); the device types expose safe APIs plus `unsafe`
+//! shared-write variants for callers that prove exclusive access by other means.
+
+pub mod aligned;
+pub mod clock;
+pub mod dram;
+pub mod emulation;
+mod error;
+mod mapping;
+pub mod numa;
+pub mod nvm;
+pub mod persist;
+pub mod probe;
+pub mod profile;
+pub mod ssd;
+pub mod stats;
+pub mod superblock;
+
+pub use aligned::AlignedBuf;
+pub use dram::{DramArena, DramConfig};
+pub use emulation::{CostModel, EmulationMode, OpKind};
+pub use error::DeviceError;
+pub use nvm::{NvmConfig, NvmRegion};
+pub use profile::{DeviceProfile, Tier};
+pub use ssd::{DirectIo, SsdConfig, SsdFile};
+pub use stats::{DeviceStats, StatsSnapshot};
+
+use emulation::Emulator;
+use profile::ProfileError;
+
+/// How a device opens its backing file.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OpenMode {
+    /// Create a new file; fail if it exists (nothing is ever overwritten).
+    Create,
+    /// Open an existing file; fail if it is missing.
+    Open,
+    /// Open the file if it exists, else create it.
+    #[default]
+    OpenOrCreate,
+}
+
+/// What every device has: its tier, profile, emulator and counters.
+#[derive(Debug)]
+pub struct DeviceCore {
+    tier: Tier,
+    profile: DeviceProfile,
+    emulator: Emulator,
+    stats: DeviceStats,
+}
+
+impl DeviceCore {
+    /// # Errors
+    /// `WrongTier` if the profile cannot serve `tier`.
+    pub fn new(
+        tier: Tier,
+        profile: DeviceProfile,
+        mode: EmulationMode,
+    ) -> Result<DeviceCore, ProfileError> {
+        profile.expect_tier(tier)?;
+        let emulator = Emulator::new(mode, &profile);
+        Ok(DeviceCore {
+            tier,
+            profile,
+            emulator,
+            stats: DeviceStats::new(),
+        })
+    }
+
+    /// Runs one device operation on `len` bytes at `offset`: `f` does the real work;
+    /// if it succeeds the operation is charged and counted.
+    #[inline]
+    pub(crate) fn run<T, E>(
+        &self,
+        kind: OpKind,
+        offset: u64,
+        len: u64,
+        f: impl FnOnce() -> Result<T, E>,
+    ) -> Result<T, E> {
+        let start = self.emulator.begin();
+        let out = f()?;
+        let media_bytes = match kind {
+            OpKind::Read | OpKind::Write => self.profile.media_bytes(offset, len),
+            OpKind::Persist | OpKind::Sync => 0,
+        };
+        let lines = stats::lines_covered(offset, len);
+        let cost = self.emulator.finish(start, kind, media_bytes, lines);
+        self.stats.record(kind, offset, len, media_bytes, cost);
+        Ok(out)
+    }
+
+    pub fn tier(&self) -> Tier {
+        self.tier
+    }
+
+    pub fn profile(&self) -> &DeviceProfile {
+        &self.profile
+    }
+
+    pub fn mode(&self) -> EmulationMode {
+        self.emulator.mode()
+    }
+
+    pub fn cost_model(&self) -> &CostModel {
+        self.emulator.cost_model()
+    }
+
+    pub fn stats(&self) -> &DeviceStats {
+        &self.stats
+    }
+}
+
+/// `Ok` if `[offset, offset + len)` lies within `size` bytes.
+#[inline]
+pub(crate) fn check_range(
+    device: &'static str,
+    offset: u64,
+    len: u64,
+    size: u64,
+) -> Result<(), DeviceError> {
+    match offset.checked_add(len) {
+        Some(end) if end <= size => Ok(()),
+        _ => Err(DeviceError::OutOfRange {
+            device,
+            offset,
+            len,
+            size,
+        }),
+    }
+}
+
+/// `Ok` if `value` is a multiple of `align` (a power of two).
+#[inline]
+pub(crate) fn check_aligned(
+    device: &'static str,
+    what: &'static str,
+    value: u64,
+    align: u64,
+) -> Result<(), DeviceError> {
+    debug_assert!(align.is_power_of_two());
+    if value & (align - 1) == 0 {
+        Ok(())
+    } else {
+        Err(DeviceError::Misaligned {
+            device,
+            what,
+            value,
+            align,
+        })
+    }
+}
+
+/// The file system type of `path` as a short name ("tmpfs", "ext4", ...).
+pub fn fs_type(path: &std::path::Path) -> String {
+    probe::fs_type_of(path)
+}

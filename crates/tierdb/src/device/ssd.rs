@@ -1,0 +1,807 @@
+//! The SSD page file: fixed-size pages at `id x page size`, read and written with
+//! `O_DIRECT` where the file system allows it, a superblock in page 0.
+//!
+//! `O_DIRECT` needs buffers, offsets and lengths aligned to the logical block size; we
+//! align to [`IO_ALIGN_BYTES`]. Callers pass any buffer: an aligned one ([`AlignedBuf`])
+//! goes straight to the device, another is bounced through an aligned copy. Where the
+//! file system refuses `O_DIRECT` (or it is turned off) the file is opened buffered
+//! and [`SsdInfo`] says so; on tmpfs `O_DIRECT` is accepted but served from RAM.
+//!
+//! Failure: after a failed write or `fdatasync` the handle is poisoned, as the state of
+//! the page cache and the device is then unknown; later writes and syncs return
+//! `Poisoned` until the file is reopened (reads still work).
+//!
+//! Concurrency: reads and writes of different pages may run from many threads; growth
+//! and superblock updates are serialised by one mutex.
+
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+
+use serde::Serialize;
+
+use super::aligned::{AlignedBuf, is_io_aligned};
+use super::profile::DeviceProfile;
+use super::superblock::{FORMAT_VERSION, MAGIC, SlotError, Superblock};
+use super::{DeviceCore, DeviceError, EmulationMode, OpKind, Tier};
+use crate::ids::PageId;
+use crate::limits::{
+    IO_ALIGN_BYTES, PAGE_SIZE_DEFAULT_BYTES, PAGE_SIZE_MAX_BYTES, PAGE_SIZE_MIN_BYTES,
+    SSD_PAGES_MAX, SUPERBLOCK_SLOT_BYTES, SUPERBLOCK_SLOTS,
+};
+
+const DEVICE: &str = "ssd";
+const POISON_NONE: u8 = 0;
+const POISON_WRITE: u8 = 1;
+const POISON_SYNC: u8 = 2;
+
+/// Whether to use `O_DIRECT`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DirectIo {
+    /// Use it where the file system accepts it, else buffered I/O (reported).
+    #[default]
+    Auto,
+    /// Require it: opening fails where the file system refuses it.
+    On,
+    /// Buffered I/O through the page cache.
+    Off,
+}
+
+/// How the page file is opened.
+#[derive(Clone, Debug)]
+pub struct SsdConfig {
+    pub path: PathBuf,
+    /// Bytes per page: a power of two between the page size limits.
+    pub page_size: usize,
+    pub direct_io: DirectIo,
+    pub profile: DeviceProfile,
+    pub mode: EmulationMode,
+}
+
+impl SsdConfig {
+    /// 16 KiB pages, `O_DIRECT` where possible, `nvme-ssd` profile, mode off.
+    pub fn new(path: impl Into<PathBuf>) -> SsdConfig {
+        SsdConfig {
+            path: path.into(),
+            page_size: PAGE_SIZE_DEFAULT_BYTES,
+            direct_io: DirectIo::Auto,
+            profile: DeviceProfile::preset("nvme-ssd").expect("built-in nvme preset is valid"),
+            mode: EmulationMode::Off,
+        }
+    }
+}
+
+/// What the page file ended up with, for reports.
+#[derive(Clone, Debug, Serialize)]
+pub struct SsdInfo {
+    pub path: PathBuf,
+    pub page_size: usize,
+    pub file_system: String,
+    /// Whether `O_DIRECT` is in effect.
+    pub direct_io: bool,
+    /// Why not, or what it means here (e.g. tmpfs serves it from RAM).
+    pub direct_io_note: String,
+    /// Set when one superblock slot was unreadable and the other was used.
+    pub superblock_note: Option<String>,
+}
+
+struct Meta {
+    sb: Superblock,
+    /// The encoded slots as they are on disk (slot i at i x SUPERBLOCK_SLOT_BYTES).
+    slots: [u8; SUPERBLOCK_SLOT_BYTES * SUPERBLOCK_SLOTS],
+}
+
+/// The page file.
+pub struct SsdFile {
+    file: File,
+    info: SsdInfo,
+    page_size: usize,
+    page_count: AtomicU64,
+    meta: Mutex<Meta>,
+    poisoned: AtomicU8,
+    core: DeviceCore,
+}
+
+impl SsdFile {
+    /// Creates a new page file holding only its superblock.
+    ///
+    /// # Errors
+    /// `Config` for a bad page size or profile; `AlreadyExists` if the file exists
+    /// (it is left untouched); `Create` if it cannot be created; `Unsupported` if
+    /// `O_DIRECT` is required but refused; `Io`/`Full` for the first write.
+    pub fn create(cfg: &SsdConfig) -> Result<SsdFile, DeviceError> {
+        let core = validate(cfg)?;
+        OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&cfg.path)
+            .map_err(|e| {
+                if e.kind() == std::io::ErrorKind::AlreadyExists {
+                    DeviceError::AlreadyExists {
+                        path: cfg.path.clone(),
+                    }
+                } else {
+                    DeviceError::Create {
+                        path: cfg.path.clone(),
+                        source: e,
+                    }
+                }
+            })?;
+        let result = (|| {
+            let (file, info) = open_file(cfg)?;
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0);
+            let sb = Superblock::new(cfg.page_size as u32, random_id(), now);
+            let mut slots = [0u8; SUPERBLOCK_SLOT_BYTES * SUPERBLOCK_SLOTS];
+            for slot in slots.chunks_exact_mut(SUPERBLOCK_SLOT_BYTES) {
+                slot.copy_from_slice(&sb.encode());
+            }
+            super::nvm::allocate(&file, cfg.page_size as u64)
+                .map_err(|e| DeviceError::io("fallocate", &cfg.path, cfg.page_size as u64, e))?;
+            let ssd = SsdFile {
+                file,
+                info,
+                page_size: cfg.page_size,
+                page_count: AtomicU64::new(1),
+                meta: Mutex::new(Meta { sb, slots }),
+                poisoned: AtomicU8::new(POISON_NONE),
+                core,
+            };
+            {
+                let meta = ssd.meta.lock().expect("superblock lock");
+                ssd.write_superblock(&meta)?;
+            }
+            Ok(ssd)
+        })();
+        if result.is_err() {
+            // The file is ours, made a moment ago and never acknowledged: remove it.
+            let _ = std::fs::remove_file(&cfg.path);
+        }
+        result
+    }
+
+    /// Opens an existing page file and checks its superblock. Nothing is written.
+    ///
+    /// # Errors
+    /// `Io` if it cannot be opened; `BadMagic`, `VersionMismatch`, `PageSizeMismatch`
+    /// or `Corrupted` (bad checksum, truncated file) for a file that is not what the
+    /// configuration expects.
+    pub fn open(cfg: &SsdConfig) -> Result<SsdFile, DeviceError> {
+        let core = validate(cfg)?;
+        let (file, mut info) = open_file(cfg)?;
+        let path = &cfg.path;
+        let file_bytes = file
+            .metadata()
+            .map_err(|e| DeviceError::io("stat", path, 0, e))?
+            .len();
+        if file_bytes < IO_ALIGN_BYTES as u64 {
+            return Err(DeviceError::Corrupted {
+                what: "superblock",
+                location: path.display().to_string(),
+                detail: format!(
+                    "the file has {file_bytes} bytes, fewer than one superblock ({IO_ALIGN_BYTES})"
+                ),
+            });
+        }
+        let mut buf = AlignedBuf::new(IO_ALIGN_BYTES);
+        file.read_exact_at(&mut buf, 0)
+            .map_err(|e| DeviceError::io("read superblock of", path, 0, e))?;
+        let (sb, note) = choose_slot(path, &buf)?;
+        if sb.page_size as usize != cfg.page_size {
+            return Err(DeviceError::PageSizeMismatch {
+                path: path.clone(),
+                found: sb.page_size,
+                expected: cfg.page_size as u32,
+            });
+        }
+        let needed = sb.page_count * cfg.page_size as u64;
+        if file_bytes < needed {
+            return Err(DeviceError::Corrupted {
+                what: "page file",
+                location: path.display().to_string(),
+                detail: format!(
+                    "the superblock counts {} pages ({needed} bytes) but the file has {file_bytes} bytes",
+                    sb.page_count
+                ),
+            });
+        }
+        info.superblock_note = note;
+        let mut slots = [0u8; SUPERBLOCK_SLOT_BYTES * SUPERBLOCK_SLOTS];
+        slots.copy_from_slice(&buf[..SUPERBLOCK_SLOT_BYTES * SUPERBLOCK_SLOTS]);
+        Ok(SsdFile {
+            file,
+            info,
+            page_size: cfg.page_size,
+            page_count: AtomicU64::new(sb.page_count),
+            meta: Mutex::new(Meta { sb, slots }),
+            poisoned: AtomicU8::new(POISON_NONE),
+            core,
+        })
+    }
+
+    pub fn page_size(&self) -> usize {
+        self.page_size
+    }
+
+    /// Pages in use, the superblock page included; data pages are `1..page_count`.
+    pub fn page_count(&self) -> u64 {
+        self.page_count.load(Ordering::Acquire)
+    }
+
+    pub fn info(&self) -> &SsdInfo {
+        &self.info
+    }
+
+    pub fn core(&self) -> &DeviceCore {
+        &self.core
+    }
+
+    /// A copy of the current superblock.
+    pub fn superblock(&self) -> Superblock {
+        self.meta.lock().expect("superblock lock").sb.clone()
+    }
+
+    fn check_page(&self, id: PageId, len: usize) -> Result<u64, DeviceError> {
+        if len != self.page_size {
+            return Err(DeviceError::Config {
+                device: DEVICE,
+                what: format!(
+                    "buffer of {len} bytes for a page of {} bytes",
+                    self.page_size
+                ),
+            });
+        }
+        let count = self.page_count();
+        if id == PageId::SUPERBLOCK || id.0 >= count {
+            return Err(DeviceError::OutOfRange {
+                device: DEVICE,
+                offset: id.0.saturating_mul(self.page_size as u64),
+                len: len as u64,
+                size: count * self.page_size as u64,
+            });
+        }
+        Ok(id.0 * self.page_size as u64)
+    }
+
+    fn check_poison(&self) -> Result<(), DeviceError> {
+        match self.poisoned.load(Ordering::Acquire) {
+            POISON_NONE => Ok(()),
+            p => Err(DeviceError::Poisoned {
+                path: self.info.path.clone(),
+                cause: if p == POISON_WRITE {
+                    "write"
+                } else {
+                    "fdatasync"
+                },
+            }),
+        }
+    }
+
+    /// Reads data page `id` into `buf` (`buf.len()` = page size).
+    ///
+    /// # Errors
+    /// `OutOfRange` for page 0 or a page past the end; `Config` for a buffer of the
+    /// wrong size; `Io`.
+    pub fn read_page(&self, id: PageId, buf: &mut [u8]) -> Result<(), DeviceError> {
+        let offset = self.check_page(id, buf.len())?;
+        self.core.run(OpKind::Read, offset, buf.len() as u64, || {
+            let r = if self.info.direct_io && !is_io_aligned(buf) {
+                let mut bounce = AlignedBuf::new(buf.len());
+                self.file
+                    .read_exact_at(&mut bounce, offset)
+                    .map(|()| buf.copy_from_slice(&bounce))
+            } else {
+                self.file.read_exact_at(buf, offset)
+            };
+            r.map_err(|e| DeviceError::io("read", &self.info.path, 0, e))
+        })
+    }
+
+    /// Writes data page `id` from `buf` (not durable until [`sync`](Self::sync)).
+    ///
+    /// # Errors
+    /// As [`read_page`](Self::read_page); `Full` when the device is full; `Poisoned`
+    /// after an earlier failed write or sync. A failed write poisons the handle.
+    pub fn write_page(&self, id: PageId, buf: &[u8]) -> Result<(), DeviceError> {
+        self.check_poison()?;
+        let offset = self.check_page(id, buf.len())?;
+        self.core.run(OpKind::Write, offset, buf.len() as u64, || {
+            let r = if self.info.direct_io && !is_io_aligned(buf) {
+                let mut bounce = AlignedBuf::new(buf.len());
+                bounce.copy_from_slice(buf);
+                self.file.write_all_at(&bounce, offset)
+            } else {
+                self.file.write_all_at(buf, offset)
+            };
+            r.map_err(|e| {
+                self.poisoned.store(POISON_WRITE, Ordering::Release);
+                DeviceError::io("write", &self.info.path, buf.len() as u64, e)
+            })
+        })
+    }
+
+    /// Makes all written pages durable (`fdatasync`).
+    ///
+    /// # Errors
+    /// `Io`, `Poisoned`. A failed sync poisons the handle.
+    pub fn sync(&self) -> Result<(), DeviceError> {
+        self.check_poison()?;
+        self.core.run(OpKind::Sync, 0, 0, || {
+            self.file.sync_data().map_err(|e| {
+                self.poisoned.store(POISON_SYNC, Ordering::Release);
+                DeviceError::io("fdatasync", &self.info.path, 0, e)
+            })
+        })
+    }
+
+    /// Adds `pages` zeroed pages at the end of the file and records them in the
+    /// superblock (durably); returns the first new page.
+    ///
+    /// # Errors
+    /// `Config` past [`SSD_PAGES_MAX`]; `Full` when the device has no room; `Io`;
+    /// `Poisoned`.
+    pub fn grow(&self, pages: u64) -> Result<PageId, DeviceError> {
+        self.check_poison()?;
+        let mut meta = self.meta.lock().expect("superblock lock");
+        let first = meta.sb.page_count;
+        let new_count = first
+            .checked_add(pages)
+            .filter(|&n| n <= SSD_PAGES_MAX)
+            .ok_or_else(|| DeviceError::Config {
+                device: DEVICE,
+                what: format!(
+                    "growing {first} pages by {pages} passes the limit of {SSD_PAGES_MAX} pages"
+                ),
+            })?;
+        let bytes = new_count * self.page_size as u64;
+        // 1. Reserve the space first, so a full device fails here and not on a write.
+        super::nvm::allocate(&self.file, bytes).map_err(|e| {
+            DeviceError::io(
+                "fallocate",
+                &self.info.path,
+                pages * self.page_size as u64,
+                e,
+            )
+        })?;
+        // 2. Record the new size in the next superblock generation, durably.
+        let mut sb = meta.sb.clone();
+        sb.page_count = new_count;
+        sb.generation += 1;
+        let slot = sb.slot();
+        meta.slots[slot * SUPERBLOCK_SLOT_BYTES..(slot + 1) * SUPERBLOCK_SLOT_BYTES]
+            .copy_from_slice(&sb.encode());
+        meta.sb = sb;
+        self.write_superblock(&meta)?;
+        // 3. Only now may callers use the pages.
+        self.page_count.store(new_count, Ordering::Release);
+        Ok(PageId(first))
+    }
+
+    /// Writes both superblock slots as held in `meta` and syncs.
+    fn write_superblock(&self, meta: &Meta) -> Result<(), DeviceError> {
+        let mut buf = AlignedBuf::new(IO_ALIGN_BYTES);
+        buf[..meta.slots.len()].copy_from_slice(&meta.slots);
+        let path = &self.info.path;
+        if let Err(e) = self.file.write_all_at(&buf, 0) {
+            self.poisoned.store(POISON_WRITE, Ordering::Release);
+            return Err(DeviceError::io(
+                "write superblock of",
+                path,
+                IO_ALIGN_BYTES as u64,
+                e,
+            ));
+        }
+        if let Err(e) = self.file.sync_data() {
+            self.poisoned.store(POISON_SYNC, Ordering::Release);
+            return Err(DeviceError::io("fdatasync", path, 0, e));
+        }
+        Ok(())
+    }
+}
+
+fn validate(cfg: &SsdConfig) -> Result<DeviceCore, DeviceError> {
+    let ps = cfg.page_size;
+    if !ps.is_power_of_two() || !(PAGE_SIZE_MIN_BYTES..=PAGE_SIZE_MAX_BYTES).contains(&ps) {
+        return Err(DeviceError::Config {
+            device: DEVICE,
+            what: format!(
+                "page size {ps} bytes must be a power of two from {PAGE_SIZE_MIN_BYTES} to {PAGE_SIZE_MAX_BYTES}"
+            ),
+        });
+    }
+    DeviceCore::new(Tier::Ssd, cfg.profile.clone(), cfg.mode).map_err(|e| DeviceError::Config {
+        device: DEVICE,
+        what: e.to_string(),
+    })
+}
+
+/// Opens the existing file read-write, with `O_DIRECT` per the configuration.
+fn open_file(cfg: &SsdConfig) -> Result<(File, SsdInfo), DeviceError> {
+    let path = &cfg.path;
+    let plain = || OpenOptions::new().read(true).write(true).open(path);
+    let file_system = super::fs_type(path);
+    let (file, direct_io, note) = match cfg.direct_io {
+        DirectIo::Off => (plain(), false, "turned off by configuration".to_string()),
+        DirectIo::Auto | DirectIo::On => {
+            match OpenOptions::new()
+                .read(true)
+                .write(true)
+                .custom_flags(libc::O_DIRECT)
+                .open(path)
+            {
+                Ok(f) => {
+                    let note = if file_system == "tmpfs" {
+                        "accepted, but tmpfs serves it from RAM (no device underneath)".to_string()
+                    } else {
+                        "in effect".to_string()
+                    };
+                    (Ok(f), true, note)
+                }
+                Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+                    if cfg.direct_io == DirectIo::On {
+                        return Err(DeviceError::Unsupported {
+                            what: format!("O_DIRECT on {}", path.display()),
+                            why: format!("the {file_system} file system refuses it"),
+                        });
+                    }
+                    (
+                        plain(),
+                        false,
+                        format!("refused by {file_system}; using buffered I/O"),
+                    )
+                }
+                Err(e) => (Err(e), false, String::new()),
+            }
+        }
+    };
+    let file = file.map_err(|e| DeviceError::io("open", path, 0, e))?;
+    let info = SsdInfo {
+        path: path.clone(),
+        page_size: cfg.page_size,
+        file_system,
+        direct_io,
+        direct_io_note: note,
+        superblock_note: None,
+    };
+    Ok((file, info))
+}
+
+/// Picks the valid slot with the higher generation, or says why none is valid.
+fn choose_slot(path: &Path, page0: &[u8]) -> Result<(Superblock, Option<String>), DeviceError> {
+    let decoded: Vec<Result<Superblock, SlotError>> = page0
+        .chunks_exact(SUPERBLOCK_SLOT_BYTES)
+        .take(SUPERBLOCK_SLOTS)
+        .map(Superblock::decode)
+        .collect();
+    let best = decoded
+        .iter()
+        .enumerate()
+        .filter_map(|(i, r)| r.as_ref().ok().map(|sb| (i, sb)))
+        .max_by_key(|(_, sb)| sb.generation);
+    if let Some((i, sb)) = best {
+        let note = decoded.iter().enumerate().find_map(|(j, r)| {
+            r.as_ref().err().map(|e| {
+                format!(
+                    "superblock slot {j} unreadable ({e:?}); using slot {i}, generation {}",
+                    sb.generation
+                )
+            })
+        });
+        return Ok((sb.clone(), note));
+    }
+    // No valid slot: report the most specific reason.
+    if decoded
+        .iter()
+        .all(|r| matches!(r, Err(SlotError::BadMagic(_))))
+    {
+        let found: [u8; 8] = page0[0..8].try_into().expect("8 bytes");
+        return Err(DeviceError::BadMagic {
+            path: path.to_path_buf(),
+            found,
+            expected: MAGIC,
+        });
+    }
+    if let Some(found) = decoded.iter().find_map(|r| match r {
+        Err(SlotError::Version(v)) => Some(*v),
+        _ => None,
+    }) {
+        return Err(DeviceError::VersionMismatch {
+            path: path.to_path_buf(),
+            found,
+            expected: FORMAT_VERSION,
+        });
+    }
+    let reasons: Vec<String> = decoded
+        .iter()
+        .enumerate()
+        .map(|(i, r)| match r {
+            Err(SlotError::Checksum { stored, computed }) => {
+                format!("slot {i}: checksum {stored:#010x} stored, {computed:#010x} computed")
+            }
+            Err(e) => format!("slot {i}: {e:?}"),
+            Ok(_) => unreachable!("no slot is valid here"),
+        })
+        .collect();
+    Err(DeviceError::Corrupted {
+        what: "superblock",
+        location: path.display().to_string(),
+        detail: reasons.join("; "),
+    })
+}
+
+fn random_id() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0),
+    );
+    h.write_u32(std::process::id());
+    h.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dir() -> tempfile::TempDir {
+        // The root file system takes O_DIRECT (PLATFORM.md); /tmp is on it here.
+        tempfile::tempdir().unwrap()
+    }
+
+    fn cfg(d: &tempfile::TempDir) -> SsdConfig {
+        let mut c = SsdConfig::new(d.path().join("pages.db"));
+        c.page_size = 4096;
+        c
+    }
+
+    #[test]
+    fn superblock_and_pages_round_trip() {
+        let d = dir();
+        let c = cfg(&d);
+        let db_id;
+        {
+            let f = SsdFile::create(&c).unwrap();
+            db_id = f.superblock().db_id;
+            assert_eq!(f.page_count(), 1);
+            let first = f.grow(3).unwrap();
+            assert_eq!(first, PageId(1));
+            let mut page = AlignedBuf::new(4096);
+            page.iter_mut().enumerate().for_each(|(i, b)| *b = i as u8);
+            f.write_page(PageId(2), &page).unwrap();
+            let unaligned = vec![0xabu8; 4096];
+            f.write_page(PageId(3), &unaligned).unwrap();
+            f.sync().unwrap();
+            let s = f.core().stats().snapshot();
+            assert_eq!((s.writes, s.syncs, s.write_bytes), (2, 1, 8192));
+        }
+        let f = SsdFile::open(&c).unwrap();
+        assert_eq!(f.page_count(), 4);
+        let sb = f.superblock();
+        assert_eq!((sb.db_id, sb.page_size, sb.generation), (db_id, 4096, 2));
+        assert!(f.info().superblock_note.is_none());
+        let mut back = vec![0u8; 4096];
+        f.read_page(PageId(2), &mut back).unwrap();
+        assert!(back.iter().enumerate().all(|(i, &b)| b == i as u8));
+        f.read_page(PageId(3), &mut back).unwrap();
+        assert!(back.iter().all(|&b| b == 0xab));
+        f.read_page(PageId(1), &mut back).unwrap();
+        assert!(back.iter().all(|&b| b == 0));
+    }
+
+    #[test]
+    fn superblock_page_and_pages_past_the_end_are_refused() {
+        let d = dir();
+        let f = SsdFile::create(&cfg(&d)).unwrap();
+        f.grow(1).unwrap();
+        let mut buf = vec![0u8; 4096];
+        assert!(matches!(
+            f.read_page(PageId(0), &mut buf),
+            Err(DeviceError::OutOfRange { .. })
+        ));
+        assert!(matches!(
+            f.write_page(PageId(2), &buf),
+            Err(DeviceError::OutOfRange { .. })
+        ));
+        assert!(matches!(
+            f.read_page(PageId(1), &mut buf[..100]),
+            Err(DeviceError::Config { .. })
+        ));
+    }
+
+    #[test]
+    fn create_never_overwrites() {
+        let d = dir();
+        let c = cfg(&d);
+        std::fs::write(&c.path, b"precious").unwrap();
+        assert!(matches!(
+            SsdFile::create(&c),
+            Err(DeviceError::AlreadyExists { .. })
+        ));
+        assert_eq!(std::fs::read(&c.path).unwrap(), b"precious");
+    }
+
+    /// Opens `c` expecting an error; checks the file's bytes did not change.
+    fn open_fails(c: &SsdConfig) -> DeviceError {
+        let before = std::fs::read(&c.path).unwrap();
+        let e = SsdFile::open(c).err().expect("open should fail");
+        assert_eq!(
+            std::fs::read(&c.path).unwrap(),
+            before,
+            "failed open changed the file"
+        );
+        e
+    }
+
+    fn make(d: &tempfile::TempDir) -> SsdConfig {
+        let c = cfg(d);
+        SsdFile::create(&c).unwrap().grow(2).unwrap();
+        c
+    }
+
+    fn patch(path: &Path, at: usize, bytes: &[u8]) {
+        let mut all = std::fs::read(path).unwrap();
+        all[at..at + bytes.len()].copy_from_slice(bytes);
+        std::fs::write(path, all).unwrap();
+    }
+
+    #[test]
+    fn another_magic_is_not_a_tierdb_file() {
+        let d = dir();
+        let c = make(&d);
+        patch(&c.path, 0, b"SQLite f");
+        patch(&c.path, 512, b"SQLite f");
+        let e = open_fails(&c);
+        assert!(matches!(e, DeviceError::BadMagic { .. }), "{e}");
+        assert!(e.to_string().contains("pages.db"), "{e}");
+    }
+
+    #[test]
+    fn another_version_is_reported_as_such() {
+        let d = dir();
+        let c = make(&d);
+        for slot in 0..2 {
+            let mut sb = Superblock::new(4096, 1, 1);
+            sb.format_version = FORMAT_VERSION + 1;
+            patch(&c.path, slot * 512, &sb.encode());
+        }
+        let e = open_fails(&c);
+        assert!(
+            matches!(
+                e,
+                DeviceError::VersionMismatch {
+                    found: 2,
+                    expected: 1,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn another_page_size_is_refused() {
+        let d = dir();
+        let mut c = make(&d);
+        c.page_size = 8192;
+        let e = open_fails(&c);
+        assert!(
+            matches!(
+                e,
+                DeviceError::PageSizeMismatch {
+                    found: 4096,
+                    expected: 8192,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn bad_checksums_in_both_slots_are_corruption() {
+        let d = dir();
+        let c = make(&d);
+        patch(&c.path, 40, &[0xff]);
+        patch(&c.path, 512 + 40, &[0xff]);
+        let e = open_fails(&c);
+        assert!(
+            matches!(
+                e,
+                DeviceError::Corrupted {
+                    what: "superblock",
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        assert!(e.to_string().contains("checksum"), "{e}");
+    }
+
+    #[test]
+    fn a_torn_newest_slot_falls_back_to_the_older() {
+        let d = dir();
+        let c = make(&d); // generation 2 in slot 0, generation 1 in slot 1
+        patch(&c.path, 20, &[0x55]);
+        let f = SsdFile::open(&c).unwrap();
+        assert_eq!(f.superblock().generation, 1);
+        assert_eq!(f.page_count(), 1);
+        assert!(
+            f.info()
+                .superblock_note
+                .as_deref()
+                .unwrap()
+                .contains("slot 0")
+        );
+    }
+
+    #[test]
+    fn truncated_files_are_corruption() {
+        let d = dir();
+        let c = make(&d);
+        let all = std::fs::read(&c.path).unwrap();
+        std::fs::write(&c.path, &all[..4096 * 2]).unwrap();
+        let e = open_fails(&c);
+        assert!(
+            matches!(
+                e,
+                DeviceError::Corrupted {
+                    what: "page file",
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        std::fs::write(&c.path, &all[..100]).unwrap();
+        let e = open_fails(&c);
+        assert!(
+            matches!(
+                e,
+                DeviceError::Corrupted {
+                    what: "superblock",
+                    ..
+                }
+            ),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn bad_configs_and_paths() {
+        let d = dir();
+        let mut c = cfg(&d);
+        c.page_size = 3000;
+        assert!(matches!(
+            SsdFile::create(&c),
+            Err(DeviceError::Config { .. })
+        ));
+        let c = SsdConfig::new("/nonexistent-dir/y/pages.db");
+        let e = SsdFile::create(&c).err().unwrap();
+        assert!(
+            matches!(e, DeviceError::Create { .. }) && e.to_string().contains("/nonexistent-dir/y"),
+            "{e}"
+        );
+        assert!(matches!(SsdFile::open(&c), Err(DeviceError::Io { .. })));
+    }
+
+    #[test]
+    fn direct_io_is_used_on_the_root_file_system() {
+        let d = dir();
+        let f = SsdFile::create(&cfg(&d)).unwrap();
+        if f.info().file_system != "tmpfs" {
+            assert!(f.info().direct_io, "{:?}", f.info());
+        }
+        let d2 = tempfile::tempdir_in("/dev/shm").unwrap();
+        let mut c = cfg(&d2);
+        c.direct_io = DirectIo::Off;
+        let f = SsdFile::create(&c).unwrap();
+        assert!(!f.info().direct_io);
+    }
+}

@@ -1,0 +1,264 @@
+//! Per-device operation counters: cheap to bump from many threads, summed on demand.
+//!
+//! Counters are striped: each thread adds to one of [`STATS_STRIPES`] cache-padded
+//! rows (chosen once per thread), so threads on different cores rarely share a cache
+//! line; a snapshot sums the rows. Counts are relaxed atomics: a snapshot taken while
+//! other threads run is a consistent-enough sum, each counter exact on its own.
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+use crossbeam_utils::CachePadded;
+use serde::{Deserialize, Serialize};
+
+use super::emulation::{OpCost, OpKind};
+use crate::limits::{CACHE_LINE_BYTES, STATS_STRIPES};
+
+#[derive(Clone, Copy)]
+#[repr(usize)]
+enum C {
+    Reads,
+    ReadBytes,
+    ReadLines,
+    ReadMediaBytes,
+    Writes,
+    WriteBytes,
+    WriteLines,
+    WriteMediaBytes,
+    Persists,
+    PersistLines,
+    Syncs,
+    InterferedReads,
+    ModelledPs,
+    WaitedPs,
+}
+const COUNTERS: usize = C::WaitedPs as usize + 1;
+
+/// A device's counters.
+pub struct DeviceStats {
+    stripes: Box<[CachePadded<[AtomicU64; COUNTERS]>]>,
+}
+
+impl std::fmt::Debug for DeviceStats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.snapshot().fmt(f)
+    }
+}
+
+/// Counter values at one moment, or the difference between two moments.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StatsSnapshot {
+    pub reads: u64,
+    pub read_bytes: u64,
+    /// Cache lines covered by reads.
+    pub read_lines: u64,
+    /// Bytes the media moved for reads (whole access granules).
+    pub read_media_bytes: u64,
+    pub writes: u64,
+    pub write_bytes: u64,
+    pub write_lines: u64,
+    pub write_media_bytes: u64,
+    pub persists: u64,
+    pub persist_lines: u64,
+    pub syncs: u64,
+    /// Reads that were slowed by concurrent or recent writes.
+    pub interfered_reads: u64,
+    /// Modelled device time of all operations, picoseconds.
+    pub modelled_ps: u64,
+    /// Time spent busy-waiting in `spin` mode, picoseconds.
+    pub waited_ps: u64,
+}
+
+static NEXT_STRIPE: AtomicUsize = AtomicUsize::new(0);
+thread_local! {
+    static STRIPE: Cell<usize> = const { Cell::new(usize::MAX) };
+}
+
+#[inline]
+fn my_stripe() -> usize {
+    STRIPE.with(|s| {
+        let mut i = s.get();
+        if i == usize::MAX {
+            i = NEXT_STRIPE.fetch_add(1, Ordering::Relaxed) & (STATS_STRIPES - 1);
+            s.set(i);
+        }
+        i
+    })
+}
+
+/// Cache lines overlapping `[offset, offset + len)`.
+#[inline]
+pub fn lines_covered(offset: u64, len: u64) -> u64 {
+    if len == 0 {
+        return 0;
+    }
+    let l = CACHE_LINE_BYTES as u64;
+    (offset + len - 1) / l - offset / l + 1
+}
+
+impl Default for DeviceStats {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl DeviceStats {
+    pub fn new() -> DeviceStats {
+        let stripes = (0..STATS_STRIPES)
+            .map(|_| CachePadded::new(std::array::from_fn(|_| AtomicU64::new(0))))
+            .collect();
+        DeviceStats { stripes }
+    }
+
+    #[inline]
+    fn add(row: &[AtomicU64; COUNTERS], c: C, v: u64) {
+        row[c as usize].fetch_add(v, Ordering::Relaxed);
+    }
+
+    /// Counts one operation on `bytes` at `offset`.
+    #[inline]
+    pub fn record(&self, kind: OpKind, offset: u64, bytes: u64, media_bytes: u64, cost: OpCost) {
+        let row = &self.stripes[my_stripe()];
+        let lines = lines_covered(offset, bytes);
+        match kind {
+            OpKind::Read => {
+                Self::add(row, C::Reads, 1);
+                Self::add(row, C::ReadBytes, bytes);
+                Self::add(row, C::ReadLines, lines);
+                Self::add(row, C::ReadMediaBytes, media_bytes);
+                if cost.interfered {
+                    Self::add(row, C::InterferedReads, 1);
+                }
+            }
+            OpKind::Write => {
+                Self::add(row, C::Writes, 1);
+                Self::add(row, C::WriteBytes, bytes);
+                Self::add(row, C::WriteLines, lines);
+                Self::add(row, C::WriteMediaBytes, media_bytes);
+            }
+            OpKind::Persist => {
+                Self::add(row, C::Persists, 1);
+                Self::add(row, C::PersistLines, lines);
+            }
+            OpKind::Sync => Self::add(row, C::Syncs, 1),
+        }
+        Self::add(row, C::ModelledPs, cost.modelled_ps);
+        if cost.waited_ps != 0 {
+            Self::add(row, C::WaitedPs, cost.waited_ps);
+        }
+    }
+
+    /// The sum of all stripes now.
+    pub fn snapshot(&self) -> StatsSnapshot {
+        let mut sum = [0u64; COUNTERS];
+        for row in self.stripes.iter() {
+            for (s, c) in sum.iter_mut().zip(row.iter()) {
+                *s += c.load(Ordering::Relaxed);
+            }
+        }
+        let g = |c: C| sum[c as usize];
+        StatsSnapshot {
+            reads: g(C::Reads),
+            read_bytes: g(C::ReadBytes),
+            read_lines: g(C::ReadLines),
+            read_media_bytes: g(C::ReadMediaBytes),
+            writes: g(C::Writes),
+            write_bytes: g(C::WriteBytes),
+            write_lines: g(C::WriteLines),
+            write_media_bytes: g(C::WriteMediaBytes),
+            persists: g(C::Persists),
+            persist_lines: g(C::PersistLines),
+            syncs: g(C::Syncs),
+            interfered_reads: g(C::InterferedReads),
+            modelled_ps: g(C::ModelledPs),
+            waited_ps: g(C::WaitedPs),
+        }
+    }
+}
+
+impl StatsSnapshot {
+    /// What happened between `earlier` and `self`.
+    ///
+    /// # Panics
+    /// In debug builds, if any counter of `earlier` is larger (snapshots out of order).
+    pub fn since(&self, earlier: &StatsSnapshot) -> StatsSnapshot {
+        let d = |now: u64, then: u64| {
+            debug_assert!(now >= then, "counter went back from {then} to {now}");
+            now.saturating_sub(then)
+        };
+        StatsSnapshot {
+            reads: d(self.reads, earlier.reads),
+            read_bytes: d(self.read_bytes, earlier.read_bytes),
+            read_lines: d(self.read_lines, earlier.read_lines),
+            read_media_bytes: d(self.read_media_bytes, earlier.read_media_bytes),
+            writes: d(self.writes, earlier.writes),
+            write_bytes: d(self.write_bytes, earlier.write_bytes),
+            write_lines: d(self.write_lines, earlier.write_lines),
+            write_media_bytes: d(self.write_media_bytes, earlier.write_media_bytes),
+            persists: d(self.persists, earlier.persists),
+            persist_lines: d(self.persist_lines, earlier.persist_lines),
+            syncs: d(self.syncs, earlier.syncs),
+            interfered_reads: d(self.interfered_reads, earlier.interfered_reads),
+            modelled_ps: d(self.modelled_ps, earlier.modelled_ps),
+            waited_ps: d(self.waited_ps, earlier.waited_ps),
+        }
+    }
+
+    /// All operations counted.
+    pub fn ops(&self) -> u64 {
+        self.reads + self.writes + self.persists + self.syncs
+    }
+
+    pub fn modelled_ns(&self) -> f64 {
+        self.modelled_ps as f64 / 1000.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_covered_counts_partial_lines() {
+        assert_eq!(lines_covered(0, 64), 1);
+        assert_eq!(lines_covered(63, 2), 2);
+        assert_eq!(lines_covered(64, 128), 2);
+        assert_eq!(lines_covered(10, 0), 0);
+    }
+
+    #[test]
+    fn threads_sum_and_diff() {
+        let s = std::sync::Arc::new(DeviceStats::new());
+        let before = s.snapshot();
+        let cost = OpCost {
+            modelled_ps: 10,
+            interfered: true,
+            waited_ps: 0,
+        };
+        let handles: Vec<_> = (0..4)
+            .map(|_| {
+                let s = s.clone();
+                std::thread::spawn(move || {
+                    for _ in 0..1000 {
+                        s.record(OpKind::Read, 0, 128, 256, cost);
+                        s.record(OpKind::Persist, 0, 64, 0, OpCost::default());
+                    }
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().unwrap();
+        }
+        let d = s.snapshot().since(&before);
+        assert_eq!(d.reads, 4000);
+        assert_eq!(d.read_lines, 8000);
+        assert_eq!(d.read_media_bytes, 4000 * 256);
+        assert_eq!(d.interfered_reads, 4000);
+        assert_eq!(d.persists, 4000);
+        assert_eq!(d.modelled_ps, 40_000);
+        assert_eq!(d.ops(), 8000);
+        let json = serde_json::to_string(&d).unwrap();
+        let back: StatsSnapshot = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, d);
+    }
+}

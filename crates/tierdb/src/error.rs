@@ -1,0 +1,19 @@
+//! The crate's error type: one enum per layer, converted into [`Error`].
+
+use crate::device::DeviceError;
+use crate::device::profile::ProfileError;
+use crate::size::SizeError;
+
+/// Any error tierdb returns.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    #[error(transparent)]
+    Device(#[from] DeviceError),
+    #[error(transparent)]
+    Profile(#[from] ProfileError),
+    #[error(transparent)]
+    Size(#[from] SizeError),
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
