@@ -47,17 +47,12 @@ impl FromStr for ByteSize {
     type Err = SizeError;
 
     fn from_str(text: &str) -> Result<Self, SizeError> {
-        let err = |reason| SizeError {
-            text: text.to_string(),
-            reason,
-        };
+        let err = |reason| SizeError { text: text.to_string(), reason };
         let s = text.trim();
         if s.starts_with('-') {
             return Err(err("sizes must be positive"));
         }
-        let split = s
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(s.len());
+        let split = s.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(s.len());
         let (number, unit) = s.split_at(split);
         if number.is_empty() {
             return Err(err("expected a number, e.g. 256MiB"));
@@ -96,12 +91,7 @@ impl FromStr for ByteSize {
 impl fmt::Display for ByteSize {
     /// The largest binary unit that divides the size exactly, else bytes.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        const NAMES: [(&str, u64); 4] = [
-            ("TiB", 1 << 40),
-            ("GiB", 1 << 30),
-            ("MiB", 1 << 20),
-            ("KiB", 1 << 10),
-        ];
+        const NAMES: [(&str, u64); 4] = [("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)];
         for (name, factor) in NAMES {
             if self.0 >= factor && self.0.is_multiple_of(factor) {
                 return write!(f, "{}{name}", self.0 / factor);
@@ -129,9 +119,7 @@ impl<'de> Deserialize<'de> for ByteSize {
         match Raw::deserialize(d)? {
             Raw::Text(t) => t.parse().map_err(serde::de::Error::custom),
             Raw::Int(n) if n > 0 => Ok(ByteSize(n as u64)),
-            Raw::Int(n) => Err(serde::de::Error::custom(format!(
-                "bad size {n}: sizes must be greater than zero"
-            ))),
+            Raw::Int(n) => Err(serde::de::Error::custom(format!("bad size {n}: sizes must be greater than zero"))),
         }
     }
 }
@@ -152,17 +140,7 @@ mod tests {
 
     #[test]
     fn refuses_bad_sizes() {
-        for bad in [
-            "",
-            "0",
-            "0MiB",
-            "-1",
-            "-4GiB",
-            "12 parsecs",
-            "1.3B",
-            "99999999999TiB",
-            "MiB",
-        ] {
+        for bad in ["", "0", "0MiB", "-1", "-4GiB", "12 parsecs", "1.3B", "99999999999TiB", "MiB"] {
             let e = bad.parse::<ByteSize>().unwrap_err();
             assert_eq!(e.text, bad, "{e}");
         }

@@ -29,9 +29,7 @@ impl AlignedBuf {
         let layout = Self::layout(len);
         // SAFETY: the layout has a non-zero size.
         let raw = unsafe { alloc_zeroed(layout) };
-        let Some(ptr) = NonNull::new(raw) else {
-            handle_alloc_error(layout)
-        };
+        let Some(ptr) = NonNull::new(raw) else { handle_alloc_error(layout) };
         AlignedBuf { ptr, len }
     }
 
@@ -70,8 +68,7 @@ impl std::fmt::Debug for AlignedBuf {
 
 /// Whether `buf` can be handed to `O_DIRECT` I/O as it is.
 pub fn is_io_aligned(buf: &[u8]) -> bool {
-    (buf.as_ptr() as usize).is_multiple_of(IO_ALIGN_BYTES)
-        && buf.len().is_multiple_of(IO_ALIGN_BYTES)
+    (buf.as_ptr() as usize).is_multiple_of(IO_ALIGN_BYTES) && buf.len().is_multiple_of(IO_ALIGN_BYTES)
 }
 
 #[cfg(test)]

@@ -32,10 +32,26 @@ pub fn ticks() -> u64 {
     }
 }
 
-/// The calibrated rate of [`ticks`].
+/// Ticks of the time-stamp counter once every earlier instruction has completed
+/// (`lfence; rdtsc`): a loaded value that is still in flight is waited for, so an
+/// operation's start and its spin-wait bracket the real work.
+#[inline(always)]
+pub fn ticks_ordered() -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: lfence is baseline x86-64 (SSE2) and has no memory operands.
+    unsafe {
+        std::arch::x86_64::_mm_lfence()
+    };
+    ticks()
+}
+
+/// The calibrated rate of [`ticks`], and how far a spin-wait overshoots its deadline.
 #[derive(Clone, Copy, Debug)]
 pub struct TscRate {
     pub ticks_per_ns: f64,
+    /// Median ticks by which [`spin_until`] passes its deadline (one loop turn plus
+    /// the final read of the counter); spins aim this much early.
+    pub overshoot_ticks: u64,
 }
 
 static RATE: OnceLock<TscRate> = OnceLock::new();
@@ -47,7 +63,7 @@ pub fn rate() -> TscRate {
 
 fn calibrate() -> TscRate {
     if cfg!(not(target_arch = "x86_64")) {
-        return TscRate { ticks_per_ns: 1.0 };
+        return TscRate { ticks_per_ns: 1.0, overshoot_ticks: 0 };
     }
     // Sleeping through the window is fine: preemption lengthens both clocks alike.
     let t0 = Instant::now();
@@ -56,12 +72,24 @@ fn calibrate() -> TscRate {
     let c1 = ticks();
     let ns = t0.elapsed().as_nanos() as f64;
     let ticks_per_ns = c1.wrapping_sub(c0) as f64 / ns;
-    assert!(
-        ticks_per_ns.is_finite() && ticks_per_ns > 0.01,
-        "TSC calibration failed: {ticks_per_ns} ticks/ns"
-    );
-    TscRate { ticks_per_ns }
+    assert!(ticks_per_ns.is_finite() && ticks_per_ns > 0.01, "TSC calibration failed: {ticks_per_ns} ticks/ns");
+    // The overshoot of a spin: median over short waits, measured with no correction.
+    let mut rate = TscRate { ticks_per_ns, overshoot_ticks: 0 };
+    let wait = rate.ticks_from_ps(OVERSHOOT_PROBE_WAIT_NS * 1000);
+    let mut over: Vec<u64> = (0..OVERSHOOT_PROBES)
+        .map(|_| {
+            let deadline = ticks() + wait;
+            spin_until(deadline, rate);
+            ticks().saturating_sub(deadline)
+        })
+        .collect();
+    over.sort_unstable();
+    rate.overshoot_ticks = over[over.len() / 2];
+    rate
 }
+
+const OVERSHOOT_PROBES: usize = 2001;
+const OVERSHOOT_PROBE_WAIT_NS: u64 = 200;
 
 impl TscRate {
     #[inline]
@@ -75,20 +103,18 @@ impl TscRate {
     }
 }
 
-/// Busy-waits until the TSC reaches `deadline`; returns the ticks waited. A wait longer
-/// than [`SPIN_WAIT_NS_MAX`] is cut short: it can only come from a broken cost.
+/// Busy-waits until the TSC reaches `deadline` (less the calibrated overshoot);
+/// returns the ticks waited. A wait longer than [`SPIN_WAIT_NS_MAX`] is cut short: it
+/// can only come from a broken cost.
 #[inline]
 pub fn spin_until(deadline: u64, rate: TscRate) -> u64 {
-    let start = ticks();
+    let start = ticks_ordered();
+    let deadline = deadline.saturating_sub(rate.overshoot_ticks);
     if start >= deadline {
         return 0;
     }
     let limit = start + rate.ticks_from_ps(SPIN_WAIT_NS_MAX * 1000);
-    debug_assert!(
-        deadline <= limit,
-        "spin of {} ns",
-        rate.ns_from_ticks(deadline - start)
-    );
+    debug_assert!(deadline <= limit, "spin of {} ns", rate.ns_from_ticks(deadline - start));
     let deadline = deadline.min(limit);
     let mut now = start;
     while now < deadline {
@@ -135,10 +161,7 @@ mod tests {
         std::thread::sleep(Duration::from_millis(5));
         let ns_tsc = r.ns_from_ticks(ticks() - c0);
         let ns = t0.elapsed().as_nanos() as f64;
-        assert!(
-            (ns_tsc - ns).abs() < ns * 0.05,
-            "tsc {ns_tsc} ns vs clock {ns} ns"
-        );
+        assert!((ns_tsc - ns).abs() < ns * 0.05, "tsc {ns_tsc} ns vs clock {ns} ns");
     }
 
     #[test]
@@ -156,9 +179,7 @@ mod tests {
         virtual_reset();
         virtual_advance_ps(1500);
         assert_eq!(virtual_now_ps(), 1500);
-        std::thread::spawn(|| assert_eq!(virtual_now_ps(), 0))
-            .join()
-            .unwrap();
+        std::thread::spawn(|| assert_eq!(virtual_now_ps(), 0)).join().unwrap();
         virtual_reset();
         assert_eq!(virtual_now_ps(), 0);
     }

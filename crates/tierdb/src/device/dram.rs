@@ -11,9 +11,7 @@ use serde::Serialize;
 use super::mapping::Mapping;
 use super::profile::DeviceProfile;
 use super::{DeviceCore, DeviceError, EmulationMode, Tier, check_range};
-use crate::limits::{
-    DRAM_ARENA_BYTES_MAX, PAGE_SIZE_DEFAULT_BYTES, PAGE_SIZE_MAX_BYTES, PAGE_SIZE_MIN_BYTES,
-};
+use crate::limits::{DRAM_ARENA_BYTES_MAX, PAGE_SIZE_DEFAULT_BYTES, PAGE_SIZE_MAX_BYTES, PAGE_SIZE_MIN_BYTES};
 use crate::size::ByteSize;
 
 const DEVICE: &str = "dram";
@@ -70,10 +68,7 @@ impl DramArena {
     /// larger than [`DRAM_ARENA_BYTES_MAX`], a profile for the wrong tier; `Io` if the
     /// memory cannot be mapped.
     pub fn new(cfg: &DramConfig) -> Result<DramArena, DeviceError> {
-        let config = |what: String| DeviceError::Config {
-            device: DEVICE,
-            what,
-        };
+        let config = |what: String| DeviceError::Config { device: DEVICE, what };
         let fb = cfg.frame_bytes;
         if !fb.is_power_of_two() || !(PAGE_SIZE_MIN_BYTES..=PAGE_SIZE_MAX_BYTES).contains(&fb) {
             return Err(config(format!(
@@ -82,21 +77,13 @@ impl DramArena {
         }
         let size = cfg.size.bytes();
         if size > DRAM_ARENA_BYTES_MAX {
-            return Err(config(format!(
-                "size {} is above the limit of {}",
-                cfg.size,
-                ByteSize(DRAM_ARENA_BYTES_MAX)
-            )));
+            return Err(config(format!("size {} is above the limit of {}", cfg.size, ByteSize(DRAM_ARENA_BYTES_MAX))));
         }
         let frame_count = (size / fb as u64) as usize;
         if frame_count == 0 {
-            return Err(config(format!(
-                "size {} holds no frame of {fb} bytes",
-                cfg.size
-            )));
+            return Err(config(format!("size {} holds no frame of {fb} bytes", cfg.size)));
         }
-        let core = DeviceCore::new(Tier::Dram, cfg.profile.clone(), cfg.mode)
-            .map_err(|e| config(e.to_string()))?;
+        let core = DeviceCore::new(Tier::Dram, cfg.profile.clone(), cfg.mode).map_err(|e| config(e.to_string()))?;
         let len = frame_count * fb;
         let map = Mapping::anon(len).map_err(|source| DeviceError::Io {
             op: "mmap",
@@ -111,13 +98,7 @@ impl DramArena {
         } else {
             HugePages::NotAsked
         };
-        Ok(DramArena {
-            map,
-            frame_bytes: fb,
-            frame_count,
-            huge_pages,
-            core,
-        })
+        Ok(DramArena { map, frame_bytes: fb, frame_count, huge_pages, core })
     }
 
     pub fn size_bytes(&self) -> u64 {
@@ -203,19 +184,13 @@ mod tests {
         a.read(16384 * 9 + 64, &mut back).unwrap();
         assert_eq!(back, [5u8; 128]);
         let s = a.core().stats().snapshot();
-        assert_eq!(
-            (s.reads, s.writes, s.read_lines, s.write_bytes),
-            (1, 1, 2, 128)
-        );
+        assert_eq!((s.reads, s.writes, s.read_lines, s.write_bytes), (1, 1, 2, 128));
     }
 
     #[test]
     fn bad_configs_are_errors() {
         let tiny = DramConfig::new(ByteSize(1000));
-        assert!(matches!(
-            DramArena::new(&tiny),
-            Err(DeviceError::Config { .. })
-        ));
+        assert!(matches!(DramArena::new(&tiny), Err(DeviceError::Config { .. })));
         let mut odd = DramConfig::new(ByteSize(1 << 20));
         odd.frame_bytes = 5000;
         let e = DramArena::new(&odd).err().unwrap();
@@ -229,13 +204,7 @@ mod tests {
     fn out_of_range_is_an_error() {
         let a = DramArena::new(&DramConfig::new(ByteSize(1 << 20))).unwrap();
         let mut buf = [0u8; 64];
-        assert!(matches!(
-            a.read((1 << 20) - 32, &mut buf),
-            Err(DeviceError::OutOfRange { .. })
-        ));
-        assert!(matches!(
-            a.read(u64::MAX - 8, &mut buf),
-            Err(DeviceError::OutOfRange { .. })
-        ));
+        assert!(matches!(a.read((1 << 20) - 32, &mut buf), Err(DeviceError::OutOfRange { .. })));
+        assert!(matches!(a.read(u64::MAX - 8, &mut buf), Err(DeviceError::OutOfRange { .. })));
     }
 }

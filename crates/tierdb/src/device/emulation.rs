@@ -63,9 +63,7 @@ impl FromStr for EmulationMode {
             "off" => Ok(EmulationMode::Off),
             "spin" => Ok(EmulationMode::Spin),
             "model" => Ok(EmulationMode::Model),
-            _ => Err(format!(
-                "unknown emulation mode {s:?}; use off, spin or model"
-            )),
+            _ => Err(format!("unknown emulation mode {s:?}; use off, spin or model")),
         }
     }
 }
@@ -170,8 +168,10 @@ pub struct OpStart(u64);
 pub struct OpCost {
     pub modelled_ps: u64,
     pub interfered: bool,
-    /// Time spent busy-waiting (`spin` mode), in picoseconds.
+    /// Time busy-waited (`spin` mode), ps; filled in by [`Emulator::wait`]'s caller.
     pub waited_ps: u64,
+    /// TSC deadline to spin to (`spin` mode; 0 otherwise): see [`Emulator::wait`].
+    pub deadline_ticks: u64,
 }
 
 /// Applies one profile to one device's operations.
@@ -188,17 +188,23 @@ pub struct Emulator {
 impl Emulator {
     /// An emulator of `profile` in `mode`; calibrates the TSC on first use of `spin`.
     pub fn new(mode: EmulationMode, profile: &DeviceProfile) -> Emulator {
+        Self::with_path_overshoot(mode, profile, 0)
+    }
+
+    /// An emulator whose spins end `path_overshoot_ticks` early: the calibrated cost of
+    /// the bookkeeping that follows a spin on the device path (see `DeviceCore`).
+    pub(crate) fn with_path_overshoot(
+        mode: EmulationMode,
+        profile: &DeviceProfile,
+        path_overshoot_ticks: u64,
+    ) -> Emulator {
         let rate = if mode == EmulationMode::Spin {
-            clock::rate()
+            let r = clock::rate();
+            TscRate { overshoot_ticks: r.overshoot_ticks + path_overshoot_ticks, ..r }
         } else {
-            TscRate { ticks_per_ns: 1.0 }
+            TscRate { ticks_per_ns: 1.0, overshoot_ticks: 0 }
         };
-        Emulator {
-            mode,
-            cost: CostModel::new(profile),
-            rate,
-            write_busy_until: AtomicU64::new(0),
-        }
+        Emulator { mode, cost: CostModel::new(profile), rate, write_busy_until: AtomicU64::new(0) }
     }
 
     pub fn mode(&self) -> EmulationMode {
@@ -213,64 +219,66 @@ impl Emulator {
     #[inline]
     pub fn begin(&self) -> OpStart {
         match self.mode {
-            EmulationMode::Spin => OpStart(clock::ticks()),
+            EmulationMode::Spin => OpStart(clock::ticks_ordered()),
             _ => OpStart(0),
         }
     }
 
-    /// Call after the real work: charges the operation, and waits (`spin`) or advances
-    /// the virtual clock (`model`).
+    /// Call after the real work: charges the operation and, in `model` mode, advances
+    /// the virtual clock. In `spin` mode the caller counts the operation and then calls
+    /// [`wait`](Self::wait), so that the bookkeeping falls inside the emulated time.
     #[inline]
-    pub fn finish(&self, start: OpStart, kind: OpKind, media_bytes: u64, lines: u64) -> OpCost {
+    pub fn charge(&self, start: OpStart, kind: OpKind, media_bytes: u64, lines: u64) -> OpCost {
         let base_ps = self.cost.cost_ps(kind, media_bytes, lines);
         match self.mode {
-            EmulationMode::Off => OpCost {
-                modelled_ps: base_ps,
-                interfered: false,
-                waited_ps: 0,
-            },
-            EmulationMode::Spin => self.finish_spin(start, kind, base_ps),
-            EmulationMode::Model => self.finish_model(kind, base_ps),
+            EmulationMode::Off => OpCost { modelled_ps: base_ps, ..OpCost::default() },
+            EmulationMode::Spin => self.charge_spin(start, kind, base_ps),
+            EmulationMode::Model => self.charge_model(kind, base_ps),
         }
     }
 
-    fn finish_spin(&self, start: OpStart, kind: OpKind, base_ps: u64) -> OpCost {
+    /// Busy-waits until the operation charged as `cost` has lasted its modelled time
+    /// (`spin` mode; returns at once otherwise). Returns the picoseconds waited.
+    #[inline]
+    pub fn wait(&self, cost: &OpCost) -> u64 {
+        if cost.deadline_ticks == 0 {
+            return 0;
+        }
+        let waited = clock::spin_until(cost.deadline_ticks, self.rate);
+        if waited == 0 { 0 } else { (self.rate.ns_from_ticks(waited) * 1000.0) as u64 }
+    }
+
+    /// `charge`, then `wait`.
+    #[inline]
+    pub fn finish(&self, start: OpStart, kind: OpKind, media_bytes: u64, lines: u64) -> OpCost {
+        let mut cost = self.charge(start, kind, media_bytes, lines);
+        cost.waited_ps = self.wait(&cost);
+        cost
+    }
+
+    fn charge_spin(&self, start: OpStart, kind: OpKind, base_ps: u64) -> OpCost {
         let (modelled_ps, interfered) = self.interference(kind, start.0, base_ps);
-        let end = start.0 + self.rate.ticks_from_ps(modelled_ps);
+        let deadline = start.0 + self.rate.ticks_from_ps(modelled_ps);
         if kind != OpKind::Read && self.cost.interferes() {
-            let until = end + self.rate.ticks_from_ps(self.cost.window_ps);
+            let until = deadline + self.rate.ticks_from_ps(self.cost.window_ps);
             self.write_busy_until.fetch_max(until, Ordering::Relaxed);
         }
-        let waited = clock::spin_until(end, self.rate);
-        let waited_ps = (self.rate.ns_from_ticks(waited) * 1000.0) as u64;
-        OpCost {
-            modelled_ps,
-            interfered,
-            waited_ps,
-        }
+        OpCost { modelled_ps, interfered, waited_ps: 0, deadline_ticks: deadline.max(1) }
     }
 
-    fn finish_model(&self, kind: OpKind, base_ps: u64) -> OpCost {
+    fn charge_model(&self, kind: OpKind, base_ps: u64) -> OpCost {
         let (modelled_ps, interfered) = self.interference(kind, clock::virtual_now_ps(), base_ps);
         let end = clock::virtual_advance_ps(modelled_ps);
         if kind != OpKind::Read && self.cost.interferes() {
-            self.write_busy_until
-                .fetch_max(end + self.cost.window_ps, Ordering::Relaxed);
+            self.write_busy_until.fetch_max(end + self.cost.window_ps, Ordering::Relaxed);
         }
-        OpCost {
-            modelled_ps,
-            interfered,
-            waited_ps: 0,
-        }
+        OpCost { modelled_ps, interfered, ..OpCost::default() }
     }
 
     /// A read starting at `now` (in the mode's time unit) is slowed if writes are busy.
     #[inline]
     fn interference(&self, kind: OpKind, now: u64, base_ps: u64) -> (u64, bool) {
-        if kind == OpKind::Read
-            && self.cost.interferes()
-            && now < self.write_busy_until.load(Ordering::Relaxed)
-        {
+        if kind == OpKind::Read && self.cost.interferes() && now < self.write_busy_until.load(Ordering::Relaxed) {
             (self.cost.interfered_ps(base_ps), true)
         } else {
             (base_ps, false)
@@ -286,16 +294,10 @@ mod tests {
     fn cost_formulas() {
         let p = DeviceProfile::preset("optane-dcpmm").unwrap();
         let m = CostModel::new(&p);
-        assert_eq!(
-            m.read_ps(256),
-            305_000 + (256.0f64 * 1000.0 / 6.6).round() as u64
-        );
+        assert_eq!(m.read_ps(256), 305_000 + (256.0f64 * 1000.0 / 6.6).round() as u64);
         assert_eq!(m.write_ps(0), 94_000);
         assert_eq!(m.persist_ps(1), 94_000);
-        assert_eq!(
-            m.persist_ps(3),
-            94_000 + (128.0f64 * 1000.0 / 2.3).round() as u64
-        );
+        assert_eq!(m.persist_ps(3), 94_000 + (128.0f64 * 1000.0 / 2.3).round() as u64);
         assert_eq!(m.interfered_ps(1000), 3500);
     }
 

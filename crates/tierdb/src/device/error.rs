@@ -31,51 +31,21 @@ pub enum DeviceError {
     #[error("{path} already exists; refusing to overwrite it")]
     AlreadyExists { path: PathBuf },
     #[error("{path} is {file_bytes} bytes but the configuration asks for {config_bytes}")]
-    SizeMismatch {
-        path: PathBuf,
-        file_bytes: u64,
-        config_bytes: u64,
-    },
+    SizeMismatch { path: PathBuf, file_bytes: u64, config_bytes: u64 },
     #[error("invalid {device} configuration: {what}")]
     Config { device: &'static str, what: String },
     #[error("{device}: access at offset {offset} of {len} bytes is outside its {size} bytes")]
-    OutOfRange {
-        device: &'static str,
-        offset: u64,
-        len: u64,
-        size: u64,
-    },
+    OutOfRange { device: &'static str, offset: u64, len: u64, size: u64 },
     #[error("{device}: {what} {value} is not a multiple of {align}")]
-    Misaligned {
-        device: &'static str,
-        what: &'static str,
-        value: u64,
-        align: u64,
-    },
+    Misaligned { device: &'static str, what: &'static str, value: u64, align: u64 },
     #[error("{path}: not a tierdb page file (magic {found:02x?}, expected {expected:02x?})")]
-    BadMagic {
-        path: PathBuf,
-        found: [u8; 8],
-        expected: [u8; 8],
-    },
+    BadMagic { path: PathBuf, found: [u8; 8], expected: [u8; 8] },
     #[error("{path}: format version {found}, this build reads version {expected}")]
-    VersionMismatch {
-        path: PathBuf,
-        found: u32,
-        expected: u32,
-    },
+    VersionMismatch { path: PathBuf, found: u32, expected: u32 },
     #[error("{path}: page size {found} bytes, but {expected} bytes were asked for")]
-    PageSizeMismatch {
-        path: PathBuf,
-        found: u32,
-        expected: u32,
-    },
+    PageSizeMismatch { path: PathBuf, found: u32, expected: u32 },
     #[error("corrupted {what} in {location}: {detail}")]
-    Corrupted {
-        what: &'static str,
-        location: String,
-        detail: String,
-    },
+    Corrupted { what: &'static str, location: String, detail: String },
     #[error("{what} is not supported here: {why}")]
     Unsupported { what: String, why: String },
     #[error("NUMA node {node}: {reason}")]
@@ -86,24 +56,11 @@ pub enum DeviceError {
 
 impl DeviceError {
     /// An I/O error, or `Full` when the operating system says the device is full.
-    pub(crate) fn io(
-        op: &'static str,
-        path: &std::path::Path,
-        needed_bytes: u64,
-        e: io::Error,
-    ) -> Self {
+    pub(crate) fn io(op: &'static str, path: &std::path::Path, needed_bytes: u64, e: io::Error) -> Self {
         if e.raw_os_error() == Some(libc::ENOSPC) || e.raw_os_error() == Some(libc::EDQUOT) {
-            DeviceError::Full {
-                path: path.to_path_buf(),
-                needed_bytes,
-                source: e,
-            }
+            DeviceError::Full { path: path.to_path_buf(), needed_bytes, source: e }
         } else {
-            DeviceError::Io {
-                op,
-                path: path.to_path_buf(),
-                source: e,
-            }
+            DeviceError::Io { op, path: path.to_path_buf(), source: e }
         }
     }
 }

@@ -42,13 +42,8 @@ impl Mapping {
     /// Anonymous private memory of `len` bytes, zeroed, page-aligned.
     pub fn anon(len: usize) -> io::Result<Mapping> {
         let raw: memmap2::MmapRaw = memmap2::MmapOptions::new().len(len).map_anon()?.into();
-        let ptr =
-            NonNull::new(raw.as_mut_ptr()).ok_or_else(|| io::Error::other("mmap returned null"))?;
-        Ok(Mapping {
-            ptr,
-            len,
-            backing: Backing::Memmap(raw),
-        })
+        let ptr = NonNull::new(raw.as_mut_ptr()).ok_or_else(|| io::Error::other("mmap returned null"))?;
+        Ok(Mapping { ptr, len, backing: Backing::Memmap(raw) })
     }
 
     /// The first `len` bytes of `file`, shared. Tries `MAP_SYNC` first when
@@ -69,30 +64,14 @@ impl Mapping {
                 )
             };
             if p != libc::MAP_FAILED {
-                let ptr = NonNull::new(p.cast::<u8>())
-                    .ok_or_else(|| io::Error::other("mmap returned null"))?;
-                return Ok((
-                    Mapping {
-                        ptr,
-                        len,
-                        backing: Backing::MapSync,
-                    },
-                    true,
-                ));
+                let ptr = NonNull::new(p.cast::<u8>()).ok_or_else(|| io::Error::other("mmap returned null"))?;
+                return Ok((Mapping { ptr, len, backing: Backing::MapSync }, true));
             }
         }
         let _ = try_map_sync;
         let raw = memmap2::MmapOptions::new().len(len).map_raw(file)?;
-        let ptr =
-            NonNull::new(raw.as_mut_ptr()).ok_or_else(|| io::Error::other("mmap returned null"))?;
-        Ok((
-            Mapping {
-                ptr,
-                len,
-                backing: Backing::Memmap(raw),
-            },
-            false,
-        ))
+        let ptr = NonNull::new(raw.as_mut_ptr()).ok_or_else(|| io::Error::other("mmap returned null"))?;
+        Ok((Mapping { ptr, len, backing: Backing::Memmap(raw) }, false))
     }
 
     #[inline]
@@ -112,21 +91,10 @@ impl Mapping {
     /// during the copy.
     #[inline]
     pub unsafe fn copy_out(&self, offset: usize, dst: &mut [u8]) {
-        debug_assert!(
-            offset + dst.len() <= self.len,
-            "copy_out {offset}+{} > {}",
-            dst.len(),
-            self.len
-        );
+        debug_assert!(offset + dst.len() <= self.len, "copy_out {offset}+{} > {}", dst.len(), self.len);
         // SAFETY: in bounds per the caller; `dst` is a distinct Rust slice, so the
         // ranges cannot overlap; no concurrent writer per the caller.
-        unsafe {
-            std::ptr::copy_nonoverlapping(
-                self.ptr.as_ptr().add(offset),
-                dst.as_mut_ptr(),
-                dst.len(),
-            )
-        }
+        unsafe { std::ptr::copy_nonoverlapping(self.ptr.as_ptr().add(offset), dst.as_mut_ptr(), dst.len()) }
     }
 
     /// Copies `src` to `offset`.
@@ -136,17 +104,10 @@ impl Mapping {
     /// bytes during the copy.
     #[inline]
     pub unsafe fn copy_in(&self, offset: usize, src: &[u8]) {
-        debug_assert!(
-            offset + src.len() <= self.len,
-            "copy_in {offset}+{} > {}",
-            src.len(),
-            self.len
-        );
+        debug_assert!(offset + src.len() <= self.len, "copy_in {offset}+{} > {}", src.len(), self.len);
         // SAFETY: in bounds per the caller; `src` is a Rust slice, not part of this
         // mapping's range handed out mutably, so no overlap; exclusive per the caller.
-        unsafe {
-            std::ptr::copy_nonoverlapping(src.as_ptr(), self.ptr.as_ptr().add(offset), src.len())
-        }
+        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), self.ptr.as_ptr().add(offset), src.len()) }
     }
 
     /// Asks for transparent huge pages; returns the OS error if refused.
@@ -154,8 +115,7 @@ impl Mapping {
         #[cfg(target_os = "linux")]
         {
             // SAFETY: madvise on our own live mapping; MADV_HUGEPAGE does not change contents.
-            let rc =
-                unsafe { libc::madvise(self.ptr.as_ptr().cast(), self.len, libc::MADV_HUGEPAGE) };
+            let rc = unsafe { libc::madvise(self.ptr.as_ptr().cast(), self.len, libc::MADV_HUGEPAGE) };
             if rc != 0 {
                 return Err(io::Error::last_os_error());
             }
@@ -174,13 +134,7 @@ impl Mapping {
         let end = (offset + len).min(self.len);
         debug_assert!(start < end, "msync {offset}+{len} of {}", self.len);
         // SAFETY: the range lies within our live mapping and starts page-aligned.
-        let rc = unsafe {
-            libc::msync(
-                self.ptr.as_ptr().add(start).cast(),
-                end - start,
-                libc::MS_SYNC,
-            )
-        };
+        let rc = unsafe { libc::msync(self.ptr.as_ptr().add(start).cast(), end - start, libc::MS_SYNC) };
         if rc != 0 {
             return Err(io::Error::last_os_error());
         }

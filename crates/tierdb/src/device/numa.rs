@@ -46,16 +46,9 @@ pub fn nodes() -> Vec<NumaNode> {
         .filter_map(|e| {
             let name = e.file_name().into_string().ok()?;
             let id: u32 = name.strip_prefix("node")?.parse().ok()?;
-            let cpus = std::fs::read_to_string(e.path().join("cpulist"))
-                .unwrap_or_default()
-                .trim()
-                .to_string();
+            let cpus = std::fs::read_to_string(e.path().join("cpulist")).unwrap_or_default().trim().to_string();
             let memory_total_bytes = meminfo_total(&e.path().join("meminfo")).unwrap_or(0);
-            Some(NumaNode {
-                id,
-                cpus,
-                memory_total_bytes,
-            })
+            Some(NumaNode { id, cpus, memory_total_bytes })
         })
         .collect();
     out.sort_by_key(|n| n.id);
@@ -78,11 +71,7 @@ pub(crate) fn bind(addr: *mut u8, len: usize, node: u32) -> Result<(), DeviceErr
             node,
             reason: format!(
                 "no such node (this machine has: {})",
-                if ids.is_empty() {
-                    "none".into()
-                } else {
-                    ids.join(", ")
-                }
+                if ids.is_empty() { "none".into() } else { ids.join(", ") }
             ),
         });
     }
@@ -102,10 +91,7 @@ pub(crate) fn bind(addr: *mut u8, len: usize, node: u32) -> Result<(), DeviceErr
         )
     };
     if rc != 0 {
-        return Err(DeviceError::Numa {
-            node,
-            reason: format!("mbind: {}", std::io::Error::last_os_error()),
-        });
+        return Err(DeviceError::Numa { node, reason: format!("mbind: {}", std::io::Error::last_os_error()) });
     }
     Ok(())
 }

@@ -26,10 +26,7 @@ use serde::Serialize;
 use super::mapping::Mapping;
 use super::persist::{self, FlushInstruction};
 use super::profile::DeviceProfile;
-use super::{
-    DeviceCore, DeviceError, EmulationMode, OpKind, OpenMode, Tier, check_aligned, check_range,
-    numa,
-};
+use super::{DeviceCore, DeviceError, EmulationMode, OpKind, OpenMode, Tier, check_aligned, check_range, numa};
 use crate::limits::{CACHE_LINE_BYTES, NVM_REGION_BYTES_MAX, OS_PAGE_BYTES};
 use crate::size::ByteSize;
 
@@ -73,8 +70,7 @@ impl NvmConfig {
             path: path.into(),
             size,
             open_mode: OpenMode::OpenOrCreate,
-            profile: DeviceProfile::preset("optane-dcpmm")
-                .expect("built-in optane preset is valid"),
+            profile: DeviceProfile::preset("optane-dcpmm").expect("built-in optane preset is valid"),
             mode: EmulationMode::Off,
             flush: None,
             msync: MsyncPolicy::Auto,
@@ -136,28 +132,16 @@ impl NvmRegion {
     /// if an existing file has another size (nothing is changed); `Numa` if binding fails.
     pub fn open(cfg: &NvmConfig) -> Result<NvmRegion, DeviceError> {
         // 1. Validate the configuration before touching the file system.
-        let config = |what: String| DeviceError::Config {
-            device: DEVICE,
-            what,
-        };
+        let config = |what: String| DeviceError::Config { device: DEVICE, what };
         let size = cfg.size.bytes();
         if size > NVM_REGION_BYTES_MAX {
-            return Err(config(format!(
-                "size {} is above the limit of {}",
-                cfg.size,
-                ByteSize(NVM_REGION_BYTES_MAX)
-            )));
+            return Err(config(format!("size {} is above the limit of {}", cfg.size, ByteSize(NVM_REGION_BYTES_MAX))));
         }
         if !size.is_multiple_of(OS_PAGE_BYTES as u64) {
-            return Err(config(format!(
-                "size {} is not a multiple of {OS_PAGE_BYTES} bytes",
-                cfg.size
-            )));
+            return Err(config(format!("size {} is not a multiple of {OS_PAGE_BYTES} bytes", cfg.size)));
         }
-        let len = usize::try_from(size)
-            .map_err(|_| config(format!("size {} does not fit in memory", cfg.size)))?;
-        let core = DeviceCore::new(Tier::Nvm, cfg.profile.clone(), cfg.mode)
-            .map_err(|e| config(e.to_string()))?;
+        let len = usize::try_from(size).map_err(|_| config(format!("size {} does not fit in memory", cfg.size)))?;
+        let core = DeviceCore::new(Tier::Nvm, cfg.profile.clone(), cfg.mode).map_err(|e| config(e.to_string()))?;
         let flush = cfg.flush.unwrap_or_else(persist::best);
         if !flush.supported() {
             return Err(DeviceError::Unsupported {
@@ -170,12 +154,11 @@ impl NvmRegion {
         let (file, created) = open_file(&cfg.path, cfg.open_mode, size)?;
 
         // 3. Map it, MAP_SYNC where the file system is DAX.
-        let (map, map_sync) =
-            Mapping::file(&file, len, true).map_err(|source| DeviceError::Io {
-                op: "mmap",
-                path: cfg.path.clone(),
-                source,
-            })?;
+        let (map, map_sync) = Mapping::file(&file, len, true).map_err(|source| DeviceError::Io {
+            op: "mmap",
+            path: cfg.path.clone(),
+            source,
+        })?;
         let file_system = super::fs_type(&cfg.path);
         let msync = match cfg.msync {
             MsyncPolicy::Always => true,
@@ -188,9 +171,7 @@ impl NvmRegion {
             numa::bind(map.as_ptr(), len, node)?;
         }
 
-        let wear = cfg
-            .wear_counters
-            .then(|| (0..size / LINE).map(|_| AtomicU64::new(0)).collect());
+        let wear = cfg.wear_counters.then(|| (0..size / LINE).map(|_| AtomicU64::new(0)).collect());
         let info = NvmInfo {
             path: cfg.path.clone(),
             size_bytes: size,
@@ -202,15 +183,7 @@ impl NvmRegion {
             numa_node: cfg.numa_node,
             wear_counters: cfg.wear_counters,
         };
-        Ok(NvmRegion {
-            map,
-            info,
-            flush,
-            msync,
-            wear,
-            core,
-            _file: file,
-        })
+        Ok(NvmRegion { map, info, flush, msync, wear, core, _file: file })
     }
 
     pub fn size_bytes(&self) -> u64 {
@@ -321,13 +294,11 @@ impl NvmRegion {
             persist::flush_range(self.flush, addr, len as usize);
             persist::fence();
             if self.msync {
-                self.map
-                    .msync(offset as usize, len as usize)
-                    .map_err(|source| DeviceError::Io {
-                        op: "msync",
-                        path: self.info.path.clone(),
-                        source,
-                    })?;
+                self.map.msync(offset as usize, len as usize).map_err(|source| DeviceError::Io {
+                    op: "msync",
+                    path: self.info.path.clone(),
+                    source,
+                })?;
             }
             Ok(())
         })
@@ -355,18 +326,13 @@ impl NvmRegion {
     /// Writes counted on the line at `offset`; `None` when wear counting is off.
     pub fn line_writes(&self, offset: u64) -> Option<u64> {
         let wear = self.wear.as_ref()?;
-        wear.get((offset / LINE) as usize)
-            .map(|c| c.load(Ordering::Relaxed))
+        wear.get((offset / LINE) as usize).map(|c| c.load(Ordering::Relaxed))
     }
 
     /// The distribution of per-line writes; `None` when wear counting is off.
     pub fn wear_summary(&self) -> Option<WearSummary> {
         let wear = self.wear.as_ref()?;
-        let mut s = WearSummary {
-            lines: wear.len() as u64,
-            log2_buckets: vec![0; 65],
-            ..Default::default()
-        };
+        let mut s = WearSummary { lines: wear.len() as u64, log2_buckets: vec![0; 65], ..Default::default() };
         for c in wear.iter() {
             let n = c.load(Ordering::Relaxed);
             s.writes_total += n;
@@ -374,11 +340,7 @@ impl NvmRegion {
             if n > 0 {
                 s.lines_written += 1;
             }
-            let bucket = if n == 0 {
-                0
-            } else {
-                64 - (n - 1).leading_zeros() as usize + 1
-            };
+            let bucket = if n == 0 { 0 } else { 64 - (n - 1).leading_zeros() as usize + 1 };
             s.log2_buckets[bucket.min(64)] += 1;
         }
         while s.log2_buckets.len() > 1 && s.log2_buckets.last() == Some(&0) {
@@ -393,12 +355,10 @@ impl NvmRegion {
     /// `OutOfRange`; `Io` if the kernel cannot tell.
     pub fn numa_node_of(&self, offset: u64) -> Result<u32, DeviceError> {
         check_range(DEVICE, offset, 1, self.size_bytes())?;
-        numa::node_of(self.map.as_ptr().wrapping_add(offset as usize)).map_err(|source| {
-            DeviceError::Io {
-                op: "get_mempolicy",
-                path: self.info.path.clone(),
-                source,
-            }
+        numa::node_of(self.map.as_ptr().wrapping_add(offset as usize)).map_err(|source| DeviceError::Io {
+            op: "get_mempolicy",
+            path: self.info.path.clone(),
+            source,
         })
     }
 }
@@ -408,10 +368,7 @@ impl NvmRegion {
 fn open_file(path: &Path, mode: OpenMode, size: u64) -> Result<(File, bool), DeviceError> {
     let existing = || OpenOptions::new().read(true).write(true).open(path);
     let (file, created) = match mode {
-        OpenMode::Open => (
-            existing().map_err(|e| DeviceError::io("open", path, 0, e))?,
-            false,
-        ),
+        OpenMode::Open => (existing().map_err(|e| DeviceError::io("open", path, 0, e))?, false),
         OpenMode::Create => (create_file(path)?, true),
         OpenMode::OpenOrCreate => match existing() {
             Ok(f) => (f, false),
@@ -427,46 +384,28 @@ fn open_file(path: &Path, mode: OpenMode, size: u64) -> Result<(File, bool), Dev
             return Err(DeviceError::io("fallocate", path, size, e));
         }
     } else {
-        let file_bytes = file
-            .metadata()
-            .map_err(|e| DeviceError::io("stat", path, 0, e))?
-            .len();
+        let file_bytes = file.metadata().map_err(|e| DeviceError::io("stat", path, 0, e))?.len();
         if file_bytes != size {
-            return Err(DeviceError::SizeMismatch {
-                path: path.to_path_buf(),
-                file_bytes,
-                config_bytes: size,
-            });
+            return Err(DeviceError::SizeMismatch { path: path.to_path_buf(), file_bytes, config_bytes: size });
         }
     }
     Ok((file, created))
 }
 
 fn create_file(path: &Path) -> Result<File, DeviceError> {
-    OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create_new(true)
-        .open(path)
-        .map_err(|e| {
-            if e.kind() == std::io::ErrorKind::AlreadyExists {
-                DeviceError::AlreadyExists {
-                    path: path.to_path_buf(),
-                }
-            } else {
-                DeviceError::Create {
-                    path: path.to_path_buf(),
-                    source: e,
-                }
-            }
-        })
+    OpenOptions::new().read(true).write(true).create_new(true).open(path).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::AlreadyExists {
+            DeviceError::AlreadyExists { path: path.to_path_buf() }
+        } else {
+            DeviceError::Create { path: path.to_path_buf(), source: e }
+        }
+    })
 }
 
 /// Reserves `size` bytes for `file` (posix_fallocate), falling back to `set_len`
 /// where the file system does not support allocation.
 pub(crate) fn allocate(file: &File, size: u64) -> std::io::Result<()> {
-    let len = libc::off_t::try_from(size)
-        .map_err(|_| std::io::Error::other("size does not fit off_t"))?;
+    let len = libc::off_t::try_from(size).map_err(|_| std::io::Error::other("size does not fit off_t"))?;
     // SAFETY: posix_fallocate on a valid, open descriptor; no memory is passed.
     let rc = unsafe { libc::posix_fallocate(file.as_raw_fd(), 0, len) };
     match rc {
@@ -495,10 +434,7 @@ mod tests {
             r.write_lines(4096, &pattern).unwrap();
             r.persist(4096, 256).unwrap();
             let s = r.core().stats().snapshot();
-            assert_eq!(
-                (s.writes, s.write_lines, s.persists, s.persist_lines),
-                (1, 4, 1, 4)
-            );
+            assert_eq!((s.writes, s.write_lines, s.persists, s.persist_lines), (1, 4, 1, 4));
         }
         let r = NvmRegion::open(&c).unwrap();
         assert!(!r.info().created);
@@ -510,18 +446,11 @@ mod tests {
     #[test]
     fn every_flush_instruction_persists() {
         let dir = tempfile::tempdir_in("/dev/shm").unwrap();
-        for how in [
-            FlushInstruction::Clwb,
-            FlushInstruction::Clflushopt,
-            FlushInstruction::Clflush,
-        ] {
+        for how in [FlushInstruction::Clwb, FlushInstruction::Clflushopt, FlushInstruction::Clflush] {
             let mut c = cfg(&dir, 64 << 10);
             c.flush = Some(how);
             if !how.supported() {
-                assert!(matches!(
-                    NvmRegion::open(&c),
-                    Err(DeviceError::Unsupported { .. })
-                ));
+                assert!(matches!(NvmRegion::open(&c), Err(DeviceError::Unsupported { .. })));
                 continue;
             }
             let mut r = NvmRegion::open(&c).unwrap();
@@ -536,22 +465,10 @@ mod tests {
         let dir = tempfile::tempdir_in("/dev/shm").unwrap();
         let mut r = NvmRegion::open(&cfg(&dir, 64 << 10)).unwrap();
         let mut buf = [0u8; 64];
-        assert!(matches!(
-            r.read_lines(32, &mut buf),
-            Err(DeviceError::Misaligned { .. })
-        ));
-        assert!(matches!(
-            r.write_lines(0, &[0u8; 65]),
-            Err(DeviceError::Misaligned { .. })
-        ));
-        assert!(matches!(
-            r.read_lines(64 << 10, &mut buf),
-            Err(DeviceError::OutOfRange { .. })
-        ));
-        assert!(matches!(
-            r.persist(60 << 10, 8 << 10),
-            Err(DeviceError::OutOfRange { .. })
-        ));
+        assert!(matches!(r.read_lines(32, &mut buf), Err(DeviceError::Misaligned { .. })));
+        assert!(matches!(r.write_lines(0, &[0u8; 65]), Err(DeviceError::Misaligned { .. })));
+        assert!(matches!(r.read_lines(64 << 10, &mut buf), Err(DeviceError::OutOfRange { .. })));
+        assert!(matches!(r.persist(60 << 10, 8 << 10), Err(DeviceError::OutOfRange { .. })));
         r.copy_in(13, &[1, 2, 3]).unwrap();
         let mut three = [0u8; 3];
         r.copy_out(13, &mut three).unwrap();
@@ -567,16 +484,10 @@ mod tests {
             r.write_lines(0, &[9u8; 64]).unwrap();
         }
         let bigger = cfg(&dir, 128 << 10);
-        assert!(matches!(
-            NvmRegion::open(&bigger),
-            Err(DeviceError::SizeMismatch { .. })
-        ));
+        assert!(matches!(NvmRegion::open(&bigger), Err(DeviceError::SizeMismatch { .. })));
         let mut create = c.clone();
         create.open_mode = OpenMode::Create;
-        assert!(matches!(
-            NvmRegion::open(&create),
-            Err(DeviceError::AlreadyExists { .. })
-        ));
+        assert!(matches!(NvmRegion::open(&create), Err(DeviceError::AlreadyExists { .. })));
         assert_eq!(std::fs::metadata(&c.path).unwrap().len(), 64 << 10);
         let r = NvmRegion::open(&c).unwrap();
         let mut b = [0u8; 64];
@@ -591,15 +502,9 @@ mod tests {
         assert!(matches!(e, DeviceError::Create { .. }), "{e}");
         assert!(e.to_string().contains("/nonexistent-dir/x/r.nvm"), "{e}");
         c.size = ByteSize(1000);
-        assert!(matches!(
-            NvmRegion::open(&c),
-            Err(DeviceError::Config { .. })
-        ));
+        assert!(matches!(NvmRegion::open(&c), Err(DeviceError::Config { .. })));
         c.size = ByteSize(NVM_REGION_BYTES_MAX * 2);
-        assert!(matches!(
-            NvmRegion::open(&c),
-            Err(DeviceError::Config { .. })
-        ));
+        assert!(matches!(NvmRegion::open(&c), Err(DeviceError::Config { .. })));
     }
 
     #[test]

@@ -82,11 +82,7 @@ pub fn cpu_caps() -> CpuCaps {
         bits = detect_bits();
         CAPS.store(bits, Ordering::Relaxed);
     }
-    CpuCaps {
-        clwb: bits & 1 != 0,
-        clflushopt: bits & 2 != 0,
-        clflush: bits & 4 != 0,
-    }
+    CpuCaps { clwb: bits & 1 != 0, clflushopt: bits & 2 != 0, clflush: bits & 4 != 0 }
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -97,11 +93,7 @@ fn detect_bits() -> u8 {
     let (max_leaf, leaf1, leaf7) = unsafe {
         let max_leaf = __cpuid_count(0, 0).eax;
         let leaf1 = __cpuid_count(1, 0);
-        let leaf7 = if max_leaf >= 7 {
-            Some(__cpuid_count(7, 0))
-        } else {
-            None
-        };
+        let leaf7 = if max_leaf >= 7 { Some(__cpuid_count(7, 0)) } else { None };
         (max_leaf, leaf1, leaf7)
     };
     debug_assert!(max_leaf >= 1, "CPUID max leaf {max_leaf}");
@@ -202,12 +194,9 @@ mod tests {
     #[test]
     fn every_supported_instruction_flushes_without_fault() {
         let data = vec![7u8; 4096 + 13];
-        for how in [
-            FlushInstruction::Clwb,
-            FlushInstruction::Clflushopt,
-            FlushInstruction::Clflush,
-            FlushInstruction::None,
-        ] {
+        for how in
+            [FlushInstruction::Clwb, FlushInstruction::Clflushopt, FlushInstruction::Clflush, FlushInstruction::None]
+        {
             if how.supported() {
                 flush_range(how, data[13..].as_ptr(), 4096);
                 fence();
@@ -219,10 +208,7 @@ mod tests {
 
     #[test]
     fn parse_names() {
-        assert_eq!(
-            FlushInstruction::parse("clwb"),
-            Some(FlushInstruction::Clwb)
-        );
+        assert_eq!(FlushInstruction::parse("clwb"), Some(FlushInstruction::Clwb));
         assert_eq!(FlushInstruction::parse("auto"), Some(best()));
         assert_eq!(FlushInstruction::parse("wbinvd"), None);
     }

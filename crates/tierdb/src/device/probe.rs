@@ -50,11 +50,9 @@ pub fn probe(dirs: &[PathBuf]) -> MachineProbe {
         cpu: persist::cpu_caps(),
         flush_chosen: persist::best(),
         tsc_ticks_per_ns: super::clock::rate().ticks_per_ns,
-        transparent_huge_pages: std::fs::read_to_string(
-            "/sys/kernel/mm/transparent_hugepage/enabled",
-        )
-        .map(|s| s.trim().to_string())
-        .unwrap_or_else(|_| "unavailable".into()),
+        transparent_huge_pages: std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled")
+            .map(|s| s.trim().to_string())
+            .unwrap_or_else(|_| "unavailable".into()),
         hugetlb_pages_total: meminfo_value("HugePages_Total:").unwrap_or(0),
         paths: dirs.iter().map(|d| probe_dir(d)).collect(),
         numa_nodes: numa::nodes(),
@@ -63,12 +61,7 @@ pub fn probe(dirs: &[PathBuf]) -> MachineProbe {
 
 fn meminfo_value(key: &str) -> Option<u64> {
     let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    text.lines()
-        .find(|l| l.starts_with(key))?
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()
+    text.lines().find(|l| l.starts_with(key))?.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// Tries `O_DIRECT` and `MAP_SYNC` on a scratch file in `dir` (removed afterwards).
@@ -78,19 +71,11 @@ pub fn probe_dir(dir: &Path) -> PathProbe {
     let o_direct = try_o_direct(&scratch, &file_system);
     let map_sync = try_map_sync(&scratch);
     let _ = std::fs::remove_file(&scratch);
-    PathProbe {
-        path: dir.to_path_buf(),
-        file_system,
-        o_direct,
-        map_sync,
-    }
+    PathProbe { path: dir.to_path_buf(), file_system, o_direct, map_sync }
 }
 
 fn try_o_direct(scratch: &Path, fs: &str) -> Capability {
-    let no = |note: String| Capability {
-        available: false,
-        note,
-    };
+    let no = |note: String| Capability { available: false, note };
     let file = match OpenOptions::new()
         .read(true)
         .write(true)
@@ -108,10 +93,7 @@ fn try_o_direct(scratch: &Path, fs: &str) -> Capability {
     let mut buf = AlignedBuf::new(IO_ALIGN_BYTES);
     buf[..4].copy_from_slice(b"tier");
     let mut back = AlignedBuf::new(IO_ALIGN_BYTES);
-    match file
-        .write_all_at(&buf, 0)
-        .and_then(|()| file.read_exact_at(&mut back, 0))
-    {
+    match file.write_all_at(&buf, 0).and_then(|()| file.read_exact_at(&mut back, 0)) {
         Ok(()) if back[..4] == *b"tier" => Capability {
             available: true,
             note: if fs == "tmpfs" {
@@ -126,32 +108,21 @@ fn try_o_direct(scratch: &Path, fs: &str) -> Capability {
 }
 
 fn try_map_sync(scratch: &Path) -> Capability {
-    let file = match OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(scratch)
-    {
+    let file = match OpenOptions::new().read(true).write(true).create(true).truncate(true).open(scratch) {
         Ok(f) => f,
         Err(e) => {
-            return Capability {
-                available: false,
-                note: format!("cannot create a scratch file: {e}"),
-            };
+            return Capability { available: false, note: format!("cannot create a scratch file: {e}") };
         }
     };
     if let Err(e) = file.set_len(IO_ALIGN_BYTES as u64) {
-        return Capability {
-            available: false,
-            note: format!("cannot size a scratch file: {e}"),
-        };
+        return Capability { available: false, note: format!("cannot size a scratch file: {e}") };
     }
     match Mapping::file(&file, IO_ALIGN_BYTES, true) {
         Ok((_, true)) => Capability { available: true, note: "DAX: flushed stores are durable without msync".into() },
         Ok((_, false)) => Capability {
             available: false,
-            note: "not a DAX file system: persists need msync for durability (tmpfs: none beyond a process crash)".into(),
+            note: "not a DAX file system: persists need msync for durability (tmpfs: none beyond a process crash)"
+                .into(),
         },
         Err(e) => Capability { available: false, note: format!("mmap failed: {e}") },
     }
@@ -207,11 +178,7 @@ mod tests {
         assert!(!p.paths[0].map_sync.available, "tmpfs is not DAX");
         assert!(p.tsc_ticks_per_ns > 0.0);
         assert!(!p.numa_nodes.is_empty());
-        assert!(
-            !Path::new("/dev/shm")
-                .join(format!(".tierdb-probe-{}", std::process::id()))
-                .exists()
-        );
+        assert!(!Path::new("/dev/shm").join(format!(".tierdb-probe-{}", std::process::id())).exists());
     }
 
     #[test]

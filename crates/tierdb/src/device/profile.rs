@@ -15,8 +15,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::limits::{
-    PROFILE_BANDWIDTH_GB_S_MAX, PROFILE_GRANULARITY_BYTES_MAX, PROFILE_INHERIT_DEPTH_MAX,
-    PROFILE_INTERFERENCE_MAX, PROFILE_LATENCY_NS_MAX,
+    PROFILE_BANDWIDTH_GB_S_MAX, PROFILE_GRANULARITY_BYTES_MAX, PROFILE_INHERIT_DEPTH_MAX, PROFILE_INTERFERENCE_MAX,
+    PROFILE_LATENCY_NS_MAX,
 };
 use crate::size::ByteSize;
 
@@ -85,9 +85,7 @@ pub struct DeviceProfile {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ProfileError {
-    #[error(
-        "unknown device profile {name:?}; presets are: {known}; or give a path to a .toml file"
-    )]
+    #[error("unknown device profile {name:?}; presets are: {known}; or give a path to a .toml file")]
     Unknown { name: String, known: String },
     #[error("cannot read device profile {path}: {source}")]
     Read {
@@ -96,29 +94,15 @@ pub enum ProfileError {
         source: std::io::Error,
     },
     #[error("malformed device profile {source_name}: {message}")]
-    Parse {
-        source_name: String,
-        message: String,
-    },
+    Parse { source_name: String, message: String },
     #[error("device profile {source_name}: {field} = {value}: {reason}")]
-    Invalid {
-        source_name: String,
-        field: &'static str,
-        value: String,
-        reason: &'static str,
-    },
-    #[error(
-        "device profile {source_name}: `inherits` chain is longer than {PROFILE_INHERIT_DEPTH_MAX} (a cycle?)"
-    )]
+    Invalid { source_name: String, field: &'static str, value: String, reason: &'static str },
+    #[error("device profile {source_name}: `inherits` chain is longer than {PROFILE_INHERIT_DEPTH_MAX} (a cycle?)")]
     InheritTooDeep { source_name: String },
     #[error(
         "device profile {name:?} is for {found} devices and cannot serve the {expected} tier (memory tiers take dram or nvm profiles, the ssd tier ssd profiles)"
     )]
-    WrongTier {
-        name: String,
-        found: Tier,
-        expected: Tier,
-    },
+    WrongTier { name: String, found: Tier, expected: Tier },
 }
 
 /// The built-in presets: name and TOML text.
@@ -132,11 +116,7 @@ pub const PRESETS: &[(&str, &str)] = &[
 ];
 
 fn preset_names() -> String {
-    PRESETS
-        .iter()
-        .map(|(n, _)| *n)
-        .collect::<Vec<_>>()
-        .join(", ")
+    PRESETS.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
 }
 
 impl DeviceProfile {
@@ -149,10 +129,7 @@ impl DeviceProfile {
             .iter()
             .find(|(n, _)| *n == name)
             .map(|(_, t)| *t)
-            .ok_or_else(|| ProfileError::Unknown {
-                name: name.to_string(),
-                known: preset_names(),
-            })?;
+            .ok_or_else(|| ProfileError::Unknown { name: name.to_string(), known: preset_names() })?;
         Self::from_toml_str(text, &format!("preset {name}"))
     }
 
@@ -168,10 +145,7 @@ impl DeviceProfile {
         let path = Path::new(spec);
         let looks_like_path = spec.contains('/') || spec.ends_with(".toml") || path.exists();
         if !looks_like_path {
-            return Err(ProfileError::Unknown {
-                name: spec.to_string(),
-                known: preset_names(),
-            });
+            return Err(ProfileError::Unknown { name: spec.to_string(), known: preset_names() });
         }
         Self::from_file(path)
     }
@@ -181,10 +155,8 @@ impl DeviceProfile {
     /// # Errors
     /// As [`DeviceProfile::load`].
     pub fn from_file(path: &Path) -> Result<DeviceProfile, ProfileError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ProfileError::Read {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        let text =
+            std::fs::read_to_string(path).map_err(|source| ProfileError::Read { path: path.to_path_buf(), source })?;
         Self::from_toml_str(&text, &path.display().to_string())
     }
 
@@ -195,12 +167,8 @@ impl DeviceProfile {
     /// range; `InheritTooDeep` for an `inherits` cycle.
     pub fn from_toml_str(text: &str, source_name: &str) -> Result<DeviceProfile, ProfileError> {
         let table = resolve_inherits(text, source_name, 0)?;
-        let profile = DeviceProfile::deserialize(toml::Value::Table(table)).map_err(|e| {
-            ProfileError::Parse {
-                source_name: source_name.to_string(),
-                message: e.to_string(),
-            }
-        })?;
+        let profile = DeviceProfile::deserialize(toml::Value::Table(table))
+            .map_err(|e| ProfileError::Parse { source_name: source_name.to_string(), message: e.to_string() })?;
         profile.validate(source_name)?;
         Ok(profile)
     }
@@ -210,63 +178,33 @@ impl DeviceProfile {
     /// # Errors
     /// `Invalid` naming the first bad field.
     pub fn validate(&self, source_name: &str) -> Result<(), ProfileError> {
-        let invalid =
-            |field: &'static str, value: String, reason: &'static str| ProfileError::Invalid {
-                source_name: source_name.to_string(),
-                field,
-                value,
-                reason,
-            };
+        let invalid = |field: &'static str, value: String, reason: &'static str| ProfileError::Invalid {
+            source_name: source_name.to_string(),
+            field,
+            value,
+            reason,
+        };
         if self.name.trim().is_empty() {
-            return Err(invalid(
-                "name",
-                format!("{:?}", self.name),
-                "must not be empty",
-            ));
+            return Err(invalid("name", format!("{:?}", self.name), "must not be empty"));
         }
         let ranged = [
-            (
-                "read_latency_ns",
-                self.read_latency_ns,
-                0.0,
-                PROFILE_LATENCY_NS_MAX,
-            ),
-            (
-                "write_latency_ns",
-                self.write_latency_ns,
-                0.0,
-                PROFILE_LATENCY_NS_MAX,
-            ),
+            ("read_latency_ns", self.read_latency_ns, 0.0, PROFILE_LATENCY_NS_MAX),
+            ("write_latency_ns", self.write_latency_ns, 0.0, PROFILE_LATENCY_NS_MAX),
             ("persist_ns", self.persist_ns, 0.0, PROFILE_LATENCY_NS_MAX),
-            (
-                "interference_window_ns",
-                self.interference_window_ns,
-                0.0,
-                PROFILE_LATENCY_NS_MAX,
-            ),
+            ("interference_window_ns", self.interference_window_ns, 0.0, PROFILE_LATENCY_NS_MAX),
             ("cost_per_gb_usd", self.cost_per_gb_usd, 0.0, 1e9),
-            (
-                "write_read_interference",
-                self.write_read_interference,
-                1.0,
-                PROFILE_INTERFERENCE_MAX,
-            ),
+            ("write_read_interference", self.write_read_interference, 1.0, PROFILE_INTERFERENCE_MAX),
         ];
         for (field, value, min, max) in ranged {
             if !value.is_finite() || value < min || value > max {
                 return Err(invalid(field, value.to_string(), range_reason(min)));
             }
         }
-        for (field, value) in [
-            ("read_bandwidth_gb_s", self.read_bandwidth_gb_s),
-            ("write_bandwidth_gb_s", self.write_bandwidth_gb_s),
-        ] {
+        for (field, value) in
+            [("read_bandwidth_gb_s", self.read_bandwidth_gb_s), ("write_bandwidth_gb_s", self.write_bandwidth_gb_s)]
+        {
             if !value.is_finite() || value <= 0.0 || value > PROFILE_BANDWIDTH_GB_S_MAX {
-                return Err(invalid(
-                    field,
-                    value.to_string(),
-                    "must be greater than 0 and at most 10000 GB/s",
-                ));
+                return Err(invalid(field, value.to_string(), "must be greater than 0 and at most 10000 GB/s"));
             }
         }
         let g = self.access_granularity_bytes;
@@ -299,11 +237,7 @@ impl DeviceProfile {
         if (self.kind == Tier::Ssd) == (tier == Tier::Ssd) {
             Ok(())
         } else {
-            Err(ProfileError::WrongTier {
-                name: self.name.clone(),
-                found: self.kind,
-                expected: tier,
-            })
+            Err(ProfileError::WrongTier { name: self.name.clone(), found: self.kind, expected: tier })
         }
     }
 
@@ -331,22 +265,14 @@ fn range_reason(min: f64) -> &'static str {
 }
 
 /// Parses `text`, and if it names `inherits = "preset-or-file"`, lays it over that base.
-fn resolve_inherits(
-    text: &str,
-    source_name: &str,
-    depth: usize,
-) -> Result<toml::Table, ProfileError> {
+fn resolve_inherits(text: &str, source_name: &str, depth: usize) -> Result<toml::Table, ProfileError> {
     if depth > PROFILE_INHERIT_DEPTH_MAX {
-        return Err(ProfileError::InheritTooDeep {
-            source_name: source_name.to_string(),
-        });
+        return Err(ProfileError::InheritTooDeep { source_name: source_name.to_string() });
     }
-    let mut table: toml::Table =
-        text.parse()
-            .map_err(|e: toml::de::Error| ProfileError::Parse {
-                source_name: source_name.to_string(),
-                message: e.to_string(),
-            })?;
+    let mut table: toml::Table = text.parse().map_err(|e: toml::de::Error| ProfileError::Parse {
+        source_name: source_name.to_string(),
+        message: e.to_string(),
+    })?;
     let Some(base) = table.remove("inherits") else {
         return Ok(table);
     };
@@ -362,10 +288,8 @@ fn resolve_inherits(
         Some((_, t)) => (t.to_string(), format!("preset {base_name}")),
         None => {
             let path = Path::new(base_name);
-            let t = std::fs::read_to_string(path).map_err(|source| ProfileError::Read {
-                path: path.to_path_buf(),
-                source,
-            })?;
+            let t = std::fs::read_to_string(path)
+                .map_err(|source| ProfileError::Read { path: path.to_path_buf(), source })?;
             (t, path.display().to_string())
         }
     };
@@ -390,9 +314,7 @@ mod tests {
         let optane = DeviceProfile::load("optane-dcpmm").unwrap();
         assert_eq!(optane.kind, Tier::Nvm);
         assert_eq!(optane.access_granularity_bytes, 256);
-        assert!(
-            optane.read_latency_ns > 3.0 * DeviceProfile::preset("dram").unwrap().read_latency_ns
-        );
+        assert!(optane.read_latency_ns > 3.0 * DeviceProfile::preset("dram").unwrap().read_latency_ns);
         assert!(optane.write_bandwidth_gb_s < optane.read_bandwidth_gb_s);
     }
 
@@ -401,16 +323,12 @@ mod tests {
         let e = DeviceProfile::load("optane-dcpmm2").unwrap_err();
         let msg = e.to_string();
         assert!(matches!(e, ProfileError::Unknown { .. }), "{msg}");
-        assert!(
-            msg.contains("optane-dcpmm2") && msg.contains("nvme-ssd"),
-            "{msg}"
-        );
+        assert!(msg.contains("optane-dcpmm2") && msg.contains("nvme-ssd"), "{msg}");
     }
 
     #[test]
     fn malformed_toml_says_where() {
-        let e = DeviceProfile::from_toml_str("name = \"x\"\nread_latency_ns = = 3\n", "mine.toml")
-            .unwrap_err();
+        let e = DeviceProfile::from_toml_str("name = \"x\"\nread_latency_ns = = 3\n", "mine.toml").unwrap_err();
         let msg = e.to_string();
         assert!(matches!(e, ProfileError::Parse { .. }), "{msg}");
         assert!(msg.contains("mine.toml") && msg.contains("line 2"), "{msg}");
@@ -419,14 +337,9 @@ mod tests {
     #[test]
     fn unknown_and_missing_fields_are_errors() {
         let base = PRESETS[1].1;
-        let e = DeviceProfile::from_toml_str(&format!("{base}\nlatency_typo_ns = 3\n"), "t")
-            .unwrap_err();
+        let e = DeviceProfile::from_toml_str(&format!("{base}\nlatency_typo_ns = 3\n"), "t").unwrap_err();
         assert!(e.to_string().contains("latency_typo_ns"), "{e}");
-        let without: String = base
-            .lines()
-            .filter(|l| !l.starts_with("persist_ns"))
-            .collect::<Vec<_>>()
-            .join("\n");
+        let without: String = base.lines().filter(|l| !l.starts_with("persist_ns")).collect::<Vec<_>>().join("\n");
         let e = DeviceProfile::from_toml_str(&without, "t").unwrap_err();
         assert!(e.to_string().contains("persist_ns"), "{e}");
     }
@@ -447,10 +360,7 @@ mod tests {
             let text = format!("inherits = \"optane-dcpmm\"\n{line}\n");
             let e = DeviceProfile::from_toml_str(&text, "bad.toml").unwrap_err();
             let msg = e.to_string();
-            assert!(
-                msg.contains(field) && msg.contains("bad.toml"),
-                "{line}: {msg}"
-            );
+            assert!(msg.contains(field) && msg.contains("bad.toml"), "{line}: {msg}");
         }
     }
 

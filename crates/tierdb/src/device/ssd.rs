@@ -28,8 +28,8 @@ use super::superblock::{FORMAT_VERSION, MAGIC, SlotError, Superblock};
 use super::{DeviceCore, DeviceError, EmulationMode, OpKind, Tier};
 use crate::ids::PageId;
 use crate::limits::{
-    IO_ALIGN_BYTES, PAGE_SIZE_DEFAULT_BYTES, PAGE_SIZE_MAX_BYTES, PAGE_SIZE_MIN_BYTES,
-    SSD_PAGES_MAX, SUPERBLOCK_SLOT_BYTES, SUPERBLOCK_SLOTS,
+    IO_ALIGN_BYTES, PAGE_SIZE_DEFAULT_BYTES, PAGE_SIZE_MAX_BYTES, PAGE_SIZE_MIN_BYTES, SSD_PAGES_MAX,
+    SUPERBLOCK_SLOT_BYTES, SUPERBLOCK_SLOTS,
 };
 
 const DEVICE: &str = "ssd";
@@ -114,28 +114,17 @@ impl SsdFile {
     /// `O_DIRECT` is required but refused; `Io`/`Full` for the first write.
     pub fn create(cfg: &SsdConfig) -> Result<SsdFile, DeviceError> {
         let core = validate(cfg)?;
-        OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&cfg.path)
-            .map_err(|e| {
-                if e.kind() == std::io::ErrorKind::AlreadyExists {
-                    DeviceError::AlreadyExists {
-                        path: cfg.path.clone(),
-                    }
-                } else {
-                    DeviceError::Create {
-                        path: cfg.path.clone(),
-                        source: e,
-                    }
-                }
-            })?;
+        OpenOptions::new().write(true).create_new(true).open(&cfg.path).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::AlreadyExists {
+                DeviceError::AlreadyExists { path: cfg.path.clone() }
+            } else {
+                DeviceError::Create { path: cfg.path.clone(), source: e }
+            }
+        })?;
         let result = (|| {
             let (file, info) = open_file(cfg)?;
-            let now = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_secs())
-                .unwrap_or(0);
+            let now =
+                std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
             let sb = Superblock::new(cfg.page_size as u32, random_id(), now);
             let mut slots = [0u8; SUPERBLOCK_SLOT_BYTES * SUPERBLOCK_SLOTS];
             for slot in slots.chunks_exact_mut(SUPERBLOCK_SLOT_BYTES) {
@@ -175,22 +164,16 @@ impl SsdFile {
         let core = validate(cfg)?;
         let (file, mut info) = open_file(cfg)?;
         let path = &cfg.path;
-        let file_bytes = file
-            .metadata()
-            .map_err(|e| DeviceError::io("stat", path, 0, e))?
-            .len();
+        let file_bytes = file.metadata().map_err(|e| DeviceError::io("stat", path, 0, e))?.len();
         if file_bytes < IO_ALIGN_BYTES as u64 {
             return Err(DeviceError::Corrupted {
                 what: "superblock",
                 location: path.display().to_string(),
-                detail: format!(
-                    "the file has {file_bytes} bytes, fewer than one superblock ({IO_ALIGN_BYTES})"
-                ),
+                detail: format!("the file has {file_bytes} bytes, fewer than one superblock ({IO_ALIGN_BYTES})"),
             });
         }
         let mut buf = AlignedBuf::new(IO_ALIGN_BYTES);
-        file.read_exact_at(&mut buf, 0)
-            .map_err(|e| DeviceError::io("read superblock of", path, 0, e))?;
+        file.read_exact_at(&mut buf, 0).map_err(|e| DeviceError::io("read superblock of", path, 0, e))?;
         let (sb, note) = choose_slot(path, &buf)?;
         if sb.page_size as usize != cfg.page_size {
             return Err(DeviceError::PageSizeMismatch {
@@ -250,10 +233,7 @@ impl SsdFile {
         if len != self.page_size {
             return Err(DeviceError::Config {
                 device: DEVICE,
-                what: format!(
-                    "buffer of {len} bytes for a page of {} bytes",
-                    self.page_size
-                ),
+                what: format!("buffer of {len} bytes for a page of {} bytes", self.page_size),
             });
         }
         let count = self.page_count();
@@ -273,11 +253,7 @@ impl SsdFile {
             POISON_NONE => Ok(()),
             p => Err(DeviceError::Poisoned {
                 path: self.info.path.clone(),
-                cause: if p == POISON_WRITE {
-                    "write"
-                } else {
-                    "fdatasync"
-                },
+                cause: if p == POISON_WRITE { "write" } else { "fdatasync" },
             }),
         }
     }
@@ -292,9 +268,7 @@ impl SsdFile {
         self.core.run(OpKind::Read, offset, buf.len() as u64, || {
             let r = if self.info.direct_io && !is_io_aligned(buf) {
                 let mut bounce = AlignedBuf::new(buf.len());
-                self.file
-                    .read_exact_at(&mut bounce, offset)
-                    .map(|()| buf.copy_from_slice(&bounce))
+                self.file.read_exact_at(&mut bounce, offset).map(|()| buf.copy_from_slice(&bounce))
             } else {
                 self.file.read_exact_at(buf, offset)
             };
@@ -349,32 +323,21 @@ impl SsdFile {
         self.check_poison()?;
         let mut meta = self.meta.lock().expect("superblock lock");
         let first = meta.sb.page_count;
-        let new_count = first
-            .checked_add(pages)
-            .filter(|&n| n <= SSD_PAGES_MAX)
-            .ok_or_else(|| DeviceError::Config {
+        let new_count =
+            first.checked_add(pages).filter(|&n| n <= SSD_PAGES_MAX).ok_or_else(|| DeviceError::Config {
                 device: DEVICE,
-                what: format!(
-                    "growing {first} pages by {pages} passes the limit of {SSD_PAGES_MAX} pages"
-                ),
+                what: format!("growing {first} pages by {pages} passes the limit of {SSD_PAGES_MAX} pages"),
             })?;
         let bytes = new_count * self.page_size as u64;
         // 1. Reserve the space first, so a full device fails here and not on a write.
-        super::nvm::allocate(&self.file, bytes).map_err(|e| {
-            DeviceError::io(
-                "fallocate",
-                &self.info.path,
-                pages * self.page_size as u64,
-                e,
-            )
-        })?;
+        super::nvm::allocate(&self.file, bytes)
+            .map_err(|e| DeviceError::io("fallocate", &self.info.path, pages * self.page_size as u64, e))?;
         // 2. Record the new size in the next superblock generation, durably.
         let mut sb = meta.sb.clone();
         sb.page_count = new_count;
         sb.generation += 1;
         let slot = sb.slot();
-        meta.slots[slot * SUPERBLOCK_SLOT_BYTES..(slot + 1) * SUPERBLOCK_SLOT_BYTES]
-            .copy_from_slice(&sb.encode());
+        meta.slots[slot * SUPERBLOCK_SLOT_BYTES..(slot + 1) * SUPERBLOCK_SLOT_BYTES].copy_from_slice(&sb.encode());
         meta.sb = sb;
         self.write_superblock(&meta)?;
         // 3. Only now may callers use the pages.
@@ -389,12 +352,7 @@ impl SsdFile {
         let path = &self.info.path;
         if let Err(e) = self.file.write_all_at(&buf, 0) {
             self.poisoned.store(POISON_WRITE, Ordering::Release);
-            return Err(DeviceError::io(
-                "write superblock of",
-                path,
-                IO_ALIGN_BYTES as u64,
-                e,
-            ));
+            return Err(DeviceError::io("write superblock of", path, IO_ALIGN_BYTES as u64, e));
         }
         if let Err(e) = self.file.sync_data() {
             self.poisoned.store(POISON_SYNC, Ordering::Release);
@@ -414,10 +372,8 @@ fn validate(cfg: &SsdConfig) -> Result<DeviceCore, DeviceError> {
             ),
         });
     }
-    DeviceCore::new(Tier::Ssd, cfg.profile.clone(), cfg.mode).map_err(|e| DeviceError::Config {
-        device: DEVICE,
-        what: e.to_string(),
-    })
+    DeviceCore::new(Tier::Ssd, cfg.profile.clone(), cfg.mode)
+        .map_err(|e| DeviceError::Config { device: DEVICE, what: e.to_string() })
 }
 
 /// Opens the existing file read-write, with `O_DIRECT` per the configuration.
@@ -428,12 +384,7 @@ fn open_file(cfg: &SsdConfig) -> Result<(File, SsdInfo), DeviceError> {
     let (file, direct_io, note) = match cfg.direct_io {
         DirectIo::Off => (plain(), false, "turned off by configuration".to_string()),
         DirectIo::Auto | DirectIo::On => {
-            match OpenOptions::new()
-                .read(true)
-                .write(true)
-                .custom_flags(libc::O_DIRECT)
-                .open(path)
-            {
+            match OpenOptions::new().read(true).write(true).custom_flags(libc::O_DIRECT).open(path) {
                 Ok(f) => {
                     let note = if file_system == "tmpfs" {
                         "accepted, but tmpfs serves it from RAM (no device underneath)".to_string()
@@ -449,11 +400,7 @@ fn open_file(cfg: &SsdConfig) -> Result<(File, SsdInfo), DeviceError> {
                             why: format!("the {file_system} file system refuses it"),
                         });
                     }
-                    (
-                        plain(),
-                        false,
-                        format!("refused by {file_system}; using buffered I/O"),
-                    )
+                    (plain(), false, format!("refused by {file_system}; using buffered I/O"))
                 }
                 Err(e) => (Err(e), false, String::new()),
             }
@@ -473,11 +420,8 @@ fn open_file(cfg: &SsdConfig) -> Result<(File, SsdInfo), DeviceError> {
 
 /// Picks the valid slot with the higher generation, or says why none is valid.
 fn choose_slot(path: &Path, page0: &[u8]) -> Result<(Superblock, Option<String>), DeviceError> {
-    let decoded: Vec<Result<Superblock, SlotError>> = page0
-        .chunks_exact(SUPERBLOCK_SLOT_BYTES)
-        .take(SUPERBLOCK_SLOTS)
-        .map(Superblock::decode)
-        .collect();
+    let decoded: Vec<Result<Superblock, SlotError>> =
+        page0.chunks_exact(SUPERBLOCK_SLOT_BYTES).take(SUPERBLOCK_SLOTS).map(Superblock::decode).collect();
     let best = decoded
         .iter()
         .enumerate()
@@ -486,35 +430,21 @@ fn choose_slot(path: &Path, page0: &[u8]) -> Result<(Superblock, Option<String>)
     if let Some((i, sb)) = best {
         let note = decoded.iter().enumerate().find_map(|(j, r)| {
             r.as_ref().err().map(|e| {
-                format!(
-                    "superblock slot {j} unreadable ({e:?}); using slot {i}, generation {}",
-                    sb.generation
-                )
+                format!("superblock slot {j} unreadable ({e:?}); using slot {i}, generation {}", sb.generation)
             })
         });
         return Ok((sb.clone(), note));
     }
     // No valid slot: report the most specific reason.
-    if decoded
-        .iter()
-        .all(|r| matches!(r, Err(SlotError::BadMagic(_))))
-    {
+    if decoded.iter().all(|r| matches!(r, Err(SlotError::BadMagic(_)))) {
         let found: [u8; 8] = page0[0..8].try_into().expect("8 bytes");
-        return Err(DeviceError::BadMagic {
-            path: path.to_path_buf(),
-            found,
-            expected: MAGIC,
-        });
+        return Err(DeviceError::BadMagic { path: path.to_path_buf(), found, expected: MAGIC });
     }
     if let Some(found) = decoded.iter().find_map(|r| match r {
         Err(SlotError::Version(v)) => Some(*v),
         _ => None,
     }) {
-        return Err(DeviceError::VersionMismatch {
-            path: path.to_path_buf(),
-            found,
-            expected: FORMAT_VERSION,
-        });
+        return Err(DeviceError::VersionMismatch { path: path.to_path_buf(), found, expected: FORMAT_VERSION });
     }
     let reasons: Vec<String> = decoded
         .iter()
@@ -527,22 +457,13 @@ fn choose_slot(path: &Path, page0: &[u8]) -> Result<(Superblock, Option<String>)
             Ok(_) => unreachable!("no slot is valid here"),
         })
         .collect();
-    Err(DeviceError::Corrupted {
-        what: "superblock",
-        location: path.display().to_string(),
-        detail: reasons.join("; "),
-    })
+    Err(DeviceError::Corrupted { what: "superblock", location: path.display().to_string(), detail: reasons.join("; ") })
 }
 
 fn random_id() -> u64 {
     use std::hash::{BuildHasher, Hasher};
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u128(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0),
-    );
+    h.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0));
     h.write_u32(std::process::id());
     h.finish()
 }
@@ -602,18 +523,9 @@ mod tests {
         let f = SsdFile::create(&cfg(&d)).unwrap();
         f.grow(1).unwrap();
         let mut buf = vec![0u8; 4096];
-        assert!(matches!(
-            f.read_page(PageId(0), &mut buf),
-            Err(DeviceError::OutOfRange { .. })
-        ));
-        assert!(matches!(
-            f.write_page(PageId(2), &buf),
-            Err(DeviceError::OutOfRange { .. })
-        ));
-        assert!(matches!(
-            f.read_page(PageId(1), &mut buf[..100]),
-            Err(DeviceError::Config { .. })
-        ));
+        assert!(matches!(f.read_page(PageId(0), &mut buf), Err(DeviceError::OutOfRange { .. })));
+        assert!(matches!(f.write_page(PageId(2), &buf), Err(DeviceError::OutOfRange { .. })));
+        assert!(matches!(f.read_page(PageId(1), &mut buf[..100]), Err(DeviceError::Config { .. })));
     }
 
     #[test]
@@ -621,10 +533,7 @@ mod tests {
         let d = dir();
         let c = cfg(&d);
         std::fs::write(&c.path, b"precious").unwrap();
-        assert!(matches!(
-            SsdFile::create(&c),
-            Err(DeviceError::AlreadyExists { .. })
-        ));
+        assert!(matches!(SsdFile::create(&c), Err(DeviceError::AlreadyExists { .. })));
         assert_eq!(std::fs::read(&c.path).unwrap(), b"precious");
     }
 
@@ -632,11 +541,7 @@ mod tests {
     fn open_fails(c: &SsdConfig) -> DeviceError {
         let before = std::fs::read(&c.path).unwrap();
         let e = SsdFile::open(c).err().expect("open should fail");
-        assert_eq!(
-            std::fs::read(&c.path).unwrap(),
-            before,
-            "failed open changed the file"
-        );
+        assert_eq!(std::fs::read(&c.path).unwrap(), before, "failed open changed the file");
         e
     }
 
@@ -673,17 +578,7 @@ mod tests {
             patch(&c.path, slot * 512, &sb.encode());
         }
         let e = open_fails(&c);
-        assert!(
-            matches!(
-                e,
-                DeviceError::VersionMismatch {
-                    found: 2,
-                    expected: 1,
-                    ..
-                }
-            ),
-            "{e}"
-        );
+        assert!(matches!(e, DeviceError::VersionMismatch { found: 2, expected: 1, .. }), "{e}");
     }
 
     #[test]
@@ -692,17 +587,7 @@ mod tests {
         let mut c = make(&d);
         c.page_size = 8192;
         let e = open_fails(&c);
-        assert!(
-            matches!(
-                e,
-                DeviceError::PageSizeMismatch {
-                    found: 4096,
-                    expected: 8192,
-                    ..
-                }
-            ),
-            "{e}"
-        );
+        assert!(matches!(e, DeviceError::PageSizeMismatch { found: 4096, expected: 8192, .. }), "{e}");
     }
 
     #[test]
@@ -712,16 +597,7 @@ mod tests {
         patch(&c.path, 40, &[0xff]);
         patch(&c.path, 512 + 40, &[0xff]);
         let e = open_fails(&c);
-        assert!(
-            matches!(
-                e,
-                DeviceError::Corrupted {
-                    what: "superblock",
-                    ..
-                }
-            ),
-            "{e}"
-        );
+        assert!(matches!(e, DeviceError::Corrupted { what: "superblock", .. }), "{e}");
         assert!(e.to_string().contains("checksum"), "{e}");
     }
 
@@ -733,13 +609,7 @@ mod tests {
         let f = SsdFile::open(&c).unwrap();
         assert_eq!(f.superblock().generation, 1);
         assert_eq!(f.page_count(), 1);
-        assert!(
-            f.info()
-                .superblock_note
-                .as_deref()
-                .unwrap()
-                .contains("slot 0")
-        );
+        assert!(f.info().superblock_note.as_deref().unwrap().contains("slot 0"));
     }
 
     #[test]
@@ -749,28 +619,10 @@ mod tests {
         let all = std::fs::read(&c.path).unwrap();
         std::fs::write(&c.path, &all[..4096 * 2]).unwrap();
         let e = open_fails(&c);
-        assert!(
-            matches!(
-                e,
-                DeviceError::Corrupted {
-                    what: "page file",
-                    ..
-                }
-            ),
-            "{e}"
-        );
+        assert!(matches!(e, DeviceError::Corrupted { what: "page file", .. }), "{e}");
         std::fs::write(&c.path, &all[..100]).unwrap();
         let e = open_fails(&c);
-        assert!(
-            matches!(
-                e,
-                DeviceError::Corrupted {
-                    what: "superblock",
-                    ..
-                }
-            ),
-            "{e}"
-        );
+        assert!(matches!(e, DeviceError::Corrupted { what: "superblock", .. }), "{e}");
     }
 
     #[test]
@@ -778,16 +630,10 @@ mod tests {
         let d = dir();
         let mut c = cfg(&d);
         c.page_size = 3000;
-        assert!(matches!(
-            SsdFile::create(&c),
-            Err(DeviceError::Config { .. })
-        ));
+        assert!(matches!(SsdFile::create(&c), Err(DeviceError::Config { .. })));
         let c = SsdConfig::new("/nonexistent-dir/y/pages.db");
         let e = SsdFile::create(&c).err().unwrap();
-        assert!(
-            matches!(e, DeviceError::Create { .. }) && e.to_string().contains("/nonexistent-dir/y"),
-            "{e}"
-        );
+        assert!(matches!(e, DeviceError::Create { .. }) && e.to_string().contains("/nonexistent-dir/y"), "{e}");
         assert!(matches!(SsdFile::open(&c), Err(DeviceError::Io { .. })));
     }
 

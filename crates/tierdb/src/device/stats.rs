@@ -1,11 +1,13 @@
 //! Per-device operation counters: cheap to bump from many threads, summed on demand.
 //!
-//! Counters are striped: each thread adds to one of [`STATS_STRIPES`] cache-padded
-//! rows (chosen once per thread), so threads on different cores rarely share a cache
-//! line; a snapshot sums the rows. Counts are relaxed atomics: a snapshot taken while
-//! other threads run is a consistent-enough sum, each counter exact on its own.
+//! Counters are striped: each thread owns one of [`STATS_STRIPES`] - 1 cache-padded
+//! rows (taken on its first count, given back when the thread exits) and bumps it with
+//! a plain relaxed load and store, no locked read-modify-write, because no other thread
+//! writes that row. Threads beyond that many share the last row and use atomic adds.
+//! A snapshot sums the rows with relaxed loads: taken while threads run, each counter
+//! is exact as of some moment, the set of them consistent enough for reports.
 
-use std::cell::Cell;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use crossbeam_utils::CachePadded;
@@ -69,21 +71,42 @@ pub struct StatsSnapshot {
     pub waited_ps: u64,
 }
 
+/// The row threads share once every exclusive row is taken.
+const SHARED_STRIPE: usize = STATS_STRIPES - 1;
+
+/// Exclusive rows not held by a live thread.
+static FREE_STRIPES: Mutex<Vec<usize>> = Mutex::new(Vec::new());
 static NEXT_STRIPE: AtomicUsize = AtomicUsize::new(0);
+
+/// A thread's row; gives an exclusive row back when the thread exits.
+struct StripeLease(usize);
+
+impl StripeLease {
+    fn take() -> StripeLease {
+        if let Some(i) = FREE_STRIPES.lock().unwrap_or_else(|e| e.into_inner()).pop() {
+            return StripeLease(i);
+        }
+        let i = NEXT_STRIPE.fetch_add(1, Ordering::Relaxed);
+        StripeLease(if i < SHARED_STRIPE { i } else { SHARED_STRIPE })
+    }
+}
+
+impl Drop for StripeLease {
+    fn drop(&mut self) {
+        if self.0 != SHARED_STRIPE {
+            FREE_STRIPES.lock().unwrap_or_else(|e| e.into_inner()).push(self.0);
+        }
+    }
+}
+
 thread_local! {
-    static STRIPE: Cell<usize> = const { Cell::new(usize::MAX) };
+    static STRIPE: StripeLease = StripeLease::take();
 }
 
 #[inline]
 fn my_stripe() -> usize {
-    STRIPE.with(|s| {
-        let mut i = s.get();
-        if i == usize::MAX {
-            i = NEXT_STRIPE.fetch_add(1, Ordering::Relaxed) & (STATS_STRIPES - 1);
-            s.set(i);
-        }
-        i
-    })
+    // During thread teardown the lease may be gone: count in the shared row then.
+    STRIPE.try_with(|s| s.0).unwrap_or(SHARED_STRIPE)
 }
 
 /// Cache lines overlapping `[offset, offset + len)`.
@@ -104,47 +127,62 @@ impl Default for DeviceStats {
 
 impl DeviceStats {
     pub fn new() -> DeviceStats {
-        let stripes = (0..STATS_STRIPES)
-            .map(|_| CachePadded::new(std::array::from_fn(|_| AtomicU64::new(0))))
-            .collect();
+        let stripes =
+            (0..STATS_STRIPES).map(|_| CachePadded::new(std::array::from_fn(|_| AtomicU64::new(0)))).collect();
         DeviceStats { stripes }
     }
 
     #[inline]
-    fn add(row: &[AtomicU64; COUNTERS], c: C, v: u64) {
-        row[c as usize].fetch_add(v, Ordering::Relaxed);
+    fn add(row: &[AtomicU64; COUNTERS], exclusive: bool, c: C, v: u64) {
+        let cell = &row[c as usize];
+        if exclusive {
+            // Only this thread writes the row: load + store loses nothing.
+            cell.store(cell.load(Ordering::Relaxed).wrapping_add(v), Ordering::Relaxed);
+        } else {
+            cell.fetch_add(v, Ordering::Relaxed);
+        }
     }
 
     /// Counts one operation on `bytes` at `offset`.
     #[inline]
     pub fn record(&self, kind: OpKind, offset: u64, bytes: u64, media_bytes: u64, cost: OpCost) {
-        let row = &self.stripes[my_stripe()];
+        let stripe = my_stripe();
+        let (row, x) = (&self.stripes[stripe], stripe != SHARED_STRIPE);
         let lines = lines_covered(offset, bytes);
         match kind {
             OpKind::Read => {
-                Self::add(row, C::Reads, 1);
-                Self::add(row, C::ReadBytes, bytes);
-                Self::add(row, C::ReadLines, lines);
-                Self::add(row, C::ReadMediaBytes, media_bytes);
+                Self::add(row, x, C::Reads, 1);
+                Self::add(row, x, C::ReadBytes, bytes);
+                Self::add(row, x, C::ReadLines, lines);
+                Self::add(row, x, C::ReadMediaBytes, media_bytes);
                 if cost.interfered {
-                    Self::add(row, C::InterferedReads, 1);
+                    Self::add(row, x, C::InterferedReads, 1);
                 }
             }
             OpKind::Write => {
-                Self::add(row, C::Writes, 1);
-                Self::add(row, C::WriteBytes, bytes);
-                Self::add(row, C::WriteLines, lines);
-                Self::add(row, C::WriteMediaBytes, media_bytes);
+                Self::add(row, x, C::Writes, 1);
+                Self::add(row, x, C::WriteBytes, bytes);
+                Self::add(row, x, C::WriteLines, lines);
+                Self::add(row, x, C::WriteMediaBytes, media_bytes);
             }
             OpKind::Persist => {
-                Self::add(row, C::Persists, 1);
-                Self::add(row, C::PersistLines, lines);
+                Self::add(row, x, C::Persists, 1);
+                Self::add(row, x, C::PersistLines, lines);
             }
-            OpKind::Sync => Self::add(row, C::Syncs, 1),
+            OpKind::Sync => Self::add(row, x, C::Syncs, 1),
         }
-        Self::add(row, C::ModelledPs, cost.modelled_ps);
+        Self::add(row, x, C::ModelledPs, cost.modelled_ps);
         if cost.waited_ps != 0 {
-            Self::add(row, C::WaitedPs, cost.waited_ps);
+            Self::add(row, x, C::WaitedPs, cost.waited_ps);
+        }
+    }
+
+    /// Counts time busy-waited in `spin` mode after the operation was recorded.
+    #[inline]
+    pub fn record_wait(&self, waited_ps: u64) {
+        if waited_ps != 0 {
+            let stripe = my_stripe();
+            Self::add(&self.stripes[stripe], stripe != SHARED_STRIPE, C::WaitedPs, waited_ps);
         }
     }
 
@@ -227,14 +265,29 @@ mod tests {
     }
 
     #[test]
+    fn more_threads_than_stripes_lose_nothing() {
+        let s = std::sync::Arc::new(DeviceStats::new());
+        let handles: Vec<_> = (0..STATS_STRIPES * 3)
+            .map(|_| {
+                let s = s.clone();
+                std::thread::spawn(move || {
+                    for _ in 0..2000 {
+                        s.record(OpKind::Write, 0, 64, 64, OpCost::default());
+                    }
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().unwrap();
+        }
+        assert_eq!(s.snapshot().writes, (STATS_STRIPES * 3 * 2000) as u64);
+    }
+
+    #[test]
     fn threads_sum_and_diff() {
         let s = std::sync::Arc::new(DeviceStats::new());
         let before = s.snapshot();
-        let cost = OpCost {
-            modelled_ps: 10,
-            interfered: true,
-            waited_ps: 0,
-        };
+        let cost = OpCost { modelled_ps: 10, interfered: true, waited_ps: 0, deadline_ticks: 0 };
         let handles: Vec<_> = (0..4)
             .map(|_| {
                 let s = s.clone();

@@ -132,10 +132,7 @@ impl Superblock {
             return Err(SlotError::Field("page count", 0));
         }
         let creator_raw = &b[64..64 + CREATOR_BYTES];
-        let end = creator_raw
-            .iter()
-            .position(|&c| c == 0)
-            .unwrap_or(CREATOR_BYTES);
+        let end = creator_raw.iter().position(|&c| c == 0).unwrap_or(CREATOR_BYTES);
         Ok(Superblock {
             format_version,
             page_size,
@@ -169,19 +166,13 @@ mod tests {
         let b = Superblock::new(4096, 1, 2).encode();
         let mut m = b;
         m[0] = b'X';
-        assert!(matches!(
-            Superblock::decode(&m),
-            Err(SlotError::BadMagic(_))
-        ));
+        assert!(matches!(Superblock::decode(&m), Err(SlotError::BadMagic(_))));
         let mut v = b;
         v[8] = 2;
         assert_eq!(Superblock::decode(&v), Err(SlotError::Version(2)));
         let mut c = b;
         c[40] ^= 1;
-        assert!(matches!(
-            Superblock::decode(&c),
-            Err(SlotError::Checksum { .. })
-        ));
+        assert!(matches!(Superblock::decode(&c), Err(SlotError::Checksum { .. })));
     }
 
     proptest! {
