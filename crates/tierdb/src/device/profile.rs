@@ -39,6 +39,18 @@ impl Tier {
     }
 }
 
+impl std::str::FromStr for Tier {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Tier, String> {
+        match s {
+            "dram" => Ok(Tier::Dram),
+            "nvm" => Ok(Tier::Nvm),
+            "ssd" => Ok(Tier::Ssd),
+            _ => Err(format!("unknown tier {s:?}; use dram, nvm or ssd")),
+        }
+    }
+}
+
 impl fmt::Display for Tier {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())

@@ -1,0 +1,132 @@
+//! `tierdb devices ...`: probe the machine, list profiles, benchmark the devices.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use clap::Subcommand;
+use comfy_table::Table;
+use tierdb::device::probe;
+use tierdb::device::profile::{DeviceProfile, PRESETS};
+
+use crate::device_bench::{self, BenchArgs};
+
+#[derive(Subcommand)]
+pub enum DevicesCommand {
+    /// What this machine offers: flush instructions, O_DIRECT, DAX/MAP_SYNC, huge pages, NUMA.
+    Probe {
+        /// Directory for the NVM file (checked for DAX / MAP_SYNC and O_DIRECT).
+        #[arg(long, default_value = "/dev/shm")]
+        nvm_dir: PathBuf,
+        /// Directory for the SSD page file (checked for O_DIRECT and DAX).
+        #[arg(long, default_value_os_t = std::env::temp_dir())]
+        ssd_dir: PathBuf,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the built-in device profiles, or print one as TOML.
+    Profiles {
+        /// A preset name or a profile file to print in full.
+        #[arg(long)]
+        show: Option<String>,
+    },
+    /// Measure each tier: line reads/writes/persists on DRAM and NVM, page I/O on SSD,
+    /// next to what the device profile says.
+    Bench(BenchArgs),
+}
+
+pub fn run(cmd: DevicesCommand) -> Result<()> {
+    match cmd {
+        DevicesCommand::Probe { nvm_dir, ssd_dir, json } => run_probe(nvm_dir, ssd_dir, json),
+        DevicesCommand::Profiles { show } => run_profiles(show),
+        DevicesCommand::Bench(args) => device_bench::run(args),
+    }
+}
+
+fn run_probe(nvm_dir: PathBuf, ssd_dir: PathBuf, json: bool) -> Result<()> {
+    for dir in [&nvm_dir, &ssd_dir] {
+        anyhow::ensure!(dir.is_dir(), "{} is not a directory", dir.display());
+    }
+    let p = probe::probe(&[nvm_dir, ssd_dir]);
+    if json {
+        println!("{}", serde_json::to_string_pretty(&p)?);
+        return Ok(());
+    }
+    let yes = |b: bool| if b { "yes" } else { "no" };
+    let mut t = Table::new();
+    t.set_header(["what", "here", "detail"]);
+    t.add_row(["clwb", yes(p.cpu.clwb), "CPUID.(EAX=7):EBX[24]"]);
+    t.add_row(["clflushopt", yes(p.cpu.clflushopt), "CPUID.(EAX=7):EBX[23]"]);
+    t.add_row(["clflush", yes(p.cpu.clflush), "CPUID.(EAX=1):EDX[19]"]);
+    t.add_row(["persist uses", p.flush_chosen.name(), "followed by sfence"]);
+    t.add_row(["TSC", &format!("{:.3} ticks/ns", p.tsc_ticks_per_ns), "calibrated against the monotonic clock"]);
+    t.add_row(["transparent huge pages", &p.transparent_huge_pages, "/sys/kernel/mm/transparent_hugepage/enabled"]);
+    t.add_row(["hugetlb pages", &p.hugetlb_pages_total.to_string(), "reserved in /proc/meminfo"]);
+    for path in &p.paths {
+        let where_ = format!("{} ({})", path.path.display(), path.file_system);
+        t.add_row([format!("O_DIRECT on {where_}"), yes(path.o_direct.available).into(), path.o_direct.note.clone()]);
+        t.add_row([
+            format!("DAX / MAP_SYNC on {where_}"),
+            yes(path.map_sync.available).into(),
+            path.map_sync.note.clone(),
+        ]);
+    }
+    for n in &p.numa_nodes {
+        let cpus = if n.cpu_less() { "none (memory only: CXL-like)".to_string() } else { n.cpus.clone() };
+        t.add_row([
+            format!("NUMA node {}", n.id),
+            format!("{} MiB", n.memory_total_bytes >> 20),
+            format!("cpus {cpus}"),
+        ]);
+    }
+    if p.numa_nodes.is_empty() {
+        t.add_row(["NUMA nodes", "none", "no /sys/devices/system/node"]);
+    }
+    println!("{t}");
+    Ok(())
+}
+
+fn run_profiles(show: Option<String>) -> Result<()> {
+    if let Some(spec) = show {
+        if let Some((_, text)) = PRESETS.iter().find(|(n, _)| *n == spec) {
+            print!("{text}");
+        } else {
+            let p = DeviceProfile::load(&spec)?;
+            print!("{}", toml::to_string(&p).context("printing the profile")?);
+        }
+        return Ok(());
+    }
+    let mut t = Table::new();
+    t.set_header([
+        "name",
+        "tier",
+        "read ns",
+        "write ns",
+        "read GB/s",
+        "write GB/s",
+        "persist ns",
+        "granule B",
+        "interference",
+        "$/GB",
+        "persistent",
+    ]);
+    for (name, _) in PRESETS {
+        let p = DeviceProfile::preset(name)?;
+        t.add_row([
+            p.name.clone(),
+            p.kind.to_string(),
+            format!("{}", p.read_latency_ns),
+            format!("{}", p.write_latency_ns),
+            format!("{}", p.read_bandwidth_gb_s),
+            format!("{}", p.write_bandwidth_gb_s),
+            format!("{}", p.persist_ns),
+            p.access_granularity_bytes.to_string(),
+            format!("x{} for {} ns", p.write_read_interference, p.interference_window_ns),
+            format!("{}", p.cost_per_gb_usd),
+            if p.persistent { "yes" } else { "no" }.to_string(),
+        ]);
+    }
+    println!("{t}");
+    println!("`tierdb devices profiles --show NAME` prints a preset with the source of each value.");
+    Ok(())
+}
