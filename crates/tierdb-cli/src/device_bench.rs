@@ -165,6 +165,9 @@ impl Drop for Created {
     }
 }
 
+/// One row to measure: tier, operation, operations per run, the profile's ns/op.
+struct Spec(Tier, &'static str, u64, f64);
+
 struct Bench<'a> {
     args: &'a BenchArgs,
     progress: ProgressBar,
@@ -176,10 +179,7 @@ impl Bench<'_> {
     fn measure<D>(
         &mut self,
         dev: &mut D,
-        tier: Tier,
-        op: &'static str,
-        ops: u64,
-        profile_ns: f64,
+        Spec(tier, op, ops, profile_ns): Spec,
         snap: fn(&D) -> StatsSnapshot,
         mut body: impl FnMut(&mut D, &mut Rng) -> Result<()>,
     ) -> Result<()> {
@@ -351,19 +351,19 @@ fn bench_dram(b: &mut Bench, dram: &mut DramArena) -> Result<()> {
         dram.write(off, &zero)?;
     }
     let mut buf = [0u8; LINE as usize];
-    b.measure(dram, Tier::Dram, "line read, random", ops, read_ns, snap, |d, rng| {
+    b.measure(dram, Spec(Tier::Dram, "line read, random", ops, read_ns), snap, |d, rng| {
         d.read(rng.below(lines) * LINE, &mut buf)?;
         rng.fold(&buf);
         Ok(())
     })?;
     let mut seq = 0u64;
-    b.measure(dram, Tier::Dram, "line read, sequential", ops, read_ns, snap, |d, _| {
+    b.measure(dram, Spec(Tier::Dram, "line read, sequential", ops, read_ns), snap, |d, _| {
         d.read(seq * LINE, &mut buf)?;
         seq = (seq + 1) % lines;
         Ok(())
     })?;
     let line = [0x5au8; LINE as usize];
-    b.measure(dram, Tier::Dram, "line write, random", ops, write_ns, snap, |d, rng| {
+    b.measure(dram, Spec(Tier::Dram, "line write, random", ops, write_ns), snap, |d, rng| {
         Ok(d.write(rng.below(lines) * LINE, &line)?)
     })
 }
@@ -393,43 +393,43 @@ fn bench_nvm(b: &mut Bench, nvm: &mut NvmRegion, page: u64) -> Result<()> {
     }
     let mut buf = [0u8; LINE as usize];
     let line = [0xa5u8; LINE as usize];
-    b.measure(nvm, Tier::Nvm, "line read, random", ops, read_ns, snap, |n, rng| {
+    b.measure(nvm, Spec(Tier::Nvm, "line read, random", ops, read_ns), snap, |n, rng| {
         n.read_lines(rng.below(lines) * LINE, &mut buf)?;
         rng.fold(&buf);
         Ok(())
     })?;
     let mut seq = 0u64;
-    b.measure(nvm, Tier::Nvm, "line read, sequential", ops, read_ns, snap, |n, _| {
+    b.measure(nvm, Spec(Tier::Nvm, "line read, sequential", ops, read_ns), snap, |n, _| {
         n.read_lines(seq * LINE, &mut buf)?;
         seq = (seq + 1) % lines;
         Ok(())
     })?;
-    b.measure(nvm, Tier::Nvm, "line write, random", ops, write_ns, snap, |n, rng| {
+    b.measure(nvm, Spec(Tier::Nvm, "line write, random", ops, write_ns), snap, |n, rng| {
         Ok(n.write_lines(rng.below(lines) * LINE, &line)?)
     })?;
     let mut seq = 0u64;
-    b.measure(nvm, Tier::Nvm, "line write, sequential", ops, write_ns, snap, |n, _| {
+    b.measure(nvm, Spec(Tier::Nvm, "line write, sequential", ops, write_ns), snap, |n, _| {
         n.write_lines(seq * LINE, &line)?;
         seq = (seq + 1) % lines;
         Ok(())
     })?;
-    b.measure(nvm, Tier::Nvm, "line write + persist, random", ops, write_ns + persist_ns, snap, |n, rng| {
+    b.measure(nvm, Spec(Tier::Nvm, "line write + persist, random", ops, write_ns + persist_ns), snap, |n, rng| {
         let off = rng.below(lines) * LINE;
         n.write_lines(off, &line)?;
         Ok(n.persist(off, LINE)?)
     })?;
-    b.measure(nvm, Tier::Nvm, "line write, then read, random", ops, mixed_ns, snap, |n, rng| {
+    b.measure(nvm, Spec(Tier::Nvm, "line write, then read, random", ops, mixed_ns), snap, |n, rng| {
         n.write_lines(rng.below(lines) * LINE, &line)?;
         n.read_lines(rng.below(lines) * LINE, &mut buf)?;
         rng.fold(&buf);
         Ok(())
     })?;
     let mut page_buf = vec![0u8; page as usize];
-    b.measure(nvm, Tier::Nvm, "page copy out, random", page_ops, page_read_ns, snap, |n, rng| {
+    b.measure(nvm, Spec(Tier::Nvm, "page copy out, random", page_ops, page_read_ns), snap, |n, rng| {
         Ok(n.copy_out(rng.below(pages) * page, &mut page_buf)?)
     })?;
     let page_src = vec![0x3cu8; page as usize];
-    b.measure(nvm, Tier::Nvm, "page copy in + persist, random", page_ops, page_write_ns, snap, |n, rng| {
+    b.measure(nvm, Spec(Tier::Nvm, "page copy in + persist, random", page_ops, page_write_ns), snap, |n, rng| {
         let off = rng.below(pages) * page;
         n.copy_in(off, &page_src)?;
         Ok(n.persist(off, page)?)
@@ -459,26 +459,26 @@ fn bench_ssd(b: &mut Bench, ssd: &mut SsdFile, data_pages: u64) -> Result<()> {
     }
     ssd.sync()?;
     let random_page = |rng: &mut Rng| PageId(1 + rng.below(data_pages));
-    b.measure(ssd, Tier::Ssd, "page read, random", ops, read_ns, snap, |s, rng| {
+    b.measure(ssd, Spec(Tier::Ssd, "page read, random", ops, read_ns), snap, |s, rng| {
         Ok(s.read_page(random_page(rng), &mut buf)?)
     })?;
     let mut seq = 0u64;
-    b.measure(ssd, Tier::Ssd, "page read, sequential", ops, read_ns, snap, |s, _| {
+    b.measure(ssd, Spec(Tier::Ssd, "page read, sequential", ops, read_ns), snap, |s, _| {
         s.read_page(PageId(1 + seq), &mut buf)?;
         seq = (seq + 1) % data_pages;
         Ok(())
     })?;
-    b.measure(ssd, Tier::Ssd, "page write, random", ops, write_ns, snap, |s, rng| {
+    b.measure(ssd, Spec(Tier::Ssd, "page write, random", ops, write_ns), snap, |s, rng| {
         Ok(s.write_page(random_page(rng), &buf)?)
     })?;
     let mut seq = 0u64;
-    b.measure(ssd, Tier::Ssd, "page write, sequential", ops, write_ns, snap, |s, _| {
+    b.measure(ssd, Spec(Tier::Ssd, "page write, sequential", ops, write_ns), snap, |s, _| {
         s.write_page(PageId(1 + seq), &buf)?;
         seq = (seq + 1) % data_pages;
         Ok(())
     })?;
     let sync_ns = write_ns + ns(cost.sync_ps());
-    b.measure(ssd, Tier::Ssd, "page write + fdatasync", (ops / 10).max(1), sync_ns, snap, |s, rng| {
+    b.measure(ssd, Spec(Tier::Ssd, "page write + fdatasync", (ops / 10).max(1), sync_ns), snap, |s, rng| {
         s.write_page(random_page(rng), &buf)?;
         Ok(s.sync()?)
     })

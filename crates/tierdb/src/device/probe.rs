@@ -69,7 +69,7 @@ pub fn probe_dir(dir: &Path) -> PathProbe {
     let file_system = fs_type_of(dir);
     let scratch = dir.join(format!(".tierdb-probe-{}", std::process::id()));
     let o_direct = try_o_direct(&scratch, &file_system);
-    let map_sync = try_map_sync(&scratch);
+    let map_sync = try_map_sync(&scratch, &file_system);
     let _ = std::fs::remove_file(&scratch);
     PathProbe { path: dir.to_path_buf(), file_system, o_direct, map_sync }
 }
@@ -107,7 +107,7 @@ fn try_o_direct(scratch: &Path, fs: &str) -> Capability {
     }
 }
 
-fn try_map_sync(scratch: &Path) -> Capability {
+fn try_map_sync(scratch: &Path, fs: &str) -> Capability {
     let file = match OpenOptions::new().read(true).write(true).create(true).truncate(true).open(scratch) {
         Ok(f) => f,
         Err(e) => {
