@@ -121,8 +121,11 @@ fn try_map_sync(scratch: &Path, fs: &str) -> Capability {
         Ok((_, true)) => Capability { available: true, note: "DAX: flushed stores are durable without msync".into() },
         Ok((_, false)) => Capability {
             available: false,
-            note: "not a DAX file system: persists need msync for durability (tmpfs: none beyond a process crash)"
-                .into(),
+            note: if fs == "tmpfs" {
+                "not DAX: tmpfs is RAM; data outlives a process crash, not a reboot".into()
+            } else {
+                format!("{fs} is not mounted DAX: persists add msync for durability")
+            },
         },
         Err(e) => Capability { available: false, note: format!("mmap failed: {e}") },
     }
