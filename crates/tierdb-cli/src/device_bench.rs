@@ -94,6 +94,8 @@ struct Report {
     cpu: CpuCaps,
     flush: FlushInstruction,
     tsc_ticks_per_ns: f64,
+    /// Present in `spin` mode.
+    spin_calibration: Option<tierdb::device::SpinCalibration>,
     page_size_bytes: u64,
     dram: Option<DramReport>,
     nvm: Option<TierReport<NvmInfo>>,
@@ -275,6 +277,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
         cpu: persist::cpu_caps(),
         flush: persist::best(),
         tsc_ticks_per_ns: rate.ticks_per_ns,
+        spin_calibration: (args.mode == EmulationMode::Spin).then(tierdb::device::spin_calibration),
         page_size_bytes: page,
         dram: None,
         nvm: None,
@@ -503,6 +506,12 @@ fn print_report(r: &Report, args: &BenchArgs, nvm_path: &Path, ssd_path: &Path) 
         r.flush.name(),
         r.tsc_ticks_per_ns
     );
+    if let Some(c) = &r.spin_calibration {
+        println!(
+            "  spin calibration: loop overshoot {:.0} ns; device path {:.0} ns (reads), {:.0} ns (writes)",
+            c.loop_overshoot_ns, c.read_path_ns, c.write_path_ns
+        );
+    }
     if let Some(d) = &r.dram {
         println!("  dram: {} arena, huge pages {:?}, profile {}", ByteSize(d.size_bytes), d.huge_pages, d.profile.name);
     }

@@ -60,6 +60,15 @@ fn run_probe(nvm_dir: PathBuf, ssd_dir: PathBuf, json: bool) -> Result<()> {
     t.add_row(["clflush", yes(p.cpu.clflush), "CPUID.(EAX=1):EDX[19]"]);
     t.add_row(["persist uses", p.flush_chosen.name(), "followed by sfence"]);
     t.add_row(["TSC", &format!("{:.3} ticks/ns", p.tsc_ticks_per_ns), "calibrated against the monotonic clock"]);
+    let c = tierdb::device::spin_calibration();
+    t.add_row([
+        "spin calibration".to_string(),
+        format!("{:.0} ns loop", c.loop_overshoot_ns),
+        format!(
+            "device path {:.0} ns (reads), {:.0} ns (writes), taken off each wait",
+            c.read_path_ns, c.write_path_ns
+        ),
+    ]);
     t.add_row(["transparent huge pages", &p.transparent_huge_pages, "/sys/kernel/mm/transparent_hugepage/enabled"]);
     t.add_row(["hugetlb pages", &p.hugetlb_pages_total.to_string(), "reserved in /proc/meminfo"]);
     for path in &p.paths {

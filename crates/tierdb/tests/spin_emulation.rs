@@ -64,6 +64,8 @@ fn spin_adds_the_profiles_extra_latency() {
     let mut off = open(&dir, "off.nvm", EmulationMode::Off);
     let mut spin = open(&dir, "spin.nvm", EmulationMode::Spin);
     let model = spin.core().cost_model().to_owned();
+    let (timer_ns, _) = mean_ns(&mut off, 1e6, 1, &mut |_: &mut NvmRegion, _| {});
+    eprintln!("calibration: {:?}", tierdb::device::spin_calibration());
     let mut buf = [0u8; 64];
     let line = [7u8; 64];
 
@@ -74,9 +76,16 @@ fn spin_adds_the_profiles_extra_latency() {
     let write_ns = model.write_ps(media) as f64 / 1000.0;
     let persist_ns = model.persist_ps(1) as f64 / 1000.0;
     let mut page = vec![0u8; PAGE];
-    let cases: [(&str, f64); 4] =
-        [("line read", read_ns), ("page read", page_ns), ("line write", write_ns), ("line persist", persist_ns)];
-    for (i, (name, profile_ns)) in cases.into_iter().enumerate() {
+    // Strict: the profile is well above what this machine takes for the operation, so
+    // spin must add the difference. Loose: the machine is slower (a clwb here takes
+    // ~150-300 ns, Optane's persist 94 ns), so spin can only add its own bookkeeping.
+    let cases: [(&str, f64, bool); 4] = [
+        ("line read", read_ns, true),
+        ("page read", page_ns, true),
+        ("line write", write_ns, true),
+        ("line persist", persist_ns, false),
+    ];
+    for (i, (name, profile_ns, strict)) in cases.into_iter().enumerate() {
         let cap = profile_ns.max(1000.0) * OUTLIER_FACTOR;
         let mut run = |r: &mut NvmRegion, off: u64| match name {
             "line read" => r.read_lines(off, &mut buf).unwrap(),
@@ -86,23 +95,23 @@ fn spin_adds_the_profiles_extra_latency() {
         };
         let (base, d0) = mean_ns(&mut off, cap, 42 + i as u64, &mut run);
         let (emulated, d1) = mean_ns(&mut spin, cap, 42 + i as u64, &mut run);
-        let want_extra = (profile_ns - base).max(0.0);
+        // Spin makes the operation itself last the profile's cost; the timer's own
+        // overhead is in both measurements, so the work the backing medium did is
+        // `base - timer` and the extra the profile asks for is the rest.
+        let want_extra = (profile_ns - (base - timer_ns)).max(0.0);
         let got_extra = emulated - base;
         eprintln!(
-            "{name}: profile {profile_ns:.0} ns, off {base:.0} ns, spin {emulated:.0} ns, \
+            "{name}: profile {profile_ns:.0} ns, off {base:.0} ns, spin {emulated:.0} ns, timer {timer_ns:.0} ns, \
              extra {got_extra:.0} ns vs {want_extra:.0} ns wanted; outliers {d0}+{d1}"
         );
         assert!(d0 + d1 < OPS / 50, "{name}: too many preempted operations ({d0}+{d1})");
-        if want_extra >= 0.5 * profile_ns {
-            // The profile is well above the backing medium: spin must add its extra.
+        if strict {
             assert!(
                 (got_extra - want_extra).abs() <= 0.25 * want_extra,
                 "{name}: extra {got_extra:.0} ns, wanted {want_extra:.0} ns ± 25%"
             );
         } else {
-            // The backing medium is about as slow as the profile or slower (a clwb
-            // here costs ~250 ns, Optane's persist 94 ns): spin cannot speed it up and
-            // must add no more than its own bookkeeping, never the profile again.
+            // Never the profile's cost again on top of the medium's.
             assert!(got_extra < SPIN_OVERHEAD_NS_MAX + want_extra, "{name}: added {got_extra:.0} ns");
         }
     }

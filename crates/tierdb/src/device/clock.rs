@@ -108,7 +108,7 @@ impl TscRate {
 /// can only come from a broken cost.
 #[inline]
 pub fn spin_until(deadline: u64, rate: TscRate) -> u64 {
-    let start = ticks_ordered();
+    let start = ticks();
     let deadline = deadline.saturating_sub(rate.overshoot_ticks);
     if start >= deadline {
         return 0;
@@ -116,9 +116,10 @@ pub fn spin_until(deadline: u64, rate: TscRate) -> u64 {
     let limit = start + rate.ticks_from_ps(SPIN_WAIT_NS_MAX * 1000);
     debug_assert!(deadline <= limit, "spin of {} ns", rate.ns_from_ticks(deadline - start));
     let deadline = deadline.min(limit);
+    // No `pause` in the loop: on these CPUs it stalls for tens of nanoseconds, which
+    // would make the wait's end that coarse; waits are short, so the core is not held long.
     let mut now = start;
     while now < deadline {
-        std::hint::spin_loop();
         now = ticks();
     }
     now - start

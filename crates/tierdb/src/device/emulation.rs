@@ -159,6 +159,15 @@ impl CostModel {
     }
 }
 
+/// How much sooner than its modelled cost a `spin` operation should stop waiting, so
+/// that with the bookkeeping around the wait it lasts the cost: TSC ticks, for reads and
+/// for the other kinds (whose path also updates the interference window).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct PathOvershoot {
+    pub read_ticks: u64,
+    pub write_ticks: u64,
+}
+
 /// When an operation started, as the emulator needs it (TSC ticks in `spin` mode).
 #[derive(Clone, Copy, Debug)]
 pub struct OpStart(u64);
@@ -180,6 +189,7 @@ pub struct Emulator {
     mode: EmulationMode,
     cost: CostModel,
     rate: TscRate,
+    path: PathOvershoot,
     /// Until when reads suffer interference from writes: TSC ticks in `spin` mode,
     /// virtual picoseconds in `model` mode; unused in `off` mode.
     write_busy_until: AtomicU64,
@@ -188,23 +198,15 @@ pub struct Emulator {
 impl Emulator {
     /// An emulator of `profile` in `mode`; calibrates the TSC on first use of `spin`.
     pub fn new(mode: EmulationMode, profile: &DeviceProfile) -> Emulator {
-        Self::with_path_overshoot(mode, profile, 0)
+        Self::with_path_overshoot(mode, profile, PathOvershoot::default())
     }
 
-    /// An emulator whose spins end `path_overshoot_ticks` early: the calibrated cost of
-    /// the bookkeeping that follows a spin on the device path (see `DeviceCore`).
-    pub(crate) fn with_path_overshoot(
-        mode: EmulationMode,
-        profile: &DeviceProfile,
-        path_overshoot_ticks: u64,
-    ) -> Emulator {
-        let rate = if mode == EmulationMode::Spin {
-            let r = clock::rate();
-            TscRate { overshoot_ticks: r.overshoot_ticks + path_overshoot_ticks, ..r }
-        } else {
-            TscRate { ticks_per_ns: 1.0, overshoot_ticks: 0 }
-        };
-        Emulator { mode, cost: CostModel::new(profile), rate, write_busy_until: AtomicU64::new(0) }
+    /// An emulator whose spins end early by the calibrated cost of the device path's
+    /// own bookkeeping (see `DeviceCore`), per kind of operation.
+    pub(crate) fn with_path_overshoot(mode: EmulationMode, profile: &DeviceProfile, path: PathOvershoot) -> Emulator {
+        let rate =
+            if mode == EmulationMode::Spin { clock::rate() } else { TscRate { ticks_per_ns: 1.0, overshoot_ticks: 0 } };
+        Emulator { mode, cost: CostModel::new(profile), rate, path, write_busy_until: AtomicU64::new(0) }
     }
 
     pub fn mode(&self) -> EmulationMode {
@@ -219,7 +221,7 @@ impl Emulator {
     #[inline]
     pub fn begin(&self) -> OpStart {
         match self.mode {
-            EmulationMode::Spin => OpStart(clock::ticks_ordered()),
+            EmulationMode::Spin => OpStart(clock::ticks()),
             _ => OpStart(0),
         }
     }
@@ -258,10 +260,10 @@ impl Emulator {
 
     fn charge_spin(&self, start: OpStart, kind: OpKind, base_ps: u64) -> OpCost {
         let (modelled_ps, interfered) = self.interference(kind, start.0, base_ps);
-        let deadline = start.0 + self.rate.ticks_from_ps(modelled_ps);
+        let early = if kind == OpKind::Read { self.path.read_ticks } else { self.path.write_ticks };
+        let deadline = (start.0 + self.rate.ticks_from_ps(modelled_ps)).saturating_sub(early);
         if kind != OpKind::Read && self.cost.interferes() {
-            let until = deadline + self.rate.ticks_from_ps(self.cost.window_ps);
-            self.write_busy_until.fetch_max(until, Ordering::Relaxed);
+            self.extend_window(deadline + self.rate.ticks_from_ps(self.cost.window_ps));
         }
         OpCost { modelled_ps, interfered, waited_ps: 0, deadline_ticks: deadline.max(1) }
     }
@@ -270,9 +272,21 @@ impl Emulator {
         let (modelled_ps, interfered) = self.interference(kind, clock::virtual_now_ps(), base_ps);
         let end = clock::virtual_advance_ps(modelled_ps);
         if kind != OpKind::Read && self.cost.interferes() {
-            self.write_busy_until.fetch_max(end + self.cost.window_ps, Ordering::Relaxed);
+            self.extend_window(end + self.cost.window_ps);
         }
         OpCost { modelled_ps, interfered, ..OpCost::default() }
+    }
+
+    /// Moves the end of the interference window to `until` if that is later. A relaxed
+    /// load and store, not a locked read-modify-write: a locked instruction is a full
+    /// barrier on x86 and would make every write wait for its flushes, which the
+    /// backing medium does not do. Two writers racing may keep the earlier of their
+    /// ends, shortening the window by at most one write's cost.
+    #[inline]
+    fn extend_window(&self, until: u64) {
+        if until > self.write_busy_until.load(Ordering::Relaxed) {
+            self.write_busy_until.store(until, Ordering::Relaxed);
+        }
     }
 
     /// A read starting at `now` (in the mode's time unit) is slowed if writes are busy.

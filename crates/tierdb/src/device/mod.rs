@@ -32,7 +32,7 @@ pub use profile::{DeviceProfile, Tier};
 pub use ssd::{DirectIo, SsdConfig, SsdFile};
 pub use stats::{DeviceStats, StatsSnapshot};
 
-use emulation::Emulator;
+use emulation::{Emulator, PathOvershoot};
 use profile::ProfileError;
 
 /// How a device opens its backing file.
@@ -62,7 +62,7 @@ impl DeviceCore {
     /// `WrongTier` if the profile cannot serve `tier`.
     pub fn new(tier: Tier, profile: DeviceProfile, mode: EmulationMode) -> Result<DeviceCore, ProfileError> {
         profile.expect_tier(tier)?;
-        let overshoot = if mode == EmulationMode::Spin { spin_path_overshoot_ticks() } else { 0 };
+        let overshoot = if mode == EmulationMode::Spin { spin_path_overshoot() } else { PathOvershoot::default() };
         let emulator = Emulator::with_path_overshoot(mode, &profile, overshoot);
         Ok(DeviceCore { tier, profile, emulator, stats: DeviceStats::new() })
     }
@@ -113,37 +113,66 @@ impl DeviceCore {
     }
 }
 
+/// The start-up calibration of `spin` emulation, for reports.
+#[derive(Clone, Copy, Debug, serde::Serialize)]
+pub struct SpinCalibration {
+    pub tsc_ticks_per_ns: f64,
+    /// How far a bare spin loop passes its deadline.
+    pub loop_overshoot_ns: f64,
+    /// The device path's own cost around a wait, taken off each read's / write's deadline.
+    pub read_path_ns: f64,
+    pub write_path_ns: f64,
+}
+
+/// Runs (once per process) and returns the `spin` calibration.
+pub fn spin_calibration() -> SpinCalibration {
+    let rate = clock::rate();
+    let path = spin_path_overshoot();
+    SpinCalibration {
+        tsc_ticks_per_ns: rate.ticks_per_ns,
+        loop_overshoot_ns: rate.ns_from_ticks(rate.overshoot_ticks),
+        read_path_ns: rate.ns_from_ticks(path.read_ticks),
+        write_path_ns: rate.ns_from_ticks(path.write_ticks),
+    }
+}
+
 /// How far past its deadline a `spin` operation on the full device path returns, in
-/// TSC ticks: measured once per process by timing batches of empty operations against
-/// a known cost, so that emulated operations last their profile's time as a caller
-/// timing them sees it (`clock::rate().overshoot_ticks` covers the spin loop alone).
-fn spin_path_overshoot_ticks() -> u64 {
-    static OVERSHOOT: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+/// TSC ticks, for reads and for writes: measured once per process by timing batches of
+/// empty operations of known cost, so that emulated operations last their profile's time
+/// as a caller timing them sees it (`clock::rate().overshoot_ticks` covers the spin loop).
+fn spin_path_overshoot() -> PathOvershoot {
+    static OVERSHOOT: std::sync::OnceLock<PathOvershoot> = std::sync::OnceLock::new();
     *OVERSHOOT.get_or_init(|| {
         const BATCH_OPS: u64 = 1000;
         const BATCHES: usize = 7;
-        let mut profile = DeviceProfile::preset("dram").expect("built-in dram preset is valid");
+        // A profile with interference, so the write path updates the window as real ones do.
+        let mut profile = DeviceProfile::preset("optane-dcpmm").expect("built-in optane preset is valid");
         profile.read_latency_ns = 400.0;
-        profile.write_read_interference = 1.0;
+        profile.write_latency_ns = 400.0;
+        profile.interference_window_ns = 0.0;
         let core = DeviceCore {
-            tier: Tier::Dram,
-            emulator: Emulator::with_path_overshoot(EmulationMode::Spin, &profile, 0),
+            tier: Tier::Nvm,
+            emulator: Emulator::with_path_overshoot(EmulationMode::Spin, &profile, PathOvershoot::default()),
             profile,
             stats: DeviceStats::new(),
         };
         let rate = clock::rate();
-        let target = rate.ticks_from_ps(core.cost_model().read_ps(64));
-        let mut per_op: Vec<u64> = (0..BATCHES)
-            .map(|_| {
-                let t0 = clock::ticks_ordered();
-                for _ in 0..BATCH_OPS {
-                    let _ = core.run(OpKind::Read, 0, 64, || Ok::<(), ()>(()));
-                }
-                (clock::ticks_ordered() - t0) / BATCH_OPS
-            })
-            .collect();
-        per_op.sort_unstable();
-        per_op[BATCHES / 2].saturating_sub(target)
+        let measure = |kind: OpKind| {
+            let media_bytes = core.profile().media_bytes(0, 64);
+            let target = rate.ticks_from_ps(core.cost_model().cost_ps(kind, media_bytes, 1));
+            let mut per_op: Vec<u64> = (0..BATCHES)
+                .map(|_| {
+                    let t0 = clock::ticks_ordered();
+                    for _ in 0..BATCH_OPS {
+                        let _ = core.run(kind, 0, 64, || Ok::<(), ()>(()));
+                    }
+                    (clock::ticks_ordered() - t0) / BATCH_OPS
+                })
+                .collect();
+            per_op.sort_unstable();
+            per_op[BATCHES / 2].saturating_sub(target)
+        };
+        PathOvershoot { read_ticks: measure(OpKind::Read), write_ticks: measure(OpKind::Write) }
     })
 }
 
