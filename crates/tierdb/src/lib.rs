@@ -6,6 +6,26 @@
 //! latency emulation from [`device::profile`]s); the buffer manager, access methods
 //! and recovery come on top.
 //!
+//! ```
+//! use tierdb::ByteSize;
+//! use tierdb::device::{EmulationMode, NvmConfig, NvmRegion, clock};
+//!
+//! # fn main() -> Result<(), tierdb::Error> {
+//! let path = std::env::temp_dir().join(format!("tierdb-doc-{}.nvm", std::process::id()));
+//! let mut cfg = NvmConfig::new(&path, ByteSize(1 << 20));
+//! cfg.mode = EmulationMode::Model; // charge the Optane profile to a virtual clock
+//! let mut nvm = NvmRegion::open(&cfg)?;
+//! clock::virtual_reset();
+//! nvm.write_lines(0, &[1u8; 64])?;
+//! nvm.persist(0, 64)?;
+//! let s = nvm.core().stats().snapshot();
+//! assert_eq!((s.writes, s.persists), (1, 1));
+//! assert_eq!(clock::virtual_now_ps(), s.modelled_ps);
+//! # drop(nvm); std::fs::remove_file(&path).ok();
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! Unsafe code is confined to the modules that own mapped memory, direct I/O buffers
 //! and CPU instructions, all under [`device`]; each block carries a `// SAFETY:` note.
 

@@ -10,6 +10,14 @@ use std::str::FromStr;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// A positive number of bytes, parsed from and printed as a human-readable size.
+///
+/// ```
+/// use tierdb::ByteSize;
+/// let s: ByteSize = "1.5GiB".parse().unwrap();
+/// assert_eq!(s.bytes(), 3 << 29);
+/// assert_eq!(s.to_string(), "1536MiB");
+/// assert!("0MiB".parse::<ByteSize>().is_err());
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ByteSize(pub u64);
 

@@ -147,6 +147,14 @@ impl DeviceProfile {
 
     /// A preset name, or a path to a TOML file.
     ///
+    /// ```
+    /// use tierdb::device::{DeviceProfile, Tier};
+    /// let optane = DeviceProfile::load("optane-dcpmm").unwrap();
+    /// assert_eq!(optane.kind, Tier::Nvm);
+    /// assert_eq!(optane.media_bytes(0, 64), 256); // one 64-B line costs a 256-B XPLine
+    /// assert!(DeviceProfile::load("no-such-device").is_err());
+    /// ```
+    ///
     /// # Errors
     /// `Unknown` for a name that is neither a preset nor an existing file; `Read`,
     /// `Parse`, `Invalid` for a file that cannot be read, parsed or validated.
