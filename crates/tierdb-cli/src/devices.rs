@@ -30,6 +30,17 @@ pub enum DevicesCommand {
         #[arg(long)]
         show: Option<String>,
     },
+    /// Check an SSD page file: read its superblock, then open it as the engine would
+    /// (page size, length); print what it holds.
+    Inspect {
+        /// The page file.
+        path: PathBuf,
+        /// Expected page size (default: the one the superblock records).
+        #[arg(long)]
+        page_size: Option<tierdb::ByteSize>,
+        #[arg(long)]
+        json: bool,
+    },
     /// Measure each tier: line reads/writes/persists on DRAM and NVM, page I/O on SSD,
     /// next to what the device profile says.
     Bench(BenchArgs),
@@ -39,6 +50,7 @@ pub fn run(cmd: DevicesCommand) -> Result<()> {
     match cmd {
         DevicesCommand::Probe { nvm_dir, ssd_dir, json } => run_probe(nvm_dir, ssd_dir, json),
         DevicesCommand::Profiles { show } => run_profiles(show),
+        DevicesCommand::Inspect { path, page_size, json } => run_inspect(path, page_size, json),
         DevicesCommand::Bench(args) => device_bench::run(args),
     }
 }
@@ -137,5 +149,40 @@ fn run_profiles(show: Option<String>) -> Result<()> {
     }
     println!("{t}");
     println!("`tierdb devices profiles --show NAME` prints a preset with the source of each value.");
+    Ok(())
+}
+
+fn run_inspect(path: PathBuf, page_size: Option<tierdb::ByteSize>, json: bool) -> Result<()> {
+    use tierdb::device::{SsdConfig, SsdFile};
+    let (sb, note) = SsdFile::read_superblock(&path)?;
+    let mut cfg = SsdConfig::new(&path);
+    cfg.page_size = match page_size {
+        Some(p) => usize::try_from(p.bytes()).context("--page-size too large")?,
+        None => sb.page_size as usize,
+    };
+    // Opening checks the page size and the file's length against the superblock.
+    let file = SsdFile::open(&cfg)?;
+    let sb = file.superblock();
+    if json {
+        println!("{}", serde_json::json!({ "superblock": sb, "file": file.info(), "note": note }));
+        return Ok(());
+    }
+    let mut t = Table::new();
+    t.set_header(["field", "value"]);
+    t.add_row(["path", &path.display().to_string()]);
+    t.add_row(["format version", &sb.format_version.to_string()]);
+    t.add_row(["page size", &format!("{} bytes", sb.page_size)]);
+    t.add_row(["pages", &format!("{} (page 0 is the superblock)", sb.page_count)]);
+    t.add_row(["generation", &sb.generation.to_string()]);
+    t.add_row(["created", &format!("{} s after the Unix epoch", sb.created_unix_secs)]);
+    t.add_row(["database id", &format!("{:016x}", sb.db_id)]);
+    t.add_row(["catalog root", &sb.catalog_root.to_string()]);
+    t.add_row(["free-list head", &sb.free_list_head.to_string()]);
+    t.add_row(["creator", &sb.creator]);
+    t.add_row(["O_DIRECT", &format!("{} ({})", file.info().direct_io, file.info().direct_io_note)]);
+    if let Some(n) = note {
+        t.add_row(["warning", &n]);
+    }
+    println!("{t}");
     Ok(())
 }

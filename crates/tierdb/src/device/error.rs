@@ -1,4 +1,7 @@
 //! Errors of the device layer.
+//!
+//! A variant with a `#[source]` does not repeat the source in its message: printing
+//! the chain (`{:#}` with anyhow, or walking `source()`) shows each cause once.
 
 use std::io;
 use std::path::PathBuf;
@@ -8,21 +11,21 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum DeviceError {
-    #[error("{op} {path}: {source}")]
+    #[error("{op} {path}")]
     Io {
         op: &'static str,
         path: PathBuf,
         #[source]
         source: io::Error,
     },
-    #[error("{path}: no space left for {needed_bytes} more bytes ({source})")]
+    #[error("{path}: no space left for {needed_bytes} more bytes")]
     Full {
         path: PathBuf,
         needed_bytes: u64,
         #[source]
         source: io::Error,
     },
-    #[error("cannot create {path}: {source}")]
+    #[error("cannot create {path}")]
     Create {
         path: PathBuf,
         #[source]
@@ -38,7 +41,7 @@ pub enum DeviceError {
     OutOfRange { device: &'static str, offset: u64, len: u64, size: u64 },
     #[error("{device}: {what} {value} is not a multiple of {align}")]
     Misaligned { device: &'static str, what: &'static str, value: u64, align: u64 },
-    #[error("{path}: not a tierdb page file (magic {found:02x?}, expected {expected:02x?})")]
+    #[error("{path}: not a tierdb page file (magic \"{}\", expected \"{}\")", .found.escape_ascii(), .expected.escape_ascii())]
     BadMagic { path: PathBuf, found: [u8; 8], expected: [u8; 8] },
     #[error("{path}: format version {found}, this build reads version {expected}")]
     VersionMismatch { path: PathBuf, found: u32, expected: u32 },

@@ -99,7 +99,7 @@ pub struct DeviceProfile {
 pub enum ProfileError {
     #[error("unknown device profile {name:?}; presets are: {known}; or give a path to a .toml file")]
     Unknown { name: String, known: String },
-    #[error("cannot read device profile {path}: {source}")]
+    #[error("cannot read device profile {path}")]
     Read {
         path: PathBuf,
         #[source]

@@ -207,6 +207,26 @@ impl SsdFile {
         })
     }
 
+    /// Reads the superblock of the page file at `path` without opening it for use
+    /// (read-only; nothing is written). Returns it with a note when one slot was
+    /// unreadable and the other was used.
+    ///
+    /// # Errors
+    /// `Io` if it cannot be read; `BadMagic`, `VersionMismatch`, `Corrupted`.
+    pub fn read_superblock(path: &Path) -> Result<(Superblock, Option<String>), DeviceError> {
+        let file = File::open(path).map_err(|e| DeviceError::io("open", path, 0, e))?;
+        let mut page0 = vec![0u8; SUPERBLOCK_SLOT_BYTES * SUPERBLOCK_SLOTS];
+        file.read_exact_at(&mut page0, 0).map_err(|e| match e.kind() {
+            std::io::ErrorKind::UnexpectedEof => DeviceError::Corrupted {
+                what: "superblock",
+                location: path.display().to_string(),
+                detail: "the file is shorter than one superblock".into(),
+            },
+            _ => DeviceError::io("read superblock of", path, 0, e),
+        })?;
+        choose_slot(path, &page0)
+    }
+
     pub fn page_size(&self) -> usize {
         self.page_size
     }
@@ -623,6 +643,17 @@ mod tests {
         std::fs::write(&c.path, &all[..100]).unwrap();
         let e = open_fails(&c);
         assert!(matches!(e, DeviceError::Corrupted { what: "superblock", .. }), "{e}");
+    }
+
+    #[test]
+    fn read_superblock_needs_no_page_size() {
+        let d = dir();
+        let c = make(&d);
+        let (sb, note) = SsdFile::read_superblock(&c.path).unwrap();
+        assert_eq!((sb.page_size, sb.page_count, note), (4096, 3, None));
+        patch(&c.path, 0, b"XXXXXXXX");
+        patch(&c.path, 512, b"XXXXXXXX");
+        assert!(matches!(SsdFile::read_superblock(&c.path), Err(DeviceError::BadMagic { .. })));
     }
 
     #[test]
