@@ -33,8 +33,9 @@ pub fn ticks() -> u64 {
 }
 
 /// Ticks of the time-stamp counter once every earlier instruction has completed
-/// (`lfence; rdtsc`): a loaded value that is still in flight is waited for, so an
-/// operation's start and its spin-wait bracket the real work.
+/// (`lfence; rdtsc`), for timing a batch end to end (calibration). Operations do not
+/// use it: the fence would make each wait for its own flushes, which the backing
+/// medium does not do, and measured worse on every row of the device bench.
 #[inline(always)]
 pub fn ticks_ordered() -> u64 {
     #[cfg(target_arch = "x86_64")]
