@@ -85,7 +85,7 @@ impl DeviceCore {
         };
         let lines = stats::lines_covered(offset, len);
         let cost = self.emulator.charge(start, kind, media_bytes, lines);
-        self.stats.record(kind, offset, len, media_bytes, cost);
+        self.stats.record(kind, len, lines, media_bytes, cost);
         // Spin last, so the bookkeeping above is part of the emulated time.
         let waited_ps = self.emulator.wait(&cost);
         self.stats.record_wait(waited_ps);

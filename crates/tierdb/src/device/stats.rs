@@ -143,12 +143,13 @@ impl DeviceStats {
         }
     }
 
-    /// Counts one operation on `bytes` at `offset`.
+    /// Counts one operation on `bytes` covering `lines` cache lines
+    /// ([`lines_covered`]; the caller has it already).
     #[inline]
-    pub fn record(&self, kind: OpKind, offset: u64, bytes: u64, media_bytes: u64, cost: OpCost) {
+    pub fn record(&self, kind: OpKind, bytes: u64, lines: u64, media_bytes: u64, cost: OpCost) {
+        debug_assert!(lines <= bytes.div_ceil(64) + 1, "{lines} lines for {bytes} bytes");
         let stripe = my_stripe();
         let (row, x) = (&self.stripes[stripe], stripe != SHARED_STRIPE);
-        let lines = lines_covered(offset, bytes);
         match kind {
             OpKind::Read => {
                 Self::add(row, x, C::Reads, 1);
@@ -272,7 +273,7 @@ mod tests {
                 let s = s.clone();
                 std::thread::spawn(move || {
                     for _ in 0..2000 {
-                        s.record(OpKind::Write, 0, 64, 64, OpCost::default());
+                        s.record(OpKind::Write, 64, lines_covered(0, 64), 64, OpCost::default());
                     }
                 })
             })
@@ -293,8 +294,8 @@ mod tests {
                 let s = s.clone();
                 std::thread::spawn(move || {
                     for _ in 0..1000 {
-                        s.record(OpKind::Read, 0, 128, 256, cost);
-                        s.record(OpKind::Persist, 0, 64, 0, OpCost::default());
+                        s.record(OpKind::Read, 128, lines_covered(0, 128), 256, cost);
+                        s.record(OpKind::Persist, 64, lines_covered(0, 64), 0, OpCost::default());
                     }
                 })
             })
