@@ -1,5 +1,6 @@
 //! The crate's error type: one enum per layer, converted into [`Error`].
 
+use crate::buffer::BufferError;
 use crate::device::DeviceError;
 use crate::device::profile::ProfileError;
 use crate::size::SizeError;
@@ -14,6 +15,8 @@ pub enum Error {
     Profile(#[from] ProfileError),
     #[error(transparent)]
     Size(#[from] SizeError),
+    #[error(transparent)]
+    Buffer(#[from] BufferError),
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

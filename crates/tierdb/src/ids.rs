@@ -10,6 +10,8 @@ pub struct PageId(pub u64);
 impl PageId {
     /// The superblock's page.
     pub const SUPERBLOCK: PageId = PageId(0);
+    /// The catalog of named trees: the first page every page source allocates.
+    pub const CATALOG: PageId = PageId(1);
 
     pub const fn get(self) -> u64 {
         self.0

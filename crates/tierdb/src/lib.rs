@@ -31,12 +31,14 @@
 
 #![deny(unsafe_code)]
 
+pub mod buffer;
 pub mod device;
 pub mod error;
 pub mod ids;
 pub mod limits;
 pub mod size;
 
+pub use buffer::{ExclusivePage, PageSource, SharedPage};
 pub use error::{Error, Result};
 pub use ids::PageId;
 pub use size::ByteSize;

@@ -47,6 +47,9 @@ pub const PROFILE_GRANULARITY_BYTES_MAX: u64 = 1 << 20;
 /// How deep `inherits` chains of device profiles may go.
 pub const PROFILE_INHERIT_DEPTH_MAX: usize = 8;
 
+/// Spins of a latch waiter before it starts yielding its core.
+pub const LATCH_SPINS_BEFORE_YIELD: u32 = 64;
+
 const _: () = assert!(CACHE_LINE_BYTES.is_power_of_two());
 const _: () = assert!(PAGE_SIZE_MIN_BYTES.is_power_of_two());
 const _: () = assert!(PAGE_SIZE_DEFAULT_BYTES.is_power_of_two());

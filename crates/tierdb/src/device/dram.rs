@@ -113,6 +113,12 @@ impl DramArena {
         self.frame_count
     }
 
+    /// The first byte of frame memory, for the buffer manager's frame module, which
+    /// hands out latched guards over it. Dereferencing it is the caller's `unsafe`.
+    pub fn base_ptr(&self) -> *mut u8 {
+        self.map.as_ptr()
+    }
+
     pub fn huge_pages(&self) -> &HugePages {
         &self.huge_pages
     }

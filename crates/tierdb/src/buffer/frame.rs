@@ -1,0 +1,341 @@
+//! DRAM frames: the frame memory, each frame's metadata, and the page guards.
+//!
+//! A [`FramePool`] carves a [`DramArena`] into equal frames. Each frame has a
+//! [`FrameMeta`]: its latch, the page it holds, a dirty bit, a reference bit for clock
+//! replacement and the NVM frame that backs it (if any). Guards are created only by
+//! taking the frame's latch here, so holding a guard proves the latch is held:
+//!
+//! - [`FrameRead`] holds the latch shared and derefs to the frame's bytes;
+//! - [`FrameWrite`] holds it exclusive, derefs mutably and marks the frame dirty when
+//!   written through; dropping it publishes the dirty bit and releases the latch.
+//!
+//! Metadata other than the latch (`pid`, `nvm`) changes only under the exclusive latch;
+//! it is kept in atomics so that racy readers (the clock hand, a fixer validating a
+//! page-table hit) can look at it without undefined behaviour, and must re-check it
+//! after taking the latch.
+
+#![allow(unsafe_code)]
+
+use std::marker::PhantomData;
+use std::ops::{Deref, DerefMut};
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+
+use super::latch::Latch;
+use super::source::{ExclusivePage, SharedPage};
+use crate::device::DramArena;
+use crate::ids::PageId;
+
+/// Index of a DRAM frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct FrameId(pub u32);
+
+/// `FrameMeta::pid` of a frame that holds no page.
+pub const NO_PAGE: u64 = u64::MAX;
+/// `FrameMeta::nvm` of a frame whose page has no NVM copy.
+pub const NO_NVM_FRAME: u32 = u32::MAX;
+
+/// What the buffer manager knows of one DRAM frame.
+#[derive(Debug)]
+pub struct FrameMeta {
+    pub latch: Latch,
+    /// The page held, or [`NO_PAGE`].
+    pub pid: AtomicU64,
+    /// The bytes differ from every lower tier's copy.
+    pub dirty: AtomicBool,
+    /// Set on every fix; cleared by the clock hand (second chance).
+    pub referenced: AtomicBool,
+    /// The NVM frame holding this page's older copy, or [`NO_NVM_FRAME`].
+    pub nvm: AtomicU32,
+}
+
+impl FrameMeta {
+    fn new() -> FrameMeta {
+        FrameMeta {
+            latch: Latch::new(),
+            pid: AtomicU64::new(NO_PAGE),
+            dirty: AtomicBool::new(false),
+            referenced: AtomicBool::new(false),
+            nvm: AtomicU32::new(NO_NVM_FRAME),
+        }
+    }
+
+    #[inline]
+    pub fn pid(&self) -> u64 {
+        self.pid.load(Ordering::Relaxed)
+    }
+
+    /// Sets the reference bit, writing only when it is clear so that hot frames do not
+    /// bounce their cache line between cores.
+    #[inline]
+    pub fn touch(&self) {
+        if !self.referenced.load(Ordering::Relaxed) {
+            self.referenced.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
+/// The DRAM frames of one buffer pool.
+pub struct FramePool {
+    arena: DramArena,
+    base: NonNull<u8>,
+    frame_bytes: usize,
+    metas: Box<[FrameMeta]>,
+}
+
+// SAFETY: the frame memory behind `base` is owned by `arena` for the pool's lifetime;
+// every access to it goes through a guard that holds the frame's latch, which makes
+// concurrent access from several threads data-race free.
+unsafe impl Send for FramePool {}
+// SAFETY: as above.
+unsafe impl Sync for FramePool {}
+
+impl FramePool {
+    pub fn new(arena: DramArena) -> FramePool {
+        let frame_bytes = arena.frame_bytes();
+        let count = arena.frame_count();
+        assert!(count < NO_NVM_FRAME as usize, "{count} frames do not fit a frame id");
+        let base = NonNull::new(arena.base_ptr()).expect("a mapped arena has a non-null base");
+        let metas = (0..count).map(|_| FrameMeta::new()).collect();
+        FramePool { arena, base, frame_bytes, metas }
+    }
+
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.metas.len()
+    }
+
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.metas.is_empty()
+    }
+
+    pub fn frame_bytes(&self) -> usize {
+        self.frame_bytes
+    }
+
+    pub fn arena(&self) -> &DramArena {
+        &self.arena
+    }
+
+    #[inline]
+    pub fn meta(&self, f: FrameId) -> &FrameMeta {
+        &self.metas[f.0 as usize]
+    }
+
+    #[inline]
+    fn data(&self, f: FrameId) -> NonNull<u8> {
+        debug_assert!((f.0 as usize) < self.metas.len());
+        // SAFETY: `f` indexes a frame of the arena (bounds checked by `metas[f]` at
+        // every caller), so the offset stays inside the mapping.
+        unsafe { self.base.add(f.0 as usize * self.frame_bytes) }
+    }
+
+    /// Takes frame `f` shared if no writer holds it.
+    #[inline]
+    pub fn try_read(&self, f: FrameId) -> Option<FrameRead<'_>> {
+        let meta = self.meta(f);
+        meta.latch.try_shared().then(|| FrameRead::new(self, f))
+    }
+
+    /// Takes frame `f` shared, waiting for a writer to leave.
+    #[inline]
+    pub fn read(&self, f: FrameId) -> FrameRead<'_> {
+        self.meta(f).latch.shared();
+        FrameRead::new(self, f)
+    }
+
+    /// Takes frame `f` exclusive if no one holds it.
+    #[inline]
+    pub fn try_write(&self, f: FrameId) -> Option<FrameWrite<'_>> {
+        let meta = self.meta(f);
+        meta.latch.try_exclusive().then(|| FrameWrite::new(self, f))
+    }
+
+    /// Takes frame `f` exclusive, waiting for every holder to leave.
+    #[inline]
+    pub fn write(&self, f: FrameId) -> FrameWrite<'_> {
+        self.meta(f).latch.exclusive();
+        FrameWrite::new(self, f)
+    }
+}
+
+/// A frame held shared.
+pub struct FrameRead<'a> {
+    pool: &'a FramePool,
+    frame: FrameId,
+    data: NonNull<u8>,
+    _not_send: PhantomData<*const u8>,
+}
+
+impl<'a> FrameRead<'a> {
+    #[inline]
+    fn new(pool: &'a FramePool, frame: FrameId) -> FrameRead<'a> {
+        FrameRead { pool, frame, data: pool.data(frame), _not_send: PhantomData }
+    }
+
+    #[inline]
+    pub fn frame(&self) -> FrameId {
+        self.frame
+    }
+
+    #[inline]
+    pub fn meta(&self) -> &'a FrameMeta {
+        self.pool.meta(self.frame)
+    }
+}
+
+impl Deref for FrameRead<'_> {
+    type Target = [u8];
+    #[inline]
+    fn deref(&self) -> &[u8] {
+        // SAFETY: the shared latch is held for the guard's life, so no writer exists;
+        // the range is one frame of the arena.
+        unsafe { std::slice::from_raw_parts(self.data.as_ptr(), self.pool.frame_bytes) }
+    }
+}
+
+impl Drop for FrameRead<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        self.meta().latch.unlock_shared();
+    }
+}
+
+impl SharedPage for FrameRead<'_> {
+    #[inline]
+    fn page_id(&self) -> PageId {
+        PageId(self.meta().pid())
+    }
+}
+
+/// A frame held exclusive.
+pub struct FrameWrite<'a> {
+    pool: &'a FramePool,
+    frame: FrameId,
+    data: NonNull<u8>,
+    dirty: bool,
+    _not_send: PhantomData<*const u8>,
+}
+
+impl<'a> FrameWrite<'a> {
+    #[inline]
+    fn new(pool: &'a FramePool, frame: FrameId) -> FrameWrite<'a> {
+        FrameWrite { pool, frame, data: pool.data(frame), dirty: false, _not_send: PhantomData }
+    }
+
+    #[inline]
+    pub fn frame(&self) -> FrameId {
+        self.frame
+    }
+
+    #[inline]
+    pub fn meta(&self) -> &'a FrameMeta {
+        self.pool.meta(self.frame)
+    }
+
+    /// The frame's bytes for filling from a lower tier: does not mark the page dirty.
+    #[inline]
+    pub fn bytes_for_load(&mut self) -> &mut [u8] {
+        // SAFETY: the exclusive latch is held for the guard's life; one frame's range.
+        unsafe { std::slice::from_raw_parts_mut(self.data.as_ptr(), self.pool.frame_bytes) }
+    }
+
+    /// True if this guard wrote to the frame.
+    pub fn wrote(&self) -> bool {
+        self.dirty
+    }
+
+    /// Forgets that this guard wrote (after the bytes were written back).
+    pub fn clear_wrote(&mut self) {
+        self.dirty = false;
+    }
+
+    /// Keeps the latch but turns it shared.
+    #[inline]
+    pub fn downgrade(self) -> FrameRead<'a> {
+        let this = std::mem::ManuallyDrop::new(self);
+        if this.dirty {
+            this.meta().dirty.store(true, Ordering::Relaxed);
+        }
+        this.meta().latch.downgrade();
+        FrameRead { pool: this.pool, frame: this.frame, data: this.data, _not_send: PhantomData }
+    }
+}
+
+impl Deref for FrameWrite<'_> {
+    type Target = [u8];
+    #[inline]
+    fn deref(&self) -> &[u8] {
+        // SAFETY: the exclusive latch is held for the guard's life; one frame's range.
+        unsafe { std::slice::from_raw_parts(self.data.as_ptr(), self.pool.frame_bytes) }
+    }
+}
+
+impl DerefMut for FrameWrite<'_> {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut [u8] {
+        self.dirty = true;
+        self.bytes_for_load()
+    }
+}
+
+impl Drop for FrameWrite<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        let meta = self.meta();
+        if self.dirty {
+            meta.dirty.store(true, Ordering::Relaxed);
+        }
+        meta.latch.unlock_exclusive();
+    }
+}
+
+impl ExclusivePage for FrameWrite<'_> {
+    #[inline]
+    fn page_id(&self) -> PageId {
+        PageId(self.meta().pid())
+    }
+
+    #[inline]
+    fn mark_dirty(&mut self) {
+        self.dirty = true;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::DramConfig;
+    use crate::size::ByteSize;
+
+    fn pool(frames: u64) -> FramePool {
+        let mut cfg = DramConfig::new(ByteSize(frames * 4096));
+        cfg.frame_bytes = 4096;
+        FramePool::new(DramArena::new(&cfg).unwrap())
+    }
+
+    #[test]
+    fn guards_exclude_and_publish_dirty() {
+        let p = pool(4);
+        let f = FrameId(2);
+        {
+            let mut w = p.try_write(f).unwrap();
+            assert!(p.try_read(f).is_none());
+            w.bytes_for_load()[0] = 1;
+            assert!(!w.wrote());
+        }
+        assert!(!p.meta(f).dirty.load(Ordering::Relaxed));
+        {
+            let mut w = p.write(f);
+            w[1] = 7;
+            let r = w.downgrade();
+            assert_eq!(&r[..2], &[1, 7]);
+            assert!(p.try_write(f).is_none());
+            let r2 = p.try_read(f).unwrap();
+            assert_eq!(r2.len(), 4096);
+        }
+        assert!(p.meta(f).dirty.load(Ordering::Relaxed));
+        assert!(!p.meta(f).latch.is_held());
+    }
+}

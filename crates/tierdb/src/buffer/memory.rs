@@ -1,0 +1,165 @@
+//! The `main-memory` architecture's page source: every page in a DRAM frame, reached
+//! by direct index, no page table and no eviction.
+//!
+//! Page `n` lives in frame `n - 1` (page 0 is the superblock's id in every other
+//! architecture and is never handed out here either). A fix is one bounds check and one
+//! latch acquisition. Allocation beyond the arena's frames is refused with
+//! [`BufferError::Full`]: this architecture does not hold data larger than its DRAM.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use parking_lot::Mutex;
+
+use super::BufferError;
+use super::frame::{FrameId, FramePool, FrameRead, FrameWrite};
+use super::source::PageSource;
+use crate::Result;
+use crate::device::{DramArena, DramConfig};
+use crate::ids::PageId;
+
+/// All pages in DRAM.
+pub struct MemorySource {
+    pool: FramePool,
+    /// The next never-used page id.
+    next: AtomicU64,
+    freed: Mutex<Vec<PageId>>,
+}
+
+impl MemorySource {
+    /// Builds the source over a fresh arena and allocates its catalog page.
+    ///
+    /// # Errors
+    /// The arena's configuration errors.
+    pub fn new(cfg: &DramConfig) -> Result<MemorySource> {
+        let pool = FramePool::new(DramArena::new(cfg)?);
+        let src = MemorySource { pool, next: AtomicU64::new(1), freed: Mutex::new(Vec::new()) };
+        let catalog = src.allocate()?.page_id();
+        assert_eq!(catalog, PageId::CATALOG);
+        Ok(src)
+    }
+
+    pub fn pool(&self) -> &FramePool {
+        &self.pool
+    }
+
+    /// Pages in use (allocated and not freed).
+    pub fn pages_used(&self) -> u64 {
+        self.next.load(Ordering::Relaxed) - 1 - self.freed.lock().len() as u64
+    }
+
+    /// Pages this source can hold.
+    pub fn capacity_pages(&self) -> u64 {
+        self.pool.len() as u64
+    }
+
+    #[inline]
+    fn frame_of(&self, pid: PageId) -> Result<FrameId> {
+        let n = pid.0;
+        if n == 0 || n >= self.next.load(Ordering::Acquire) {
+            return Err(BufferError::NoSuchPage { pid, why: "never allocated" }.into());
+        }
+        Ok(FrameId((n - 1) as u32))
+    }
+}
+
+use super::source::ExclusivePage as _;
+
+impl PageSource for MemorySource {
+    type Shared<'a> = FrameRead<'a>;
+    type Exclusive<'a> = FrameWrite<'a>;
+
+    #[inline]
+    fn page_size(&self) -> usize {
+        self.pool.frame_bytes()
+    }
+
+    #[inline]
+    fn fix_shared(&self, pid: PageId) -> Result<FrameRead<'_>> {
+        let f = self.frame_of(pid)?;
+        Ok(self.pool.read(f))
+    }
+
+    #[inline]
+    fn fix_exclusive(&self, pid: PageId) -> Result<FrameWrite<'_>> {
+        let f = self.frame_of(pid)?;
+        Ok(self.pool.write(f))
+    }
+
+    fn allocate(&self) -> Result<FrameWrite<'_>> {
+        let reused = self.freed.lock().pop();
+        let pid = match reused {
+            Some(pid) => pid,
+            None => {
+                let cap = self.pool.len() as u64;
+                let n = self
+                    .next
+                    .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n <= cap).then_some(n + 1))
+                    .map_err(|_| BufferError::Full {
+                        tier: "dram",
+                        what: format!(
+                            "main-memory holds at most {cap} pages of {} bytes ({}); the data does not fit in DRAM",
+                            self.pool.frame_bytes(),
+                            crate::ByteSize(self.pool.arena().size_bytes())
+                        ),
+                    })?;
+                PageId(n)
+            }
+        };
+        let f = FrameId((pid.0 - 1) as u32);
+        let mut g = self.pool.write(f);
+        g.meta().pid.store(pid.0, Ordering::Relaxed);
+        g.fill(0);
+        Ok(g)
+    }
+
+    fn free(&self, page: FrameWrite<'_>) -> Result<()> {
+        let pid = page.page_id();
+        assert!(pid != PageId::CATALOG, "the catalog page is never freed");
+        drop(page);
+        self.freed.lock().push(pid);
+        Ok(())
+    }
+
+    fn catalog_page(&self) -> PageId {
+        PageId::CATALOG
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ByteSize;
+    use crate::buffer::source::SharedPage;
+
+    fn source(frames: u64) -> MemorySource {
+        let mut cfg = DramConfig::new(ByteSize(frames * 4096));
+        cfg.frame_bytes = 4096;
+        MemorySource::new(&cfg).unwrap()
+    }
+
+    #[test]
+    fn allocate_write_read_free_reuse() {
+        let s = source(3);
+        let mut a = s.allocate().unwrap();
+        let pa = a.page_id();
+        assert_eq!(pa, PageId(2));
+        a[10] = 42;
+        drop(a);
+        assert_eq!(s.fix_shared(pa).unwrap()[10], 42);
+        assert_eq!(s.fix_shared(pa).unwrap().page_id(), pa);
+        let b = s.allocate().unwrap();
+        let pb = b.page_id();
+        drop(b);
+        let full = s.allocate().err().expect("three frames: catalog + two pages");
+        assert!(full.to_string().contains("does not fit in DRAM"), "{full}");
+        s.free(s.fix_exclusive(pa).unwrap()).unwrap();
+        assert_eq!(s.pages_used(), 2);
+        let again = s.allocate().unwrap();
+        assert_eq!(again.page_id(), pa);
+        assert!(again.iter().all(|&b| b == 0), "a reused page is zeroed");
+        drop(again);
+        assert!(s.fix_shared(PageId(0)).is_err());
+        assert!(s.fix_shared(PageId(99)).is_err());
+        let _ = pb;
+    }
+}

@@ -1,0 +1,39 @@
+//! The buffer layer: page sources that hand out latched page guards.
+//!
+//! - [`source`]: the [`PageSource`] trait the access methods are generic over;
+//! - [`memory`]: `main-memory`, all pages in DRAM behind direct indexes;
+//! - [`manager`]: the buffer manager over DRAM, NVM and SSD with a combined page table
+//!   and a [`policy`] that answers every question of the page life cycle;
+//! - [`frame`], [`latch`], [`table`], [`nvm_pool`]: its parts.
+
+pub mod frame;
+pub mod latch;
+pub mod memory;
+pub mod source;
+
+pub use frame::{FrameId, FramePool, FrameRead, FrameWrite};
+pub use memory::MemorySource;
+pub use source::{ExclusivePage, PageSource, SharedPage};
+
+use crate::ids::PageId;
+
+/// Errors of the buffer layer.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BufferError {
+    /// A tier (or the whole architecture) holds no more pages.
+    #[error("{tier} is full: {what}")]
+    Full { tier: &'static str, what: String },
+    /// A page id that does not name a page.
+    #[error("{pid} does not exist ({why})")]
+    NoSuchPage { pid: PageId, why: &'static str },
+    /// Every frame of a pool is fixed, so no victim can be found.
+    #[error("{pool} pool exhausted: all {frames} frames are fixed or being moved after {rounds} clock rounds")]
+    Exhausted { pool: &'static str, frames: usize, rounds: usize },
+    /// A page whose checksum or header does not match.
+    #[error("corrupted {pid} in {location}: {detail}")]
+    Corrupted { pid: PageId, location: String, detail: String },
+    /// A buffer configuration that cannot work.
+    #[error("buffer configuration: {what}")]
+    Config { what: String },
+}

@@ -1,0 +1,75 @@
+//! The page source: what an access method sees of page storage.
+//!
+//! A [`PageSource`] hands out latched page guards by [`PageId`]. The B+-tree is
+//! generic over it, so the `main-memory` architecture ([`super::MemorySource`]) costs a
+//! latch and an array index per fix, and the buffer manager ([`super::BufferManager`])
+//! adds its page table and tiers behind the same calls. The tree never learns which
+//! tier a page is on.
+//!
+//! Rules every implementation keeps:
+//! - a shared guard excludes exclusive guards of the same page and the reverse;
+//! - a guard's bytes are the page's bytes for as long as the guard lives (a page is
+//!   never moved or evicted while fixed);
+//! - writing through an exclusive guard (`DerefMut`) marks the page dirty;
+//! - a caller that waits for a latch while holding others takes them top-down and
+//!   left-to-right (the B+-tree's coupling order); implementations only *try* latches
+//!   they need for their own housekeeping, so they never add a cycle.
+
+use std::ops::{Deref, DerefMut};
+
+use crate::Result;
+use crate::ids::PageId;
+
+/// A page fixed shared: read-only bytes of exactly [`PageSource::page_size`] length.
+pub trait SharedPage: Deref<Target = [u8]> {
+    fn page_id(&self) -> PageId;
+}
+
+/// A page fixed exclusive. Mutable access marks it dirty.
+pub trait ExclusivePage: DerefMut<Target = [u8]> {
+    fn page_id(&self) -> PageId;
+    /// Marks the page dirty without writing through the guard.
+    fn mark_dirty(&mut self);
+}
+
+/// Page storage with latched, fixed access.
+pub trait PageSource: Send + Sync {
+    type Shared<'a>: SharedPage
+    where
+        Self: 'a;
+    type Exclusive<'a>: ExclusivePage
+    where
+        Self: 'a;
+
+    /// Bytes per page.
+    fn page_size(&self) -> usize;
+
+    /// Fixes a page for reading; waits while a writer holds it.
+    ///
+    /// # Errors
+    /// The page does not exist, or loading it failed (I/O, checksum, pool exhausted).
+    fn fix_shared(&self, pid: PageId) -> Result<Self::Shared<'_>>;
+
+    /// Fixes a page for writing; waits while anyone else holds it.
+    ///
+    /// # Errors
+    /// As [`fix_shared`](Self::fix_shared).
+    fn fix_exclusive(&self, pid: PageId) -> Result<Self::Exclusive<'_>>;
+
+    /// Allocates a page: zero-filled, fixed exclusive and dirty.
+    ///
+    /// # Errors
+    /// `Full` when the storage holds no more pages (for architectures that refuse data
+    /// larger than a tier), or the error of making room.
+    fn allocate(&self) -> Result<Self::Exclusive<'_>>;
+
+    /// Frees a page the caller holds exclusive; its id may be handed out again.
+    ///
+    /// # Errors
+    /// I/O failures while recording the free page.
+    fn free(&self, page: Self::Exclusive<'_>) -> Result<()>;
+
+    /// The page that holds the catalog of named trees (allocated when the storage was
+    /// created; never freed).
+    fn catalog_page(&self) -> PageId;
+}
