@@ -47,8 +47,56 @@ pub const PROFILE_GRANULARITY_BYTES_MAX: u64 = 1 << 20;
 /// How deep `inherits` chains of device profiles may go.
 pub const PROFILE_INHERIT_DEPTH_MAX: usize = 8;
 
+/// Rounds of a clock hand over its pool before the search for a victim gives up
+/// (every frame fixed or moving is a bug or an undersized pool, not a wait).
+pub const CLOCK_ROUNDS_MAX: usize = 4;
+
+/// How long a fix waits for a page another thread holds or moves before it reports
+/// an error instead of waiting on.
+pub const PAGE_BUSY_WAIT_MS_MAX: u64 = 60_000;
+
+/// Default capacity of the page table, in pages (16 TiB of 16 KiB pages), and the
+/// entries of one lazily created chunk of it.
+pub const PAGE_TABLE_PAGES_DEFAULT: u64 = 1 << 30;
+pub const PAGE_TABLE_CHUNK_ENTRIES: usize = 1 << 14;
+
+/// The SSD file grows by at least this many pages, or an eighth of its size.
+pub const SSD_GROW_PAGES_MIN: u64 = 256;
+
+/// The first bytes of a freed page on SSD, which links to the next freed page.
+pub const FREE_CHAIN_MAGIC: &[u8; 8] = b"TDBFREE1";
+
 /// Spins of a latch waiter before it starts yielding its core.
 pub const LATCH_SPINS_BEFORE_YIELD: u32 = 64;
+
+/// Longest B+-tree key. Node slots store key lengths in 16 bits; separators and fences
+/// are at most this long, which bounds what a split must reserve (see `btree::node`).
+pub const BTREE_KEY_BYTES_MAX: usize = 256;
+
+/// Most levels a B+-tree may have (node levels are one byte). With 4 KiB pages and the
+/// longest keys an inner node still holds at least 12 children, so 32 levels is more
+/// than any database this engine can address.
+pub const BTREE_HEIGHT_MAX: usize = 32;
+
+/// How often one B+-tree operation may restart its optimistic descent (a root leaf that
+/// split between its shared and its exclusive latch). More is a bug, never a wait.
+pub const BTREE_RESTARTS_MAX: u32 = 64;
+
+/// A B+-tree node whose entries take less than `page size / this` bytes is underfull and
+/// is merged with a sibling when a delete leaves it so.
+pub const BTREE_UNDERFULL_DIVISOR: usize = 4;
+
+/// Two nodes merge only if the result leaves at least `page size / this` bytes free, so
+/// that a delete-insert pair at the boundary does not merge and split over and over.
+pub const BTREE_MERGE_SLACK_DIVISOR: usize = 4;
+
+/// The catalog of named trees (one page): longest name and most trees. The catalog of
+/// the largest allowed size must fit in the smallest page (checked below).
+pub const CATALOG_NAME_BYTES_MAX: usize = 64;
+pub const CATALOG_TREES_MAX: usize = 48;
+/// Catalog page header bytes and per-entry overhead (name length byte + root page id).
+pub const CATALOG_HEADER_BYTES: usize = 24;
+pub const CATALOG_ENTRY_OVERHEAD_BYTES: usize = 1 + 8;
 
 const _: () = assert!(CACHE_LINE_BYTES.is_power_of_two());
 const _: () = assert!(PAGE_SIZE_MIN_BYTES.is_power_of_two());
@@ -61,3 +109,11 @@ const _: () = assert!(PAGE_SIZE_MIN_BYTES.is_multiple_of(CACHE_LINE_BYTES));
 const _: () = assert!(IO_ALIGN_BYTES.is_multiple_of(OS_PAGE_BYTES));
 const _: () = assert!(SUPERBLOCK_SLOT_BYTES * SUPERBLOCK_SLOTS <= IO_ALIGN_BYTES);
 const _: () = assert!(STATS_STRIPES.is_power_of_two());
+const _: () = assert!(BTREE_KEY_BYTES_MAX >= 128 && BTREE_KEY_BYTES_MAX <= u16::MAX as usize);
+const _: () = assert!(BTREE_HEIGHT_MAX <= u8::MAX as usize);
+const _: () = assert!(BTREE_UNDERFULL_DIVISOR >= 2 && BTREE_MERGE_SLACK_DIVISOR >= 2);
+const _: () = assert!(CATALOG_NAME_BYTES_MAX <= u8::MAX as usize);
+const _: () = assert!(
+    CATALOG_HEADER_BYTES + CATALOG_TREES_MAX * (CATALOG_ENTRY_OVERHEAD_BYTES + CATALOG_NAME_BYTES_MAX)
+        <= PAGE_SIZE_MIN_BYTES
+);

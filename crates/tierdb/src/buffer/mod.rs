@@ -6,15 +6,25 @@
 //!   and a [`policy`] that answers every question of the page life cycle;
 //! - [`frame`], [`latch`], [`table`], [`nvm_pool`]: its parts.
 
+pub mod counters;
 pub mod frame;
 pub mod latch;
+pub mod manager;
 pub mod memory;
+pub mod nvm_pool;
+pub mod policy;
 pub mod source;
+pub mod table;
 
+pub use counters::BufferStats;
 pub use frame::{FrameId, FramePool, FrameRead, FrameWrite};
+pub use manager::{BufferConfig, BufferInfo, BufferManager, TierStats};
 pub use memory::MemorySource;
+pub use policy::Policy;
 pub use source::{ExclusivePage, PageSource, SharedPage};
+pub use table::Entry;
 
+use crate::device::DeviceError;
 use crate::ids::PageId;
 
 /// Errors of the buffer layer.
@@ -33,6 +43,8 @@ pub enum BufferError {
     /// A page whose checksum or header does not match.
     #[error("corrupted {pid} in {location}: {detail}")]
     Corrupted { pid: PageId, location: String, detail: String },
+    #[error(transparent)]
+    Device(Box<DeviceError>),
     /// A buffer configuration that cannot work.
     #[error("buffer configuration: {what}")]
     Config { what: String },

@@ -365,6 +365,37 @@ impl SsdFile {
         Ok(PageId(first))
     }
 
+    /// Records the catalog root, the head of the free-page chain and the allocation
+    /// high-water mark in the next superblock generation, durably (the data pages they
+    /// name must already be synced).
+    ///
+    /// # Errors
+    /// `Config` if `pages_allocated` exceeds the file; `Io`, `Poisoned`.
+    pub fn set_roots(
+        &self,
+        catalog_root: PageId,
+        free_list_head: PageId,
+        pages_allocated: u64,
+    ) -> Result<(), DeviceError> {
+        self.check_poison()?;
+        let mut meta = self.meta.lock().expect("superblock lock");
+        if pages_allocated == 0 || pages_allocated > meta.sb.page_count {
+            return Err(DeviceError::Config {
+                device: DEVICE,
+                what: format!("{pages_allocated} pages allocated in a file of {} pages", meta.sb.page_count),
+            });
+        }
+        let mut sb = meta.sb.clone();
+        sb.pages_allocated = pages_allocated;
+        sb.catalog_root = catalog_root.0;
+        sb.free_list_head = free_list_head.0;
+        sb.generation += 1;
+        let slot = sb.slot();
+        meta.slots[slot * SUPERBLOCK_SLOT_BYTES..(slot + 1) * SUPERBLOCK_SLOT_BYTES].copy_from_slice(&sb.encode());
+        meta.sb = sb;
+        self.write_superblock(&meta)
+    }
+
     /// Writes both superblock slots as held in `meta` and syncs.
     fn write_superblock(&self, meta: &Meta) -> Result<(), DeviceError> {
         let mut buf = AlignedBuf::new(IO_ALIGN_BYTES);

@@ -72,7 +72,7 @@ pub struct StatsSnapshot {
 }
 
 /// The row threads share once every exclusive row is taken.
-const SHARED_STRIPE: usize = STATS_STRIPES - 1;
+pub(crate) const SHARED_STRIPE: usize = STATS_STRIPES - 1;
 
 /// Exclusive rows not held by a live thread.
 static FREE_STRIPES: Mutex<Vec<usize>> = Mutex::new(Vec::new());
@@ -104,7 +104,7 @@ thread_local! {
 }
 
 #[inline]
-fn my_stripe() -> usize {
+pub(crate) fn my_stripe() -> usize {
     // During thread teardown the lease may be gone: count in the shared row then.
     STRIPE.try_with(|s| s.0).unwrap_or(SHARED_STRIPE)
 }

@@ -20,7 +20,8 @@
 //!     48    8 catalog root page id (0 = none)
 //!     56    8 free-list head page id (0 = none)
 //!     64   32 creator: the tierdb version that created the file, NUL-padded
-//!     96  412 reserved, zero
+//!     96    8 pages allocated: ids below it have been handed out (0 = page count)
+//!    104  404 reserved, zero
 //!    508    4 CRC-32C of bytes 0..508
 //! ```
 
@@ -43,6 +44,9 @@ pub struct Superblock {
     pub catalog_root: u64,
     pub free_list_head: u64,
     pub creator: String,
+    /// Page ids below this have been handed out; the file may hold more pages
+    /// (it grows in chunks). Zero in a file that never recorded it: then `page_count`.
+    pub pages_allocated: u64,
 }
 
 /// Why one slot did not decode.
@@ -79,6 +83,7 @@ impl Superblock {
             catalog_root: 0,
             free_list_head: 0,
             creator: format!("tierdb {}", env!("CARGO_PKG_VERSION")),
+            pages_allocated: 1,
         }
     }
 
@@ -101,6 +106,7 @@ impl Superblock {
         let creator = self.creator.as_bytes();
         let n = creator.len().min(CREATOR_BYTES);
         b[64..64 + n].copy_from_slice(&creator[..n]);
+        b[96..104].copy_from_slice(&self.pages_allocated.to_le_bytes());
         let crc = crc32c::crc32c(&b[..CHECKSUM_AT]);
         b[CHECKSUM_AT..].copy_from_slice(&crc.to_le_bytes());
         b
@@ -143,6 +149,11 @@ impl Superblock {
             catalog_root: u64_at(b, 48),
             free_list_head: u64_at(b, 56),
             creator: String::from_utf8_lossy(&creator_raw[..end]).into_owned(),
+            pages_allocated: match u64_at(b, 96) {
+                0 => page_count,
+                n if n > page_count => return Err(SlotError::Field("pages allocated", n)),
+                n => n,
+            },
         })
     }
 }
@@ -157,6 +168,7 @@ mod tests {
         let mut sb = Superblock::new(16384, 42, 1_700_000_000);
         sb.page_count = 99;
         sb.catalog_root = 7;
+        sb.pages_allocated = 50;
         let b = sb.encode();
         assert_eq!(Superblock::decode(&b).unwrap(), sb);
     }

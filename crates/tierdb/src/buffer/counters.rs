@@ -1,0 +1,172 @@
+//! The buffer manager's counters: hits per tier and pages moved between tiers.
+//!
+//! Striped like the device counters (`device::stats`): each thread bumps its own
+//! cache-padded row with a relaxed load and store, so the hit path does no locked
+//! instruction; a snapshot sums the rows.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crossbeam_utils::CachePadded;
+use serde::{Deserialize, Serialize};
+
+use crate::device::stats::{SHARED_STRIPE, my_stripe};
+use crate::limits::STATS_STRIPES;
+
+/// One counter of [`BufferCounters`].
+#[derive(Clone, Copy, Debug)]
+#[repr(usize)]
+pub enum Count {
+    DramHits,
+    NvmHits,
+    SsdReads,
+    NvmToDram,
+    DramToNvm,
+    NvmAdmissions,
+    DramToSsd,
+    NvmToSsd,
+    DramEvictions,
+    NvmEvictions,
+    CleanDrops,
+    Allocations,
+    Frees,
+}
+const COUNTS: usize = Count::Frees as usize + 1;
+
+pub struct BufferCounters {
+    stripes: Box<[CachePadded<[AtomicU64; COUNTS]>]>,
+}
+
+/// Buffer counters at one moment, or the difference between two moments.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BufferStats {
+    /// Fixes that found the page in DRAM.
+    pub dram_hits: u64,
+    /// Fixes that found the page in NVM (and copied it to DRAM).
+    pub nvm_hits: u64,
+    /// Fixes that read the page from SSD.
+    pub ssd_reads: u64,
+    /// Pages copied NVM → DRAM.
+    pub nvm_to_dram_pages: u64,
+    /// Pages written DRAM → NVM (admissions and write-backs of dirty NVM-backed pages).
+    pub dram_to_nvm_pages: u64,
+    /// DRAM victims given a new NVM frame.
+    pub nvm_admissions: u64,
+    /// Dirty pages written DRAM → SSD.
+    pub dram_to_ssd_pages: u64,
+    /// Dirty pages written NVM → SSD on NVM eviction.
+    pub nvm_to_ssd_pages: u64,
+    pub dram_evictions: u64,
+    pub nvm_evictions: u64,
+    /// DRAM evictions that wrote nothing (clean, and not newly admitted to NVM).
+    pub clean_drops: u64,
+    pub allocations: u64,
+    pub frees: u64,
+}
+
+impl BufferStats {
+    /// `self - earlier`, counter by counter.
+    pub fn since(&self, earlier: &BufferStats) -> BufferStats {
+        let (a, b) = (self.to_array(), earlier.to_array());
+        BufferStats::from_array(std::array::from_fn(|i| a[i].wrapping_sub(b[i])))
+    }
+
+    /// Fixes of any kind.
+    pub fn fixes(&self) -> u64 {
+        self.dram_hits + self.nvm_hits + self.ssd_reads
+    }
+
+    fn to_array(self) -> [u64; COUNTS] {
+        [
+            self.dram_hits,
+            self.nvm_hits,
+            self.ssd_reads,
+            self.nvm_to_dram_pages,
+            self.dram_to_nvm_pages,
+            self.nvm_admissions,
+            self.dram_to_ssd_pages,
+            self.nvm_to_ssd_pages,
+            self.dram_evictions,
+            self.nvm_evictions,
+            self.clean_drops,
+            self.allocations,
+            self.frees,
+        ]
+    }
+
+    fn from_array(a: [u64; COUNTS]) -> BufferStats {
+        BufferStats {
+            dram_hits: a[Count::DramHits as usize],
+            nvm_hits: a[Count::NvmHits as usize],
+            ssd_reads: a[Count::SsdReads as usize],
+            nvm_to_dram_pages: a[Count::NvmToDram as usize],
+            dram_to_nvm_pages: a[Count::DramToNvm as usize],
+            nvm_admissions: a[Count::NvmAdmissions as usize],
+            dram_to_ssd_pages: a[Count::DramToSsd as usize],
+            nvm_to_ssd_pages: a[Count::NvmToSsd as usize],
+            dram_evictions: a[Count::DramEvictions as usize],
+            nvm_evictions: a[Count::NvmEvictions as usize],
+            clean_drops: a[Count::CleanDrops as usize],
+            allocations: a[Count::Allocations as usize],
+            frees: a[Count::Frees as usize],
+        }
+    }
+}
+
+impl Default for BufferCounters {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl BufferCounters {
+    pub fn new() -> BufferCounters {
+        let stripes =
+            (0..STATS_STRIPES).map(|_| CachePadded::new(std::array::from_fn(|_| AtomicU64::new(0)))).collect();
+        BufferCounters { stripes }
+    }
+
+    #[inline]
+    pub fn bump(&self, c: Count) {
+        let stripe = my_stripe();
+        let cell = &self.stripes[stripe][c as usize];
+        if stripe != SHARED_STRIPE {
+            // Only this thread writes the row.
+            cell.store(cell.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
+        } else {
+            cell.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    pub fn snapshot(&self) -> BufferStats {
+        let mut sum = [0u64; COUNTS];
+        for row in self.stripes.iter() {
+            for (s, c) in sum.iter_mut().zip(row.iter()) {
+                *s += c.load(Ordering::Relaxed);
+            }
+        }
+        BufferStats::from_array(sum)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_from_threads_add_up() {
+        let c = BufferCounters::new();
+        std::thread::scope(|s| {
+            for _ in 0..3 {
+                s.spawn(|| {
+                    for _ in 0..1000 {
+                        c.bump(Count::DramHits);
+                    }
+                    c.bump(Count::Frees);
+                });
+            }
+        });
+        let snap = c.snapshot();
+        assert_eq!((snap.dram_hits, snap.frees), (3000, 3));
+        assert_eq!(snap.since(&BufferStats { dram_hits: 1000, ..Default::default() }).dram_hits, 2000);
+    }
+}

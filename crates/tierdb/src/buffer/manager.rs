@@ -1,0 +1,900 @@
+//! The buffer manager: DRAM frames over an optional NVM pool over an optional SSD file.
+//!
+//! Which tiers exist makes the architecture: DRAM + SSD is `ssd-bm`, DRAM + NVM is
+//! `basic-nvm-bm` (all pages must fit in NVM), DRAM + NVM + SSD is `three-tier`. The
+//! [`Policy`] answers every placement question; this file is the mechanism.
+//!
+//! Invariants (checked by [`BufferManager::check_invariants`]):
+//! - a page is in at most one DRAM frame and at most one NVM frame;
+//! - the page table says `Dram(f)` iff frame `f` holds the page, `Nvm(n)` iff NVM frame
+//!   `n` holds it and no DRAM frame does, `Empty` iff neither (then it is on SSD);
+//! - a DRAM frame's `nvm` field names the NVM frame holding the page's older copy.
+//!
+//! Concurrency: the hit path reads the page table (no lock), tries the frame latch and
+//! re-checks the frame's page id. Moving a page (load, eviction, free) is owned by one
+//! thread: either it claimed the page's table entry (EMPTY/NVM → BUSY by
+//! compare-and-swap) or it holds the page's DRAM frame exclusive. Housekeeping only
+//! *tries* latches, so it adds no waits to the callers' top-down latch order.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+use serde::Serialize;
+
+use super::BufferError;
+use super::counters::{BufferCounters, BufferStats, Count};
+use super::frame::{FrameId, FramePool, FrameRead, FrameWrite, NO_NVM_FRAME, NO_PAGE};
+use super::latch::backoff;
+use super::nvm_pool::NvmPool;
+use super::policy::{self, EvictTo, MissTarget, PageInfo, Policy, Tiers, Victim};
+use super::source::{ExclusivePage, PageSource};
+use super::table::{Entry, PageTable};
+use crate::device::{
+    AlignedBuf, DramArena, DramConfig, NvmConfig, NvmRegion, OpenMode, SsdConfig, SsdFile, StatsSnapshot,
+};
+use crate::ids::PageId;
+use crate::limits::{
+    CLOCK_ROUNDS_MAX, FREE_CHAIN_MAGIC, PAGE_BUSY_WAIT_MS_MAX, PAGE_SIZE_MAX_BYTES, PAGE_SIZE_MIN_BYTES,
+    PAGE_TABLE_PAGES_DEFAULT, SSD_GROW_PAGES_MIN,
+};
+use crate::{ByteSize, Result};
+
+/// How to build a buffer manager.
+#[derive(Clone, Debug)]
+pub struct BufferConfig {
+    /// Bytes per page: a power of two from 4 KiB to 64 KiB. Overrides the frame size
+    /// in `dram` and the page size in `ssd`.
+    pub page_size: usize,
+    pub dram: DramConfig,
+    /// The NVM tier, if any. Its file is (re)formatted: the pool starts empty.
+    pub nvm: Option<NvmConfig>,
+    /// The SSD tier, if any.
+    pub ssd: Option<SsdConfig>,
+    /// A new database file (`Create`), an existing one (`Open`), or either.
+    pub ssd_open_mode: OpenMode,
+    /// A name from [`policy::POLICY_NAMES`].
+    pub policy: String,
+    /// Size of `hymem`'s admission set; default half the NVM frames.
+    pub admission_set_pages: Option<usize>,
+    /// Check the CRC-32C of every page copied out of NVM.
+    pub verify_nvm_checksums: bool,
+    /// Largest page id + 1 the page table can map.
+    pub max_pages: u64,
+}
+
+impl BufferConfig {
+    /// A configuration with the given DRAM size and no other tier, `eager` policy.
+    pub fn new(dram: ByteSize) -> BufferConfig {
+        BufferConfig {
+            page_size: crate::limits::PAGE_SIZE_DEFAULT_BYTES,
+            dram: DramConfig::new(dram),
+            nvm: None,
+            ssd: None,
+            ssd_open_mode: OpenMode::OpenOrCreate,
+            policy: "eager".into(),
+            admission_set_pages: None,
+            verify_nvm_checksums: true,
+            max_pages: PAGE_TABLE_PAGES_DEFAULT,
+        }
+    }
+}
+
+/// What a buffer manager reports about itself.
+#[derive(Clone, Debug, Serialize)]
+pub struct BufferInfo {
+    pub page_size: usize,
+    pub policy: &'static str,
+    pub dram_frames: usize,
+    pub nvm_frames: usize,
+    pub has_ssd: bool,
+    /// Pages handed out and not freed.
+    pub pages_in_use: u64,
+}
+
+/// Counters of the buffer manager and of its devices.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct TierStats {
+    pub buffer: BufferStats,
+    pub nvm: Option<StatsSnapshot>,
+    pub ssd: Option<StatsSnapshot>,
+}
+
+impl TierStats {
+    pub fn since(&self, earlier: &TierStats) -> TierStats {
+        let d = |a: &Option<StatsSnapshot>, b: &Option<StatsSnapshot>| match (a, b) {
+            (Some(a), Some(b)) => Some(a.since(b)),
+            (a, _) => *a,
+        };
+        TierStats {
+            buffer: self.buffer.since(&earlier.buffer),
+            nvm: d(&self.nvm, &earlier.nvm),
+            ssd: d(&self.ssd, &earlier.ssd),
+        }
+    }
+}
+
+/// The three-tier buffer manager.
+pub struct BufferManager {
+    page_size: usize,
+    frames: FramePool,
+    free_frames: Mutex<Vec<FrameId>>,
+    hand: AtomicUsize,
+    nvm: Option<NvmPool>,
+    ssd: Option<SsdFile>,
+    ssd_grow: Mutex<()>,
+    table: PageTable,
+    policy: Box<dyn Policy>,
+    tiers: Tiers,
+    /// The next never-allocated page id.
+    next_pid: AtomicU64,
+    freed: Mutex<Vec<PageId>>,
+    /// Most pages that may be in use at once.
+    capacity_pages: u64,
+    counters: BufferCounters,
+}
+
+impl BufferManager {
+    /// Builds the tiers and, for a new database, allocates the catalog page; for an
+    /// existing one (SSD opened with [`OpenMode::Open`]) reads the superblock and the
+    /// free-page chain.
+    ///
+    /// # Errors
+    /// `Config` for an impossible configuration (bad page size, no lower tier to evict
+    /// to is fine, but a DRAM pool of fewer than [`MIN_DRAM_FRAMES`] frames is not);
+    /// device errors; `PageSizeMismatch` when the existing file has another page size.
+    pub fn open(cfg: &BufferConfig) -> Result<BufferManager> {
+        let ps = cfg.page_size;
+        if !ps.is_power_of_two() || !(PAGE_SIZE_MIN_BYTES..=PAGE_SIZE_MAX_BYTES).contains(&ps) {
+            return Err(BufferError::Config {
+                what: format!(
+                    "page size {ps} must be a power of two from {PAGE_SIZE_MIN_BYTES} to {PAGE_SIZE_MAX_BYTES}"
+                ),
+            }
+            .into());
+        }
+        let mut dram = cfg.dram.clone();
+        dram.frame_bytes = ps;
+        let frames = FramePool::new(DramArena::new(&dram)?);
+        if frames.len() < MIN_DRAM_FRAMES {
+            return Err(BufferError::Config {
+                what: format!(
+                    "DRAM of {} holds {} frames of {ps} bytes; the buffer manager needs at least {MIN_DRAM_FRAMES}",
+                    dram.size,
+                    frames.len()
+                ),
+            }
+            .into());
+        }
+        let ssd = match &cfg.ssd {
+            None => None,
+            Some(s) => {
+                let mut s = s.clone();
+                s.page_size = ps;
+                Some(match cfg.ssd_open_mode {
+                    OpenMode::Create => SsdFile::create(&s)?,
+                    OpenMode::Open => SsdFile::open(&s)?,
+                    OpenMode::OpenOrCreate if s.path.exists() => SsdFile::open(&s)?,
+                    OpenMode::OpenOrCreate => SsdFile::create(&s)?,
+                })
+            }
+        };
+        let db_id = ssd.as_ref().map_or(0, |s| s.superblock().db_id);
+        let nvm = match &cfg.nvm {
+            None => None,
+            Some(n) => Some(NvmPool::format(NvmRegion::open(n)?, ps, db_id, cfg.verify_nvm_checksums)?),
+        };
+        let nvm_frames = nvm.as_ref().map_or(0, NvmPool::len);
+        let admission = cfg.admission_set_pages.unwrap_or(policy::Hymem::default_capacity(nvm_frames));
+        let policy = policy::by_name(&cfg.policy, admission)?;
+        let tiers = Tiers { has_nvm: nvm.is_some(), has_ssd: ssd.is_some(), dram_frames: frames.len(), nvm_frames };
+        // Without SSD every page must have a home in NVM; without both, in DRAM.
+        let capacity_pages = match (&ssd, &nvm) {
+            (Some(_), _) => cfg.max_pages.saturating_sub(1),
+            (None, Some(n)) => n.len() as u64,
+            (None, None) => frames.len() as u64,
+        };
+        let (next_pid, pages_allocated) = match &ssd {
+            Some(s) if s.superblock().catalog_root != 0 => {
+                let sb = s.superblock();
+                (sb.pages_allocated, sb.pages_allocated)
+            }
+            _ => (PageId::CATALOG.0, 0),
+        };
+        if next_pid > cfg.max_pages {
+            return Err(BufferError::Config {
+                what: format!("the database has {next_pid} pages, more than the page table's {} ", cfg.max_pages),
+            }
+            .into());
+        }
+        let free_frames = Mutex::new((0..frames.len() as u32).rev().map(FrameId).collect());
+        let bm = BufferManager {
+            page_size: ps,
+            frames,
+            free_frames,
+            hand: AtomicUsize::new(0),
+            nvm,
+            ssd,
+            ssd_grow: Mutex::new(()),
+            table: PageTable::new(cfg.max_pages),
+            policy,
+            tiers,
+            next_pid: AtomicU64::new(next_pid),
+            freed: Mutex::new(Vec::new()),
+            capacity_pages,
+            counters: BufferCounters::new(),
+        };
+        if pages_allocated == 0 {
+            let catalog = bm.allocate()?.page_id();
+            assert_eq!(catalog, PageId::CATALOG, "the first page allocated is the catalog");
+        } else {
+            bm.read_free_chain()?;
+        }
+        Ok(bm)
+    }
+
+    pub fn info(&self) -> BufferInfo {
+        BufferInfo {
+            page_size: self.page_size,
+            policy: self.policy.name(),
+            dram_frames: self.frames.len(),
+            nvm_frames: self.tiers.nvm_frames,
+            has_ssd: self.ssd.is_some(),
+            pages_in_use: self.pages_in_use(),
+        }
+    }
+
+    pub fn policy(&self) -> &dyn Policy {
+        &*self.policy
+    }
+
+    pub fn nvm(&self) -> Option<&NvmPool> {
+        self.nvm.as_ref()
+    }
+
+    pub fn ssd(&self) -> Option<&SsdFile> {
+        self.ssd.as_ref()
+    }
+
+    pub fn pages_in_use(&self) -> u64 {
+        self.next_pid.load(Ordering::Relaxed) - 1 - self.freed.lock().len() as u64
+    }
+
+    /// Where a page is now (for tests and tools; racy while others run).
+    ///
+    /// # Errors
+    /// `NoSuchPage` past the page table.
+    pub fn location(&self, pid: PageId) -> Result<Entry> {
+        Ok(self.table.get(pid)?)
+    }
+
+    pub fn stats(&self) -> TierStats {
+        TierStats {
+            buffer: self.counters.snapshot(),
+            nvm: self.nvm.as_ref().map(|n| n.region().core().stats().snapshot()),
+            ssd: self.ssd.as_ref().map(|s| s.core().stats().snapshot()),
+        }
+    }
+
+    // ----- fixing -------------------------------------------------------------------
+
+    /// The fix loop shared by both latch modes: `try_latch` tries the frame in the
+    /// caller's mode, `from_load` turns a freshly loaded (exclusive) frame into that mode.
+    #[inline]
+    fn fix_with<'a, G>(
+        &'a self,
+        pid: PageId,
+        try_latch: impl Fn(&'a FramePool, FrameId) -> Option<G>,
+        frame_pid: impl Fn(&G) -> u64,
+        from_load: impl Fn(FrameWrite<'a>) -> G,
+    ) -> Result<G> {
+        let slot = self.table.slot(pid)?;
+        let mut spins = 0u32;
+        let mut waited_since: Option<Instant> = None;
+        loop {
+            match Entry::decode(slot.load(Ordering::Acquire)) {
+                Entry::Dram(f) => {
+                    if let Some(g) = try_latch(&self.frames, f) {
+                        if frame_pid(&g) == pid.0 {
+                            self.frames.meta(f).touch();
+                            self.counters.bump(Count::DramHits);
+                            return Ok(g);
+                        }
+                        // The frame was reused between the lookup and the latch.
+                    }
+                }
+                Entry::Busy => {}
+                observed @ (Entry::Empty | Entry::Nvm(_)) => {
+                    if observed == Entry::Empty {
+                        self.check_allocated(pid)?;
+                    }
+                    if let Some(g) = self.load(pid, observed)? {
+                        return Ok(from_load(g));
+                    }
+                }
+            }
+            // Someone holds or moves the page: wait, bounded in time.
+            backoff(&mut spins);
+            if spins % 1024 == 0 {
+                let since = *waited_since.get_or_insert_with(Instant::now);
+                if since.elapsed() > Duration::from_millis(PAGE_BUSY_WAIT_MS_MAX) {
+                    return Err(BufferError::Exhausted { pool: "page latch", frames: 1, rounds: spins as usize }.into());
+                }
+            }
+        }
+    }
+
+    fn check_allocated(&self, pid: PageId) -> Result<()> {
+        if pid.0 == 0 || pid.0 >= self.next_pid.load(Ordering::Acquire) {
+            return Err(BufferError::NoSuchPage { pid, why: "never allocated" }.into());
+        }
+        if self.ssd.is_none() {
+            return Err(BufferError::NoSuchPage { pid, why: "freed (no tier holds it)" }.into());
+        }
+        Ok(())
+    }
+
+    /// Moves `pid` into a DRAM frame from where `observed` says it is. `None` if another
+    /// thread changed the entry first.
+    fn load(&self, pid: PageId, observed: Entry) -> Result<Option<FrameWrite<'_>>> {
+        if !self.table.claim(pid, observed)? {
+            return Ok(None);
+        }
+        let mut g = match self.free_frame() {
+            Ok(g) => g,
+            Err(e) => {
+                self.table.set(pid, observed);
+                return Err(e);
+            }
+        };
+        match self.fill(pid, observed, &mut g) {
+            Ok(()) => {
+                let meta = g.meta();
+                meta.pid.store(pid.0, Ordering::Relaxed);
+                meta.dirty.store(false, Ordering::Relaxed);
+                meta.referenced.store(true, Ordering::Relaxed);
+                self.table.set(pid, Entry::Dram(g.frame()));
+                Ok(Some(g))
+            }
+            Err(e) => {
+                self.table.set(pid, observed);
+                self.return_frame(g);
+                Err(e)
+            }
+        }
+    }
+
+    /// Copies the page into frame `g` from NVM or SSD.
+    fn fill(&self, pid: PageId, from: Entry, g: &mut FrameWrite<'_>) -> Result<()> {
+        let info = PageInfo { pid, dirty: false, nvm_copy: matches!(from, Entry::Nvm(_)), referenced: true };
+        match from {
+            Entry::Nvm(n) => {
+                let nvm = self.nvm.as_ref().expect("an NVM entry implies an NVM pool");
+                let policy::NvmAccess::Migrate = self.policy.nvm_access(&info, false, &self.tiers);
+                nvm.read_page(n, pid, g.bytes_for_load())?;
+                nvm.touch(n);
+                g.meta().nvm.store(n, Ordering::Relaxed);
+                self.counters.bump(Count::NvmHits);
+                self.counters.bump(Count::NvmToDram);
+            }
+            Entry::Empty => {
+                let ssd = self.ssd.as_ref().expect("check_allocated refuses EMPTY pages without SSD");
+                if pid.0 >= ssd.page_count() {
+                    // Allocated but never written back: its bytes are the zeros it was
+                    // allocated with. (Only reachable after a failed write-back.)
+                    g.bytes_for_load().fill(0);
+                } else {
+                    ssd.read_page(pid, g.bytes_for_load())?;
+                }
+                self.counters.bump(Count::SsdReads);
+                g.meta().nvm.store(NO_NVM_FRAME, Ordering::Relaxed);
+                if self.policy.ssd_miss(&info, &self.tiers) == MissTarget::DramAndNvm
+                    && let Some(nvm) = &self.nvm
+                    && let Some(n) = self.nvm_frame()?
+                {
+                    if let Err(e) = nvm.write_page(n, pid, g, false) {
+                        nvm.detach(n);
+                        return Err(e.into());
+                    }
+                    g.meta().nvm.store(n, Ordering::Relaxed);
+                    self.counters.bump(Count::DramToNvm);
+                    self.counters.bump(Count::NvmAdmissions);
+                }
+            }
+            Entry::Dram(_) | Entry::Busy => unreachable!("fill from {from:?}"),
+        }
+        Ok(())
+    }
+
+    /// Gives an empty frame (not in the page table) back to the free list.
+    fn return_frame(&self, mut g: FrameWrite<'_>) {
+        let meta = g.meta();
+        meta.pid.store(NO_PAGE, Ordering::Relaxed);
+        meta.nvm.store(NO_NVM_FRAME, Ordering::Relaxed);
+        meta.dirty.store(false, Ordering::Relaxed);
+        g.clear_wrote();
+        let f = g.frame();
+        drop(g);
+        self.free_frames.lock().push(f);
+    }
+
+    // ----- DRAM replacement -----------------------------------------------------------
+
+    /// An empty DRAM frame, held exclusive: from the free list, else by evicting the
+    /// clock's victim.
+    fn free_frame(&self) -> Result<FrameWrite<'_>> {
+        if let Some(f) = self.free_frames.lock().pop() {
+            // Free frames are unlatched but for a stale fixer checking its page id.
+            return Ok(self.frames.write(f));
+        }
+        let n = self.frames.len();
+        for _ in 0..n * CLOCK_ROUNDS_MAX {
+            let f = FrameId((self.hand.fetch_add(1, Ordering::Relaxed) % n) as u32);
+            let meta = self.frames.meta(f);
+            let pid = meta.pid();
+            if pid == NO_PAGE || meta.latch.is_held() {
+                continue;
+            }
+            let info = PageInfo {
+                pid: PageId(pid),
+                dirty: meta.dirty.load(Ordering::Relaxed),
+                nvm_copy: meta.nvm.load(Ordering::Relaxed) != NO_NVM_FRAME,
+                referenced: meta.referenced.load(Ordering::Relaxed),
+            };
+            match self.policy.dram_victim(&info, &self.tiers) {
+                Victim::SecondChance => {
+                    meta.referenced.store(false, Ordering::Relaxed);
+                    continue;
+                }
+                Victim::Skip => continue,
+                Victim::Evict => {}
+            }
+            let Some(mut g) = self.frames.try_write(f) else { continue };
+            if g.meta().pid() == NO_PAGE {
+                continue; // freed in the meantime; it is on the free list
+            }
+            self.evict(&mut g)?;
+            return Ok(g);
+        }
+        if let Some(f) = self.free_frames.lock().pop() {
+            return Ok(self.frames.write(f));
+        }
+        Err(BufferError::Exhausted { pool: "DRAM", frames: n, rounds: CLOCK_ROUNDS_MAX }.into())
+    }
+
+    /// Moves the page out of frame `g` (held exclusive) to where the policy says. On
+    /// error the page stays in the frame, as it was.
+    fn evict(&self, g: &mut FrameWrite<'_>) -> Result<()> {
+        let meta = g.meta();
+        let pid = PageId(meta.pid());
+        debug_assert_eq!(self.table.get(pid)?, Entry::Dram(g.frame()), "frame {:?} holds {pid}", g.frame());
+        let dirty = meta.dirty.load(Ordering::Relaxed) || g.wrote();
+        let nvm_frame = meta.nvm.load(Ordering::Relaxed);
+        let info = PageInfo { pid, dirty, nvm_copy: nvm_frame != NO_NVM_FRAME, referenced: false };
+        let mut to = self.policy.dram_eviction(&info, &self.tiers);
+        if self.nvm.is_none() {
+            to = EvictTo::Ssd;
+        } else if self.ssd.is_none() {
+            to = EvictTo::Nvm;
+        }
+        // Fixers see BUSY (and fail on the latch anyway) until the page has landed.
+        self.table.set(pid, Entry::Busy);
+        let landed = match to {
+            EvictTo::Nvm => self.evict_to_nvm(g, pid, dirty, nvm_frame),
+            EvictTo::Ssd => self.evict_to_ssd(g, pid, dirty, nvm_frame),
+        };
+        match landed {
+            Ok(entry) => {
+                self.table.set(pid, entry);
+                meta.pid.store(NO_PAGE, Ordering::Relaxed);
+                meta.nvm.store(NO_NVM_FRAME, Ordering::Relaxed);
+                meta.dirty.store(false, Ordering::Relaxed);
+                g.clear_wrote();
+                self.counters.bump(Count::DramEvictions);
+                Ok(())
+            }
+            Err(e) => {
+                self.table.set(pid, Entry::Dram(g.frame()));
+                Err(e)
+            }
+        }
+    }
+
+    fn evict_to_nvm(&self, g: &FrameWrite<'_>, pid: PageId, dirty: bool, nvm_frame: u32) -> Result<Entry> {
+        let nvm = self.nvm.as_ref().expect("evict_to_nvm needs NVM");
+        if nvm_frame != NO_NVM_FRAME {
+            // Back to its own frame: write only if DRAM holds newer bytes; the NVM copy
+            // stays dirty (newer than SSD) if it was.
+            if dirty {
+                nvm.write_page(nvm_frame, pid, g, true)?;
+                self.counters.bump(Count::DramToNvm);
+            } else {
+                self.counters.bump(Count::CleanDrops);
+            }
+            return Ok(Entry::Nvm(nvm_frame));
+        }
+        let Some(n) = self.nvm_frame()? else {
+            // NVM has no victim to give (all its pages are in DRAM or moving).
+            return self.evict_to_ssd(g, pid, dirty, NO_NVM_FRAME);
+        };
+        if let Err(e) = nvm.write_page(n, pid, g, dirty) {
+            nvm.detach(n);
+            return Err(e.into());
+        }
+        self.counters.bump(Count::DramToNvm);
+        self.counters.bump(Count::NvmAdmissions);
+        Ok(Entry::Nvm(n))
+    }
+
+    fn evict_to_ssd(&self, g: &FrameWrite<'_>, pid: PageId, dirty: bool, nvm_frame: u32) -> Result<Entry> {
+        if dirty {
+            self.ssd_write(pid, g)?;
+            self.counters.bump(Count::DramToSsd);
+        } else {
+            self.counters.bump(Count::CleanDrops);
+        }
+        if nvm_frame != NO_NVM_FRAME {
+            let nvm = self.nvm.as_ref().expect("an NVM frame implies an NVM pool");
+            // The SSD copy is current now; the NVM copy must not come back after a
+            // restart, so its header is cleared.
+            nvm.release(nvm_frame)?;
+            self.policy.nvm_evicted(pid);
+        }
+        Ok(Entry::Empty)
+    }
+
+    // ----- NVM replacement ------------------------------------------------------------
+
+    /// An NVM frame owned by the caller: free, or taken from the clock's victim (written
+    /// to SSD if dirty). `None` if no frame can be freed now.
+    fn nvm_frame(&self) -> Result<Option<u32>> {
+        let nvm = self.nvm.as_ref().expect("nvm_frame needs NVM");
+        if let Some(n) = nvm.pop_free() {
+            return Ok(Some(n));
+        }
+        let Some(ssd) = &self.ssd else {
+            // Without SSD nothing leaves NVM; capacity checks keep a frame free.
+            return Ok(None);
+        };
+        for _ in 0..nvm.len() * CLOCK_ROUNDS_MAX {
+            let n = nvm.advance_hand();
+            let Some(pid) = nvm.pid(n) else { continue };
+            if self.table.get(pid)? != Entry::Nvm(n) {
+                continue; // in DRAM too (its DRAM frame owns it) or moving
+            }
+            let info = PageInfo { pid, dirty: nvm.is_dirty(n), nvm_copy: true, referenced: nvm.is_referenced(n) };
+            match self.policy.nvm_victim(&info, &self.tiers) {
+                Victim::SecondChance => {
+                    nvm.clear_referenced(n);
+                    continue;
+                }
+                Victim::Skip => continue,
+                Victim::Evict => {}
+            }
+            if !self.table.claim(pid, Entry::Nvm(n))? {
+                continue;
+            }
+            debug_assert_eq!(nvm.pid(n), Some(pid));
+            if nvm.is_dirty(n) {
+                let mut buf = AlignedBuf::new(self.page_size);
+                let written = nvm.read_page(n, pid, &mut buf).map_err(crate::Error::from).and_then(|()| {
+                    self.ssd_write_with(ssd, pid, &buf)?;
+                    Ok(())
+                });
+                if let Err(e) = written {
+                    self.table.set(pid, Entry::Nvm(n));
+                    return Err(e);
+                }
+                self.counters.bump(Count::NvmToSsd);
+            }
+            nvm.clear_owner(n);
+            self.policy.nvm_evicted(pid);
+            self.counters.bump(Count::NvmEvictions);
+            self.table.set(pid, Entry::Empty);
+            return Ok(Some(n));
+        }
+        Ok(nvm.pop_free())
+    }
+
+    // ----- SSD ------------------------------------------------------------------------
+
+    fn ssd_write(&self, pid: PageId, bytes: &[u8]) -> Result<()> {
+        let ssd = self.ssd.as_ref().expect("ssd_write needs SSD");
+        self.ssd_write_with(ssd, pid, bytes)
+    }
+
+    /// Writes a page, growing the file in chunks first if the page lies past its end.
+    fn ssd_write_with(&self, ssd: &SsdFile, pid: PageId, bytes: &[u8]) -> Result<()> {
+        if pid.0 >= ssd.page_count() {
+            let _grow = self.ssd_grow.lock();
+            let count = ssd.page_count();
+            if pid.0 >= count {
+                let chunk = (count / 8).max(SSD_GROW_PAGES_MIN);
+                ssd.grow((pid.0 + 1 - count).max(chunk))?;
+            }
+        }
+        ssd.write_page(pid, bytes)?;
+        Ok(())
+    }
+
+    // ----- allocation -----------------------------------------------------------------
+
+    fn take_page_id(&self) -> Result<PageId> {
+        if let Some(pid) = self.freed.lock().pop() {
+            return Ok(pid);
+        }
+        let cap = self.capacity_pages;
+        let n = self
+            .next_pid
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n <= cap).then_some(n + 1))
+            .map_err(|_| self.full_error())?;
+        Ok(PageId(n))
+    }
+
+    fn full_error(&self) -> BufferError {
+        let cap = self.capacity_pages;
+        let ps = self.page_size;
+        match (&self.ssd, &self.nvm) {
+            (None, Some(n)) => BufferError::Full {
+                tier: "nvm",
+                what: format!(
+                    "without SSD every page lives in NVM, which holds {cap} pages of {ps} bytes ({}); the data does not fit",
+                    ByteSize(n.region().size_bytes())
+                ),
+            },
+            (None, None) => BufferError::Full {
+                tier: "dram",
+                what: format!("without NVM or SSD every page lives in DRAM, which holds {cap} pages of {ps} bytes"),
+            },
+            (Some(_), _) => BufferError::Full {
+                tier: "page table",
+                what: format!("the page table maps {cap} pages; raise max_pages"),
+            },
+        }
+    }
+
+    /// Writes each freed page id into its page as a chain (on SSD) and returns the head.
+    fn write_free_chain(&self) -> Result<PageId> {
+        let freed = self.freed.lock().clone();
+        let mut buf = AlignedBuf::new(self.page_size);
+        let mut next = PageId(0);
+        for pid in freed.iter().rev() {
+            buf.fill(0);
+            buf[0..8].copy_from_slice(FREE_CHAIN_MAGIC);
+            buf[8..16].copy_from_slice(&next.0.to_le_bytes());
+            self.ssd_write(*pid, &buf)?;
+            next = *pid;
+        }
+        Ok(next)
+    }
+
+    fn read_free_chain(&self) -> Result<()> {
+        let Some(ssd) = &self.ssd else { return Ok(()) };
+        let mut pid = PageId(ssd.superblock().free_list_head);
+        let mut buf = AlignedBuf::new(self.page_size);
+        let limit = self.next_pid.load(Ordering::Relaxed);
+        let mut freed = Vec::new();
+        while pid.0 != 0 {
+            let corrupted = |detail: String| BufferError::Corrupted {
+                pid,
+                location: format!("free-page chain of {}", ssd.info().path.display()),
+                detail,
+            };
+            if pid.0 >= limit || freed.len() as u64 >= limit {
+                return Err(corrupted(format!("entry {} of the chain is out of range or loops", freed.len())).into());
+            }
+            ssd.read_page(pid, &mut buf)?;
+            if &buf[0..8] != FREE_CHAIN_MAGIC {
+                return Err(corrupted("page is not marked free".into()).into());
+            }
+            freed.push(pid);
+            pid = PageId(u64::from_le_bytes(buf[8..16].try_into().expect("8 bytes")));
+        }
+        freed.reverse();
+        *self.freed.lock() = freed;
+        Ok(())
+    }
+
+    // ----- durability -----------------------------------------------------------------
+
+    /// Writes every dirty page to the lowest durable tier (SSD if there is one, else
+    /// NVM), syncs, and records the catalog, free chain and allocation mark in the
+    /// superblock. Call with no guards held; concurrent fixes are allowed but their
+    /// changes may miss this checkpoint.
+    ///
+    /// # Errors
+    /// Device errors (the pages stay dirty).
+    pub fn checkpoint(&self) -> Result<()> {
+        for i in 0..self.frames.len() {
+            let f = FrameId(i as u32);
+            if self.frames.meta(f).pid() == NO_PAGE {
+                continue;
+            }
+            let g = self.frames.read(f);
+            let meta = g.meta();
+            let pid = meta.pid();
+            if pid == NO_PAGE || !meta.dirty.load(Ordering::Relaxed) {
+                continue;
+            }
+            let pid = PageId(pid);
+            let nvm_frame = meta.nvm.load(Ordering::Relaxed);
+            if let Some(ssd) = &self.ssd {
+                self.ssd_write_with(ssd, pid, &g)?;
+                if nvm_frame != NO_NVM_FRAME {
+                    self.nvm.as_ref().expect("nvm").write_page(nvm_frame, pid, &g, false)?;
+                }
+            } else if let Some(nvm) = &self.nvm {
+                // The frame is owned through the DRAM latch; shared suffices, as no
+                // writer can hold the page.
+                let n = if nvm_frame != NO_NVM_FRAME {
+                    nvm_frame
+                } else {
+                    self.nvm_frame()?.ok_or_else(|| self.full_error())?
+                };
+                nvm.write_page(n, pid, &g, true)?;
+                meta.nvm.store(n, Ordering::Relaxed);
+            } else {
+                continue; // main memory only: nothing to write to
+            }
+            meta.dirty.store(false, Ordering::Relaxed);
+        }
+        if let (Some(nvm), Some(ssd)) = (&self.nvm, &self.ssd) {
+            for n in 0..nvm.len() as u32 {
+                let Some(pid) = nvm.pid(n) else { continue };
+                if !nvm.is_dirty(n) || !self.table.claim(pid, Entry::Nvm(n))? {
+                    continue; // clean, or in DRAM (written above, NVM copy refreshed)
+                }
+                let mut buf = AlignedBuf::new(self.page_size);
+                let done = nvm.read_page(n, pid, &mut buf).map_err(crate::Error::from).and_then(|()| {
+                    self.ssd_write_with(ssd, pid, &buf)?;
+                    nvm.write_page(n, pid, &buf, false)?;
+                    Ok(())
+                });
+                self.table.set(pid, Entry::Nvm(n));
+                done?;
+            }
+        }
+        if let Some(ssd) = &self.ssd {
+            let head = self.write_free_chain()?;
+            ssd.sync()?;
+            let allocated = self.next_pid.load(Ordering::Acquire);
+            if allocated > ssd.page_count() {
+                ssd.grow(allocated - ssd.page_count())?;
+            }
+            ssd.set_roots(PageId::CATALOG, head, allocated)?;
+        }
+        Ok(())
+    }
+
+    /// Checkpoints and closes.
+    ///
+    /// # Errors
+    /// As [`checkpoint`](Self::checkpoint).
+    pub fn close(self) -> Result<()> {
+        self.checkpoint()
+    }
+
+    /// Checks the invariants of the module doc. Expensive; for tests, with no other
+    /// thread running.
+    ///
+    /// # Panics
+    /// On a violated invariant, naming it.
+    pub fn check_invariants(&self) {
+        let mut in_nvm = std::collections::HashMap::new();
+        if let Some(nvm) = &self.nvm {
+            for n in 0..nvm.len() as u32 {
+                if let Some(pid) = nvm.pid(n) {
+                    assert!(in_nvm.insert(pid, n).is_none(), "{pid} in two NVM frames");
+                }
+            }
+        }
+        let mut in_dram = std::collections::HashMap::new();
+        for i in 0..self.frames.len() {
+            let meta = self.frames.meta(FrameId(i as u32));
+            assert!(!meta.latch.is_held(), "frame {i} is still latched");
+            let pid = meta.pid();
+            if pid == NO_PAGE {
+                continue;
+            }
+            let pid = PageId(pid);
+            assert!(in_dram.insert(pid, i).is_none(), "{pid} in two DRAM frames");
+            assert_eq!(self.table.get(pid).unwrap(), Entry::Dram(FrameId(i as u32)), "table entry of {pid}");
+            let n = meta.nvm.load(Ordering::Relaxed);
+            if n != NO_NVM_FRAME {
+                assert_eq!(in_nvm.get(&pid), Some(&n), "DRAM frame {i} of {pid} names NVM frame {n}");
+            }
+        }
+        for (pid, e) in self.table.resident() {
+            match e {
+                Entry::Dram(f) => assert_eq!(in_dram.get(&pid), Some(&(f.0 as usize)), "{pid}"),
+                Entry::Nvm(n) => {
+                    assert_eq!(in_nvm.get(&pid), Some(&n), "{pid}");
+                    assert!(!in_dram.contains_key(&pid), "{pid} says NVM but is in DRAM");
+                }
+                Entry::Busy => panic!("{pid} is still BUSY"),
+                Entry::Empty => unreachable!(),
+            }
+        }
+        for pid in in_nvm.keys() {
+            assert!(
+                matches!(self.table.get(*pid).unwrap(), Entry::Dram(_) | Entry::Nvm(_)),
+                "{pid} lost from the table"
+            );
+        }
+    }
+}
+
+/// The fewest DRAM frames a buffer manager works with: a B+-tree operation holds a
+/// few pages at once (coupling) and each thread may need one more to load into.
+pub const MIN_DRAM_FRAMES: usize = 8;
+
+impl PageSource for BufferManager {
+    type Shared<'a> = FrameRead<'a>;
+    type Exclusive<'a> = FrameWrite<'a>;
+
+    #[inline]
+    fn page_size(&self) -> usize {
+        self.page_size
+    }
+
+    #[inline]
+    fn fix_shared(&self, pid: PageId) -> Result<FrameRead<'_>> {
+        self.fix_with(pid, FramePool::try_read, |g| g.meta().pid(), FrameWrite::downgrade)
+    }
+
+    #[inline]
+    fn fix_exclusive(&self, pid: PageId) -> Result<FrameWrite<'_>> {
+        self.fix_with(pid, FramePool::try_write, |g| g.meta().pid(), |g| g)
+    }
+
+    fn allocate(&self) -> Result<FrameWrite<'_>> {
+        let pid = self.take_page_id()?;
+        let mut g = match self.free_frame() {
+            Ok(g) => g,
+            Err(e) => {
+                self.freed.lock().push(pid);
+                return Err(e);
+            }
+        };
+        debug_assert_eq!(self.table.get(pid)?, Entry::Empty, "allocating {pid} that is resident");
+        g.fill(0); // marks the frame dirty: a new page must reach a lower tier
+        let meta = g.meta();
+        meta.pid.store(pid.0, Ordering::Relaxed);
+        meta.nvm.store(NO_NVM_FRAME, Ordering::Relaxed);
+        meta.referenced.store(true, Ordering::Relaxed);
+        self.table.set(pid, Entry::Dram(g.frame()));
+        self.counters.bump(Count::Allocations);
+        Ok(g)
+    }
+
+    fn free(&self, mut page: FrameWrite<'_>) -> Result<()> {
+        let meta = page.meta();
+        let pid = PageId(meta.pid());
+        assert!(pid != PageId::CATALOG, "the catalog page is never freed");
+        self.table.set(pid, Entry::Busy);
+        let n = meta.nvm.load(Ordering::Relaxed);
+        if n != NO_NVM_FRAME {
+            let nvm = self.nvm.as_ref().expect("an NVM frame implies an NVM pool");
+            if let Err(e) = nvm.release(n) {
+                self.table.set(pid, Entry::Dram(page.frame()));
+                return Err(e.into());
+            }
+        }
+        self.policy.page_freed(pid);
+        meta.pid.store(NO_PAGE, Ordering::Relaxed);
+        meta.nvm.store(NO_NVM_FRAME, Ordering::Relaxed);
+        meta.dirty.store(false, Ordering::Relaxed);
+        page.clear_wrote();
+        let f = page.frame();
+        drop(page);
+        self.table.set(pid, Entry::Empty);
+        self.free_frames.lock().push(f);
+        self.freed.lock().push(pid);
+        self.counters.bump(Count::Frees);
+        Ok(())
+    }
+
+    fn catalog_page(&self) -> PageId {
+        PageId::CATALOG
+    }
+}

@@ -1,0 +1,398 @@
+//! The NVM pool: page frames with persistent headers in the NVM region.
+//!
+//! Region layout (all offsets in bytes, little-endian; see `docs/format.md`):
+//!
+//! ```text
+//!   0                 pool header, one cache line: magic "TIERDBNV", version u32,
+//!                     page size u32, frame count u64, db id u64, .. CRC-32C at 60
+//!   4096              frame headers, 64 bytes each, frame_count of them
+//!   data_offset       frames, page_size bytes each (4 KiB aligned)
+//!
+//!   frame header:  0 page id u64 | 8 page LSN u64 | 16 flags u32 | 20 data CRC-32C u32
+//!                  24..60 reserved (zero) | 60 header CRC-32C u32 over bytes 0..60
+//!   flags:         VALID 1, DIRTY 2 (newer than the SSD copy), IN_UPDATE 4
+//! ```
+//!
+//! A frame is written data first, then its header, each persisted (`clwb` + `sfence`),
+//! so a header never names data that is not durable; a torn frame shows as a CRC
+//! mismatch, which is reported and never used.
+//!
+//! Concurrency: a frame is used by one thread at a time, which owns it by having popped
+//! it from the free list, by having claimed its page's table entry (NVM → BUSY), or by
+//! holding the exclusive latch of the DRAM frame whose page it backs. The DRAM-side
+//! metadata here (page id, dirty, reference bit) is atomic so the clock hand can read
+//! it racily; it re-checks ownership through the page table before using a frame.
+
+#![allow(unsafe_code)]
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+
+use parking_lot::Mutex;
+
+use super::BufferError;
+use crate::device::{DeviceError, NvmRegion};
+use crate::ids::PageId;
+use crate::limits::{CACHE_LINE_BYTES, IO_ALIGN_BYTES};
+
+const MAGIC: &[u8; 8] = b"TIERDBNV";
+const VERSION: u32 = 1;
+const HEADER_BYTES: usize = CACHE_LINE_BYTES;
+const HEADERS_OFFSET: u64 = IO_ALIGN_BYTES as u64;
+
+pub const FLAG_VALID: u32 = 1;
+pub const FLAG_DIRTY: u32 = 2;
+pub const FLAG_IN_UPDATE: u32 = 4;
+
+const NO_PAGE: u64 = u64::MAX;
+
+/// A decoded frame header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FrameHeader {
+    pub pid: PageId,
+    pub page_lsn: u64,
+    pub flags: u32,
+    pub data_crc: u32,
+}
+
+impl FrameHeader {
+    pub fn encode(&self) -> [u8; HEADER_BYTES] {
+        let mut b = [0u8; HEADER_BYTES];
+        b[0..8].copy_from_slice(&self.pid.0.to_le_bytes());
+        b[8..16].copy_from_slice(&self.page_lsn.to_le_bytes());
+        b[16..20].copy_from_slice(&self.flags.to_le_bytes());
+        b[20..24].copy_from_slice(&self.data_crc.to_le_bytes());
+        let crc = crc32c::crc32c(&b[..60]);
+        b[60..64].copy_from_slice(&crc.to_le_bytes());
+        b
+    }
+
+    /// Decodes a header; `None` for an all-zero (never written) one.
+    ///
+    /// # Errors
+    /// A description of the mismatch when the header's CRC is wrong.
+    pub fn decode(b: &[u8; HEADER_BYTES]) -> Result<Option<FrameHeader>, String> {
+        if b.iter().all(|&x| x == 0) {
+            return Ok(None);
+        }
+        let u32_at = |o: usize| u32::from_le_bytes(b[o..o + 4].try_into().expect("4 bytes"));
+        let u64_at = |o: usize| u64::from_le_bytes(b[o..o + 8].try_into().expect("8 bytes"));
+        let (stored, computed) = (u32_at(60), crc32c::crc32c(&b[..60]));
+        if stored != computed {
+            return Err(format!("header CRC-32C {stored:#010x}, computed {computed:#010x}"));
+        }
+        Ok(Some(FrameHeader { pid: PageId(u64_at(0)), page_lsn: u64_at(8), flags: u32_at(16), data_crc: u32_at(20) }))
+    }
+}
+
+/// DRAM-side metadata of one NVM frame.
+#[derive(Debug)]
+pub struct NvmFrameMeta {
+    /// The page held, or `u64::MAX`.
+    pid: AtomicU64,
+    dirty: AtomicBool,
+    referenced: AtomicBool,
+}
+
+/// Page frames in an NVM region.
+pub struct NvmPool {
+    region: NvmRegion,
+    page_size: usize,
+    data_offset: u64,
+    metas: Box<[NvmFrameMeta]>,
+    free: Mutex<Vec<u32>>,
+    hand: AtomicUsize,
+    verify_checksums: bool,
+}
+
+impl NvmPool {
+    /// Formats `region` as an empty pool of `page_size` frames.
+    ///
+    /// # Errors
+    /// `Config` if the region holds no frame; device errors while writing headers.
+    pub fn format(
+        region: NvmRegion,
+        page_size: usize,
+        db_id: u64,
+        verify_checksums: bool,
+    ) -> Result<NvmPool, BufferError> {
+        let size = region.size_bytes();
+        // Each frame costs its page plus a header; the header area is rounded up.
+        let per_frame = (page_size + HEADER_BYTES) as u64;
+        let mut count = size.saturating_sub(HEADERS_OFFSET) / per_frame;
+        let data_offset = |n: u64| (HEADERS_OFFSET + n * HEADER_BYTES as u64).next_multiple_of(IO_ALIGN_BYTES as u64);
+        while count > 0 && data_offset(count) + count * page_size as u64 > size {
+            count -= 1;
+        }
+        if count == 0 {
+            return Err(BufferError::Config {
+                what: format!(
+                    "the NVM region of {} holds no frame of {page_size} bytes plus headers",
+                    crate::ByteSize(size)
+                ),
+            });
+        }
+        let count = count.min(u32::MAX as u64 - 1) as usize;
+        let data_offset = data_offset(count as u64);
+        let mut region = region;
+        // 1. Clear every frame header: nothing from an earlier use of the file is valid.
+        let zeros = vec![0u8; (data_offset - HEADERS_OFFSET) as usize];
+        region.write_lines(HEADERS_OFFSET, &zeros).map_err(dev)?;
+        region.persist(HEADERS_OFFSET, zeros.len() as u64).map_err(dev)?;
+        // 2. Then the pool header.
+        let mut h = [0u8; HEADER_BYTES];
+        h[0..8].copy_from_slice(MAGIC);
+        h[8..12].copy_from_slice(&VERSION.to_le_bytes());
+        h[12..16].copy_from_slice(&(page_size as u32).to_le_bytes());
+        h[16..24].copy_from_slice(&(count as u64).to_le_bytes());
+        h[24..32].copy_from_slice(&db_id.to_le_bytes());
+        let crc = crc32c::crc32c(&h[..60]);
+        h[60..64].copy_from_slice(&crc.to_le_bytes());
+        region.write_lines(0, &h).map_err(dev)?;
+        region.persist(0, HEADER_BYTES as u64).map_err(dev)?;
+        let metas = (0..count)
+            .map(|_| NvmFrameMeta {
+                pid: AtomicU64::new(NO_PAGE),
+                dirty: AtomicBool::new(false),
+                referenced: AtomicBool::new(false),
+            })
+            .collect();
+        // Hand frames out from index 0 upwards.
+        let free = Mutex::new((0..count as u32).rev().collect());
+        Ok(NvmPool { region, page_size, data_offset, metas, free, hand: AtomicUsize::new(0), verify_checksums })
+    }
+
+    pub fn len(&self) -> usize {
+        self.metas.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.metas.is_empty()
+    }
+
+    pub fn region(&self) -> &NvmRegion {
+        &self.region
+    }
+
+    pub fn free_frames(&self) -> usize {
+        self.free.lock().len()
+    }
+
+    fn header_offset(&self, n: u32) -> u64 {
+        HEADERS_OFFSET + n as u64 * HEADER_BYTES as u64
+    }
+
+    fn data_offset(&self, n: u32) -> u64 {
+        self.data_offset + n as u64 * self.page_size as u64
+    }
+
+    /// The page frame `n` holds, if any (racy unless the caller owns the frame).
+    #[inline]
+    pub fn pid(&self, n: u32) -> Option<PageId> {
+        let p = self.metas[n as usize].pid.load(Ordering::Relaxed);
+        (p != NO_PAGE).then_some(PageId(p))
+    }
+
+    pub fn is_dirty(&self, n: u32) -> bool {
+        self.metas[n as usize].dirty.load(Ordering::Relaxed)
+    }
+
+    pub fn is_referenced(&self, n: u32) -> bool {
+        self.metas[n as usize].referenced.load(Ordering::Relaxed)
+    }
+
+    #[inline]
+    pub fn touch(&self, n: u32) {
+        let r = &self.metas[n as usize].referenced;
+        if !r.load(Ordering::Relaxed) {
+            r.store(true, Ordering::Relaxed);
+        }
+    }
+
+    pub fn clear_referenced(&self, n: u32) {
+        self.metas[n as usize].referenced.store(false, Ordering::Relaxed);
+    }
+
+    /// Takes a free frame, if any.
+    pub fn pop_free(&self) -> Option<u32> {
+        self.free.lock().pop()
+    }
+
+    /// The next frame under the clock hand.
+    pub fn advance_hand(&self) -> u32 {
+        (self.hand.fetch_add(1, Ordering::Relaxed) % self.metas.len()) as u32
+    }
+
+    /// Copies frame `n` into `dst` (one page), checking its CRC when configured.
+    ///
+    /// # Errors
+    /// Device errors; `Corrupted` on a header or data CRC mismatch or a header that
+    /// names another page.
+    pub fn read_page(&self, n: u32, expect: PageId, dst: &mut [u8]) -> Result<(), BufferError> {
+        debug_assert_eq!(dst.len(), self.page_size);
+        debug_assert_eq!(self.pid(n), Some(expect), "reading NVM frame {n} that does not hold {expect}");
+        self.region.copy_out(self.data_offset(n), dst).map_err(dev)?;
+        if self.verify_checksums {
+            let h = self.header(n)?;
+            let corrupted = |detail: String| BufferError::Corrupted {
+                pid: expect,
+                location: format!("NVM frame {n} of {}", self.region.info().path.display()),
+                detail,
+            };
+            let Some(h) = h else { return Err(corrupted("the frame header is empty".into())) };
+            if h.pid != expect || h.flags & FLAG_VALID == 0 {
+                return Err(corrupted(format!("the frame header names {} with flags {:#x}", h.pid, h.flags)));
+            }
+            let crc = crc32c::crc32c(dst);
+            if crc != h.data_crc {
+                return Err(corrupted(format!("data CRC-32C {crc:#010x}, header says {:#010x}", h.data_crc)));
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads frame `n`'s persistent header.
+    ///
+    /// # Errors
+    /// Device errors; `Corrupted` on a header CRC mismatch.
+    pub fn header(&self, n: u32) -> Result<Option<FrameHeader>, BufferError> {
+        let mut b = [0u8; HEADER_BYTES];
+        self.region.read_lines(self.header_offset(n), &mut b).map_err(dev)?;
+        FrameHeader::decode(&b).map_err(|detail| BufferError::Corrupted {
+            pid: PageId(self.metas[n as usize].pid.load(Ordering::Relaxed)),
+            location: format!("NVM frame header {n} of {}", self.region.info().path.display()),
+            detail,
+        })
+    }
+
+    /// Writes page `pid` into frame `n` durably: data, then header.
+    ///
+    /// The caller owns frame `n` (see the module's concurrency rules).
+    ///
+    /// # Errors
+    /// Device errors.
+    pub fn write_page(&self, n: u32, pid: PageId, src: &[u8], dirty: bool) -> Result<(), BufferError> {
+        debug_assert_eq!(src.len(), self.page_size);
+        let off = self.data_offset(n);
+        // SAFETY: frame `n`'s data range is written only by its owner, which the caller
+        // is; no reader copies it out while the owner holds it.
+        unsafe { self.region.copy_in_shared(off, src) }.map_err(dev)?;
+        self.region.persist(off, src.len() as u64).map_err(dev)?;
+        let flags = FLAG_VALID | if dirty { FLAG_DIRTY } else { 0 };
+        let h = FrameHeader { pid, page_lsn: 0, flags, data_crc: crc32c::crc32c(src) };
+        self.write_header(n, &h)?;
+        let m = &self.metas[n as usize];
+        m.pid.store(pid.0, Ordering::Relaxed);
+        m.dirty.store(dirty, Ordering::Relaxed);
+        m.referenced.store(true, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Marks frame `n` empty, durably, and returns it to the free list.
+    ///
+    /// # Errors
+    /// Device errors (the frame then stays owned by the caller's page).
+    pub fn release(&self, n: u32) -> Result<(), BufferError> {
+        self.write_header_bytes(n, &[0u8; HEADER_BYTES])?;
+        self.detach(n);
+        Ok(())
+    }
+
+    /// Forgets frame `n`'s page in DRAM metadata and frees it, leaving the persistent
+    /// header to be overwritten by the next page written into the frame (the page's
+    /// current copy is on SSD, so the stale header is harmless).
+    pub fn detach(&self, n: u32) {
+        let m = &self.metas[n as usize];
+        m.pid.store(NO_PAGE, Ordering::Relaxed);
+        m.dirty.store(false, Ordering::Relaxed);
+        m.referenced.store(false, Ordering::Relaxed);
+        self.free.lock().push(n);
+    }
+
+    /// Takes frame `n` out of use by its page without freeing it (the caller reuses it
+    /// at once for another page).
+    pub fn clear_owner(&self, n: u32) {
+        let m = &self.metas[n as usize];
+        m.pid.store(NO_PAGE, Ordering::Relaxed);
+        m.dirty.store(false, Ordering::Relaxed);
+    }
+
+    fn write_header(&self, n: u32, h: &FrameHeader) -> Result<(), BufferError> {
+        self.write_header_bytes(n, &h.encode())
+    }
+
+    fn write_header_bytes(&self, n: u32, b: &[u8; HEADER_BYTES]) -> Result<(), BufferError> {
+        let off = self.header_offset(n);
+        // SAFETY: frame `n`'s header line is written only by the frame's owner.
+        unsafe { self.region.write_lines_shared(off, b) }.map_err(dev)?;
+        self.region.persist(off, HEADER_BYTES as u64).map_err(dev)
+    }
+}
+
+fn dev(e: DeviceError) -> BufferError {
+    BufferError::Device(Box::new(e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ByteSize;
+    use crate::device::NvmConfig;
+
+    fn pool(dir: &tempfile::TempDir, bytes: u64) -> NvmPool {
+        let region = NvmRegion::open(&NvmConfig::new(dir.path().join("p.nvm"), ByteSize(bytes))).unwrap();
+        NvmPool::format(region, 4096, 7, true).unwrap()
+    }
+
+    #[test]
+    fn layout_fits_the_region() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = pool(&dir, 1 << 20);
+        // (1 MiB - 4 KiB) / (4096 + 64) = 251, less the rounding of the header area.
+        assert!(p.len() >= 245 && p.len() <= 251, "{}", p.len());
+        assert!(p.data_offset(p.len() as u32 - 1) + 4096 <= 1 << 20);
+        assert!(p.data_offset(0) >= HEADERS_OFFSET + p.len() as u64 * 64);
+    }
+
+    #[test]
+    fn write_read_and_corruption_is_caught() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = pool(&dir, 1 << 20);
+        let n = p.pop_free().unwrap();
+        let page: Vec<u8> = (0..4096).map(|i| (i % 251) as u8).collect();
+        p.write_page(n, PageId(9), &page, true).unwrap();
+        assert_eq!(p.pid(n), Some(PageId(9)));
+        assert!(p.is_dirty(n));
+        let h = p.header(n).unwrap().unwrap();
+        assert_eq!((h.pid, h.flags), (PageId(9), FLAG_VALID | FLAG_DIRTY));
+        let mut back = vec![0u8; 4096];
+        p.read_page(n, PageId(9), &mut back).unwrap();
+        assert_eq!(back, page);
+        // Flip one data byte behind the pool's back.
+        let mut bad = page.clone();
+        bad[100] ^= 1;
+        // SAFETY (test): single-threaded.
+        unsafe { p.region.copy_in_shared(p.data_offset(n), &bad) }.unwrap();
+        let e = p.read_page(n, PageId(9), &mut back).unwrap_err();
+        assert!(matches!(e, BufferError::Corrupted { .. }), "{e}");
+        assert!(e.to_string().contains("NVM frame"), "{e}");
+        p.release(n).unwrap();
+        assert_eq!(p.header(n).unwrap(), None);
+        assert_eq!(p.pid(n), None);
+    }
+
+    #[test]
+    fn too_small_a_region_is_a_config_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let region = NvmRegion::open(&NvmConfig::new(dir.path().join("s.nvm"), ByteSize(8192))).unwrap();
+        assert!(matches!(NvmPool::format(region, 16384, 1, true), Err(BufferError::Config { .. })));
+    }
+
+    #[test]
+    fn header_decoding_rejects_bad_crc() {
+        let h = FrameHeader { pid: PageId(3), page_lsn: 5, flags: FLAG_VALID, data_crc: 11 };
+        let mut b = h.encode();
+        assert_eq!(FrameHeader::decode(&b).unwrap(), Some(h));
+        b[3] ^= 0x10;
+        assert!(FrameHeader::decode(&b).is_err());
+    }
+}
