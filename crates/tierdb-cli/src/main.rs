@@ -5,8 +5,12 @@
 
 #![forbid(unsafe_code)]
 
+mod bench_ycsb;
+mod compare;
 mod device_bench;
 mod devices;
+mod plot;
+mod ycsb_driver;
 
 use std::process::ExitCode;
 
@@ -26,12 +30,28 @@ enum Command {
         #[command(subcommand)]
         command: devices::DevicesCommand,
     },
+    /// Run a workload on one architecture and report throughput, latency and tier counters.
+    Bench {
+        #[command(subcommand)]
+        command: BenchCommand,
+    },
+    /// Run every architecture over data sizes that cross the DRAM and NVM capacities
+    /// (the paper's Figure 8); writes a table, JSON and an SVG plot.
+    Compare(compare::CompareArgs),
+}
+
+#[derive(Subcommand)]
+enum BenchCommand {
+    /// YCSB: load, warm up, run; --arch main-memory|ssd-bm|basic-nvm-bm|three-tier.
+    Ycsb(bench_ycsb::YcsbArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Devices { command } => devices::run(command),
+        Command::Bench { command: BenchCommand::Ycsb(args) } => bench_ycsb::run(args),
+        Command::Compare(args) => compare::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,5 +1,6 @@
 //! The crate's error type: one enum per layer, converted into [`Error`].
 
+use crate::btree::BTreeError;
 use crate::buffer::BufferError;
 use crate::device::DeviceError;
 use crate::device::profile::ProfileError;
@@ -17,6 +18,8 @@ pub enum Error {
     Size(#[from] SizeError),
     #[error(transparent)]
     Buffer(#[from] BufferError),
+    #[error(transparent)]
+    BTree(#[from] BTreeError),
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -31,14 +31,19 @@
 
 #![deny(unsafe_code)]
 
+pub mod arch;
+pub mod btree;
 pub mod buffer;
+pub mod catalog;
 pub mod device;
 pub mod error;
 pub mod ids;
 pub mod limits;
 pub mod size;
 
+pub use btree::{BTree, BTreeError, Cursor, TreeStats};
 pub use buffer::{ExclusivePage, PageSource, SharedPage};
+pub use catalog::Catalog;
 pub use error::{Error, Result};
 pub use ids::PageId;
 pub use size::ByteSize;

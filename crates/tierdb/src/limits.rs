@@ -86,10 +86,6 @@ pub const BTREE_RESTARTS_MAX: u32 = 64;
 /// is merged with a sibling when a delete leaves it so.
 pub const BTREE_UNDERFULL_DIVISOR: usize = 4;
 
-/// Two nodes merge only if the result leaves at least `page size / this` bytes free, so
-/// that a delete-insert pair at the boundary does not merge and split over and over.
-pub const BTREE_MERGE_SLACK_DIVISOR: usize = 4;
-
 /// The catalog of named trees (one page): longest name and most trees. The catalog of
 /// the largest allowed size must fit in the smallest page (checked below).
 pub const CATALOG_NAME_BYTES_MAX: usize = 64;
@@ -111,7 +107,7 @@ const _: () = assert!(SUPERBLOCK_SLOT_BYTES * SUPERBLOCK_SLOTS <= IO_ALIGN_BYTES
 const _: () = assert!(STATS_STRIPES.is_power_of_two());
 const _: () = assert!(BTREE_KEY_BYTES_MAX >= 128 && BTREE_KEY_BYTES_MAX <= u16::MAX as usize);
 const _: () = assert!(BTREE_HEIGHT_MAX <= u8::MAX as usize);
-const _: () = assert!(BTREE_UNDERFULL_DIVISOR >= 2 && BTREE_MERGE_SLACK_DIVISOR >= 2);
+const _: () = assert!(BTREE_UNDERFULL_DIVISOR >= 2);
 const _: () = assert!(CATALOG_NAME_BYTES_MAX <= u8::MAX as usize);
 const _: () = assert!(
     CATALOG_HEADER_BYTES + CATALOG_TREES_MAX * (CATALOG_ENTRY_OVERHEAD_BYTES + CATALOG_NAME_BYTES_MAX)

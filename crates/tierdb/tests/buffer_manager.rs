@@ -218,3 +218,33 @@ fn bad_configurations_are_typed_errors() {
     let tiny = config(&dir, 2, None, true, "eager");
     assert!(BufferManager::open(&tiny).err().unwrap().to_string().contains("at least"));
 }
+
+/// Regression: a page whose NVM copy was dirty and which sat clean in DRAM at close was
+/// never written to SSD, so it read back stale after reopening.
+#[test]
+fn close_writes_dirty_nvm_copies_of_pages_cached_in_dram() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = config(&dir, 8, Some(32), true, "eager");
+    cfg.ssd_open_mode = OpenMode::Create;
+    let bm = BufferManager::open(&cfg).unwrap();
+    let pages = fill(&bm, 24);
+    // Dirty every page, push them through NVM, then read some back clean into DRAM.
+    for round in 1..=3u64 {
+        for &p in &pages {
+            bm.fix_exclusive(p).unwrap()[8..16].copy_from_slice(&round.to_le_bytes());
+        }
+    }
+    for &p in &pages[..6] {
+        read_tag(&bm, p);
+    }
+    let cached_clean_with_dirty_nvm =
+        pages.iter().filter(|p| matches!(bm.location(**p).unwrap(), Entry::Dram(_))).count();
+    assert!(cached_clean_with_dirty_nvm > 0);
+    bm.close().unwrap();
+    cfg.ssd_open_mode = OpenMode::Open;
+    let bm = BufferManager::open(&cfg).unwrap();
+    for &p in &pages {
+        let g = bm.fix_shared(p).unwrap();
+        assert_eq!(u64::from_le_bytes(g[8..16].try_into().unwrap()), 3, "{p} is stale");
+    }
+}

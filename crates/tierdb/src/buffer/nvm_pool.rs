@@ -287,6 +287,25 @@ impl NvmPool {
         Ok(())
     }
 
+    /// Clears frame `n`'s dirty flag, durably (its page was written to SSD). The caller
+    /// owns the frame.
+    ///
+    /// # Errors
+    /// Device errors; `Corrupted` if the header does not decode.
+    pub fn mark_clean(&self, n: u32) -> Result<(), BufferError> {
+        let Some(mut h) = self.header(n)? else {
+            return Err(BufferError::Corrupted {
+                pid: PageId(self.metas[n as usize].pid.load(Ordering::Relaxed)),
+                location: format!("NVM frame header {n} of {}", self.region.info().path.display()),
+                detail: "the header of a frame in use is empty".into(),
+            });
+        };
+        h.flags &= !FLAG_DIRTY;
+        self.write_header(n, &h)?;
+        self.metas[n as usize].dirty.store(false, Ordering::Relaxed);
+        Ok(())
+    }
+
     /// Marks frame `n` empty, durably, and returns it to the free list.
     ///
     /// # Errors

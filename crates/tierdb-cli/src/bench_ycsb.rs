@@ -1,0 +1,419 @@
+//! `tierdb bench ycsb`: one YCSB run on one architecture, with a full report.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use comfy_table::Table;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde::Serialize;
+use tierdb::ByteSize;
+use tierdb::arch::{ArchConfig, Architecture, Engine};
+use tierdb::device::{DeviceProfile, DirectIo, EmulationMode};
+use tierdb_workload::YcsbSpec;
+
+use crate::ycsb_driver::{self, DriverConfig, YcsbReport};
+
+/// Bounds on the knobs, so a typo cannot start an hour-long run.
+const THREADS_MAX: u32 = 256;
+const DURATION_SECS_MAX: f64 = 3600.0;
+
+/// Options shared by `bench ycsb` and `compare`: devices, emulation, files.
+#[derive(Args, Debug, Clone)]
+pub struct EngineArgs {
+    /// Emulation mode of every device: off (this machine's speed), spin (busy-wait to
+    /// the profile), model (virtual clock; reports modelled throughput).
+    #[arg(long, default_value = "spin")]
+    pub mode: EmulationMode,
+    /// NVM profile: a preset name or a TOML file.
+    #[arg(long, default_value = "optane-dcpmm")]
+    pub nvm_profile: String,
+    /// SSD profile: a preset name or a TOML file.
+    #[arg(long, default_value = "nvme-ssd")]
+    pub ssd_profile: String,
+    /// DRAM profile: a preset name or a TOML file.
+    #[arg(long, default_value = "dram")]
+    pub dram_profile: String,
+    #[arg(long, default_value = "16KiB")]
+    pub page_size: ByteSize,
+    /// Directory for the SSD page file (a real disk: O_DIRECT is used where it works).
+    #[arg(long)]
+    pub ssd_dir: Option<PathBuf>,
+    /// Directory for the NVM pool file (default /dev/shm).
+    #[arg(long)]
+    pub nvm_dir: Option<PathBuf>,
+    /// Placement policy instead of the architecture's own (eager, hymem).
+    #[arg(long)]
+    pub policy: Option<String>,
+    /// Pages in hymem's admission set (default: half the NVM frames).
+    #[arg(long)]
+    pub admission_set: Option<usize>,
+    /// Turn O_DIRECT off for the SSD file.
+    #[arg(long)]
+    pub buffered_io: bool,
+    /// Worker threads.
+    #[arg(long, default_value_t = 1)]
+    pub threads: u32,
+    /// Seconds of unmeasured warm-up.
+    #[arg(long, default_value_t = 2.0)]
+    pub warmup: f64,
+    /// Seconds of measured run (0: run the workload's operationcount instead).
+    #[arg(long, default_value_t = 5.0)]
+    pub duration: f64,
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+    /// Override a workload property, e.g. --set requestdistribution=uniform (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub overrides: Vec<String>,
+}
+
+/// The resolved configuration a report embeds.
+#[derive(Clone, Debug, Serialize)]
+pub struct Setup {
+    pub mode: EmulationMode,
+    pub page_size_bytes: usize,
+    pub dram_profile: DeviceProfile,
+    pub nvm_profile: DeviceProfile,
+    pub ssd_profile: DeviceProfile,
+    pub threads: u32,
+    pub seed: u64,
+    pub warmup_secs: f64,
+    pub duration_secs: Option<f64>,
+    pub policy: Option<String>,
+    pub workload: YcsbSpec,
+}
+
+impl EngineArgs {
+    /// Checks the knobs and loads the profiles and the workload.
+    pub fn setup(&self, workload: &str) -> Result<Setup> {
+        if self.threads == 0 || self.threads > THREADS_MAX {
+            bail!("--threads {} is outside 1..={THREADS_MAX}", self.threads);
+        }
+        for (name, v) in [("--warmup", self.warmup), ("--duration", self.duration)] {
+            if !(0.0..=DURATION_SECS_MAX).contains(&v) {
+                bail!("{name} {v} is outside 0..={DURATION_SECS_MAX} seconds");
+            }
+        }
+        let mut spec = YcsbSpec::resolve(workload).with_context(|| format!("workload {workload:?}"))?;
+        for o in &self.overrides {
+            let Some((k, v)) = o.split_once('=') else { bail!("--set {o:?}: expected KEY=VALUE") };
+            spec.set(k.trim(), v.trim())?;
+        }
+        let page_size = usize::try_from(self.page_size.bytes()).context("page size")?;
+        Ok(Setup {
+            mode: self.mode,
+            page_size_bytes: page_size,
+            dram_profile: DeviceProfile::load(&self.dram_profile)?,
+            nvm_profile: DeviceProfile::load(&self.nvm_profile)?,
+            ssd_profile: DeviceProfile::load(&self.ssd_profile)?,
+            threads: self.threads,
+            seed: spec.seed().unwrap_or(self.seed),
+            warmup_secs: self.warmup,
+            duration_secs: (self.duration > 0.0).then_some(self.duration),
+            policy: self.policy.clone(),
+            workload: spec,
+        })
+    }
+
+    /// The architecture's configuration with files unique to this process and `tag`.
+    pub fn arch_config(
+        &self,
+        setup: &Setup,
+        arch: Architecture,
+        dram: ByteSize,
+        nvm: ByteSize,
+        tag: &str,
+    ) -> Result<ArchConfig> {
+        let name = format!("tierdb-{}-{tag}", std::process::id());
+        let ssd_dir = self.ssd_dir.clone().unwrap_or_else(std::env::temp_dir);
+        let mut c = ArchConfig::new(arch, dram, nvm, &name, &ssd_dir)?;
+        if let Some(d) = &self.nvm_dir {
+            c.nvm_path = d.join(format!("{name}.nvm"));
+        }
+        c.page_size = setup.page_size_bytes;
+        c.mode = setup.mode;
+        c.dram_profile = setup.dram_profile.clone();
+        c.nvm_profile = setup.nvm_profile.clone();
+        c.ssd_profile = setup.ssd_profile.clone();
+        c.policy = self.policy.clone();
+        c.admission_set_pages = self.admission_set;
+        if self.buffered_io {
+            c.direct_io = DirectIo::Off;
+        }
+        Ok(c)
+    }
+
+    pub fn driver_config(&self, setup: &Setup, data: Option<ByteSize>) -> DriverConfig {
+        DriverConfig {
+            threads: setup.threads,
+            warmup: Duration::from_secs_f64(setup.warmup_secs),
+            duration: setup.duration_secs.map(Duration::from_secs_f64),
+            seed: setup.seed,
+            data_bytes: data.map(ByteSize::bytes),
+        }
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct YcsbArgs {
+    /// Architecture: main-memory, ssd-bm, basic-nvm-bm, three-tier.
+    #[arg(long, default_value = "three-tier")]
+    arch: String,
+    #[arg(long, default_value = "256MiB")]
+    dram: ByteSize,
+    #[arg(long, default_value = "1GiB")]
+    nvm: ByteSize,
+    /// Size of the B+-tree after loading (sets recordcount); omit to use the workload's
+    /// recordcount.
+    #[arg(long)]
+    data: Option<ByteSize>,
+    /// ro, rw:PCT, scan, a..f, or a YCSB property file.
+    #[arg(long, default_value = "ro")]
+    workload: String,
+    #[command(flatten)]
+    engine: EngineArgs,
+    /// Print the report as JSON instead of tables.
+    #[arg(long)]
+    json: bool,
+    /// No progress bar.
+    #[arg(long)]
+    quiet: bool,
+}
+
+/// A report of one run: what ran, on what, and what it measured.
+#[derive(Serialize)]
+pub struct RunReport {
+    pub command: &'static str,
+    pub version: &'static str,
+    pub arch: Architecture,
+    pub dram_bytes: u64,
+    pub nvm_bytes: u64,
+    pub dram_frames: usize,
+    pub nvm_frames: usize,
+    pub setup: Setup,
+    pub result: YcsbReport,
+}
+
+pub fn run(args: YcsbArgs) -> Result<()> {
+    let arch: Architecture = args.arch.parse()?;
+    let setup = args.engine.setup(&args.workload)?;
+    let progress = Progress::new(!args.quiet && !args.json);
+    let report = run_one(&args.engine, &setup, arch, args.dram, args.nvm, args.data, "bench", &progress)?;
+    progress.finish();
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print_report(&report);
+    }
+    Ok(())
+}
+
+/// Opens `arch`, runs the workload, removes the files.
+#[allow(clippy::too_many_arguments)]
+pub fn run_one(
+    engine_args: &EngineArgs,
+    setup: &Setup,
+    arch: Architecture,
+    dram: ByteSize,
+    nvm: ByteSize,
+    data: Option<ByteSize>,
+    tag: &str,
+    progress: &Progress,
+) -> Result<RunReport> {
+    if let (Some(cap), Some(d)) = (arch.capacity_bytes(dram, nvm), data)
+        && d.bytes() > cap
+    {
+        bail!(
+            "{arch} cannot hold {d} of data: it keeps all data in {} of {}",
+            if arch == Architecture::MainMemory { "DRAM" } else { "NVM" },
+            ByteSize(cap)
+        );
+    }
+    let cfg = engine_args.arch_config(setup, arch, dram, nvm, tag)?;
+    let files = Cleanup(vec![cfg.nvm_path.clone(), cfg.ssd_path.clone()]);
+    let engine = Engine::open(&cfg).with_context(|| format!("opening {arch}"))?;
+    let (dram_frames, nvm_frames) = engine.frames();
+    progress.set_prefix(&format!("{arch}{}", data.map(|d| format!(" {d}")).unwrap_or_default()));
+    let result = ycsb_driver::run(&engine, &setup.workload, &engine_args.driver_config(setup, data), &|p, d, t| {
+        progress.update(p, d, t)
+    })
+    .with_context(|| format!("running {arch}"))?;
+    drop(engine);
+    drop(files);
+    Ok(RunReport {
+        command: "bench ycsb",
+        version: env!("CARGO_PKG_VERSION"),
+        arch,
+        dram_bytes: dram.bytes(),
+        nvm_bytes: if arch.uses_nvm() { nvm.bytes() } else { 0 },
+        dram_frames,
+        nvm_frames,
+        setup: setup.clone(),
+        result,
+    })
+}
+
+/// Removes files when dropped (also on error paths).
+struct Cleanup(Vec<PathBuf>);
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        for p in &self.0 {
+            remove_quietly(p);
+        }
+    }
+}
+
+fn remove_quietly(p: &Path) {
+    if p.exists()
+        && let Err(e) = std::fs::remove_file(p)
+    {
+        eprintln!("warning: could not remove {}: {e}", p.display());
+    }
+}
+
+/// A progress bar on stderr, or nothing.
+pub struct Progress {
+    bar: Option<ProgressBar>,
+}
+
+impl Progress {
+    pub fn new(show: bool) -> Progress {
+        let bar = show.then(|| {
+            let b = ProgressBar::with_draw_target(Some(1), ProgressDrawTarget::stderr());
+            b.set_style(
+                ProgressStyle::with_template("{prefix:>24} {msg:>8} [{bar:30}] {percent:>3}% {elapsed}")
+                    .expect("valid template")
+                    .progress_chars("=> "),
+            );
+            b
+        });
+        Progress { bar }
+    }
+
+    pub fn set_prefix(&self, p: &str) {
+        if let Some(b) = &self.bar {
+            b.set_prefix(p.to_string());
+        }
+    }
+
+    pub fn update(&self, phase: &str, done: u64, total: u64) {
+        if let Some(b) = &self.bar {
+            if b.message() != phase {
+                b.set_message(phase.to_string());
+            }
+            b.set_length(total.max(1));
+            b.set_position(done.min(total));
+        }
+    }
+
+    pub fn finish(&self) {
+        if let Some(b) = &self.bar {
+            b.finish_and_clear();
+        }
+    }
+}
+
+pub fn print_report(r: &RunReport) {
+    let s = &r.setup;
+    let res = &r.result;
+    println!(
+        "tierdb {} bench ycsb: {} | workload {} | {} thread(s) | seed {} | mode {}",
+        r.version,
+        r.arch,
+        s.workload.origin(),
+        s.threads,
+        s.seed,
+        s.mode
+    );
+    println!(
+        "profiles: dram {} · nvm {} · ssd {} | page {} | DRAM {} ({} frames) · NVM {} ({} frames)",
+        s.dram_profile.name,
+        s.nvm_profile.name,
+        s.ssd_profile.name,
+        ByteSize(s.page_size_bytes as u64),
+        ByteSize(r.dram_bytes),
+        r.dram_frames,
+        ByteSize(r.nvm_bytes),
+        r.nvm_frames
+    );
+    println!(
+        "data: {} records of {} B, B+-tree {} (target {}); load {:.1} s ({:.0} records/s){}",
+        res.records,
+        res.record_bytes,
+        ByteSize(res.data_bytes),
+        res.data_bytes_target.map(|b| ByteSize(b).to_string()).unwrap_or_else(|| "recordcount".into()),
+        res.load_secs,
+        res.load_records_per_sec,
+        if r.arch.uses_nvm() && r.arch.uses_ssd() { "; the load admits DRAM victims to free NVM frames" } else { "" }
+    );
+    println!(
+        "run: {:.1} s after {:.1} s warm-up: {} ops, {} ops/s{}",
+        res.run_secs,
+        res.warmup_secs,
+        res.ops,
+        fmt_rate(res.throughput_ops_per_sec),
+        res.modelled_ops_per_sec.map(|m| format!(" (modelled: {} ops/s)", fmt_rate(m))).unwrap_or_default()
+    );
+    if res.not_found > 0 {
+        println!("warning: {} operations did not find their key", res.not_found);
+    }
+    let mut t = Table::new();
+    t.set_header(["op", "count", "mean µs", "p50 µs", "p90 µs", "p99 µs", "p99.9 µs", "max µs"]);
+    for l in &res.latency {
+        let us = |ns: f64| format!("{:.2}", ns / 1000.0);
+        t.add_row([
+            l.kind.clone(),
+            l.ops.to_string(),
+            us(l.mean_ns),
+            us(l.p50_ns),
+            us(l.p90_ns),
+            us(l.p99_ns),
+            us(l.p999_ns),
+            us(l.max_ns),
+        ]);
+    }
+    println!("{t}");
+    if r.arch == Architecture::MainMemory {
+        println!("main-memory has no buffer manager: no tier counters");
+        return;
+    }
+    let b = &res.tiers.buffer;
+    let per_op = |v: u64| if res.ops == 0 { 0.0 } else { v as f64 / res.ops as f64 };
+    let mut t = Table::new();
+    t.set_header(["counter (measured run)", "total", "per op"]);
+    let mut row = |name: &str, v: u64| {
+        t.add_row([name.to_string(), v.to_string(), format!("{:.4}", per_op(v))]);
+    };
+    row("DRAM hits", b.dram_hits);
+    row("NVM hits (page → DRAM)", b.nvm_hits);
+    row("SSD reads (page → DRAM)", b.ssd_reads);
+    row("lines NVM → DRAM", res.lines_nvm_to_dram);
+    row("lines DRAM → NVM", res.lines_dram_to_nvm);
+    row("NVM admissions", b.nvm_admissions);
+    row("pages DRAM → SSD (dirty)", b.dram_to_ssd_pages);
+    row("pages NVM → SSD (dirty)", b.nvm_to_ssd_pages);
+    row("DRAM evictions", b.dram_evictions);
+    row("NVM evictions", b.nvm_evictions);
+    if let Some(n) = &res.tiers.nvm {
+        row("NVM write lines", n.write_lines);
+        row("NVM write bytes", n.write_bytes);
+        row("NVM persists", n.persists);
+    }
+    if let Some(s) = &res.tiers.ssd {
+        row("SSD page reads", s.reads);
+        row("SSD page writes", s.writes);
+    }
+    println!("{t}");
+}
+
+pub fn fmt_rate(v: f64) -> String {
+    if v >= 1e6 {
+        format!("{:.2}M", v / 1e6)
+    } else if v >= 1e3 {
+        format!("{:.1}k", v / 1e3)
+    } else {
+        format!("{v:.0}")
+    }
+}

@@ -1,0 +1,462 @@
+//! The YCSB driver: load a B+-tree through an architecture's page source, warm up,
+//! run the measured phase on N threads, and report.
+//!
+//! Phases:
+//! 1. **Load** (one thread): the record count comes from the workload, or from a target
+//!    data size (the B+-tree's size after loading, as in the paper's §5.1). Keys are
+//!    generated as YCSB names them, sorted, and inserted in order, so the load writes each
+//!    leaf once and never reads a page back from a lower tier. During the load, the buffer
+//!    manager's bulk-load mode lets evicted pages fill free NVM frames.
+//! 2. **Warm-up** (N threads, timed): the workload runs unmeasured until the buffers
+//!    settle.
+//! 3. **Run** (N threads): timed, or until `operationcount` operations. Latencies go into
+//!    per-kind HDR histograms in TSC ticks. Buffer and device counters are diffed over
+//!    this phase only. In `model` mode each thread also diffs its virtual device clock,
+//!    and the modelled throughput is Σ ops / (wall time + device time) over threads.
+
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, anyhow, bail};
+use hdrhistogram::Histogram;
+use serde::Serialize;
+use tierdb::arch::{Engine, SourceVisitor};
+use tierdb::buffer::TierStats;
+use tierdb::device::clock;
+use tierdb::{BTree, Catalog, PageSource};
+use tierdb_workload::{KeySpace, Op, OpGenerator, OpKind, YcsbSpec, build_key, field_range, fill_record, value_rng};
+
+/// Bytes a record costs in a leaf beyond its key and value (slot, heap bookkeeping),
+/// and the fill of leaves after a sorted load: used to turn a data size into a record
+/// count. The report states the size actually reached.
+const ENTRY_OVERHEAD_BYTES: f64 = 12.0;
+const SORTED_LOAD_FILL: f64 = 0.93;
+/// Progress is reported every this many records or operations.
+const PROGRESS_EVERY: u64 = 1 << 12;
+/// Upper bound on records a load may generate (keys are held in memory to sort them).
+const LOAD_RECORDS_MAX: u64 = 200_000_000;
+
+/// How to run.
+#[derive(Clone, Debug, Serialize)]
+pub struct DriverConfig {
+    pub threads: u32,
+    #[serde(serialize_with = "secs")]
+    pub warmup: Duration,
+    /// Measured phase length; `None`: run `operationcount` operations.
+    #[serde(serialize_with = "opt_secs")]
+    pub duration: Option<Duration>,
+    pub seed: u64,
+    /// Target B+-tree size after the load; `None`: load `recordcount` records.
+    pub data_bytes: Option<u64>,
+}
+
+fn secs<S: serde::Serializer>(d: &Duration, s: S) -> std::result::Result<S::Ok, S::Error> {
+    s.serialize_f64(d.as_secs_f64())
+}
+
+fn opt_secs<S: serde::Serializer>(d: &Option<Duration>, s: S) -> std::result::Result<S::Ok, S::Error> {
+    match d {
+        Some(d) => s.serialize_f64(d.as_secs_f64()),
+        None => s.serialize_none(),
+    }
+}
+
+/// A progress event: phase name, done, total.
+pub type ProgressFn<'a> = &'a (dyn Fn(&str, u64, u64) + Sync);
+
+/// Latency percentiles of one kind of operation, nanoseconds.
+#[derive(Clone, Debug, Serialize)]
+pub struct Latency {
+    pub kind: String,
+    pub ops: u64,
+    pub mean_ns: f64,
+    pub p50_ns: f64,
+    pub p90_ns: f64,
+    pub p99_ns: f64,
+    pub p999_ns: f64,
+    pub max_ns: f64,
+}
+
+/// What one YCSB run measured.
+#[derive(Clone, Debug, Serialize)]
+pub struct YcsbReport {
+    pub records: u64,
+    pub record_bytes: usize,
+    pub data_bytes_target: Option<u64>,
+    /// Pages in use after the load × page size.
+    pub data_bytes: u64,
+    pub load_secs: f64,
+    pub load_records_per_sec: f64,
+    pub warmup_secs: f64,
+    pub run_secs: f64,
+    pub ops: u64,
+    pub throughput_ops_per_sec: f64,
+    /// `model` mode: Σ over threads of ops / (wall + modelled device time).
+    pub modelled_ops_per_sec: Option<f64>,
+    pub modelled_device_secs: f64,
+    pub latency: Vec<Latency>,
+    /// Reads or updates of keys the tree did not have (0 unless something is wrong).
+    pub not_found: u64,
+    pub tiers: TierStats,
+    /// Cache lines moved between tiers in the measured run (page moves × lines per page).
+    pub lines_nvm_to_dram: u64,
+    pub lines_dram_to_nvm: u64,
+    pub lines_ssd_to_dram: u64,
+}
+
+/// Loads, warms up and runs `spec` on `engine`.
+///
+/// # Errors
+/// Engine errors (e.g. data that does not fit an architecture), a bad configuration.
+pub fn run(engine: &Engine, spec: &YcsbSpec, cfg: &DriverConfig, progress: ProgressFn<'_>) -> Result<YcsbReport> {
+    if cfg.threads == 0 {
+        bail!("--threads must be at least 1");
+    }
+    let mut spec = spec.clone();
+    let mut key = Vec::new();
+    build_key(&spec, spec.record_count().saturating_sub(1), &mut key);
+    if let Some(bytes) = cfg.data_bytes {
+        let per_record = key.len() as f64 + spec.record_length_bytes() as f64 + ENTRY_OVERHEAD_BYTES;
+        let records = ((bytes as f64 * SORTED_LOAD_FILL / per_record) as u64).max(1);
+        if records > LOAD_RECORDS_MAX {
+            bail!(
+                "a data size of {} needs {records} records, above the limit of {LOAD_RECORDS_MAX}",
+                tierdb::ByteSize(bytes)
+            );
+        }
+        spec.set("recordcount", &records.to_string()).context("setting recordcount from --data")?;
+        spec.set("insertcount", &records.to_string()).ok();
+    }
+    engine.visit(Runner { engine, spec: &spec, cfg, progress })
+}
+
+struct Runner<'a> {
+    engine: &'a Engine,
+    spec: &'a YcsbSpec,
+    cfg: &'a DriverConfig,
+    progress: ProgressFn<'a>,
+}
+
+const PHASE_WARMUP: u8 = 0;
+const PHASE_MEASURE: u8 = 1;
+const PHASE_STOP: u8 = 2;
+
+/// What one worker thread measured.
+struct ThreadResult {
+    ops: u64,
+    not_found: u64,
+    virtual_ps: u64,
+    hist: Vec<Histogram<u64>>,
+}
+
+impl SourceVisitor for Runner<'_> {
+    type Output = Result<YcsbReport>;
+
+    fn visit<S: PageSource>(self, source: &S) -> Result<YcsbReport> {
+        let Runner { engine, spec, cfg, progress } = self;
+        // 1. Load, in key order.
+        let tree = Catalog::create_tree(source, "usertable").context("creating the table")?;
+        let keyspace = KeySpace::new(spec);
+        let load = keyspace.load_range();
+        let records = load.end - load.start;
+        let mut keys: Vec<Vec<u8>> = load
+            .map(|n| {
+                let mut k = Vec::new();
+                build_key(spec, n, &mut k);
+                k
+            })
+            .collect();
+        keys.sort_unstable();
+        let bulk = |on: bool| {
+            if let Engine::Buffer(b) = engine {
+                b.set_bulk_load(on);
+            }
+        };
+        bulk(true);
+        let started = Instant::now();
+        let mut rng = value_rng(cfg.seed, u32::MAX);
+        let mut value = Vec::new();
+        for (i, k) in keys.iter().enumerate() {
+            fill_record(spec, &mut rng, &mut value);
+            let fresh = tree.insert(k, &value).with_context(|| format!("loading record {i} of {records}"))?;
+            if !fresh {
+                bail!("duplicate key {:?} in the load", String::from_utf8_lossy(k));
+            }
+            if (i as u64).is_multiple_of(PROGRESS_EVERY) {
+                progress("load", i as u64, records);
+            }
+        }
+        let load_secs = started.elapsed().as_secs_f64();
+        bulk(false);
+        drop(keys);
+        progress("load", records, records);
+        let data_bytes = engine.pages_in_use() * engine.page_size() as u64;
+
+        // 2 + 3. Warm-up and run on N threads.
+        let phase = AtomicU8::new(PHASE_WARMUP);
+        let remaining = AtomicU64::new(spec.operation_count());
+        let failed = AtomicBool::new(false);
+        let counted = cfg.duration.is_none();
+        let tsc = clock::rate();
+        let (results, warmup_secs, run_secs, before, after) = std::thread::scope(|s| {
+            let workers: Vec<_> = (0..cfg.threads)
+                .map(|t| {
+                    let (tree, keyspace, phase, remaining, failed) = (&tree, &keyspace, &phase, &remaining, &failed);
+                    s.spawn(move || -> Result<ThreadResult> {
+                        let r = worker(tree, spec, keyspace, cfg.seed, t, phase, counted.then_some(remaining));
+                        if r.is_err() {
+                            failed.store(true, Ordering::Relaxed);
+                            phase.store(PHASE_STOP, Ordering::Relaxed);
+                        }
+                        r
+                    })
+                })
+                .collect();
+            let warm = Instant::now();
+            sleep_with_progress(cfg.warmup, "warm-up", progress, &failed);
+            let warmup_secs = warm.elapsed().as_secs_f64();
+            let before = engine.stats();
+            let start = Instant::now();
+            phase.store(PHASE_MEASURE, Ordering::Release);
+            match cfg.duration {
+                Some(d) => sleep_with_progress(d, "run", progress, &failed),
+                None => {
+                    let total = spec.operation_count();
+                    while remaining.load(Ordering::Relaxed) > 0 && !failed.load(Ordering::Relaxed) {
+                        progress("run", total - remaining.load(Ordering::Relaxed), total);
+                        std::thread::sleep(Duration::from_millis(50));
+                    }
+                }
+            }
+            phase.store(PHASE_STOP, Ordering::Release);
+            let run_secs = start.elapsed().as_secs_f64();
+            let after = engine.stats();
+            let results: Vec<Result<ThreadResult>> = workers
+                .into_iter()
+                .map(|w| w.join().unwrap_or_else(|_| Err(anyhow!("a worker thread panicked"))))
+                .collect();
+            (results, warmup_secs, run_secs, before, after)
+        });
+        let results: Vec<ThreadResult> = results.into_iter().collect::<Result<_>>()?;
+
+        // 4. Summaries.
+        let ops: u64 = results.iter().map(|r| r.ops).sum();
+        let not_found = results.iter().map(|r| r.not_found).sum();
+        let modelled_device_secs = results.iter().map(|r| r.virtual_ps as f64 * 1e-12).sum::<f64>();
+        let modelled = results
+            .iter()
+            .any(|r| r.virtual_ps > 0)
+            .then(|| results.iter().map(|r| r.ops as f64 / (run_secs + r.virtual_ps as f64 * 1e-12)).sum::<f64>());
+        let mut latency = Vec::new();
+        let mut all = new_histogram();
+        for kind in OpKind::ALL {
+            let mut h = new_histogram();
+            for r in &results {
+                h.add(&r.hist[kind as usize]).expect("same bounds");
+            }
+            if h.is_empty() {
+                continue;
+            }
+            all.add(&h).expect("same bounds");
+            latency.push(summarise(kind.name(), &h, tsc));
+        }
+        if !all.is_empty() {
+            latency.insert(0, summarise("ALL", &all, tsc));
+        }
+        let tiers = after.since(&before);
+        let lines_per_page = (engine.page_size() / tierdb::limits::CACHE_LINE_BYTES) as u64;
+        Ok(YcsbReport {
+            records,
+            record_bytes: spec.record_length_bytes(),
+            data_bytes_target: cfg.data_bytes,
+            data_bytes,
+            load_secs,
+            load_records_per_sec: records as f64 / load_secs.max(1e-9),
+            warmup_secs,
+            run_secs,
+            ops,
+            throughput_ops_per_sec: ops as f64 / run_secs.max(1e-9),
+            modelled_ops_per_sec: modelled,
+            modelled_device_secs,
+            latency,
+            not_found,
+            lines_nvm_to_dram: tiers.buffer.nvm_to_dram_pages * lines_per_page,
+            lines_dram_to_nvm: tiers.buffer.dram_to_nvm_pages * lines_per_page,
+            lines_ssd_to_dram: tiers.buffer.ssd_reads * lines_per_page,
+            tiers,
+        })
+    }
+}
+
+/// A histogram of TSC ticks from 1 to ~2^42 (over half an hour at 2 GHz), 3 digits.
+fn new_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 1 << 42, 3).expect("valid histogram bounds")
+}
+
+fn summarise(kind: &str, h: &Histogram<u64>, tsc: clock::TscRate) -> Latency {
+    let ns = |ticks: u64| tsc.ns_from_ticks(ticks);
+    Latency {
+        kind: kind.to_string(),
+        ops: h.len(),
+        mean_ns: h.mean() / tsc.ticks_per_ns,
+        p50_ns: ns(h.value_at_quantile(0.5)),
+        p90_ns: ns(h.value_at_quantile(0.9)),
+        p99_ns: ns(h.value_at_quantile(0.99)),
+        p999_ns: ns(h.value_at_quantile(0.999)),
+        max_ns: ns(h.max()),
+    }
+}
+
+fn sleep_with_progress(d: Duration, name: &str, progress: ProgressFn<'_>, failed: &AtomicBool) {
+    let start = Instant::now();
+    let total_ms = d.as_millis() as u64;
+    while start.elapsed() < d && !failed.load(Ordering::Relaxed) {
+        progress(name, start.elapsed().as_millis() as u64, total_ms);
+        std::thread::sleep(Duration::from_millis(50).min(d.saturating_sub(start.elapsed())));
+    }
+    progress(name, total_ms, total_ms);
+}
+
+/// One worker: runs operations until the phase says stop; measures in the run phase.
+fn worker<S: PageSource>(
+    tree: &BTree<'_, S>,
+    spec: &YcsbSpec,
+    keyspace: &KeySpace,
+    seed: u64,
+    thread: u32,
+    phase: &AtomicU8,
+    remaining: Option<&AtomicU64>,
+) -> Result<ThreadResult> {
+    let mut generator = OpGenerator::new(spec, keyspace, seed, thread);
+    let mut rng = value_rng(seed, thread);
+    let mut hist: Vec<Histogram<u64>> = OpKind::ALL.iter().map(|_| new_histogram()).collect();
+    let (mut key, mut value, mut out) = (Vec::new(), Vec::new(), vec![0u8; spec.record_length_bytes()]);
+    let (mut ops, mut not_found) = (0u64, 0u64);
+    let mut measuring = false;
+    let mut virtual_start = 0;
+    let mut budget = 0u64; // operations claimed from `remaining` and not yet run
+    loop {
+        match phase.load(Ordering::Acquire) {
+            PHASE_STOP => break,
+            PHASE_MEASURE if !measuring => {
+                measuring = true;
+                virtual_start = clock::virtual_now_ps();
+            }
+            _ => {}
+        }
+        if measuring && let Some(rem) = remaining {
+            if budget == 0 {
+                // Claim a batch of the operation count.
+                let got =
+                    rem.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |r| (r > 0).then(|| r.saturating_sub(64)));
+                match got {
+                    Ok(r) => budget = r.min(64),
+                    Err(_) => break,
+                }
+            }
+            budget -= 1;
+        }
+        let op = generator.next();
+        let t0 = clock::ticks();
+        let found = execute(tree, spec, keyspace, op, &mut key, &mut value, &mut out, &mut rng)?;
+        let t1 = clock::ticks();
+        if measuring {
+            ops += 1;
+            not_found += u64::from(!found);
+            hist[op.kind() as usize].saturating_record(t1.saturating_sub(t0).max(1));
+        }
+    }
+    let virtual_ps = if measuring { clock::virtual_now_ps() - virtual_start } else { 0 };
+    Ok(ThreadResult { ops, not_found, virtual_ps, hist })
+}
+
+/// Runs one operation; false if its key was missing.
+#[allow(clippy::too_many_arguments)]
+#[inline]
+fn execute<S: PageSource>(
+    tree: &BTree<'_, S>,
+    spec: &YcsbSpec,
+    keyspace: &KeySpace,
+    op: Op,
+    key: &mut Vec<u8>,
+    value: &mut Vec<u8>,
+    out: &mut [u8],
+    rng: &mut impl rand::Rng,
+) -> Result<bool> {
+    let read_range = |field: Option<u32>| match field {
+        Some(f) => field_range(spec, f),
+        None => 0..spec.record_length_bytes(),
+    };
+    Ok(match op {
+        Op::Read { key: n, field } => {
+            build_key(spec, n, key);
+            let r = read_range(field);
+            tree.get(key, |v| {
+                let end = r.end.min(v.len());
+                let start = r.start.min(end);
+                out[..end - start].copy_from_slice(&v[start..end]);
+            })?
+            .is_some()
+        }
+        Op::Update { key: n, field } => {
+            build_key(spec, n, key);
+            update(tree, spec, key, field, value, rng)?
+        }
+        Op::ReadModifyWrite { key: n, field } => {
+            build_key(spec, n, key);
+            let r = read_range(if spec.read_all_fields() { None } else { field });
+            let found = tree
+                .get(key, |v| {
+                    let end = r.end.min(v.len());
+                    let start = r.start.min(end);
+                    out[..end - start].copy_from_slice(&v[start..end]);
+                })?
+                .is_some();
+            found && update(tree, spec, key, field, value, rng)?
+        }
+        Op::Insert { key: n } => {
+            build_key(spec, n, key);
+            fill_record(spec, rng, value);
+            let r = tree.insert(key, value);
+            keyspace.acknowledge_insert(n);
+            r?;
+            true
+        }
+        Op::Scan { start, len, field } => {
+            build_key(spec, start, key);
+            let r = read_range(field);
+            let mut seen = 0u32;
+            tree.scan(key, |_, v| {
+                let end = r.end.min(v.len());
+                let start = r.start.min(end);
+                out[..end - start].copy_from_slice(&v[start..end]);
+                seen += 1;
+                seen < len
+            })?;
+            seen > 0
+        }
+    })
+}
+
+/// Writes one field in place, or the whole record.
+fn update<S: PageSource>(
+    tree: &BTree<'_, S>,
+    spec: &YcsbSpec,
+    key: &[u8],
+    field: Option<u32>,
+    value: &mut Vec<u8>,
+    rng: &mut impl rand::Rng,
+) -> Result<bool> {
+    Ok(match field {
+        Some(f) => {
+            let r = field_range(spec, f);
+            value.resize(r.len(), 0);
+            tierdb_workload::ycsb::fill_printable(rng, value);
+            tree.update_in_place(key, r.start, value)?
+        }
+        None => {
+            fill_record(spec, rng, value);
+            tree.update(key, value)?
+        }
+    })
+}

@@ -1,0 +1,468 @@
+//! A concurrent B+-tree over any [`PageSource`].
+//!
+//! The tree knows pages only as latched guards from its source: it never learns which
+//! tier a page is on. Nodes are slotted pages with prefix truncation and key heads
+//! ([`node`]); the format, the limits and the protocol below are also in `docs/btree.md`.
+//!
+//! Invariants (checked by [`BTree::check_invariants`]): every node's keys are strictly
+//! increasing and lie within its fences, `lower <= key < upper`; a child's fences are the
+//! separators around it in its parent; all leaves are at level 0 and every inner node is
+//! one level above its children; the leaves, left to right, form a chain of right-sibling
+//! links ending in 0. The root's page id never changes: a root split moves the root's
+//! contents into two new children, and a root with a single child absorbs that child.
+//!
+//! Concurrency. Many threads share one `&BTree`. Latches are only ever *waited for*
+//! top-down (parent before child) or left to right (a leaf before its right sibling;
+//! a left node before its right neighbour under the same parent), so there is no cycle:
+//!
+//! - lookups and scans couple shared latches from the root down (the child is latched
+//!   before the parent is released) and scans move right along sibling links the same
+//!   way;
+//! - writes descend optimistically: shared latches on inner nodes, an exclusive latch on
+//!   the leaf. If the leaf must split (or underflows on a delete), the operation releases
+//!   everything and descends again pessimistically, coupling exclusive latches from the
+//!   root and releasing all ancestors as soon as the current node is *safe* (has room for
+//!   one maximal separator; or, for deletes, stays above the underflow bound after losing
+//!   one). The held chain is then modified bottom-up. The only restart is of the
+//!   optimistic descent when a root leaf turned into an inner node between its shared
+//!   and exclusive latch; restarts are bounded by
+//!   [`BTREE_RESTARTS_MAX`].
+//!
+//! Underflow: a delete that leaves a non-root node with less than a quarter of the page
+//! in entries merges it with its right sibling under the same parent if the merged node
+//! fits in a page, else with its left sibling if that fits; the emptied (right) page is
+//! freed. Parents that underflow in turn are merged the same way, and a root left with a
+//! single child absorbs it. A node that cannot merge stays underfull (still valid), and
+//! updates that shrink values never merge.
+//!
+//! Splits are at the middle by bytes, except an insert past the last key of the
+//! rightmost node (a sequential load), which keeps the left node nearly full.
+
+mod check;
+mod cursor;
+mod error;
+pub mod node;
+mod structure;
+
+pub use check::TreeStats;
+pub use cursor::Cursor;
+pub use error::BTreeError;
+pub use node::value_bytes_max;
+
+use crate::Result;
+use crate::buffer::{ExclusivePage, PageSource};
+use crate::ids::PageId;
+use crate::limits::{BTREE_KEY_BYTES_MAX, BTREE_RESTARTS_MAX, BTREE_UNDERFULL_DIVISOR};
+use node::{Builder, INNER_ENTRY_BYTES_MAX, Kind, NodeMut, NodeRef};
+
+type Shared<'s, S> = <S as PageSource>::Shared<'s>;
+type Exclusive<'s, S> = <S as PageSource>::Exclusive<'s>;
+/// Exclusive guards from the highest held ancestor down to the current node.
+type Chain<'s, S> = Vec<(PageId, Exclusive<'s, S>)>;
+
+/// A B+-tree of byte-string keys and values, rooted at a fixed page of `source`.
+///
+/// A handle is two words and `Copy`; it is `Sync` when the source is, so threads share
+/// one `&BTree` (or copies of it).
+pub struct BTree<'s, S: PageSource> {
+    source: &'s S,
+    root: PageId,
+}
+
+impl<S: PageSource> Clone for BTree<'_, S> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<S: PageSource> Copy for BTree<'_, S> {}
+
+impl<S: PageSource> std::fmt::Debug for BTree<'_, S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BTree").field("root", &self.root).finish_non_exhaustive()
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum WriteMode {
+    Insert,
+    Update,
+    Upsert,
+}
+
+/// The outcome of a write attempted on a leaf held exclusive.
+enum LeafWrite {
+    /// Done, with the operation's result.
+    Done(bool),
+    /// The leaf must split first.
+    NoRoom,
+}
+
+fn corrupted(pid: PageId, detail: impl Into<String>) -> crate::Error {
+    BTreeError::Corrupted { pid, detail: detail.into() }.into()
+}
+
+impl<'s, S: PageSource> BTree<'s, S> {
+    /// Creates an empty tree: allocates its root, an empty leaf.
+    ///
+    /// # Errors
+    /// The source's allocation errors.
+    pub fn create(source: &'s S) -> Result<Self> {
+        let mut page = source.allocate()?;
+        let pid = page.page_id();
+        Builder::new(&mut page, pid, Kind::Leaf, 0, &[], None, 0)?;
+        Ok(BTree { source, root: pid })
+    }
+
+    /// Opens the tree rooted at `root`, checking that the page holds a root node.
+    ///
+    /// # Errors
+    /// `NotATree` if the page is not a node or not a root (it has fences);
+    /// `Corrupted` for an inconsistent header; the source's fix errors.
+    pub fn open(source: &'s S, root: PageId) -> Result<Self> {
+        let page = source.fix_shared(root)?;
+        let node = NodeRef::parse(&page, root)?;
+        if !node.lower_fence().is_empty() || node.upper_fence().is_some() {
+            return Err(BTreeError::NotATree { pid: root, detail: "a node with fences, not a root".into() }.into());
+        }
+        Ok(BTree { source, root })
+    }
+
+    /// The root's page id, fixed for the tree's life.
+    pub fn root(&self) -> PageId {
+        self.root
+    }
+
+    pub fn source(&self) -> &'s S {
+        self.source
+    }
+
+    /// The longest value this tree stores (it depends on the page size).
+    pub fn value_bytes_max(&self) -> usize {
+        value_bytes_max(self.source.page_size())
+    }
+
+    fn check_key(&self, key: &[u8]) -> Result<()> {
+        if key.len() > BTREE_KEY_BYTES_MAX {
+            return Err(BTreeError::KeyTooLarge { len: key.len(), max: BTREE_KEY_BYTES_MAX }.into());
+        }
+        Ok(())
+    }
+
+    fn check_value(&self, value: &[u8]) -> Result<()> {
+        let page_size = self.source.page_size();
+        let max = value_bytes_max(page_size);
+        if value.len() > max {
+            return Err(BTreeError::ValueTooLarge { len: value.len(), max, page_size }.into());
+        }
+        Ok(())
+    }
+
+    /// Calls `f` with the value of `key`, in place in the leaf (under its shared latch:
+    /// `f` must not use the tree), and returns what `f` returns.
+    ///
+    /// # Errors
+    /// `KeyTooLarge`; `Corrupted`/`NotATree` for bad pages; the source's fix errors.
+    #[inline]
+    pub fn get<R>(&self, key: &[u8], f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>> {
+        self.check_key(key)?;
+        let (pid, leaf) = self.descend_shared(key)?;
+        let node = NodeRef::parse(&leaf, pid)?;
+        match node.lower_bound(key)? {
+            (pos, true) => Ok(Some(f(node.value(pos)?))),
+            _ => Ok(None),
+        }
+    }
+
+    /// Inserts `key -> value` if `key` is absent. Returns false, changing nothing, if it
+    /// is present.
+    ///
+    /// # Errors
+    /// `KeyTooLarge`, `ValueTooLarge`; bad pages; the source's errors (a split needs a
+    /// page).
+    pub fn insert(&self, key: &[u8], value: &[u8]) -> Result<bool> {
+        self.write(key, value, WriteMode::Insert, "insert")
+    }
+
+    /// Inserts `key -> value` or replaces the value of `key`.
+    ///
+    /// # Errors
+    /// As [`insert`](Self::insert).
+    pub fn upsert(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.write(key, value, WriteMode::Upsert, "upsert").map(|_| ())
+    }
+
+    /// Replaces the value of `key` (with a value of any length). Returns false if `key`
+    /// is absent.
+    ///
+    /// # Errors
+    /// As [`insert`](Self::insert).
+    pub fn update(&self, key: &[u8], value: &[u8]) -> Result<bool> {
+        self.write(key, value, WriteMode::Update, "update")
+    }
+
+    /// Overwrites `bytes.len()` bytes of `key`'s value at `offset`, in place: the leaf is
+    /// latched exclusive, nothing is re-laid out. Returns false if `key` is absent.
+    ///
+    /// # Errors
+    /// `OffsetOutOfRange` if the range is not inside the value; as [`get`](Self::get).
+    pub fn update_in_place(&self, key: &[u8], offset: usize, bytes: &[u8]) -> Result<bool> {
+        self.check_key(key)?;
+        let (pid, mut leaf) = self.descend_for_write(key, "update_in_place")?;
+        let node = NodeRef::parse(&leaf, pid)?;
+        let (pos, found) = node.lower_bound(key)?;
+        if !found {
+            return Ok(false);
+        }
+        let value_len = node.value(pos)?.len();
+        if offset.checked_add(bytes.len()).is_none_or(|end| end > value_len) {
+            return Err(BTreeError::OffsetOutOfRange { offset, len: bytes.len(), value_len }.into());
+        }
+        NodeMut::trusted(&mut leaf, pid).write_value(pos, offset, bytes)?;
+        Ok(true)
+    }
+
+    /// Removes `key`. Returns false if it is absent. May merge underfull nodes.
+    ///
+    /// # Errors
+    /// `KeyTooLarge`; bad pages; the source's errors (freeing a page).
+    pub fn delete(&self, key: &[u8]) -> Result<bool> {
+        self.check_key(key)?;
+        {
+            let (pid, mut leaf) = self.descend_for_write(key, "delete")?;
+            let node = NodeRef::parse(&leaf, pid)?;
+            let (pos, found) = node.lower_bound(key)?;
+            if !found {
+                return Ok(false);
+            }
+            let left = node.payload_bytes().saturating_sub(node.entry_bytes(pos)?);
+            if pid == self.root || left >= node.page_size() / BTREE_UNDERFULL_DIVISOR {
+                NodeMut::trusted(&mut leaf, pid).remove(pos)?;
+                return Ok(true);
+            }
+        }
+        // The leaf underflows: delete under a pessimistic chain, then merge bottom-up.
+        let mut chain = self.descend_exclusive(key, delete_safe)?;
+        let (pid, leaf) = chain.last_mut().expect("a descent holds at least the leaf");
+        let pid = *pid;
+        let (pos, found) = NodeRef::parse(leaf, pid)?.lower_bound(key)?;
+        if !found {
+            return Ok(false);
+        }
+        NodeMut::trusted(leaf, pid).remove(pos)?;
+        self.rebalance(&mut chain, key)?;
+        Ok(true)
+    }
+
+    /// Calls `f(key, value)` for the keys `>= start` in order until `f` returns false.
+    /// Holds one or two shared leaf latches while `f` runs: `f` must not use the tree.
+    ///
+    /// # Errors
+    /// `KeyTooLarge` for `start`; bad pages; the source's fix errors.
+    pub fn scan(&self, start: &[u8], f: impl FnMut(&[u8], &[u8]) -> bool) -> Result<()> {
+        self.check_key(start)?;
+        self.scan_from(start, true, f)
+    }
+
+    /// A forward cursor over the keys `>= start`. It copies a leaf's worth of entries
+    /// at a time and holds no latch between calls, so the caller may use the tree (even
+    /// write to it) while iterating; each batch is a consistent snapshot of one leaf.
+    pub fn range(&self, start: &[u8]) -> Cursor<'_, 's, S> {
+        Cursor::new(self, start)
+    }
+
+    /// Walks the whole tree and checks every invariant (order, fences, prefixes, heads,
+    /// separators, levels, sibling links, space accounting). Expensive; for tests, on a
+    /// tree no thread is changing.
+    ///
+    /// # Errors
+    /// `Corrupted` naming the first violation; the source's fix errors.
+    pub fn check_invariants(&self) -> Result<TreeStats> {
+        check::check(self)
+    }
+
+    /// Frees every page of the tree, the root included. The caller guarantees that no
+    /// other handle of this tree is used again.
+    ///
+    /// # Errors
+    /// Bad pages; the source's errors.
+    pub fn destroy(self) -> Result<()> {
+        let mut stack = vec![self.root];
+        let mut seen = std::collections::HashSet::new();
+        while let Some(pid) = stack.pop() {
+            if !seen.insert(pid) {
+                return Err(corrupted(pid, "reached twice: the tree is not a tree"));
+            }
+            let page = self.source.fix_exclusive(pid)?;
+            let node = NodeRef::parse(&page, pid)?;
+            if !node.is_leaf() {
+                for i in 0..=node.count() {
+                    stack.push(node.child(i)?);
+                }
+            }
+            self.source.free(page)?;
+        }
+        Ok(())
+    }
+
+    /// Descends to the leaf for `key` with shared latch coupling.
+    #[inline]
+    fn descend_shared(&self, key: &[u8]) -> Result<(PageId, Shared<'s, S>)> {
+        let mut pid = self.root;
+        let mut page = self.source.fix_shared(pid)?;
+        let mut level = None;
+        loop {
+            let node = NodeRef::parse(&page, pid)?;
+            if let Some(l) = level {
+                node.expect_level(l)?;
+            }
+            if node.is_leaf() {
+                return Ok((pid, page));
+            }
+            let child = node.child_for(key)?;
+            level = Some(node.level() - 1);
+            // The child is latched before the parent is released.
+            let next = self.source.fix_shared(child)?;
+            page = next;
+            pid = child;
+        }
+    }
+
+    /// The optimistic write descent: shared latches on inner nodes, the leaf exclusive.
+    fn descend_for_write(&self, key: &[u8], op: &'static str) -> Result<(PageId, Exclusive<'s, S>)> {
+        for _ in 0..BTREE_RESTARTS_MAX {
+            let mut page = self.source.fix_shared(self.root)?;
+            if NodeRef::parse(&page, self.root)?.is_leaf() {
+                drop(page);
+                let root = self.source.fix_exclusive(self.root)?;
+                if NodeRef::parse(&root, self.root)?.is_leaf() {
+                    return Ok((self.root, root));
+                }
+                continue; // The root split between the two latches.
+            }
+            let mut pid = self.root;
+            let mut level = None;
+            loop {
+                let node = NodeRef::parse(&page, pid)?;
+                if let Some(l) = level {
+                    node.expect_level(l)?;
+                }
+                let child = node.child_for(key)?;
+                let child_level = node.level() - 1;
+                if child_level == 0 {
+                    let leaf = self.source.fix_exclusive(child)?;
+                    NodeRef::parse(&leaf, child)?.expect_level(0)?;
+                    return Ok((child, leaf));
+                }
+                let next = self.source.fix_shared(child)?;
+                page = next;
+                pid = child;
+                level = Some(child_level);
+            }
+        }
+        Err(BTreeError::RestartLimit { op, restarts: BTREE_RESTARTS_MAX }.into())
+    }
+
+    /// The pessimistic descent: exclusive coupling from the root; ancestors are released
+    /// as soon as the current node is `safe(node, is_root)`. Returns the held chain, the
+    /// leaf last.
+    fn descend_exclusive(&self, key: &[u8], safe: impl Fn(&NodeRef<'_>, bool) -> bool) -> Result<Chain<'s, S>> {
+        let mut chain: Chain<'s, S> = Vec::new();
+        let mut pid = self.root;
+        let mut level = None;
+        loop {
+            let page = self.source.fix_exclusive(pid)?;
+            let node = NodeRef::parse(&page, pid)?;
+            if let Some(l) = level {
+                node.expect_level(l)?;
+            }
+            let next = if node.is_leaf() { None } else { Some((node.child_for(key)?, node.level() - 1)) };
+            if safe(&node, pid == self.root) {
+                chain.clear(); // Releases the ancestors top-down.
+            }
+            chain.push((pid, page));
+            match next {
+                None => return Ok(chain),
+                Some((child, l)) => (pid, level) = (child, Some(l)),
+            }
+        }
+    }
+
+    /// Insert, update or upsert: optimistic first, pessimistic with splits if the leaf
+    /// has no room.
+    fn write(&self, key: &[u8], value: &[u8], mode: WriteMode, op: &'static str) -> Result<bool> {
+        self.check_key(key)?;
+        self.check_value(value)?;
+        {
+            let (pid, mut leaf) = self.descend_for_write(key, op)?;
+            if let LeafWrite::Done(r) = self.write_leaf(pid, &mut leaf, key, value, mode)? {
+                return Ok(r);
+            }
+        }
+        // An entry of this size fits a node with any prefix.
+        let need = node::SLOT_BYTES + node::ENTRY_HEADER_BYTES + key.len() + value.len();
+        let mut chain = self
+            .descend_exclusive(key, |n, _| n.free_total() >= if n.is_leaf() { need } else { INNER_ENTRY_BYTES_MAX })?;
+        let idx = chain.len() - 1;
+        let (pid, leaf) = &mut chain[idx];
+        if let LeafWrite::Done(r) = self.write_leaf(*pid, leaf, key, value, mode)? {
+            return Ok(r);
+        }
+        let idx = self.make_room(&mut chain, idx, key, need)?;
+        let (pid, leaf) = &mut chain[idx];
+        match self.write_leaf(*pid, leaf, key, value, mode)? {
+            LeafWrite::Done(r) => Ok(r),
+            LeafWrite::NoRoom => panic!("{pid}: no room for a {need}-byte entry after a split"),
+        }
+    }
+
+    /// Applies a write to a leaf held exclusive, if it has room.
+    fn write_leaf(
+        &self,
+        pid: PageId,
+        leaf: &mut Exclusive<'s, S>,
+        key: &[u8],
+        value: &[u8],
+        mode: WriteMode,
+    ) -> Result<LeafWrite> {
+        let node = NodeRef::parse(leaf, pid)?;
+        if !node.is_leaf() {
+            return Err(corrupted(pid, "a write descended to an inner node"));
+        }
+        let (pos, found) = node.lower_bound(key)?;
+        match (mode, found) {
+            (WriteMode::Insert, true) | (WriteMode::Update, false) => Ok(LeafWrite::Done(false)),
+            (_, false) => {
+                if node.free_total() < node.entry_bytes_for(key, value.len()) {
+                    return Ok(LeafWrite::NoRoom);
+                }
+                let done = NodeMut::trusted(leaf, pid).insert(pos, key, value)?;
+                assert!(done, "{pid}: an entry that fits was refused");
+                Ok(LeafWrite::Done(true))
+            }
+            (_, true) => {
+                let old = node.value(pos)?.len();
+                if value.len() > old && node.free_total() < value.len() - old {
+                    return Ok(LeafWrite::NoRoom);
+                }
+                let done = NodeMut::trusted(leaf, pid).set_value(pos, value)?;
+                assert!(done, "{pid}: a value that fits was refused");
+                Ok(LeafWrite::Done(true))
+            }
+        }
+    }
+}
+
+/// A node is safe for a delete below it if losing one maximal entry keeps it from
+/// underflowing; the root if it keeps at least one separator (or is a leaf).
+fn delete_safe(node: &NodeRef<'_>, is_root: bool) -> bool {
+    if is_root {
+        return node.is_leaf() || node.count() >= 2;
+    }
+    let page = node.page_size();
+    let entry_max = if node.is_leaf() { node::leaf_entry_bytes_max(page) } else { INNER_ENTRY_BYTES_MAX };
+    node.payload_bytes() >= page / BTREE_UNDERFULL_DIVISOR + entry_max
+}
+
+#[cfg(test)]
+mod tests;

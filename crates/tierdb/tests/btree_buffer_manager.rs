@@ -1,0 +1,171 @@
+//! The B+-tree, unchanged, on the buffer manager with DRAM far smaller than the tree,
+//! so that every operation moves pages between DRAM, NVM and SSD: random operations
+//! checked against a `BTreeMap`, two threads at once, and the tree found again by name
+//! after the database is closed and reopened.
+
+use std::collections::BTreeMap;
+
+use rand::prelude::*;
+use tierdb::ByteSize;
+use tierdb::btree::BTree;
+use tierdb::buffer::{BufferConfig, BufferManager};
+use tierdb::catalog::Catalog;
+use tierdb::device::{NvmConfig, OpenMode, SsdConfig};
+
+const PS: usize = 4096;
+
+/// DRAM of `dram_frames`, NVM of `nvm_frames` (none if 0), SSD.
+fn config(dir: &tempfile::TempDir, dram_frames: u64, nvm_frames: u64, policy: &str) -> BufferConfig {
+    let mut c = BufferConfig::new(ByteSize(dram_frames * PS as u64));
+    c.page_size = PS;
+    c.policy = policy.into();
+    if nvm_frames > 0 {
+        c.nvm = Some(NvmConfig::new(
+            dir.path().join("t.nvm"),
+            ByteSize((8192 + nvm_frames * (PS as u64 + 64) + 4096).next_multiple_of(4096)),
+        ));
+    }
+    c.ssd = Some(SsdConfig::new(dir.path().join("t.db")));
+    c
+}
+
+/// Random operations on tree `t`, mirrored in `m`.
+fn run(t: &BTree<'_, BufferManager>, m: &mut BTreeMap<Vec<u8>, Vec<u8>>, rng: &mut SmallRng, ops: usize) {
+    for _ in 0..ops {
+        let k = key(rng);
+        match rng.random_range(0..10) {
+            0..4 => {
+                let v = value(rng);
+                assert_eq!(t.insert(&k, &v).unwrap(), !m.contains_key(&k));
+                m.entry(k).or_insert(v);
+            }
+            4..6 => {
+                let v = value(rng);
+                t.upsert(&k, &v).unwrap();
+                m.insert(k, v);
+            }
+            6..8 => assert_eq!(t.delete(&k).unwrap(), m.remove(&k).is_some()),
+            _ => assert_eq!(t.get(&k, <[u8]>::to_vec).unwrap(), m.get(&k).cloned()),
+        }
+    }
+}
+
+/// Builds a tree through the buffer manager, closes it, reopens the database and
+/// finds the tree by name with all its contents.
+fn survives_close_and_reopen(nvm_frames: u64, policy: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut m = BTreeMap::new();
+    let mut rng = SmallRng::seed_from_u64(5);
+    {
+        let bm = BufferManager::open(&config(&dir, 24, nvm_frames, policy)).unwrap();
+        let t = Catalog::create_tree(&bm, "t").unwrap();
+        run(&t, &mut m, &mut rng, 10_000);
+        check(&t, &m, &format!("{policy}, {nvm_frames} NVM frames, before close"));
+        bm.close().unwrap();
+    }
+    let mut cfg = config(&dir, 24, nvm_frames, policy);
+    cfg.ssd_open_mode = OpenMode::Open;
+    let bm = BufferManager::open(&cfg).unwrap();
+    let t = Catalog::open_tree(&bm, "t").unwrap();
+    check(&t, &m, &format!("{policy}, {nvm_frames} NVM frames, after reopen"));
+}
+
+fn key(rng: &mut SmallRng) -> Vec<u8> {
+    format!("user{:019}", rng.random_range(0..4000u64) * 104_729).into_bytes()
+}
+
+fn value(rng: &mut SmallRng) -> Vec<u8> {
+    let len = if rng.random_bool(0.1) { rng.random_range(300..600) } else { rng.random_range(0..100) };
+    let b: u8 = rng.random();
+    (0..len).map(|i| b.wrapping_add(i as u8)).collect()
+}
+
+fn check(t: &BTree<'_, BufferManager>, m: &BTreeMap<Vec<u8>, Vec<u8>>, phase: &str) {
+    let st = t.check_invariants().unwrap_or_else(|e| panic!("{phase}: {e}"));
+    assert_eq!(st.entries, m.len() as u64, "{phase}");
+    let mut it = m.iter();
+    t.scan(b"", |k, v| {
+        let want = it.next().map(|(a, b)| (a.as_slice(), b.as_slice()));
+        assert!(
+            Some((k, v)) == want,
+            "{phase}: {:?} found, {:?} expected",
+            String::from_utf8_lossy(k),
+            want.map(|w| String::from_utf8_lossy(w.0))
+        );
+        true
+    })
+    .unwrap();
+    assert!(it.next().is_none(), "{phase}");
+}
+
+#[test]
+fn random_operations_through_all_tiers() {
+    for policy in ["eager", "hymem"] {
+        let dir = tempfile::tempdir().unwrap();
+        let bm = BufferManager::open(&config(&dir, 24, 48, policy)).unwrap();
+        let t = BTree::create(&bm).unwrap();
+        let (mut m, mut rng) = (BTreeMap::new(), SmallRng::seed_from_u64(11));
+        run(&t, &mut m, &mut rng, 15_000);
+        check(&t, &m, policy);
+        let st = t.check_invariants().unwrap();
+        assert!(st.pages() > 3 * 24, "the tree ({} pages) is much larger than DRAM", st.pages());
+        let s = bm.stats().buffer;
+        assert!(s.dram_evictions > 1000, "{policy}: {s:?}");
+    }
+}
+
+#[test]
+fn survives_close_and_reopen_without_nvm() {
+    survives_close_and_reopen(0, "eager");
+}
+
+/// Fails today: with an NVM tier, a few pages written before `close` read back stale
+/// after reopening, for both policies and without the tree too (reported to the buffer
+/// manager's owner).
+#[test]
+fn survives_close_and_reopen_with_nvm() {
+    survives_close_and_reopen(48, "eager");
+    survives_close_and_reopen(48, "hymem");
+}
+
+#[test]
+fn two_threads_through_all_tiers() {
+    let dir = tempfile::tempdir().unwrap();
+    let bm = BufferManager::open(&config(&dir, 64, 64, "hymem")).unwrap();
+    let t = BTree::create(&bm).unwrap();
+    let models: Vec<BTreeMap<Vec<u8>, Vec<u8>>> = std::thread::scope(|sc| {
+        let workers: Vec<_> = (0..2u8)
+            .map(|tid| {
+                let t = &t;
+                sc.spawn(move || {
+                    let mut rng = SmallRng::seed_from_u64(tid as u64);
+                    let mut m = BTreeMap::new();
+                    for _ in 0..8000 {
+                        let k = [&[tid][..], &key(&mut rng)].concat();
+                        match rng.random_range(0..10) {
+                            0..5 => {
+                                let v = value(&mut rng);
+                                t.upsert(&k, &v).unwrap();
+                                m.insert(k, v);
+                            }
+                            5..8 => assert_eq!(t.delete(&k).unwrap(), m.remove(&k).is_some()),
+                            _ => {
+                                let mut n = 0;
+                                t.scan(&k, |_, _| {
+                                    n += 1;
+                                    n < 20
+                                })
+                                .unwrap();
+                            }
+                        }
+                    }
+                    m
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().unwrap()).collect()
+    });
+    let all: BTreeMap<_, _> = models.into_iter().flatten().collect();
+    check(&t, &all, "two threads");
+    assert_eq!(bm.info().pages_in_use, 1 + t.check_invariants().unwrap().pages());
+}
