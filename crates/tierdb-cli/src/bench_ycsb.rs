@@ -59,7 +59,7 @@ pub struct EngineArgs {
     #[arg(long, default_value_t = 2.0)]
     pub warmup: f64,
     /// Seconds of measured run (0: run the workload's operationcount instead).
-    #[arg(long, default_value_t = 5.0)]
+    #[arg(long, default_value_t = 3.0)]
     pub duration: f64,
     #[arg(long, default_value_t = 42)]
     pub seed: u64,

@@ -25,7 +25,7 @@ pub struct CompareArgs {
     #[arg(long, default_value = "1GiB")]
     nvm: ByteSize,
     /// Data sizes (B+-tree size after loading), comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "128MiB,256MiB,512MiB,768MiB,1GiB,1536MiB,2GiB")]
+    #[arg(long, value_delimiter = ',', default_value = "128MiB,192MiB,384MiB,640MiB,896MiB,1536MiB,2GiB")]
     sizes: Vec<ByteSize>,
     /// Architectures, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "main-memory,ssd-bm,basic-nvm-bm,three-tier")]

@@ -167,12 +167,11 @@ impl SourceVisitor for Runner<'_> {
             })
             .collect();
         keys.sort_unstable();
-        let bulk = |on: bool| {
-            if let Engine::Buffer(b) = engine {
-                b.set_bulk_load(on);
-            }
+        let bulk = |on: bool| match engine {
+            Engine::Buffer(b) => b.set_bulk_load(on).context("switching bulk-load mode"),
+            Engine::Memory(_) => Ok(()),
         };
-        bulk(true);
+        bulk(true)?;
         let started = Instant::now();
         let mut rng = value_rng(cfg.seed, u32::MAX);
         let mut value = Vec::new();
@@ -187,7 +186,7 @@ impl SourceVisitor for Runner<'_> {
             }
         }
         let load_secs = started.elapsed().as_secs_f64();
-        bulk(false);
+        bulk(false)?;
         drop(keys);
         progress("load", records, records);
         let data_bytes = engine.pages_in_use() * engine.page_size() as u64;

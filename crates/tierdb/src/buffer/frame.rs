@@ -35,8 +35,11 @@ pub const NO_PAGE: u64 = u64::MAX;
 /// `FrameMeta::nvm` of a frame whose page has no NVM copy.
 pub const NO_NVM_FRAME: u32 = u32::MAX;
 
-/// What the buffer manager knows of one DRAM frame.
+/// What the buffer manager knows of one DRAM frame. One cache line each, so that a
+/// latch taken on one frame does not invalidate its neighbours' lines on other cores
+/// (a parent and its children are often allocated side by side).
 #[derive(Debug)]
+#[repr(align(64))]
 pub struct FrameMeta {
     pub latch: Latch,
     /// The page held, or [`NO_PAGE`].

@@ -243,8 +243,41 @@ impl BufferManager {
     /// cache of the most recently loaded pages. No page is ever evicted from NVM on
     /// this account. Off by default; workload drivers turn it on for their load phase
     /// only and say so in their reports.
-    pub fn set_bulk_load(&self, on: bool) {
+    ///
+    /// Turning it off also copies the dirty DRAM pages that have no NVM frame into free
+    /// NVM frames (they stay in DRAM, clean, backed by NVM): the pages a load leaves in
+    /// DRAM would otherwise be written to SSD on their first eviction and read back from
+    /// there. Call it with no other thread using the buffer manager.
+    ///
+    /// # Errors
+    /// Device errors while copying to NVM (the pages stay dirty in DRAM).
+    pub fn set_bulk_load(&self, on: bool) -> Result<()> {
         self.bulk_load.store(on, Ordering::Relaxed);
+        let (Some(nvm), Some(_), false) = (&self.nvm, &self.ssd, on) else { return Ok(()) };
+        for i in 0..self.frames.len() {
+            let f = FrameId(i as u32);
+            let meta = self.frames.meta(f);
+            if meta.pid() == NO_PAGE || meta.nvm.load(Ordering::Relaxed) != NO_NVM_FRAME {
+                continue;
+            }
+            let Some(n) = nvm.pop_free() else { break };
+            let g = self.frames.write(f);
+            let pid = g.meta().pid();
+            if pid == NO_PAGE || !meta.dirty.load(Ordering::Relaxed) || meta.nvm.load(Ordering::Relaxed) != NO_NVM_FRAME
+            {
+                nvm.detach(n);
+                continue;
+            }
+            if let Err(e) = nvm.write_page(n, PageId(pid), &g, true) {
+                nvm.detach(n);
+                return Err(e.into());
+            }
+            meta.nvm.store(n, Ordering::Relaxed);
+            meta.dirty.store(false, Ordering::Relaxed);
+            self.counters.bump(Count::DramToNvm);
+            self.counters.bump(Count::NvmAdmissions);
+        }
+        Ok(())
     }
 
     pub fn info(&self) -> BufferInfo {
