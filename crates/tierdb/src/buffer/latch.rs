@@ -1,25 +1,35 @@
-//! The frame latch: one `AtomicU64` that is a reader-writer spin latch.
+//! The frame latch: one `AtomicU64` that is a writer-preferring reader-writer spin latch.
 //!
 //! ```text
-//!   0                 unlocked
-//!   1 ..= SHARED_MAX  held shared by that many holders
-//!   EXCLUSIVE         held exclusive by one holder
+//!   bit 63       EXCLUSIVE: held exclusive by one holder
+//!   bit 62       WAITING: a writer waits; new readers stay out until it has the latch
+//!   bits 61..0   shared holders (plus readers passing through, about to back out)
+//!   0            unlocked
 //! ```
 //!
-//! Acquisition is a compare-and-swap with `Acquire` ordering, release a store or a
-//! decrement with `Release`, so everything a holder wrote to the frame is visible to the
-//! next holder. Waiting spins briefly, then yields the core (these machines have two).
-//! Latches are never held across a wait for another latch in the reverse order of the
-//! B+-tree's top-down, left-to-right coupling, so there is no deadlock to detect; the
-//! buffer manager only ever *tries* latches it does not already own.
+//! A reader takes the latch with one `fetch_add` that cannot fail, and backs out with a
+//! `fetch_sub` if it finds EXCLUSIVE or WAITING set. Under contention this is one locked
+//! instruction per acquisition rather than a compare-and-swap loop. A writer takes it by
+//! compare-and-swap from 0 (or from WAITING alone). While it has to wait, it sets
+//! WAITING, so a stream of readers on a hot page cannot starve it. The exclusive bit is
+//! released with a subtraction, never a store, so the counts of readers passing through
+//! survive.
+//!
+//! Acquisition uses `Acquire` ordering and release uses `Release`, so everything a
+//! holder wrote to the frame is visible to the next holder. Waiting spins briefly,
+//! then yields the core (these machines have two). Latches are taken in the B+-tree's
+//! top-down, left-to-right coupling order, and a thread never asks again for a latch it
+//! holds. The buffer manager only ever *tries* latches it does not already own, so
+//! there is no deadlock to detect.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::limits::LATCH_SPINS_BEFORE_YIELD;
 
 const UNLOCKED: u64 = 0;
-const EXCLUSIVE: u64 = u64::MAX;
-const SHARED_MAX: u64 = EXCLUSIVE - 1;
+const EXCLUSIVE: u64 = 1 << 63;
+const WAITING: u64 = 1 << 62;
+const READERS: u64 = WAITING - 1;
 
 /// A reader-writer spin latch.
 #[derive(Debug, Default)]
@@ -40,11 +50,13 @@ impl Latch {
     /// Takes the latch shared if no one holds it exclusive.
     #[inline]
     pub fn try_shared(&self) -> bool {
-        let s = self.state.load(Ordering::Relaxed);
-        if s >= SHARED_MAX {
-            return false;
+        let prev = self.state.fetch_add(1, Ordering::Acquire);
+        debug_assert!(prev & READERS < READERS, "shared count overflow: {prev:#x}");
+        if prev & (EXCLUSIVE | WAITING) == 0 {
+            return true;
         }
-        self.state.compare_exchange_weak(s, s + 1, Ordering::Acquire, Ordering::Relaxed).is_ok()
+        self.state.fetch_sub(1, Ordering::Relaxed);
+        false
     }
 
     /// Takes the latch exclusive if no one holds it.
@@ -63,11 +75,21 @@ impl Latch {
         }
     }
 
-    /// Takes the latch exclusive, waiting for every holder to leave.
+    /// Takes the latch exclusive, waiting for every holder to leave; new readers are
+    /// held off meanwhile.
     #[inline]
     pub fn exclusive(&self) {
         let mut spins = 0u32;
-        while !self.try_exclusive() {
+        loop {
+            let s = self.state.load(Ordering::Relaxed);
+            if s & !WAITING == 0 {
+                // Free (perhaps flagged by us or another writer): take it, clearing the flag.
+                if self.state.compare_exchange_weak(s, EXCLUSIVE, Ordering::Acquire, Ordering::Relaxed).is_ok() {
+                    return;
+                }
+            } else if s & WAITING == 0 {
+                self.state.fetch_or(WAITING, Ordering::Relaxed);
+            }
             backoff(&mut spins);
         }
     }
@@ -75,34 +97,34 @@ impl Latch {
     #[inline]
     pub fn unlock_shared(&self) {
         let prev = self.state.fetch_sub(1, Ordering::Release);
-        debug_assert!(prev != UNLOCKED && prev != EXCLUSIVE, "unlock_shared of a latch in state {prev:#x}");
+        debug_assert!(prev & READERS != 0 && prev & EXCLUSIVE == 0, "unlock_shared of a latch in state {prev:#x}");
     }
 
     #[inline]
     pub fn unlock_exclusive(&self) {
-        debug_assert_eq!(
-            self.state.load(Ordering::Relaxed),
-            EXCLUSIVE,
-            "unlock_exclusive of a latch not held exclusive"
-        );
-        self.state.store(UNLOCKED, Ordering::Release);
+        // A subtraction, not a store: readers passing through have counted themselves
+        // in and will count themselves out; a waiting writer's flag stays.
+        let prev = self.state.fetch_sub(EXCLUSIVE, Ordering::Release);
+        debug_assert!(prev & EXCLUSIVE != 0, "unlock_exclusive of a latch in state {prev:#x}");
     }
 
     /// Turns an exclusive hold into a shared one without letting a writer in between.
     #[inline]
     pub fn downgrade(&self) {
-        debug_assert_eq!(self.state.load(Ordering::Relaxed), EXCLUSIVE, "downgrade of a latch not held exclusive");
-        self.state.store(1, Ordering::Release);
+        // EXCLUSIVE → one shared holder, keeping readers passing through.
+        let prev = self.state.fetch_sub(EXCLUSIVE - 1, Ordering::Release);
+        debug_assert!(prev & EXCLUSIVE != 0, "downgrade of a latch in state {prev:#x}");
+        // A writer that set WAITING meanwhile waits for this holder to leave.
     }
 
-    /// True if someone holds the latch (a racy hint for victim selection).
+    /// True if someone holds or wants the latch (a racy hint for victim selection).
     #[inline]
     pub fn is_held(&self) -> bool {
         self.state.load(Ordering::Relaxed) != UNLOCKED
     }
 
     pub fn is_exclusive(&self) -> bool {
-        self.state.load(Ordering::Relaxed) == EXCLUSIVE
+        self.state.load(Ordering::Relaxed) & EXCLUSIVE != 0
     }
 }
 
@@ -158,5 +180,46 @@ mod tests {
             }
         });
         assert_eq!(counter.into_inner(), 40_000);
+    }
+
+    #[test]
+    fn readers_never_see_a_half_done_write() {
+        let l = Latch::new();
+        let (a, b) = (AtomicU64::new(0), AtomicU64::new(0));
+        let reads = AtomicU64::new(0);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                while reads.load(Ordering::Relaxed) == 0 {
+                    std::hint::spin_loop();
+                }
+                for i in 1..=20_000u64 {
+                    l.exclusive();
+                    a.store(i, Ordering::Relaxed);
+                    std::hint::spin_loop();
+                    b.store(i, Ordering::Relaxed);
+                    if i % 2 == 0 {
+                        l.downgrade();
+                        assert_eq!(a.load(Ordering::Relaxed), b.load(Ordering::Relaxed));
+                        l.unlock_shared();
+                    } else {
+                        l.unlock_exclusive();
+                    }
+                }
+            });
+            s.spawn(|| {
+                loop {
+                    l.shared();
+                    assert_eq!(a.load(Ordering::Relaxed), b.load(Ordering::Relaxed), "torn read under a shared latch");
+                    reads.fetch_add(1, Ordering::Relaxed);
+                    let done = b.load(Ordering::Relaxed) == 20_000;
+                    l.unlock_shared();
+                    if done {
+                        break;
+                    }
+                }
+            });
+        });
+        assert!(!l.is_held());
+        assert!(reads.load(Ordering::Relaxed) > 0);
     }
 }
