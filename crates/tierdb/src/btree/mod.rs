@@ -50,7 +50,7 @@ pub use error::BTreeError;
 pub use node::value_bytes_max;
 
 use crate::Result;
-use crate::buffer::{ExclusivePage, PageSource};
+use crate::buffer::{ExclusivePage, OptimisticPage, PageSource};
 use crate::ids::PageId;
 use crate::limits::{BTREE_KEY_BYTES_MAX, BTREE_RESTARTS_MAX, BTREE_UNDERFULL_DIVISOR};
 use node::{Builder, INNER_ENTRY_BYTES_MAX, Kind, NodeMut, NodeRef};
@@ -305,27 +305,67 @@ impl<'s, S: PageSource> BTree<'s, S> {
         Ok(())
     }
 
-    /// Descends to the leaf for `key` with shared latch coupling.
+    /// Descends to the leaf for `key` and returns it latched shared. Inner nodes are
+    /// read optimistically (no latch, so readers on the same upper levels do not contend
+    /// for cache lines): each step is trusted only after the node validates, and a node
+    /// that changed meanwhile restarts the descent from the root.
     #[inline]
     fn descend_shared(&self, key: &[u8]) -> Result<(PageId, Shared<'s, S>)> {
-        let mut pid = self.root;
-        let mut page = self.source.fix_shared(pid)?;
-        let mut level = None;
-        loop {
-            let node = NodeRef::parse(&page, pid)?;
-            if let Some(l) = level {
-                node.expect_level(l)?;
+        'restart: for _ in 0..BTREE_RESTARTS_MAX {
+            let mut pid = self.root;
+            let mut page = self.source.fix_optimistic(pid)?;
+            let mut level = None;
+            loop {
+                // Read the step; nothing in it counts until the page validates.
+                let step = (|| -> Result<Option<(PageId, u8)>> {
+                    let node = NodeRef::parse(&page, pid)?;
+                    if let Some(l) = level {
+                        node.expect_level(l)?;
+                    }
+                    if node.is_leaf() {
+                        return Ok(None);
+                    }
+                    Ok(Some((node.child_for(key)?, node.level() - 1)))
+                })();
+                if !page.validate() {
+                    continue 'restart;
+                }
+                let (next, next_level) = match step? {
+                    // Only the root can be a leaf here (levels are checked on the way).
+                    None => (pid, 0),
+                    Some(step) => step,
+                };
+                if next_level == 0 {
+                    let leaf = match self.source.fix_shared(next) {
+                        Ok(leaf) => leaf,
+                        // A page freed under a stale parent is a restart, not an error.
+                        Err(_) if !page.validate() => continue 'restart,
+                        Err(e) => return Err(e),
+                    };
+                    if !page.validate() {
+                        continue 'restart;
+                    }
+                    // Under the latch the leaf is stable: check it is what the parent said.
+                    let node = NodeRef::parse(&leaf, next)?;
+                    if !node.is_leaf() {
+                        continue 'restart; // the root split between the two reads
+                    }
+                    return Ok((next, leaf));
+                }
+                let child = match self.source.fix_optimistic(next) {
+                    Ok(child) => child,
+                    Err(_) if !page.validate() => continue 'restart,
+                    Err(e) => return Err(e),
+                };
+                if !page.validate() {
+                    continue 'restart;
+                }
+                page = child;
+                pid = next;
+                level = Some(next_level);
             }
-            if node.is_leaf() {
-                return Ok((pid, page));
-            }
-            let child = node.child_for(key)?;
-            level = Some(node.level() - 1);
-            // The child is latched before the parent is released.
-            let next = self.source.fix_shared(child)?;
-            page = next;
-            pid = child;
         }
+        Err(BTreeError::RestartLimit { op: "lookup", restarts: BTREE_RESTARTS_MAX }.into())
     }
 
     /// The optimistic write descent: shared latches on inner nodes, the leaf exclusive.

@@ -7,7 +7,15 @@
 //!
 //! - [`FrameRead`] holds the latch shared and derefs to the frame's bytes;
 //! - [`FrameWrite`] holds it exclusive, derefs mutably and marks the frame dirty when
-//!   written through; dropping it publishes the dirty bit and releases the latch.
+//!   written through; dropping it publishes the dirty bit, bumps the frame's version and
+//!   releases the latch;
+//! - [`FrameOptimistic`] holds nothing: it records the frame's version, and its bytes may
+//!   change under it. Whatever is read through it counts only once
+//!   [`validate`](FrameOptimistic::validate) confirms that no writer held or took the
+//!   frame meanwhile (a seqlock: the version changes with every exclusive hold, and a
+//!   writer marks the latch exclusive before its first store). Readers of inner B+-tree
+//!   nodes use it so that threads walking the same upper levels do not bounce the
+//!   latches' cache lines between cores.
 //!
 //! Metadata other than the latch (`pid`, `nvm`) changes only under the exclusive latch;
 //! it is kept in atomics so that racy readers (the clock hand, a fixer validating a
@@ -19,10 +27,10 @@
 use std::marker::PhantomData;
 use std::ops::{Deref, DerefMut};
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering, fence};
 
 use super::latch::Latch;
-use super::source::{ExclusivePage, SharedPage};
+use super::source::{ExclusivePage, OptimisticPage, SharedPage};
 use crate::device::DramArena;
 use crate::ids::PageId;
 
@@ -50,6 +58,8 @@ pub struct FrameMeta {
     pub referenced: AtomicBool,
     /// The NVM frame holding this page's older copy, or [`NO_NVM_FRAME`].
     pub nvm: AtomicU32,
+    /// Bumped at the end of every exclusive hold (optimistic readers compare it).
+    pub version: AtomicU64,
 }
 
 impl FrameMeta {
@@ -60,6 +70,7 @@ impl FrameMeta {
             dirty: AtomicBool::new(false),
             referenced: AtomicBool::new(false),
             nvm: AtomicU32::new(NO_NVM_FRAME),
+            version: AtomicU64::new(0),
         }
     }
 
@@ -148,6 +159,20 @@ impl FramePool {
         FrameRead::new(self, f)
     }
 
+    /// Reads frame `f` optimistically, if no writer holds it now.
+    #[inline]
+    pub fn try_optimistic(&self, f: FrameId) -> Option<FrameOptimistic<'_>> {
+        let meta = self.meta(f);
+        let version = meta.version.load(Ordering::Acquire);
+        (!meta.latch.is_exclusive()).then(|| FrameOptimistic {
+            pool: self,
+            frame: f,
+            data: self.data(f),
+            version,
+            _not_send: PhantomData,
+        })
+    }
+
     /// Takes frame `f` exclusive if no one holds it.
     #[inline]
     pub fn try_write(&self, f: FrameId) -> Option<FrameWrite<'_>> {
@@ -224,7 +249,24 @@ pub struct FrameWrite<'a> {
 impl<'a> FrameWrite<'a> {
     #[inline]
     fn new(pool: &'a FramePool, frame: FrameId) -> FrameWrite<'a> {
+        // The exclusive mark (taken by the caller) must be visible before any of this
+        // guard's stores to an optimistic reader who sees one of those stores.
+        fence(Ordering::Release);
         FrameWrite { pool, frame, data: pool.data(frame), dirty: false, _not_send: PhantomData }
+    }
+
+    /// Ends the exclusive hold and keeps reading optimistically.
+    #[inline]
+    pub fn into_optimistic(self) -> FrameOptimistic<'a> {
+        let this = std::mem::ManuallyDrop::new(self);
+        let meta = this.meta();
+        if this.dirty {
+            meta.dirty.store(true, Ordering::Relaxed);
+        }
+        let version = meta.version.load(Ordering::Relaxed) + 1;
+        meta.version.store(version, Ordering::Relaxed);
+        meta.latch.unlock_exclusive();
+        FrameOptimistic { pool: this.pool, frame: this.frame, data: this.data, version, _not_send: PhantomData }
     }
 
     #[inline]
@@ -261,6 +303,7 @@ impl<'a> FrameWrite<'a> {
         if this.dirty {
             this.meta().dirty.store(true, Ordering::Relaxed);
         }
+        bump(this.meta());
         this.meta().latch.downgrade();
         FrameRead { pool: this.pool, frame: this.frame, data: this.data, _not_send: PhantomData }
     }
@@ -290,7 +333,58 @@ impl Drop for FrameWrite<'_> {
         if self.dirty {
             meta.dirty.store(true, Ordering::Relaxed);
         }
+        bump(meta);
         meta.latch.unlock_exclusive();
+    }
+}
+
+/// Ends an exclusive hold's version (the holder is the only writer of it).
+#[inline]
+fn bump(meta: &FrameMeta) {
+    meta.version.store(meta.version.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
+}
+
+/// A frame read optimistically: no latch held; see the module doc.
+pub struct FrameOptimistic<'a> {
+    pool: &'a FramePool,
+    frame: FrameId,
+    data: NonNull<u8>,
+    version: u64,
+    _not_send: PhantomData<*const u8>,
+}
+
+impl<'a> FrameOptimistic<'a> {
+    #[inline]
+    pub fn frame(&self) -> FrameId {
+        self.frame
+    }
+
+    #[inline]
+    pub fn meta(&self) -> &'a FrameMeta {
+        self.pool.meta(self.frame)
+    }
+}
+
+impl Deref for FrameOptimistic<'_> {
+    type Target = [u8];
+    #[inline]
+    fn deref(&self) -> &[u8] {
+        // SAFETY: the range is one frame of the arena, mapped for the pool's lifetime,
+        // so every read is of valid, initialised memory. A writer may change these
+        // bytes while they are read (the seqlock pattern): the reader may see a mix of
+        // old and new bytes, never acts on them before `validate`, and never writes
+        // through this view. The bytes are plain data; any value is a valid `u8`.
+        unsafe { std::slice::from_raw_parts(self.data.as_ptr(), self.pool.frame_bytes) }
+    }
+}
+
+impl OptimisticPage for FrameOptimistic<'_> {
+    #[inline]
+    fn validate(&self) -> bool {
+        // Order the reads of the bytes before the re-reads of latch and version.
+        fence(Ordering::Acquire);
+        let meta = self.meta();
+        !meta.latch.is_exclusive() && meta.version.load(Ordering::Relaxed) == self.version
     }
 }
 

@@ -24,7 +24,7 @@ use serde::Serialize;
 
 use super::BufferError;
 use super::counters::{BufferCounters, BufferStats, Count};
-use super::frame::{FrameId, FramePool, FrameRead, FrameWrite, NO_NVM_FRAME, NO_PAGE};
+use super::frame::{FrameId, FrameOptimistic, FramePool, FrameRead, FrameWrite, NO_NVM_FRAME, NO_PAGE};
 use super::latch::backoff;
 use super::nvm_pool::NvmPool;
 use super::policy::{self, EvictTo, MissTarget, PageInfo, Policy, Tiers, Victim};
@@ -884,10 +884,16 @@ pub const MIN_DRAM_FRAMES: usize = 8;
 impl PageSource for BufferManager {
     type Shared<'a> = FrameRead<'a>;
     type Exclusive<'a> = FrameWrite<'a>;
+    type Optimistic<'a> = FrameOptimistic<'a>;
 
     #[inline]
     fn page_size(&self) -> usize {
         self.page_size
+    }
+
+    #[inline]
+    fn fix_optimistic(&self, pid: PageId) -> Result<FrameOptimistic<'_>> {
+        self.fix_with(pid, FramePool::try_optimistic, |g| g.meta().pid(), FrameWrite::into_optimistic)
     }
 
     #[inline]

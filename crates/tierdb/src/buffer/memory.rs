@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use parking_lot::Mutex;
 
 use super::BufferError;
-use super::frame::{FrameId, FramePool, FrameRead, FrameWrite};
+use super::frame::{FrameId, FrameOptimistic, FramePool, FrameRead, FrameWrite};
 use super::source::PageSource;
 use crate::Result;
 use crate::device::{DramArena, DramConfig};
@@ -67,10 +67,23 @@ use super::source::ExclusivePage as _;
 impl PageSource for MemorySource {
     type Shared<'a> = FrameRead<'a>;
     type Exclusive<'a> = FrameWrite<'a>;
+    type Optimistic<'a> = FrameOptimistic<'a>;
 
     #[inline]
     fn page_size(&self) -> usize {
         self.pool.frame_bytes()
+    }
+
+    #[inline]
+    fn fix_optimistic(&self, pid: PageId) -> Result<FrameOptimistic<'_>> {
+        let f = self.frame_of(pid)?;
+        let mut spins = 0u32;
+        loop {
+            if let Some(g) = self.pool.try_optimistic(f) {
+                return Ok(g);
+            }
+            super::latch::backoff(&mut spins);
+        }
     }
 
     #[inline]

@@ -17,11 +17,11 @@ pub mod source;
 pub mod table;
 
 pub use counters::BufferStats;
-pub use frame::{FrameId, FramePool, FrameRead, FrameWrite};
+pub use frame::{FrameId, FrameOptimistic, FramePool, FrameRead, FrameWrite};
 pub use manager::{BufferConfig, BufferInfo, BufferManager, TierStats};
 pub use memory::MemorySource;
 pub use policy::Policy;
-pub use source::{ExclusivePage, PageSource, SharedPage};
+pub use source::{ExclusivePage, OptimisticPage, PageSource, SharedPage};
 pub use table::Entry;
 
 use crate::device::DeviceError;

@@ -25,6 +25,15 @@ pub trait SharedPage: Deref<Target = [u8]> {
     fn page_id(&self) -> PageId;
 }
 
+/// A page read optimistically: no latch is held and the bytes may change underneath.
+/// Nothing read may be acted on (followed, returned, trusted to be consistent) before
+/// [`validate`](Self::validate) returns true; a reader must also cope with nonsense
+/// bytes (bounds-check everything) because it may see a write half done.
+pub trait OptimisticPage: Deref<Target = [u8]> {
+    /// True if no writer held or took the page since this guard was made.
+    fn validate(&self) -> bool;
+}
+
 /// A page fixed exclusive. Mutable access marks it dirty.
 pub trait ExclusivePage: DerefMut<Target = [u8]> {
     fn page_id(&self) -> PageId;
@@ -40,6 +49,9 @@ pub trait PageSource: Send + Sync {
     type Exclusive<'a>: ExclusivePage
     where
         Self: 'a;
+    type Optimistic<'a>: OptimisticPage
+    where
+        Self: 'a;
 
     /// Bytes per page.
     fn page_size(&self) -> usize;
@@ -49,6 +61,13 @@ pub trait PageSource: Send + Sync {
     /// # Errors
     /// The page does not exist, or loading it failed (I/O, checksum, pool exhausted).
     fn fix_shared(&self, pid: PageId) -> Result<Self::Shared<'_>>;
+
+    /// Reads a page optimistically (loading it first if it is not in DRAM); waits while
+    /// a writer holds it.
+    ///
+    /// # Errors
+    /// As [`fix_shared`](Self::fix_shared).
+    fn fix_optimistic(&self, pid: PageId) -> Result<Self::Optimistic<'_>>;
 
     /// Fixes a page for writing; waits while anyone else holds it.
     ///
