@@ -164,13 +164,7 @@ impl FramePool {
     pub fn try_optimistic(&self, f: FrameId) -> Option<FrameOptimistic<'_>> {
         let meta = self.meta(f);
         let version = meta.version.load(Ordering::Acquire);
-        (!meta.latch.is_exclusive()).then(|| FrameOptimistic {
-            pool: self,
-            frame: f,
-            data: self.data(f),
-            version,
-            _not_send: PhantomData,
-        })
+        (!meta.latch.is_exclusive()).then(|| FrameOptimistic { at: At::new(self, f), version })
     }
 
     /// Takes frame `f` exclusive if no one holds it.
@@ -188,28 +182,64 @@ impl FramePool {
     }
 }
 
-/// A frame held shared.
-pub struct FrameRead<'a> {
+/// Where a guard points: a frame of a pool. Every guard holds one.
+#[derive(Clone, Copy)]
+struct At<'a> {
     pool: &'a FramePool,
     frame: FrameId,
     data: NonNull<u8>,
     _not_send: PhantomData<*const u8>,
 }
 
+impl<'a> At<'a> {
+    #[inline]
+    fn new(pool: &'a FramePool, frame: FrameId) -> At<'a> {
+        At { pool, frame, data: pool.data(frame), _not_send: PhantomData }
+    }
+
+    #[inline]
+    fn meta(&self) -> &'a FrameMeta {
+        self.pool.meta(self.frame)
+    }
+
+    /// # Safety
+    /// No one writes the frame while the slice lives, or the caller tolerates torn
+    /// bytes and never writes through it (optimistic reads).
+    #[inline]
+    unsafe fn bytes(&self) -> &[u8] {
+        // SAFETY: one frame of the arena, mapped for the pool's lifetime; the caller
+        // upholds the aliasing rule above.
+        unsafe { std::slice::from_raw_parts(self.data.as_ptr(), self.pool.frame_bytes) }
+    }
+
+    /// # Safety
+    /// The caller holds the frame's exclusive latch for the slice's life.
+    #[inline]
+    unsafe fn bytes_mut(&mut self) -> &mut [u8] {
+        // SAFETY: one frame of the arena; exclusive per the caller's latch.
+        unsafe { std::slice::from_raw_parts_mut(self.data.as_ptr(), self.pool.frame_bytes) }
+    }
+}
+
+/// A frame held shared.
+pub struct FrameRead<'a> {
+    at: At<'a>,
+}
+
 impl<'a> FrameRead<'a> {
     #[inline]
     fn new(pool: &'a FramePool, frame: FrameId) -> FrameRead<'a> {
-        FrameRead { pool, frame, data: pool.data(frame), _not_send: PhantomData }
+        FrameRead { at: At::new(pool, frame) }
     }
 
     #[inline]
     pub fn frame(&self) -> FrameId {
-        self.frame
+        self.at.frame
     }
 
     #[inline]
     pub fn meta(&self) -> &'a FrameMeta {
-        self.pool.meta(self.frame)
+        self.at.meta()
     }
 }
 
@@ -217,9 +247,8 @@ impl Deref for FrameRead<'_> {
     type Target = [u8];
     #[inline]
     fn deref(&self) -> &[u8] {
-        // SAFETY: the shared latch is held for the guard's life, so no writer exists;
-        // the range is one frame of the arena.
-        unsafe { std::slice::from_raw_parts(self.data.as_ptr(), self.pool.frame_bytes) }
+        // SAFETY: the shared latch is held for the guard's life, so no writer exists.
+        unsafe { self.at.bytes() }
     }
 }
 
@@ -239,11 +268,8 @@ impl SharedPage for FrameRead<'_> {
 
 /// A frame held exclusive.
 pub struct FrameWrite<'a> {
-    pool: &'a FramePool,
-    frame: FrameId,
-    data: NonNull<u8>,
+    at: At<'a>,
     dirty: bool,
-    _not_send: PhantomData<*const u8>,
 }
 
 impl<'a> FrameWrite<'a> {
@@ -252,7 +278,7 @@ impl<'a> FrameWrite<'a> {
         // The exclusive mark (taken by the caller) must be visible before any of this
         // guard's stores to an optimistic reader who sees one of those stores.
         fence(Ordering::Release);
-        FrameWrite { pool, frame, data: pool.data(frame), dirty: false, _not_send: PhantomData }
+        FrameWrite { at: At::new(pool, frame), dirty: false }
     }
 
     /// Ends the exclusive hold and keeps reading optimistically.
@@ -266,24 +292,24 @@ impl<'a> FrameWrite<'a> {
         let version = meta.version.load(Ordering::Relaxed) + 1;
         meta.version.store(version, Ordering::Relaxed);
         meta.latch.unlock_exclusive();
-        FrameOptimistic { pool: this.pool, frame: this.frame, data: this.data, version, _not_send: PhantomData }
+        FrameOptimistic { at: this.at, version }
     }
 
     #[inline]
     pub fn frame(&self) -> FrameId {
-        self.frame
+        self.at.frame
     }
 
     #[inline]
     pub fn meta(&self) -> &'a FrameMeta {
-        self.pool.meta(self.frame)
+        self.at.meta()
     }
 
     /// The frame's bytes for filling from a lower tier: does not mark the page dirty.
     #[inline]
     pub fn bytes_for_load(&mut self) -> &mut [u8] {
-        // SAFETY: the exclusive latch is held for the guard's life; one frame's range.
-        unsafe { std::slice::from_raw_parts_mut(self.data.as_ptr(), self.pool.frame_bytes) }
+        // SAFETY: the exclusive latch is held for the guard's life.
+        unsafe { self.at.bytes_mut() }
     }
 
     /// True if this guard wrote to the frame.
@@ -305,7 +331,7 @@ impl<'a> FrameWrite<'a> {
         }
         bump(this.meta());
         this.meta().latch.downgrade();
-        FrameRead { pool: this.pool, frame: this.frame, data: this.data, _not_send: PhantomData }
+        FrameRead { at: this.at }
     }
 }
 
@@ -313,8 +339,8 @@ impl Deref for FrameWrite<'_> {
     type Target = [u8];
     #[inline]
     fn deref(&self) -> &[u8] {
-        // SAFETY: the exclusive latch is held for the guard's life; one frame's range.
-        unsafe { std::slice::from_raw_parts(self.data.as_ptr(), self.pool.frame_bytes) }
+        // SAFETY: the exclusive latch is held for the guard's life.
+        unsafe { self.at.bytes() }
     }
 }
 
@@ -346,22 +372,19 @@ fn bump(meta: &FrameMeta) {
 
 /// A frame read optimistically: no latch held; see the module doc.
 pub struct FrameOptimistic<'a> {
-    pool: &'a FramePool,
-    frame: FrameId,
-    data: NonNull<u8>,
+    at: At<'a>,
     version: u64,
-    _not_send: PhantomData<*const u8>,
 }
 
 impl<'a> FrameOptimistic<'a> {
     #[inline]
     pub fn frame(&self) -> FrameId {
-        self.frame
+        self.at.frame
     }
 
     #[inline]
     pub fn meta(&self) -> &'a FrameMeta {
-        self.pool.meta(self.frame)
+        self.at.meta()
     }
 }
 
@@ -369,12 +392,11 @@ impl Deref for FrameOptimistic<'_> {
     type Target = [u8];
     #[inline]
     fn deref(&self) -> &[u8] {
-        // SAFETY: the range is one frame of the arena, mapped for the pool's lifetime,
-        // so every read is of valid, initialised memory. A writer may change these
-        // bytes while they are read (the seqlock pattern): the reader may see a mix of
-        // old and new bytes, never acts on them before `validate`, and never writes
-        // through this view. The bytes are plain data; any value is a valid `u8`.
-        unsafe { std::slice::from_raw_parts(self.data.as_ptr(), self.pool.frame_bytes) }
+        // SAFETY: a writer may change these bytes while they are read (the seqlock
+        // pattern): the reader may see a mix of old and new bytes, never acts on them
+        // before `validate`, and never writes through this view. The memory stays
+        // mapped and initialised, and any value is a valid `u8`.
+        unsafe { self.at.bytes() }
     }
 }
 
