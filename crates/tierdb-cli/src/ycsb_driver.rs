@@ -80,6 +80,9 @@ pub struct Latency {
 /// What one YCSB run measured.
 #[derive(Clone, Debug, Serialize)]
 pub struct YcsbReport {
+    /// The workload as run: the given one with `recordcount` / `insertcount` set from
+    /// the data size.
+    pub workload: YcsbSpec,
     pub records: u64,
     pub record_bytes: usize,
     pub data_bytes_target: Option<u64>,
@@ -125,7 +128,12 @@ pub fn run(engine: &Engine, spec: &YcsbSpec, cfg: &DriverConfig, progress: Progr
             );
         }
         spec.set("recordcount", &records.to_string()).context("setting recordcount from --data")?;
-        spec.set("insertcount", &records.to_string()).ok();
+        // This instance loads all of them from insertstart on (a file's insertcount would
+        // no longer match the new record count).
+        let count = records.checked_sub(spec.insert_start()).filter(|&c| c > 0).ok_or_else(|| {
+            anyhow!("--data gives {records} records, not more than insertstart {}", spec.insert_start())
+        })?;
+        spec.set("insertcount", &count.to_string()).context("setting insertcount from --data")?;
     }
     engine.visit(Runner { engine, spec: &spec, cfg, progress })
 }
@@ -265,6 +273,7 @@ impl SourceVisitor for Runner<'_> {
         let tiers = after.since(&before);
         let lines_per_page = (engine.page_size() / tierdb::limits::CACHE_LINE_BYTES) as u64;
         Ok(YcsbReport {
+            workload: spec.clone(),
             records,
             record_bytes: spec.record_length_bytes(),
             data_bytes_target: cfg.data_bytes,
