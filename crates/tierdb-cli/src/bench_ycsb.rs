@@ -1,6 +1,7 @@
 //! `tierdb bench ycsb`: one YCSB run on one architecture, with a full report.
 
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
@@ -196,6 +197,7 @@ pub struct RunReport {
 }
 
 pub fn run(args: YcsbArgs) -> Result<()> {
+    remove_files_on_interrupt()?;
     let arch: Architecture = args.arch.parse()?;
     let setup = args.engine.setup(&args.workload)?;
     let progress = Progress::new(!args.quiet && !args.json);
@@ -231,7 +233,7 @@ pub fn run_one(
         );
     }
     let cfg = engine_args.arch_config(setup, arch, dram, nvm, tag)?;
-    let files = Cleanup(vec![cfg.nvm_path.clone(), cfg.ssd_path.clone()]);
+    let files = Cleanup::new(vec![cfg.nvm_path.clone(), cfg.ssd_path.clone()]);
     let engine = Engine::open(&cfg).with_context(|| format!("opening {arch}"))?;
     let (dram_frames, nvm_frames) = engine.frames();
     progress.set_prefix(&format!("{arch}{}", data.map(|d| format!(" {d}")).unwrap_or_default()));
@@ -254,11 +256,40 @@ pub fn run_one(
     })
 }
 
-/// Removes files when dropped (also on error paths).
+/// Engine files that exist now, removed by the Ctrl-C handler if the run is
+/// interrupted (an NVM pool on /dev/shm holds RAM until someone deletes it).
+static LIVE_FILES: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// Installs the handler that removes the engine's files on Ctrl-C / SIGTERM, then exits
+/// with status 130.
+///
+/// # Errors
+/// A handler was installed already.
+pub fn remove_files_on_interrupt() -> Result<()> {
+    ctrlc::set_handler(|| {
+        let files = std::mem::take(&mut *LIVE_FILES.lock().unwrap_or_else(|e| e.into_inner()));
+        for p in &files {
+            remove_quietly(p);
+        }
+        eprintln!("\ninterrupted: removed {} engine file(s)", files.len());
+        std::process::exit(130);
+    })
+    .context("installing the Ctrl-C handler")
+}
+
+/// Removes files when dropped (also on error paths), and on Ctrl-C meanwhile.
 struct Cleanup(Vec<PathBuf>);
+
+impl Cleanup {
+    fn new(files: Vec<PathBuf>) -> Cleanup {
+        LIVE_FILES.lock().unwrap_or_else(|e| e.into_inner()).extend(files.iter().cloned());
+        Cleanup(files)
+    }
+}
 
 impl Drop for Cleanup {
     fn drop(&mut self) {
+        LIVE_FILES.lock().unwrap_or_else(|e| e.into_inner()).retain(|p| !self.0.contains(p));
         for p in &self.0 {
             remove_quietly(p);
         }

@@ -12,7 +12,7 @@ use serde::Serialize;
 use tierdb::ByteSize;
 use tierdb::arch::Architecture;
 
-use crate::bench_ycsb::{EngineArgs, Progress, RunReport, fmt_rate, run_one};
+use crate::bench_ycsb::{EngineArgs, Progress, RunReport, fmt_rate, remove_files_on_interrupt, run_one};
 use crate::plot::{AxisFormat, Chart, LegendPosition, Marker, Series, write_svg};
 
 const RUNS_MAX: usize = 25;
@@ -77,6 +77,7 @@ pub fn run(args: CompareArgs) -> Result<()> {
         bail!("--sizes takes 1..={SIZES_MAX} sizes");
     }
     let archs: Vec<Architecture> = args.archs.iter().map(|a| a.parse()).collect::<Result<_, _>>()?;
+    remove_files_on_interrupt()?;
     let setup = args.engine.setup(&args.workload)?;
     std::fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
     let progress = Progress::new(!args.quiet);
