@@ -186,7 +186,7 @@ fn compare_writes_table_json_and_svg() {
 fn an_interrupted_run_removes_its_files() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().display().to_string();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tierdb"))
+    let child = Command::new(env!("CARGO_BIN_EXE_tierdb"))
         .args([
             "bench",
             "ycsb",
