@@ -82,6 +82,10 @@ pub const BTREE_HEIGHT_MAX: usize = 32;
 /// split between its shared and its exclusive latch). More is a bug, never a wait.
 pub const BTREE_RESTARTS_MAX: u32 = 64;
 
+/// Optimistic lookup descents that may be invalidated (by writers or evictions on the
+/// path) before a lookup falls back to shared latch coupling, which cannot be.
+pub const BTREE_OPTIMISTIC_RESTARTS_MAX: u32 = 16;
+
 /// A B+-tree node whose entries take less than `page size / this` bytes is underfull and
 /// is merged with a sibling when a delete leaves it so.
 pub const BTREE_UNDERFULL_DIVISOR: usize = 4;

@@ -82,3 +82,18 @@ fn lookups_survive_splits_merges_and_evictions_in_the_buffer_manager() {
     assert!(s.dram_evictions > 0 && s.nvm_hits > 0, "{s:?}");
     bm.check_invariants();
 }
+
+/// With DRAM this small, evictions invalidate optimistic descents often; lookups must
+/// then fall back to latch coupling rather than fail.
+#[test]
+fn lookups_survive_a_tiny_dram_pool() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = BufferConfig::new(ByteSize(12 * 4096));
+    cfg.page_size = 4096;
+    cfg.policy = "hymem".into();
+    cfg.nvm = Some(NvmConfig::new(dir.path().join("t.nvm"), ByteSize(512 << 10)));
+    cfg.ssd = Some(SsdConfig::new(dir.path().join("t.db")));
+    let bm = BufferManager::open(&cfg).unwrap();
+    hammer(&bm);
+    bm.check_invariants();
+}

@@ -52,7 +52,7 @@ pub use node::value_bytes_max;
 use crate::Result;
 use crate::buffer::{ExclusivePage, OptimisticPage, PageSource};
 use crate::ids::PageId;
-use crate::limits::{BTREE_KEY_BYTES_MAX, BTREE_RESTARTS_MAX, BTREE_UNDERFULL_DIVISOR};
+use crate::limits::{BTREE_KEY_BYTES_MAX, BTREE_OPTIMISTIC_RESTARTS_MAX, BTREE_RESTARTS_MAX, BTREE_UNDERFULL_DIVISOR};
 use node::{Builder, INNER_ENTRY_BYTES_MAX, Kind, NodeMut, NodeRef};
 
 type Shared<'s, S> = <S as PageSource>::Shared<'s>;
@@ -308,10 +308,11 @@ impl<'s, S: PageSource> BTree<'s, S> {
     /// Descends to the leaf for `key` and returns it latched shared. Inner nodes are
     /// read optimistically (no latch, so readers on the same upper levels do not contend
     /// for cache lines): each step is trusted only after the node validates, and a node
-    /// that changed meanwhile restarts the descent from the root.
+    /// that changed meanwhile restarts the descent from the root. After
+    /// `BTREE_OPTIMISTIC_RESTARTS_MAX` restarts it falls back to latch coupling.
     #[inline]
     fn descend_shared(&self, key: &[u8]) -> Result<(PageId, Shared<'s, S>)> {
-        'restart: for _ in 0..BTREE_RESTARTS_MAX {
+        'restart: for _ in 0..BTREE_OPTIMISTIC_RESTARTS_MAX {
             let mut pid = self.root;
             let mut page = self.source.fix_optimistic(pid)?;
             let mut level = None;
@@ -365,7 +366,31 @@ impl<'s, S: PageSource> BTree<'s, S> {
                 level = Some(next_level);
             }
         }
-        Err(BTreeError::RestartLimit { op: "lookup", restarts: BTREE_RESTARTS_MAX }.into())
+        // Writers or evictions kept invalidating the path: take the latched way down,
+        // which cannot be invalidated.
+        self.descend_shared_coupled(key)
+    }
+
+    /// Descends to the leaf for `key` with shared latch coupling (the child is latched
+    /// before the parent is released): slower under contention, never restarts.
+    fn descend_shared_coupled(&self, key: &[u8]) -> Result<(PageId, Shared<'s, S>)> {
+        let mut pid = self.root;
+        let mut page = self.source.fix_shared(pid)?;
+        let mut level = None;
+        loop {
+            let node = NodeRef::parse(&page, pid)?;
+            if let Some(l) = level {
+                node.expect_level(l)?;
+            }
+            if node.is_leaf() {
+                return Ok((pid, page));
+            }
+            let child = node.child_for(key)?;
+            level = Some(node.level() - 1);
+            let next = self.source.fix_shared(child)?;
+            page = next;
+            pid = child;
+        }
     }
 
     /// The optimistic write descent: shared latches on inner nodes, the leaf exclusive.
