@@ -4,13 +4,9 @@
 //! cache-padded row with a relaxed load and store, so the hit path does no locked
 //! instruction; a snapshot sums the rows.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-
-use crossbeam_utils::CachePadded;
 use serde::{Deserialize, Serialize};
 
-use crate::device::stats::{SHARED_STRIPE, my_stripe};
-use crate::limits::STATS_STRIPES;
+use crate::device::stats::Striped;
 
 /// One counter of [`BufferCounters`].
 #[derive(Clone, Copy, Debug)]
@@ -33,7 +29,7 @@ pub enum Count {
 const COUNTS: usize = Count::Frees as usize + 1;
 
 pub struct BufferCounters {
-    stripes: Box<[CachePadded<[AtomicU64; COUNTS]>]>,
+    counts: Striped<COUNTS>,
 }
 
 /// Buffer counters at one moment, or the difference between two moments.
@@ -120,31 +116,16 @@ impl Default for BufferCounters {
 
 impl BufferCounters {
     pub fn new() -> BufferCounters {
-        let stripes =
-            (0..STATS_STRIPES).map(|_| CachePadded::new(std::array::from_fn(|_| AtomicU64::new(0)))).collect();
-        BufferCounters { stripes }
+        BufferCounters { counts: Striped::new() }
     }
 
     #[inline]
     pub fn bump(&self, c: Count) {
-        let stripe = my_stripe();
-        let cell = &self.stripes[stripe][c as usize];
-        if stripe != SHARED_STRIPE {
-            // Only this thread writes the row.
-            cell.store(cell.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
-        } else {
-            cell.fetch_add(1, Ordering::Relaxed);
-        }
+        self.counts.row().add(c as usize, 1);
     }
 
     pub fn snapshot(&self) -> BufferStats {
-        let mut sum = [0u64; COUNTS];
-        for row in self.stripes.iter() {
-            for (s, c) in sum.iter_mut().zip(row.iter()) {
-                *s += c.load(Ordering::Relaxed);
-            }
-        }
-        BufferStats::from_array(sum)
+        BufferStats::from_array(self.counts.sum())
     }
 }
 

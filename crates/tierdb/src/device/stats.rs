@@ -36,9 +36,59 @@ enum C {
 }
 const COUNTERS: usize = C::WaitedPs as usize + 1;
 
+/// `N` counters striped over threads (see the module doc); shared by the device
+/// counters here and the buffer manager's.
+pub(crate) struct Striped<const N: usize> {
+    stripes: Box<[CachePadded<[AtomicU64; N]>]>,
+}
+
+/// The calling thread's row of a [`Striped`].
+pub(crate) struct Row<'a, const N: usize> {
+    cells: &'a [AtomicU64; N],
+    exclusive: bool,
+}
+
+impl<const N: usize> Striped<N> {
+    pub(crate) fn new() -> Striped<N> {
+        let stripes =
+            (0..STATS_STRIPES).map(|_| CachePadded::new(std::array::from_fn(|_| AtomicU64::new(0)))).collect();
+        Striped { stripes }
+    }
+
+    #[inline]
+    pub(crate) fn row(&self) -> Row<'_, N> {
+        let stripe = my_stripe();
+        Row { cells: &self.stripes[stripe], exclusive: stripe != SHARED_STRIPE }
+    }
+
+    /// The sum of all stripes now.
+    pub(crate) fn sum(&self) -> [u64; N] {
+        let mut sum = [0u64; N];
+        for row in self.stripes.iter() {
+            for (s, c) in sum.iter_mut().zip(row.iter()) {
+                *s = s.wrapping_add(c.load(Ordering::Relaxed));
+            }
+        }
+        sum
+    }
+}
+
+impl<const N: usize> Row<'_, N> {
+    #[inline]
+    pub(crate) fn add(&self, i: usize, v: u64) {
+        let cell = &self.cells[i];
+        if self.exclusive {
+            // Only this thread writes the row: load + store loses nothing.
+            cell.store(cell.load(Ordering::Relaxed).wrapping_add(v), Ordering::Relaxed);
+        } else {
+            cell.fetch_add(v, Ordering::Relaxed);
+        }
+    }
+}
+
 /// A device's counters.
 pub struct DeviceStats {
-    stripes: Box<[CachePadded<[AtomicU64; COUNTERS]>]>,
+    counts: Striped<COUNTERS>,
 }
 
 impl std::fmt::Debug for DeviceStats {
@@ -72,7 +122,7 @@ pub struct StatsSnapshot {
 }
 
 /// The row threads share once every exclusive row is taken.
-pub(crate) const SHARED_STRIPE: usize = STATS_STRIPES - 1;
+const SHARED_STRIPE: usize = STATS_STRIPES - 1;
 
 /// Exclusive rows not held by a live thread.
 static FREE_STRIPES: Mutex<Vec<usize>> = Mutex::new(Vec::new());
@@ -104,7 +154,7 @@ thread_local! {
 }
 
 #[inline]
-pub(crate) fn my_stripe() -> usize {
+fn my_stripe() -> usize {
     // During thread teardown the lease may be gone: count in the shared row then.
     STRIPE.try_with(|s| s.0).unwrap_or(SHARED_STRIPE)
 }
@@ -127,20 +177,7 @@ impl Default for DeviceStats {
 
 impl DeviceStats {
     pub fn new() -> DeviceStats {
-        let stripes =
-            (0..STATS_STRIPES).map(|_| CachePadded::new(std::array::from_fn(|_| AtomicU64::new(0)))).collect();
-        DeviceStats { stripes }
-    }
-
-    #[inline]
-    fn add(row: &[AtomicU64; COUNTERS], exclusive: bool, c: C, v: u64) {
-        let cell = &row[c as usize];
-        if exclusive {
-            // Only this thread writes the row: load + store loses nothing.
-            cell.store(cell.load(Ordering::Relaxed).wrapping_add(v), Ordering::Relaxed);
-        } else {
-            cell.fetch_add(v, Ordering::Relaxed);
-        }
+        DeviceStats { counts: Striped::new() }
     }
 
     /// Counts one operation on `bytes` covering `lines` cache lines
@@ -148,33 +185,32 @@ impl DeviceStats {
     #[inline]
     pub fn record(&self, kind: OpKind, bytes: u64, lines: u64, media_bytes: u64, cost: OpCost) {
         debug_assert!(lines <= bytes.div_ceil(64) + 1, "{lines} lines for {bytes} bytes");
-        let stripe = my_stripe();
-        let (row, x) = (&self.stripes[stripe], stripe != SHARED_STRIPE);
+        let row = self.counts.row();
         match kind {
             OpKind::Read => {
-                Self::add(row, x, C::Reads, 1);
-                Self::add(row, x, C::ReadBytes, bytes);
-                Self::add(row, x, C::ReadLines, lines);
-                Self::add(row, x, C::ReadMediaBytes, media_bytes);
+                row.add(C::Reads as usize, 1);
+                row.add(C::ReadBytes as usize, bytes);
+                row.add(C::ReadLines as usize, lines);
+                row.add(C::ReadMediaBytes as usize, media_bytes);
                 if cost.interfered {
-                    Self::add(row, x, C::InterferedReads, 1);
+                    row.add(C::InterferedReads as usize, 1);
                 }
             }
             OpKind::Write => {
-                Self::add(row, x, C::Writes, 1);
-                Self::add(row, x, C::WriteBytes, bytes);
-                Self::add(row, x, C::WriteLines, lines);
-                Self::add(row, x, C::WriteMediaBytes, media_bytes);
+                row.add(C::Writes as usize, 1);
+                row.add(C::WriteBytes as usize, bytes);
+                row.add(C::WriteLines as usize, lines);
+                row.add(C::WriteMediaBytes as usize, media_bytes);
             }
             OpKind::Persist => {
-                Self::add(row, x, C::Persists, 1);
-                Self::add(row, x, C::PersistLines, lines);
+                row.add(C::Persists as usize, 1);
+                row.add(C::PersistLines as usize, lines);
             }
-            OpKind::Sync => Self::add(row, x, C::Syncs, 1),
+            OpKind::Sync => row.add(C::Syncs as usize, 1),
         }
-        Self::add(row, x, C::ModelledPs, cost.modelled_ps);
+        row.add(C::ModelledPs as usize, cost.modelled_ps);
         if cost.waited_ps != 0 {
-            Self::add(row, x, C::WaitedPs, cost.waited_ps);
+            row.add(C::WaitedPs as usize, cost.waited_ps);
         }
     }
 
@@ -182,19 +218,13 @@ impl DeviceStats {
     #[inline]
     pub fn record_wait(&self, waited_ps: u64) {
         if waited_ps != 0 {
-            let stripe = my_stripe();
-            Self::add(&self.stripes[stripe], stripe != SHARED_STRIPE, C::WaitedPs, waited_ps);
+            self.counts.row().add(C::WaitedPs as usize, waited_ps);
         }
     }
 
     /// The sum of all stripes now.
     pub fn snapshot(&self) -> StatsSnapshot {
-        let mut sum = [0u64; COUNTERS];
-        for row in self.stripes.iter() {
-            for (s, c) in sum.iter_mut().zip(row.iter()) {
-                *s += c.load(Ordering::Relaxed);
-            }
-        }
+        let sum = self.counts.sum();
         let g = |c: C| sum[c as usize];
         StatsSnapshot {
             reads: g(C::Reads),
