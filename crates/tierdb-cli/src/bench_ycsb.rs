@@ -50,6 +50,14 @@ pub struct EngineArgs {
     /// Pages in hymem's admission set (default: half the NVM frames).
     #[arg(long)]
     pub admission_set: Option<usize>,
+    /// NVM techniques instead of the architecture's own: none, all, or a list of cl
+    /// (cache-line-grained pages), mini (mini pages), swizzle (pointer swizzling).
+    #[arg(long)]
+    pub techniques: Option<tierdb::buffer::Techniques>,
+    /// Debug mode for cache-line-grained access: poisons lines that are not resident
+    /// and checks on unfix that only lines marked dirty changed (slow).
+    #[arg(long)]
+    pub debug_lines: bool,
     /// Turn O_DIRECT off for the SSD file.
     #[arg(long)]
     pub buffered_io: bool,
@@ -82,6 +90,8 @@ pub struct Setup {
     pub warmup_secs: f64,
     pub duration_secs: Option<f64>,
     pub policy: Option<String>,
+    /// The NVM techniques asked for (`None`: the architecture's own).
+    pub techniques: Option<tierdb::buffer::Techniques>,
     pub workload: YcsbSpec,
 }
 
@@ -113,6 +123,7 @@ impl EngineArgs {
             warmup_secs: self.warmup,
             duration_secs: (self.duration > 0.0).then_some(self.duration),
             policy: self.policy.clone(),
+            techniques: self.techniques,
             workload: spec,
         })
     }
@@ -139,6 +150,8 @@ impl EngineArgs {
         c.ssd_profile = setup.ssd_profile.clone();
         c.policy = self.policy.clone();
         c.admission_set_pages = self.admission_set;
+        c.techniques = self.techniques;
+        c.debug_lines = self.debug_lines;
         if self.buffered_io {
             c.direct_io = DirectIo::Off;
         }

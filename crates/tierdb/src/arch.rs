@@ -6,7 +6,7 @@
 //! | `main-memory` | DRAM | [`MemorySource`]: no buffer manager; refuses data larger than DRAM |
 //! | `ssd-bm` | DRAM + SSD | [`BufferManager`], `eager` (nothing to admit to) |
 //! | `basic-nvm-bm` | DRAM + NVM | [`BufferManager`], `eager`; refuses data larger than NVM |
-//! | `three-tier` | DRAM + NVM + SSD | [`BufferManager`], `hymem` |
+//! | `three-tier` | DRAM + NVM + SSD | [`BufferManager`], `hymem`, cache-line-grained pages, mini pages, pointer swizzling |
 //!
 //! Code that runs a workload is written once, generic over [`PageSource`], and reaches
 //! the concrete source through [`Engine::visit`], so `main-memory` is monomorphised
@@ -18,7 +18,7 @@ use std::str::FromStr;
 
 use serde::Serialize;
 
-use crate::buffer::{BufferConfig, BufferError, BufferManager, MemorySource, PageSource, TierStats};
+use crate::buffer::{BufferConfig, BufferError, BufferManager, MemorySource, PageSource, Techniques, TierStats};
 use crate::device::{DeviceProfile, DirectIo, DramConfig, EmulationMode, NvmConfig, OpenMode, SsdConfig};
 use crate::{ByteSize, Result};
 
@@ -58,6 +58,16 @@ impl Architecture {
         match self {
             Architecture::ThreeTier => "hymem",
             _ => "eager",
+        }
+    }
+
+    /// The NVM techniques of the paper's version of this architecture: all three for
+    /// `three-tier`, none elsewhere (`basic-nvm-bm` is the paper's basic NVM buffer
+    /// manager; the others have no NVM).
+    pub fn default_techniques(self) -> Techniques {
+        match self {
+            Architecture::ThreeTier => Techniques::ALL,
+            _ => Techniques::NONE,
         }
     }
 
@@ -108,6 +118,10 @@ pub struct ArchConfig {
     /// Overrides the architecture's default policy.
     pub policy: Option<String>,
     pub admission_set_pages: Option<usize>,
+    /// Overrides the architecture's default techniques ([`Architecture::default_techniques`]).
+    pub techniques: Option<Techniques>,
+    /// Debug mode for cache-line-grained access (slow; for tests).
+    pub debug_lines: bool,
 }
 
 impl ArchConfig {
@@ -137,6 +151,8 @@ impl ArchConfig {
             direct_io: DirectIo::Auto,
             policy: None,
             admission_set_pages: None,
+            techniques: None,
+            debug_lines: false,
         })
     }
 }
@@ -171,6 +187,14 @@ impl Engine {
         bc.dram = dram;
         bc.policy = cfg.policy.clone().unwrap_or_else(|| cfg.arch.default_policy().into());
         bc.admission_set_pages = cfg.admission_set_pages;
+        bc.techniques = cfg.techniques.unwrap_or(cfg.arch.default_techniques());
+        bc.debug_lines = cfg.debug_lines;
+        if bc.techniques != Techniques::NONE && !cfg.arch.uses_nvm() {
+            return Err(crate::buffer::BufferError::Config {
+                what: format!("techniques {} work between DRAM and NVM; {} has no NVM", bc.techniques, cfg.arch.name()),
+            }
+            .into());
+        }
         if cfg.arch.uses_nvm() {
             let mut n = NvmConfig::new(&cfg.nvm_path, cfg.nvm);
             n.profile = cfg.nvm_profile.clone();

@@ -25,8 +25,15 @@ pub enum Count {
     CleanDrops,
     Allocations,
     Frees,
+    NvmLinesLoaded,
+    NvmLinesWritten,
+    LineFaults,
+    MiniAllocations,
+    MiniPromotions,
+    Swizzles,
+    Unswizzles,
 }
-const COUNTS: usize = Count::Frees as usize + 1;
+const COUNTS: usize = Count::Unswizzles as usize + 1;
 
 pub struct BufferCounters {
     counts: Striped<COUNTS>,
@@ -57,6 +64,20 @@ pub struct BufferStats {
     pub clean_drops: u64,
     pub allocations: u64,
     pub frees: u64,
+    /// 64-byte lines copied NVM → DRAM: a whole-page load counts all its lines.
+    pub nvm_lines_loaded: u64,
+    /// 64-byte lines written DRAM → NVM: a whole-page write counts all its lines.
+    pub nvm_lines_written: u64,
+    /// Accesses that found lines of a cache-line-grained page missing and loaded them.
+    pub line_faults: u64,
+    /// Mini pages given to NVM-backed pages.
+    pub mini_allocations: u64,
+    /// Mini pages that overflowed and became full pages.
+    pub mini_promotions: u64,
+    /// Child references in inner nodes turned into frame references.
+    pub swizzles: u64,
+    /// Frame references turned back into page ids (eviction, restructuring).
+    pub unswizzles: u64,
 }
 
 impl BufferStats {
@@ -86,6 +107,13 @@ impl BufferStats {
             self.clean_drops,
             self.allocations,
             self.frees,
+            self.nvm_lines_loaded,
+            self.nvm_lines_written,
+            self.line_faults,
+            self.mini_allocations,
+            self.mini_promotions,
+            self.swizzles,
+            self.unswizzles,
         ]
     }
 
@@ -104,6 +132,13 @@ impl BufferStats {
             clean_drops: a[Count::CleanDrops as usize],
             allocations: a[Count::Allocations as usize],
             frees: a[Count::Frees as usize],
+            nvm_lines_loaded: a[Count::NvmLinesLoaded as usize],
+            nvm_lines_written: a[Count::NvmLinesWritten as usize],
+            line_faults: a[Count::LineFaults as usize],
+            mini_allocations: a[Count::MiniAllocations as usize],
+            mini_promotions: a[Count::MiniPromotions as usize],
+            swizzles: a[Count::Swizzles as usize],
+            unswizzles: a[Count::Unswizzles as usize],
         }
     }
 }
@@ -122,6 +157,11 @@ impl BufferCounters {
     #[inline]
     pub fn bump(&self, c: Count) {
         self.counts.row().add(c as usize, 1);
+    }
+
+    #[inline]
+    pub fn add(&self, c: Count, n: u64) {
+        self.counts.row().add(c as usize, n);
     }
 
     pub fn snapshot(&self) -> BufferStats {

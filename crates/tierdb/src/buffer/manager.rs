@@ -30,6 +30,7 @@ use super::nvm_pool::NvmPool;
 use super::policy::{self, EvictTo, MissTarget, PageInfo, Policy, Tiers, Victim};
 use super::source::{ExclusivePage, PageSource};
 use super::table::{Entry, PageTable};
+use super::techniques::Techniques;
 use crate::device::{
     AlignedBuf, DramArena, DramConfig, NvmConfig, NvmRegion, OpenMode, SsdConfig, SsdFile, StatsSnapshot,
 };
@@ -61,6 +62,11 @@ pub struct BufferConfig {
     pub verify_nvm_checksums: bool,
     /// Largest page id + 1 the page table can map.
     pub max_pages: u64,
+    /// Cache-line-grained pages, mini pages, pointer swizzling (each needs NVM).
+    pub techniques: Techniques,
+    /// Debug mode for cache-line-grained access (paper A.6): lines not resident are
+    /// poisoned on fix and writes to lines not marked dirty are caught on unfix.
+    pub debug_lines: bool,
 }
 
 impl BufferConfig {
@@ -76,6 +82,8 @@ impl BufferConfig {
             admission_set_pages: None,
             verify_nvm_checksums: true,
             max_pages: PAGE_TABLE_PAGES_DEFAULT,
+            techniques: Techniques::NONE,
+            debug_lines: false,
         }
     }
 }

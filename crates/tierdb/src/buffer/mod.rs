@@ -15,6 +15,7 @@ pub mod nvm_pool;
 pub mod policy;
 pub mod source;
 pub mod table;
+pub mod techniques;
 
 pub use counters::BufferStats;
 pub use frame::{FrameId, FrameOptimistic, FramePool, FrameRead, FrameWrite};
@@ -23,6 +24,7 @@ pub use memory::MemorySource;
 pub use policy::Policy;
 pub use source::{ExclusivePage, OptimisticPage, PageSource, SharedPage};
 pub use table::Entry;
+pub use techniques::Techniques;
 
 use crate::device::DeviceError;
 use crate::ids::PageId;
