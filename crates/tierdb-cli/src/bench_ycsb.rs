@@ -291,10 +291,10 @@ pub fn remove_files_on_interrupt() -> Result<()> {
 }
 
 /// Removes files when dropped (also on error paths), and on Ctrl-C meanwhile.
-struct Cleanup(Vec<PathBuf>);
+pub(crate) struct Cleanup(Vec<PathBuf>);
 
 impl Cleanup {
-    fn new(files: Vec<PathBuf>) -> Cleanup {
+    pub(crate) fn new(files: Vec<PathBuf>) -> Cleanup {
         LIVE_FILES.lock().unwrap_or_else(|e| e.into_inner()).extend(files.iter().cloned());
         Cleanup(files)
     }
@@ -349,6 +349,14 @@ impl Progress {
             }
             b.set_length(total.max(1));
             b.set_position(done.min(total));
+        }
+    }
+
+    /// Prints a line above the bar, or to stderr without one.
+    pub fn println(&self, line: &str) {
+        match &self.bar {
+            Some(b) => b.println(line),
+            None => eprintln!("{line}"),
         }
     }
 

@@ -133,12 +133,12 @@ pub fn run(args: CompareArgs) -> Result<()> {
 }
 
 /// Throughput of a run: modelled in `model` mode, measured otherwise.
-fn value(r: &RunReport) -> f64 {
+pub(crate) fn value(r: &RunReport) -> f64 {
     r.result.modelled_ops_per_sec.unwrap_or(r.result.throughput_ops_per_sec)
 }
 
 /// True for "the data does not fit" errors, which make a point empty, not the command fail.
-fn is_full(e: &anyhow::Error) -> bool {
+pub(crate) fn is_full(e: &anyhow::Error) -> bool {
     e.chain().any(|c| {
         matches!(
             c.downcast_ref::<tierdb::Error>(),

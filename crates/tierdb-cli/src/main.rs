@@ -9,6 +9,7 @@ mod bench_ycsb;
 mod compare;
 mod device_bench;
 mod devices;
+mod drilldown;
 mod plot;
 mod ycsb_driver;
 
@@ -38,6 +39,9 @@ enum Command {
     /// Run every architecture over data sizes that cross the DRAM and NVM capacities
     /// (the paper's Figure 8); writes a table, JSON and an SVG plot.
     Compare(compare::CompareArgs),
+    /// The paper's drill-down (Figure 10, the §5.4.2 scan overheads) and NVM sensitivity
+    /// (Figures 12 and 13); writes tables, JSON and SVG plots.
+    Drilldown(drilldown::DrilldownArgs),
 }
 
 #[derive(Subcommand)]
@@ -52,6 +56,7 @@ fn main() -> ExitCode {
         Command::Devices { command } => devices::run(command),
         Command::Bench { command: BenchCommand::Ycsb(args) } => bench_ycsb::run(args),
         Command::Compare(args) => compare::run(args),
+        Command::Drilldown(args) => drilldown::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

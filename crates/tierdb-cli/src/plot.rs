@@ -42,6 +42,8 @@ const SIZE_PX_MAX: u32 = 8192;
 pub const SERIES_MAX: usize = 32;
 /// Most vertical markers in one chart.
 pub const MARKERS_MAX: usize = 16;
+/// Most names on a categorical x axis (one tick each).
+pub const CATEGORIES_MAX: usize = 32;
 /// Largest coordinate magnitude that is drawn; larger values are skipped like NaN, so
 /// that range arithmetic (`max - min`) cannot overflow to infinity.
 pub const VALUE_ABS_MAX: f64 = 1e300;
@@ -92,6 +94,7 @@ const _: () = assert!(SIZE_PX_MIN <= WIDTH_PX_DEFAULT && WIDTH_PX_DEFAULT <= SIZ
 const _: () = assert!(SIZE_PX_MIN <= HEIGHT_PX_DEFAULT && HEIGHT_PX_DEFAULT <= SIZE_PX_MAX);
 const _: () = assert!(TICKS_TARGET as u64 <= LOG2_TICKS_MAX && (LOG2_TICKS_MAX as usize) < TICKS_MAX);
 const _: () = assert!(PALETTE.len() >= 6 && SHAPES.len() >= 4);
+const _: () = assert!(CATEGORIES_MAX <= TICKS_MAX);
 
 /// Colour-blind-safe line colours (Okabe–Ito, with yellow darkened to read on white),
 /// cycled by series index.
@@ -177,6 +180,11 @@ pub struct Chart {
     pub y_from_zero: bool,
     pub x_format: AxisFormat,
     pub y_format: AxisFormat,
+    /// Names for a categorical x axis. When not empty, x values are indices into it
+    /// (0, 1, …), each index is a tick labelled with its name, the axis has half a step
+    /// of room on each side, and `x_log2` and `x_format` are ignored; points and markers
+    /// outside that span are skipped.
+    pub x_categories: Vec<String>,
     pub legend: LegendPosition,
     pub width_px: u32,
     pub height_px: u32,
@@ -197,6 +205,7 @@ impl Chart {
             y_from_zero: true,
             x_format: AxisFormat::Plain,
             y_format: AxisFormat::Plain,
+            x_categories: Vec::new(),
             legend: LegendPosition::Auto,
             width_px: WIDTH_PX_DEFAULT,
             height_px: HEIGHT_PX_DEFAULT,
@@ -268,6 +277,9 @@ fn check_limits(chart: &Chart) -> Result<(), PlotError> {
     if chart.markers.len() > MARKERS_MAX {
         return Err(PlotError::TooMany { what: "markers", count: chart.markers.len(), max: MARKERS_MAX });
     }
+    if chart.x_categories.len() > CATEGORIES_MAX {
+        return Err(PlotError::TooMany { what: "x categories", count: chart.x_categories.len(), max: CATEGORIES_MAX });
+    }
     Ok(())
 }
 
@@ -315,6 +327,8 @@ struct Axis {
     ticks: Vec<f64>,
     /// Data-unit distance between neighbouring linear ticks; decides label precision.
     step: f64,
+    /// A categorical axis's names, tick `i` at `i`; empty for a numeric axis.
+    names: Vec<String>,
 }
 
 impl Axis {
@@ -329,6 +343,23 @@ impl Axis {
             Scale::Linear => linear_axis(format, lo, hi),
             Scale::Log2 => log2_axis(format, lo, hi),
             Scale::Log10 => log10_axis(format, lo, hi),
+        };
+        axis.check_invariants();
+        axis
+    }
+
+    /// A categorical axis: one tick per name at 0, 1, …, half a step of room each side.
+    fn categorical(names: &[String]) -> Self {
+        assert!(!names.is_empty() && names.len() <= CATEGORIES_MAX, "{} categories", names.len());
+        let ticks: Vec<f64> = (0..names.len()).map(|i| i as f64).collect();
+        let axis = Axis {
+            scale: Scale::Linear,
+            format: AxisFormat::Plain,
+            lo: -0.5,
+            hi: names.len() as f64 - 0.5,
+            ticks,
+            step: 1.0,
+            names: names.to_vec(),
         };
         axis.check_invariants();
         axis
@@ -351,6 +382,15 @@ impl Axis {
 
     /// The tick label at plotted coordinate `p`.
     fn label(&self, p: f64) -> String {
+        if !self.names.is_empty() {
+            // Ticks sit on whole indices; anything else is not a category.
+            let index = p.round();
+            return if (p - index).abs() < 1e-9 && index >= 0.0 {
+                self.names.get(index as usize).cloned().unwrap_or_default()
+            } else {
+                String::new()
+            };
+        }
         let v = self.scale.to_data(p);
         // On a log axis neighbouring ticks differ by at least half the value.
         let step = if self.scale == Scale::Linear { self.step } else { v.abs() / 2.0 };
@@ -425,7 +465,7 @@ fn linear_axis(format: AxisFormat, mut lo: f64, mut hi: f64) -> Axis {
     let count = (last - first) as usize + 1;
     assert!((2..=TICKS_MAX).contains(&count), "{count} ticks for {lo}..{hi} step {step}");
     let ticks: Vec<f64> = (0..count).map(|i| (first + i as f64) * step).collect();
-    Axis { scale: Scale::Linear, format, lo: ticks[0], hi: ticks[count - 1], ticks, step }
+    Axis { scale: Scale::Linear, format, lo: ticks[0], hi: ticks[count - 1], ticks, step, names: Vec::new() }
 }
 
 /// The smallest of 1, 2, 5 × 10^k that is at least `raw`.
@@ -450,7 +490,7 @@ fn log2_axis(format: AxisFormat, lo: f64, hi: f64) -> Axis {
     let count = span.div_ceil(stride) + 1;
     let ticks: Vec<f64> = (0..count).map(|i| (first + (i * stride) as i64) as f64).collect();
     let hi = *ticks.last().expect("at least two ticks");
-    Axis { scale: Scale::Log2, format, lo: first as f64, hi, ticks, step: 0.0 }
+    Axis { scale: Scale::Log2, format, lo: first as f64, hi, ticks, step: 0.0, names: Vec::new() }
 }
 
 /// Log-10 axis: ticks at 1, 2, 5 × 10^k over a few decades, at 10^k (every n-th one)
@@ -477,7 +517,7 @@ fn log10_axis(format: AxisFormat, lo: f64, hi: f64) -> Axis {
     let end = candidates.iter().position(|&c| c >= hi - 1e-12).unwrap_or(candidates.len() - 1);
     let end = end.max(start + 1);
     let ticks = candidates[start..=end].to_vec();
-    Axis { scale: Scale::Log10, format, lo: ticks[0], hi: ticks[ticks.len() - 1], ticks, step: 0.0 }
+    Axis { scale: Scale::Log10, format, lo: ticks[0], hi: ticks[ticks.len() - 1], ticks, step: 0.0, names: Vec::new() }
 }
 
 /// Decimal places needed so that labels `step` apart (in units of `unit`) differ.
@@ -644,23 +684,30 @@ struct Layout {
 
 impl Layout {
     fn new(chart: &Chart) -> Self {
-        let x_scale = if chart.x_log2 { Scale::Log2 } else { Scale::Linear };
+        let categorical = !chart.x_categories.is_empty();
+        let x_scale = if chart.x_log2 && !categorical { Scale::Log2 } else { Scale::Linear };
         let y_scale = if chart.y_log10 { Scale::Log10 } else { Scale::Linear };
+        let category_span = -0.5..=chart.x_categories.len() as f64 - 0.5;
+        let to_x = |x: f64| x_scale.to_plot(x).filter(|p| !categorical || category_span.contains(p));
         let series: Vec<Vec<(f64, f64)>> = chart
             .series
             .iter()
             .map(|s| {
                 let mut points: Vec<(f64, f64)> =
-                    s.points.iter().filter_map(|&(x, y)| Some((x_scale.to_plot(x)?, y_scale.to_plot(y)?))).collect();
+                    s.points.iter().filter_map(|&(x, y)| Some((to_x(x)?, y_scale.to_plot(y)?))).collect();
                 points.sort_by(|a, b| a.0.total_cmp(&b.0));
                 points
             })
             .collect();
         let markers: Vec<(f64, String)> =
-            chart.markers.iter().filter_map(|m| Some((x_scale.to_plot(m.x)?, m.label.clone()))).collect();
+            chart.markers.iter().filter_map(|m| Some((to_x(m.x)?, m.label.clone()))).collect();
         let xs: Vec<f64> = series.iter().flatten().map(|p| p.0).chain(markers.iter().map(|m| m.0)).collect();
         let ys: Vec<f64> = series.iter().flatten().map(|p| p.1).collect();
-        let x = Axis::new(x_scale, chart.x_format, &xs, false);
+        let x = if categorical {
+            Axis::categorical(&chart.x_categories)
+        } else {
+            Axis::new(x_scale, chart.x_format, &xs, false)
+        };
         let y = Axis::new(y_scale, chart.y_format, &ys, chart.y_from_zero);
         let chars_max = ((f64::from(chart.width_px) - 40.0) / (SUBTITLE_FONT_PX * CHAR_WIDTH_EM)) as usize;
         let subtitle_lines = wrap(&chart.subtitle, chars_max.max(2), SUBTITLE_LINES_MAX);
@@ -956,6 +1003,26 @@ mod tests {
             assert!(texts.iter().any(|t| t == text), "no <text> {text:?} in {texts:?}");
         }
         assert!(svg.starts_with(r#"<svg width="900" height="560""#), "default size");
+    }
+
+    #[test]
+    fn categorical_x_axis_labels_each_index_and_skips_the_rest() {
+        let mut chart = Chart::new("drill-down");
+        chart.x_categories = ["basic", "+cl-grained", "+mini-pages"].map(String::from).to_vec();
+        chart.x_log2 = true; // ignored on a categorical axis
+        chart.series =
+            vec![Series { name: "relative".into(), points: vec![(0.0, 1.0), (1.0, 1.4), (2.0, 2.1), (7.0, 9.0)] }];
+        let layout = Layout::new(&chart);
+        assert_eq!(layout.series[0].len(), 3, "the point at index 7 is outside the categories");
+        assert_eq!((layout.x.lo, layout.x.hi), (-0.5, 2.5));
+        assert_eq!(layout.x.label(1.0), "+cl-grained");
+        assert_eq!(layout.x.label(0.5), "");
+        let texts = texts(&render_ok(&chart));
+        for name in ["basic", "+cl-grained", "+mini-pages"] {
+            assert!(texts.iter().any(|t| t == name), "no tick label {name:?} in {texts:?}");
+        }
+        chart.x_categories = vec!["x".to_string(); CATEGORIES_MAX + 1];
+        assert!(matches!(render_svg(&chart), Err(PlotError::TooMany { what: "x categories", .. })));
     }
 
     #[test]

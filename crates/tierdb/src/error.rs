@@ -23,3 +23,10 @@ pub enum Error {
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// True for [`BufferError::NeedsExclusive`]: retry the access with an exclusive fix.
+    pub fn needs_exclusive(&self) -> bool {
+        matches!(self, Error::Buffer(BufferError::NeedsExclusive { .. }))
+    }
+}

@@ -41,6 +41,7 @@
 mod check;
 mod cursor;
 mod error;
+mod lines;
 pub mod node;
 mod structure;
 
@@ -50,13 +51,14 @@ pub use error::BTreeError;
 pub use node::value_bytes_max;
 
 use crate::Result;
-use crate::buffer::{ExclusivePage, OptimisticPage, PageSource};
+use crate::buffer::{ExclusivePage, LinePage, OptimisticPage, PageSource};
 use crate::ids::PageId;
 use crate::limits::{BTREE_KEY_BYTES_MAX, BTREE_OPTIMISTIC_RESTARTS_MAX, BTREE_RESTARTS_MAX, BTREE_UNDERFULL_DIVISOR};
-use node::{Builder, INNER_ENTRY_BYTES_MAX, Kind, NodeMut, NodeRef};
+use node::{Builder, INNER_ENTRY_BYTES_MAX, Kind, NodeMut, NodeRef, SLOT_BYTES};
 
 type Shared<'s, S> = <S as PageSource>::Shared<'s>;
 type Exclusive<'s, S> = <S as PageSource>::Exclusive<'s>;
+type Lines<'s, S> = <S as PageSource>::Lines<'s>;
 /// Exclusive guards from the highest held ancestor down to the current node.
 type Chain<'s, S> = Vec<(PageId, Exclusive<'s, S>)>;
 
@@ -166,10 +168,53 @@ impl<'s, S: PageSource> BTree<'s, S> {
     #[inline]
     pub fn get<R>(&self, key: &[u8], f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>> {
         self.check_key(key)?;
-        let (pid, leaf) = self.descend_shared(key)?;
-        let node = NodeRef::parse(&leaf, pid)?;
-        match node.lower_bound(key)? {
-            (pos, true) => Ok(Some(f(node.value(pos)?))),
+        // Shared first; a leaf whose lines must be loaded while others read it is fixed
+        // again exclusive (a cache-line fault changes the page).
+        let (_, mut leaf) = match self.descend_lines(key, false) {
+            Err(e) if e.needs_exclusive() => self.descend_lines(key, true)?,
+            r => r?,
+        };
+        let found = (|| -> Result<Option<(usize, usize)>> {
+            let h = lines::leaf_header(&mut leaf, self.source.page_size())?;
+            match lines::lower_bound(&mut leaf, &h, key)? {
+                (pos, true) => {
+                    let (_, _, vs, vlen) = lines::entry(&mut leaf, &h, pos)?;
+                    Ok(Some((vs, vlen)))
+                }
+                _ => Ok(None),
+            }
+        })();
+        let found = match found {
+            Err(e) if e.needs_exclusive() => {
+                drop(leaf);
+                return self.get_exclusive(key, f);
+            }
+            r => r?,
+        };
+        match found {
+            Some((vs, vlen)) => match leaf.read(vs, vlen) {
+                Ok(v) => Ok(Some(f(v))),
+                Err(e) if e.needs_exclusive() => {
+                    drop(leaf);
+                    self.get_exclusive(key, f)
+                }
+                Err(e) => Err(e),
+            },
+            None => Ok(None),
+        }
+    }
+
+    /// [`get`](Self::get) with the leaf fixed exclusive (after a cache-line fault under
+    /// a shared fix).
+    #[cold]
+    fn get_exclusive<R>(&self, key: &[u8], f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>> {
+        let (_, mut leaf) = self.descend_lines(key, true)?;
+        let h = lines::leaf_header(&mut leaf, self.source.page_size())?;
+        match lines::lower_bound(&mut leaf, &h, key)? {
+            (pos, true) => {
+                let (_, _, vs, vlen) = lines::entry(&mut leaf, &h, pos)?;
+                Ok(Some(f(leaf.read(vs, vlen)?)))
+            }
             _ => Ok(None),
         }
     }
@@ -208,17 +253,17 @@ impl<'s, S: PageSource> BTree<'s, S> {
     /// `OffsetOutOfRange` if the range is not inside the value; as [`get`](Self::get).
     pub fn update_in_place(&self, key: &[u8], offset: usize, bytes: &[u8]) -> Result<bool> {
         self.check_key(key)?;
-        let (pid, mut leaf) = self.descend_for_write(key, "update_in_place")?;
-        let node = NodeRef::parse(&leaf, pid)?;
-        let (pos, found) = node.lower_bound(key)?;
+        let (_, mut leaf) = self.descend_lines(key, true)?;
+        let h = lines::leaf_header(&mut leaf, self.source.page_size())?;
+        let (pos, found) = lines::lower_bound(&mut leaf, &h, key)?;
         if !found {
             return Ok(false);
         }
-        let value_len = node.value(pos)?.len();
+        let (_, _, vs, value_len) = lines::entry(&mut leaf, &h, pos)?;
         if offset.checked_add(bytes.len()).is_none_or(|end| end > value_len) {
             return Err(BTreeError::OffsetOutOfRange { offset, len: bytes.len(), value_len }.into());
         }
-        NodeMut::trusted(&mut leaf, pid).write_value(pos, offset, bytes)?;
+        leaf.write(vs + offset, bytes.len())?.copy_from_slice(bytes);
         Ok(true)
     }
 
@@ -229,15 +274,17 @@ impl<'s, S: PageSource> BTree<'s, S> {
     pub fn delete(&self, key: &[u8]) -> Result<bool> {
         self.check_key(key)?;
         {
-            let (pid, mut leaf) = self.descend_for_write(key, "delete")?;
-            let node = NodeRef::parse(&leaf, pid)?;
-            let (pos, found) = node.lower_bound(key)?;
+            let (pid, mut leaf) = self.descend_lines(key, true)?;
+            let h = lines::leaf_header(&mut leaf, self.source.page_size())?;
+            let (pos, found) = lines::lower_bound(&mut leaf, &h, key)?;
             if !found {
                 return Ok(false);
             }
-            let left = node.payload_bytes().saturating_sub(node.entry_bytes(pos)?);
-            if pid == self.root || left >= node.page_size() / BTREE_UNDERFULL_DIVISOR {
-                NodeMut::trusted(&mut leaf, pid).remove(pos)?;
+            let (_, klen, _, vlen) = lines::entry(&mut leaf, &h, pos)?;
+            let entry_bytes = SLOT_BYTES + node::ENTRY_HEADER_BYTES + klen + vlen;
+            let left = h.payload_bytes().saturating_sub(entry_bytes);
+            if pid == self.root || left >= h.page_size / BTREE_UNDERFULL_DIVISOR {
+                lines::remove(&mut leaf, &h, pos)?;
                 return Ok(true);
             }
         }
@@ -305,13 +352,38 @@ impl<'s, S: PageSource> BTree<'s, S> {
         Ok(())
     }
 
-    /// Descends to the leaf for `key` and returns it latched shared. Inner nodes are
-    /// read optimistically (no latch, so readers on the same upper levels do not contend
-    /// for cache lines): each step is trusted only after the node validates, and a node
-    /// that changed meanwhile restarts the descent from the root. After
-    /// `BTREE_OPTIMISTIC_RESTARTS_MAX` restarts it falls back to latch coupling.
+    /// Descends to the leaf for `key` and returns it latched shared (whole page: for
+    /// scans).
     #[inline]
     fn descend_shared(&self, key: &[u8]) -> Result<(PageId, Shared<'s, S>)> {
+        self.descend_with(key, |pid| self.source.fix_shared(pid), |leaf, pid| Ok(NodeRef::parse(leaf, pid)?.is_leaf()))
+    }
+
+    /// Descends to the leaf for `key` and returns it fixed for cache-line-grained
+    /// access, shared or exclusive.
+    #[inline]
+    fn descend_lines(&self, key: &[u8], exclusive: bool) -> Result<(PageId, Lines<'s, S>)> {
+        let page_size = self.source.page_size();
+        self.descend_with(
+            key,
+            |pid| self.source.fix_lines(pid, exclusive),
+            |leaf, _| Ok(lines::header(leaf, page_size)?.kind == Kind::Leaf),
+        )
+    }
+
+    /// Descends to the leaf for `key` and fixes it with `fix_leaf`; `is_leaf` checks
+    /// the fixed page is a leaf. Inner nodes are read optimistically (no latch, so
+    /// readers on the same upper levels do not contend for cache lines): each step is
+    /// trusted only after the node validates, and a node that changed meanwhile
+    /// restarts the descent from the root. After `BTREE_OPTIMISTIC_RESTARTS_MAX`
+    /// restarts it falls back to latch coupling.
+    #[inline]
+    fn descend_with<L>(
+        &self,
+        key: &[u8],
+        fix_leaf: impl Fn(PageId) -> Result<L>,
+        is_leaf: impl Fn(&mut L, PageId) -> Result<bool>,
+    ) -> Result<(PageId, L)> {
         'restart: for _ in 0..BTREE_OPTIMISTIC_RESTARTS_MAX {
             let mut pid = self.root;
             let mut page = self.source.fix_optimistic(pid)?;
@@ -337,7 +409,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
                     Some(step) => step,
                 };
                 if next_level == 0 {
-                    let leaf = match self.source.fix_shared(next) {
+                    let mut leaf = match fix_leaf(next) {
                         Ok(leaf) => leaf,
                         // A page freed under a stale parent is a restart, not an error.
                         Err(_) if !page.validate() => continue 'restart,
@@ -347,8 +419,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
                         continue 'restart;
                     }
                     // Under the latch the leaf is stable: check it is what the parent said.
-                    let node = NodeRef::parse(&leaf, next)?;
-                    if !node.is_leaf() {
+                    if !is_leaf(&mut leaf, next)? {
                         continue 'restart; // the root split between the two reads
                     }
                     return Ok((next, leaf));
@@ -368,64 +439,51 @@ impl<'s, S: PageSource> BTree<'s, S> {
         }
         // Writers or evictions kept invalidating the path: take the latched way down,
         // which cannot be invalidated.
-        self.descend_shared_coupled(key)
+        self.descend_coupled(key, fix_leaf, is_leaf)
     }
 
     /// Descends to the leaf for `key` with shared latch coupling (the child is latched
-    /// before the parent is released): slower under contention, never restarts.
-    fn descend_shared_coupled(&self, key: &[u8]) -> Result<(PageId, Shared<'s, S>)> {
-        let mut pid = self.root;
-        let mut page = self.source.fix_shared(pid)?;
-        let mut level = None;
-        loop {
-            let node = NodeRef::parse(&page, pid)?;
-            if let Some(l) = level {
-                node.expect_level(l)?;
-            }
-            if node.is_leaf() {
-                return Ok((pid, page));
-            }
-            let child = node.child_for(key)?;
-            level = Some(node.level() - 1);
-            let next = self.source.fix_shared(child)?;
-            page = next;
-            pid = child;
-        }
-    }
-
-    /// The optimistic write descent: shared latches on inner nodes, the leaf exclusive.
-    fn descend_for_write(&self, key: &[u8], op: &'static str) -> Result<(PageId, Exclusive<'s, S>)> {
+    /// before the parent is released) and fixes the leaf with `fix_leaf`: slower under
+    /// contention, restarts only if the root splits while it is fixed as a leaf.
+    fn descend_coupled<L>(
+        &self,
+        key: &[u8],
+        fix_leaf: impl Fn(PageId) -> Result<L>,
+        is_leaf: impl Fn(&mut L, PageId) -> Result<bool>,
+    ) -> Result<(PageId, L)> {
         for _ in 0..BTREE_RESTARTS_MAX {
-            let mut page = self.source.fix_shared(self.root)?;
-            if NodeRef::parse(&page, self.root)?.is_leaf() {
-                drop(page);
-                let root = self.source.fix_exclusive(self.root)?;
-                if NodeRef::parse(&root, self.root)?.is_leaf() {
-                    return Ok((self.root, root));
-                }
-                continue; // The root split between the two latches.
-            }
             let mut pid = self.root;
+            let mut page = self.source.fix_shared(pid)?;
             let mut level = None;
             loop {
                 let node = NodeRef::parse(&page, pid)?;
                 if let Some(l) = level {
                     node.expect_level(l)?;
                 }
+                if node.is_leaf() {
+                    // The root is a leaf: fix it the leaf's way.
+                    drop(page);
+                    let mut leaf = fix_leaf(pid)?;
+                    if is_leaf(&mut leaf, pid)? {
+                        return Ok((pid, leaf));
+                    }
+                    break; // the root split meanwhile
+                }
                 let child = node.child_for(key)?;
                 let child_level = node.level() - 1;
                 if child_level == 0 {
-                    let leaf = self.source.fix_exclusive(child)?;
-                    NodeRef::parse(&leaf, child)?.expect_level(0)?;
+                    let mut leaf = fix_leaf(child)?;
+                    if !is_leaf(&mut leaf, child)? {
+                        return Err(corrupted(child, "a level-1 node's child is not a leaf"));
+                    }
                     return Ok((child, leaf));
                 }
-                let next = self.source.fix_shared(child)?;
-                page = next;
-                pid = child;
                 level = Some(child_level);
+                page = self.source.fix_shared(child)?;
+                pid = child;
             }
         }
-        Err(BTreeError::RestartLimit { op, restarts: BTREE_RESTARTS_MAX }.into())
+        Err(BTreeError::RestartLimit { op: "descent", restarts: BTREE_RESTARTS_MAX }.into())
     }
 
     /// The pessimistic descent: exclusive coupling from the root; ancestors are released
@@ -459,13 +517,14 @@ impl<'s, S: PageSource> BTree<'s, S> {
         self.check_key(key)?;
         self.check_value(value)?;
         {
-            let (pid, mut leaf) = self.descend_for_write(key, op)?;
-            if let LeafWrite::Done(r) = self.write_leaf(pid, &mut leaf, key, value, mode)? {
+            let (pid, mut leaf) = self.descend_lines(key, true)?;
+            if let LeafWrite::Done(r) = self.write_leaf_lines(pid, &mut leaf, key, value, mode)? {
                 return Ok(r);
             }
         }
+        let _ = op;
         // An entry of this size fits a node with any prefix.
-        let need = node::SLOT_BYTES + node::ENTRY_HEADER_BYTES + key.len() + value.len();
+        let need = SLOT_BYTES + node::ENTRY_HEADER_BYTES + key.len() + value.len();
         let mut chain = self
             .descend_exclusive(key, |n, _| n.free_total() >= if n.is_leaf() { need } else { INNER_ENTRY_BYTES_MAX })?;
         let idx = chain.len() - 1;
@@ -481,11 +540,55 @@ impl<'s, S: PageSource> BTree<'s, S> {
         }
     }
 
-    /// Applies a write to a leaf held exclusive, if it has room.
-    fn write_leaf(
+    /// Applies a write to a leaf held exclusive for line-grained access: in place when
+    /// the value keeps its length or the new entry fits the contiguous free space, else
+    /// on the whole page.
+    fn write_leaf_lines(
         &self,
         pid: PageId,
-        leaf: &mut Exclusive<'s, S>,
+        leaf: &mut Lines<'s, S>,
+        key: &[u8],
+        value: &[u8],
+        mode: WriteMode,
+    ) -> Result<LeafWrite> {
+        let h = lines::leaf_header(leaf, self.source.page_size())?;
+        let (pos, found) = lines::lower_bound(leaf, &h, key)?;
+        match (mode, found) {
+            (WriteMode::Insert, true) | (WriteMode::Update, false) => return Ok(LeafWrite::Done(false)),
+            (_, false) => {
+                if lines::try_insert(leaf, &h, pos, key, value)? {
+                    return Ok(LeafWrite::Done(true));
+                }
+            }
+            (_, true) => {
+                let (_, _, vs, vlen) = lines::entry(leaf, &h, pos)?;
+                if vlen == value.len() {
+                    leaf.write(vs, vlen)?.copy_from_slice(value);
+                    return Ok(LeafWrite::Done(true));
+                }
+            }
+        }
+        // Compaction or a value of another length: the whole page.
+        let page = leaf.whole()?;
+        let node = NodeRef::parse(page, pid)?;
+        let fits = match found {
+            false => node.free_total() >= node.entry_bytes_for(key, value.len()),
+            true => {
+                let old = node.value(pos)?.len();
+                value.len() <= old || node.free_total() >= value.len() - old
+            }
+        };
+        if !fits {
+            return Ok(LeafWrite::NoRoom);
+        }
+        self.write_leaf(pid, &mut leaf.whole_mut()?, key, value, mode)
+    }
+
+    /// Applies a write to a leaf held exclusive, if it has room.
+    fn write_leaf<B: std::ops::DerefMut<Target = [u8]>>(
+        &self,
+        pid: PageId,
+        leaf: &mut B,
         key: &[u8],
         value: &[u8],
         mode: WriteMode,

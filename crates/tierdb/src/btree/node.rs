@@ -72,10 +72,10 @@ pub const CHILD_BYTES: usize = 8;
 const OFF_KIND: usize = 4;
 const OFF_LEVEL: usize = 5;
 const OFF_FLAGS: usize = 6;
-const OFF_COUNT: usize = 8;
+pub(super) const OFF_COUNT: usize = 8;
 const OFF_PREFIX_LEN: usize = 10;
-const OFF_HEAP_START: usize = 12;
-const OFF_GARBAGE: usize = 16;
+pub(super) const OFF_HEAP_START: usize = 12;
+pub(super) const OFF_GARBAGE: usize = 16;
 const OFF_LOWER_OFF: usize = 20;
 const OFF_LOWER_LEN: usize = 22;
 const OFF_UPPER_OFF: usize = 24;
@@ -245,27 +245,32 @@ fn not_a_tree(pid: PageId, detail: String) -> BTreeError {
     BTreeError::NotATree { pid, detail }
 }
 
-/// A validated, read-only view of a node.
-#[derive(Clone, Copy)]
-pub struct NodeRef<'a> {
-    b: &'a [u8],
-    pid: PageId,
-    kind: Kind,
-    level: u8,
-    count: usize,
-    prefix_len: usize,
+/// A node's header line, checked: what a cache-line-grained access reads first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Header {
+    pub kind: Kind,
+    pub level: u8,
+    pub count: usize,
+    pub prefix_len: usize,
+    pub heap_start: usize,
+    pub garbage: usize,
+    /// Offset and length of the lower fence.
+    pub lower: (usize, usize),
+    /// Offset and length of the upper fence; `None` = +infinity.
+    pub upper: Option<(usize, usize)>,
+    pub link: u64,
+    pub page_size: usize,
 }
 
-impl<'a> NodeRef<'a> {
-    /// Checks the header of the page `b` (every field against the page bounds) and
-    /// returns a view of it. Reads only the header's cache line.
+impl Header {
+    /// Checks a node's header (`b`: its first [`HEADER_BYTES`]) against a page of
+    /// `len` bytes.
     ///
     /// # Errors
     /// `NotATree` for a wrong size, magic or kind; `Corrupted` for inconsistent fields.
-    pub fn parse(b: &'a [u8], pid: PageId) -> NodeResult<NodeRef<'a>> {
+    pub fn parse(b: &[u8], len: usize, pid: PageId) -> NodeResult<Header> {
         touch(0, HEADER_BYTES);
-        let len = b.len();
-        if !(PAGE_SIZE_MIN_BYTES..=PAGE_SIZE_MAX_BYTES).contains(&len) {
+        if !(PAGE_SIZE_MIN_BYTES..=PAGE_SIZE_MAX_BYTES).contains(&len) || b.len() < HEADER_BYTES {
             return Err(not_a_tree(pid, format!("a page of {len} bytes")));
         }
         if b[..4] != NODE_MAGIC {
@@ -322,10 +327,56 @@ impl<'a> NodeRef<'a> {
                 format!("{garbage} garbage and {} fence bytes in a heap of {}", ll + ul, len - heap_start),
             ));
         }
-        if kind == Kind::Inner && rd_u64(b, OFF_LINK) == 0 {
+        let link = rd_u64(b, OFF_LINK);
+        if kind == Kind::Inner && link == 0 {
             return Err(corrupt(pid, "inner node without a rightmost child".into()));
         }
-        Ok(NodeRef { b, pid, kind, level, count, prefix_len })
+        Ok(Header {
+            kind,
+            level,
+            count,
+            prefix_len,
+            heap_start,
+            garbage,
+            lower: (lo, ll),
+            upper: (!upper_infinite).then_some((uo, ul)),
+            link,
+            page_size: len,
+        })
+    }
+
+    /// Bytes of slots and live entries (as [`NodeRef::payload_bytes`]).
+    pub fn payload_bytes(&self) -> usize {
+        let fences = self.lower.1 + self.upper.map_or(0, |u| u.1);
+        self.count * SLOT_BYTES + (self.page_size - self.heap_start) - self.garbage - fences
+    }
+
+    /// Free bytes between the slot array and the heap.
+    pub fn free_contiguous(&self) -> usize {
+        self.heap_start - (HEADER_BYTES + self.count * SLOT_BYTES)
+    }
+}
+
+/// A validated, read-only view of a node.
+#[derive(Clone, Copy)]
+pub struct NodeRef<'a> {
+    b: &'a [u8],
+    pid: PageId,
+    kind: Kind,
+    level: u8,
+    count: usize,
+    prefix_len: usize,
+}
+
+impl<'a> NodeRef<'a> {
+    /// Checks the header of the page `b` (every field against the page bounds) and
+    /// returns a view of it. Reads only the header's cache line.
+    ///
+    /// # Errors
+    /// `NotATree` for a wrong size, magic or kind; `Corrupted` for inconsistent fields.
+    pub fn parse(b: &'a [u8], pid: PageId) -> NodeResult<NodeRef<'a>> {
+        let h = Header::parse(b.get(..HEADER_BYTES).unwrap_or(b), b.len(), pid)?;
+        Ok(NodeRef { b, pid, kind: h.kind, level: h.level, count: h.count, prefix_len: h.prefix_len })
     }
 
     /// A view of a page this thread parsed and has since changed only through this

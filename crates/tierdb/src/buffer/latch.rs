@@ -108,6 +108,16 @@ impl Latch {
         debug_assert!(prev & EXCLUSIVE != 0, "unlock_exclusive of a latch in state {prev:#x}");
     }
 
+    /// Turns the caller's shared hold into an exclusive one if it is the only holder
+    /// (a waiting writer's flag is kept: it gets the latch after this holder).
+    #[inline]
+    pub fn try_upgrade(&self) -> bool {
+        let s = self.state.load(Ordering::Relaxed);
+        debug_assert!(s & READERS != 0 && s & EXCLUSIVE == 0, "upgrade of a latch in state {s:#x}");
+        s & READERS == 1
+            && self.state.compare_exchange(s, (s - 1) | EXCLUSIVE, Ordering::Acquire, Ordering::Relaxed).is_ok()
+    }
+
     /// Turns an exclusive hold into a shared one without letting a writer in between.
     #[inline]
     pub fn downgrade(&self) {

@@ -24,7 +24,10 @@ use serde::Serialize;
 
 use super::BufferError;
 use super::counters::{BufferCounters, BufferStats, Count};
-use super::frame::{FrameId, FrameOptimistic, FramePool, FrameRead, FrameWrite, NO_NVM_FRAME, NO_PAGE};
+use super::frame::lines::{LineGuard, Place};
+use super::frame::{
+    FrameId, FrameOptimistic, FramePool, FrameRead, FrameWrite, MINI_BLOCK, Mask, NO_NVM_FRAME, NO_PAGE,
+};
 use super::latch::backoff;
 use super::nvm_pool::NvmPool;
 use super::policy::{self, EvictTo, MissTarget, PageInfo, Policy, Tiers, Victim};
@@ -36,8 +39,8 @@ use crate::device::{
 };
 use crate::ids::PageId;
 use crate::limits::{
-    CLOCK_ROUNDS_MAX, FREE_CHAIN_MAGIC, PAGE_BUSY_WAIT_MS_MAX, PAGE_SIZE_MAX_BYTES, PAGE_SIZE_MIN_BYTES,
-    PAGE_TABLE_PAGES_DEFAULT, SSD_GROW_PAGES_MIN,
+    CACHE_LINE_BYTES, CLOCK_ROUNDS_MAX, FREE_CHAIN_MAGIC, PAGE_BUSY_WAIT_MS_MAX, PAGE_SIZE_MAX_BYTES,
+    PAGE_SIZE_MIN_BYTES, PAGE_TABLE_PAGES_DEFAULT, SSD_GROW_PAGES_MIN,
 };
 use crate::{ByteSize, Result};
 
@@ -98,6 +101,7 @@ pub struct BufferInfo {
     pub has_ssd: bool,
     /// Pages handed out and not freed.
     pub pages_in_use: u64,
+    pub techniques: Techniques,
 }
 
 /// Counters of the buffer manager and of its devices.
@@ -142,6 +146,8 @@ pub struct BufferManager {
     counters: BufferCounters,
     /// Bulk-load mode: see [`BufferManager::set_bulk_load`].
     bulk_load: std::sync::atomic::AtomicBool,
+    techniques: Techniques,
+    debug_lines: bool,
 }
 
 impl BufferManager {
@@ -165,7 +171,14 @@ impl BufferManager {
         }
         let mut dram = cfg.dram.clone();
         dram.frame_bytes = ps;
-        let frames = FramePool::new(DramArena::new(&dram)?);
+        cfg.techniques.validate()?;
+        if cfg.techniques != Techniques::NONE && cfg.nvm.is_none() {
+            return Err(BufferError::Config {
+                what: format!("techniques {} work between DRAM and NVM, and there is no NVM tier", cfg.techniques),
+            }
+            .into());
+        }
+        let frames = FramePool::with_minis(DramArena::new(&dram)?, cfg.techniques.mini_pages);
         if frames.len() < MIN_DRAM_FRAMES {
             return Err(BufferError::Config {
                 what: format!(
@@ -234,6 +247,8 @@ impl BufferManager {
             capacity_pages,
             counters: BufferCounters::new(),
             bulk_load: std::sync::atomic::AtomicBool::new(false),
+            techniques: cfg.techniques,
+            debug_lines: cfg.debug_lines,
         };
         if pages_allocated == 0 {
             let catalog = bm.allocate()?.page_id();
@@ -265,13 +280,15 @@ impl BufferManager {
         for i in 0..self.frames.len() {
             let f = FrameId(i as u32);
             let meta = self.frames.meta(f);
-            if meta.pid() == NO_PAGE || meta.nvm.load(Ordering::Relaxed) != NO_NVM_FRAME {
+            if !meta.holds_page() || meta.nvm.load(Ordering::Relaxed) != NO_NVM_FRAME {
                 continue;
             }
             let Some(n) = nvm.pop_free() else { break };
             let g = self.frames.write(f);
             let pid = g.meta().pid();
-            if pid == NO_PAGE || !meta.dirty.load(Ordering::Relaxed) || meta.nvm.load(Ordering::Relaxed) != NO_NVM_FRAME
+            if !meta.holds_page()
+                || !meta.dirty.load(Ordering::Relaxed)
+                || meta.nvm.load(Ordering::Relaxed) != NO_NVM_FRAME
             {
                 nvm.detach(n);
                 continue;
@@ -282,10 +299,24 @@ impl BufferManager {
             }
             meta.nvm.store(n, Ordering::Relaxed);
             meta.dirty.store(false, Ordering::Relaxed);
-            self.counters.bump(Count::DramToNvm);
+            self.count_page_to_nvm();
             self.counters.bump(Count::NvmAdmissions);
         }
         Ok(())
+    }
+
+    /// The NVM techniques in use.
+    pub fn techniques(&self) -> Techniques {
+        self.techniques
+    }
+
+    fn lines_per_page(&self) -> u64 {
+        (self.page_size / CACHE_LINE_BYTES) as u64
+    }
+
+    fn count_page_to_nvm(&self) {
+        self.counters.bump(Count::DramToNvm);
+        self.counters.add(Count::NvmLinesWritten, self.lines_per_page());
     }
 
     pub fn info(&self) -> BufferInfo {
@@ -296,6 +327,7 @@ impl BufferManager {
             nvm_frames: self.tiers.nvm_frames,
             has_ssd: self.ssd.is_some(),
             pages_in_use: self.pages_in_use(),
+            techniques: self.techniques,
         }
     }
 
@@ -353,10 +385,23 @@ impl BufferManager {
                     if let Some(g) = try_latch(&self.frames, f)
                         && frame_pid(&g) == pid.0
                     {
-                        self.frames.meta(f).touch();
-                        self.counters.bump(Count::DramHits);
-                        return Ok(g);
+                        let meta = self.frames.meta(f);
+                        if meta.resident_all.load(Ordering::Relaxed) {
+                            meta.touch();
+                            self.counters.bump(Count::DramHits);
+                            return Ok(g);
+                        }
+                        // Partly resident (cache-line-grained): whole-page access loads
+                        // the rest first, under an exclusive fix.
+                        drop(g);
+                        self.complete(pid)?;
+                        continue;
                     }
+                }
+                Entry::Mini(_) => {
+                    // Whole-page access to a mini page promotes it.
+                    self.complete(pid)?;
+                    continue;
                 }
                 Entry::Busy => {}
                 observed @ (Entry::Empty | Entry::Nvm(_)) => {
@@ -376,6 +421,195 @@ impl BufferManager {
                     return Err(BufferError::Exhausted { pool: "page latch", frames: 1, rounds: spins as usize }.into());
                 }
             }
+        }
+    }
+
+    /// Makes page `pid` fully resident in a full frame (loading its missing lines,
+    /// promoting a mini page).
+    fn complete(&self, pid: PageId) -> Result<()> {
+        let mut g = self.fix_lines(pid, true)?;
+        crate::buffer::LinePage::whole(&mut g)?;
+        Ok(())
+    }
+
+    /// The line-grained fix: the page table, then the latch of the full frame or mini
+    /// page, or a load.
+    fn fix_lines_impl(&self, pid: PageId, exclusive: bool) -> Result<LineGuard<'_>> {
+        let slot = self.table.slot(pid)?;
+        let mut spins = 0u32;
+        let mut waited_since: Option<Instant> = None;
+        loop {
+            let entry = Entry::decode(slot.load(Ordering::Acquire));
+            let latched = match entry {
+                Entry::Dram(f) => Some((&self.frames.meta(f).latch, Place::Full(f), self.frames.meta(f).pid())),
+                Entry::Mini(i) => {
+                    let m = self.frames.minis().meta(i);
+                    Some((&m.latch, Place::Mini(i), NO_PAGE))
+                }
+                Entry::Busy => None,
+                observed @ (Entry::Empty | Entry::Nvm(_)) => {
+                    if observed == Entry::Empty {
+                        self.check_allocated(pid)?;
+                    }
+                    if let Some(g) = self.load_lines_page(pid, observed)? {
+                        return Ok(g);
+                    }
+                    None
+                }
+            };
+            if let Some((latch, place, _)) = latched {
+                let ok = if exclusive { latch.try_exclusive() } else { latch.try_shared() };
+                if ok {
+                    let held = match place {
+                        Place::Full(f) => self.frames.meta(f).pid(),
+                        Place::Mini(i) => self.frames.minis().meta(i).pid(),
+                    };
+                    if held == pid.0 {
+                        match place {
+                            Place::Full(f) => self.frames.meta(f).touch(),
+                            Place::Mini(i) => self.frames.minis().meta(i).touch(),
+                        }
+                        self.counters.bump(Count::DramHits);
+                        return Ok(LineGuard::new(self, pid, place, exclusive));
+                    }
+                    if exclusive {
+                        latch.unlock_exclusive();
+                    } else {
+                        latch.unlock_shared();
+                    }
+                }
+            }
+            backoff(&mut spins);
+            if spins.is_multiple_of(1024) {
+                let since = *waited_since.get_or_insert_with(Instant::now);
+                if since.elapsed() > Duration::from_millis(PAGE_BUSY_WAIT_MS_MAX) {
+                    return Err(BufferError::Exhausted { pool: "page latch", frames: 1, rounds: spins as usize }.into());
+                }
+            }
+        }
+    }
+
+    /// Loads a page for line-grained access: an NVM page with cache-line-grained pages
+    /// on gets a mini page (or an empty full frame) and no bytes yet; anything else is
+    /// loaded whole. `None` if another thread changed the entry first.
+    fn load_lines_page(&self, pid: PageId, observed: Entry) -> Result<Option<LineGuard<'_>>> {
+        let Entry::Nvm(n) = observed else {
+            return Ok(self.load(pid, observed)?.map(|g| LineGuard::new(self, pid, Place::Full(g.into_held()), true)));
+        };
+        if !self.techniques.cl_grained {
+            return Ok(self.load(pid, observed)?.map(|g| LineGuard::new(self, pid, Place::Full(g.into_held()), true)));
+        }
+        if !self.table.claim(pid, observed)? {
+            return Ok(None);
+        }
+        let nvm = self.nvm.as_ref().expect("an NVM entry implies an NVM pool");
+        let info = PageInfo { pid, dirty: false, nvm_copy: true, referenced: true };
+        let policy::NvmAccess::Migrate = self.policy.nvm_access(&info, false, &self.tiers);
+        let place = if self.techniques.mini_pages {
+            match self.mini_page() {
+                Ok(i) => {
+                    let m = self.frames.minis().meta(i);
+                    m.clear();
+                    m.pid.store(pid.0, Ordering::Relaxed);
+                    m.nvm.store(n, Ordering::Relaxed);
+                    m.referenced.store(true, Ordering::Relaxed);
+                    self.table.set(pid, Entry::Mini(i));
+                    Place::Mini(i)
+                }
+                Err(e) => {
+                    self.table.set(pid, observed);
+                    return Err(e);
+                }
+            }
+        } else {
+            match self.free_frame() {
+                Ok(g) => {
+                    let f = g.frame();
+                    self.reset_frame(f, pid, n, false);
+                    self.table.set(pid, Entry::Dram(f));
+                    Place::Full(g.into_held())
+                }
+                Err(e) => {
+                    self.table.set(pid, observed);
+                    return Err(e);
+                }
+            }
+        };
+        nvm.touch(n);
+        self.counters.bump(Count::NvmHits);
+        Ok(Some(LineGuard::new(self, pid, place, true)))
+    }
+
+    /// Sets up frame `f` (held exclusive) for page `pid` with NVM copy `n`.
+    fn reset_frame(&self, f: FrameId, pid: PageId, n: u32, resident_all: bool) {
+        let meta = self.frames.meta(f);
+        meta.pid.store(pid.0, Ordering::Relaxed);
+        meta.nvm.store(n, Ordering::Relaxed);
+        meta.dirty.store(false, Ordering::Relaxed);
+        meta.referenced.store(true, Ordering::Relaxed);
+        meta.resident_all.store(resident_all, Ordering::Relaxed);
+        self.frames.clear_mask(Mask::Resident, f);
+        self.frames.clear_mask(Mask::Dirty, f);
+    }
+
+    /// A free mini page, latched exclusive: from a block with room, else from a new
+    /// block (a full frame lent out).
+    fn mini_page(&self) -> Result<u32> {
+        let minis = self.frames.minis();
+        let i = match minis.pop() {
+            Some(i) => i,
+            None => {
+                let g = self.free_frame()?;
+                g.meta().pid.store(MINI_BLOCK, Ordering::Relaxed);
+                g.meta().nvm.store(NO_NVM_FRAME, Ordering::Relaxed);
+                minis.add_block(g.frame())
+            }
+        };
+        // Free, but a stale fixer may be looking at it for a moment.
+        minis.meta(i).latch.exclusive();
+        self.counters.bump(Count::MiniAllocations);
+        Ok(i)
+    }
+
+    // ----- hooks of the line guards (frame::lines) ------------------------------------
+
+    pub(crate) fn frames(&self) -> &FramePool {
+        &self.frames
+    }
+
+    pub(crate) fn debug_lines(&self) -> bool {
+        self.debug_lines
+    }
+
+    pub(crate) fn count(&self, c: Count, n: u64) {
+        self.counters.add(c, n);
+    }
+
+    /// Copies lines of `pid` at page offset `off` from its NVM frame `n`.
+    pub(crate) fn load_lines(&self, n: u32, pid: PageId, off: usize, dst: &mut [u8]) -> Result<()> {
+        debug_assert_ne!(n, NO_NVM_FRAME, "{pid}: lines missing from a page without an NVM copy");
+        let nvm = self.nvm.as_ref().expect("a partly resident page has an NVM copy");
+        nvm.read_lines(n, off, dst)?;
+        self.counters.add(Count::NvmLinesLoaded, (dst.len() / CACHE_LINE_BYTES) as u64);
+        Ok(())
+    }
+
+    /// An empty full frame for a mini page's promotion.
+    pub(crate) fn promotion_frame(&self) -> Result<FrameWrite<'_>> {
+        self.free_frame()
+    }
+
+    /// Points the page table at a promoted page's full frame.
+    pub(crate) fn publish_promotion(&self, pid: PageId, f: FrameId) {
+        self.table.set(pid, Entry::Dram(f));
+        self.counters.bump(Count::MiniPromotions);
+    }
+
+    /// Frees mini page `i` (cleared, unlatched); gives its block back if it was the last.
+    pub(crate) fn release_mini(&self, i: u32) {
+        if let Some(block) = self.frames.minis().push(i) {
+            self.frames.meta(block).pid.store(NO_PAGE, Ordering::Relaxed);
+            self.free_frames.lock().push(block);
         }
     }
 
@@ -404,10 +638,8 @@ impl BufferManager {
         };
         match self.fill(pid, observed, &mut g) {
             Ok(()) => {
-                let meta = g.meta();
-                meta.pid.store(pid.0, Ordering::Relaxed);
-                meta.dirty.store(false, Ordering::Relaxed);
-                meta.referenced.store(true, Ordering::Relaxed);
+                let n = g.meta().nvm.load(Ordering::Relaxed);
+                self.reset_frame(g.frame(), pid, n, true);
                 self.table.set(pid, Entry::Dram(g.frame()));
                 Ok(Some(g))
             }
@@ -431,6 +663,7 @@ impl BufferManager {
                 g.meta().nvm.store(n, Ordering::Relaxed);
                 self.counters.bump(Count::NvmHits);
                 self.counters.bump(Count::NvmToDram);
+                self.counters.add(Count::NvmLinesLoaded, self.lines_per_page());
             }
             Entry::Empty => {
                 let ssd = self.ssd.as_ref().expect("check_allocated refuses EMPTY pages without SSD");
@@ -452,11 +685,11 @@ impl BufferManager {
                         return Err(e.into());
                     }
                     g.meta().nvm.store(n, Ordering::Relaxed);
-                    self.counters.bump(Count::DramToNvm);
+                    self.count_page_to_nvm();
                     self.counters.bump(Count::NvmAdmissions);
                 }
             }
-            Entry::Dram(_) | Entry::Busy => unreachable!("fill from {from:?}"),
+            Entry::Dram(_) | Entry::Mini(_) | Entry::Busy => unreachable!("fill from {from:?}"),
         }
         Ok(())
     }
@@ -487,7 +720,13 @@ impl BufferManager {
             let f = FrameId((self.hand.fetch_add(1, Ordering::Relaxed) % n) as u32);
             let meta = self.frames.meta(f);
             let pid = meta.pid();
-            if pid == NO_PAGE || meta.latch.is_held() {
+            if pid == NO_PAGE || meta.latch.is_held() || meta.swizzled_children.load(Ordering::Relaxed) > 0 {
+                continue;
+            }
+            if pid == MINI_BLOCK {
+                if let Some(g) = self.sweep_block(f)? {
+                    return Ok(g);
+                }
                 continue;
             }
             let info = PageInfo {
@@ -505,8 +744,8 @@ impl BufferManager {
                 Victim::Evict => {}
             }
             let Some(mut g) = self.frames.try_write(f) else { continue };
-            if g.meta().pid() == NO_PAGE {
-                continue; // freed in the meantime; it is on the free list
+            if !g.meta().holds_page() || g.meta().swizzled_children.load(Ordering::Relaxed) > 0 {
+                continue; // freed or lent to mini pages in the meantime, or now a parent
             }
             self.evict(&mut g)?;
             return Ok(g);
@@ -517,14 +756,138 @@ impl BufferManager {
         Err(BufferError::Exhausted { pool: "DRAM", frames: n, rounds: CLOCK_ROUNDS_MAX }.into())
     }
 
+    /// The clock's visit to a block of mini pages (frame `f`): evicts the mini pages
+    /// the policy gives up (second chance by their own reference bits). Returns the
+    /// frame, empty and held exclusive, if that emptied the block.
+    fn sweep_block(&self, f: FrameId) -> Result<Option<FrameWrite<'_>>> {
+        let Some(g) = self.frames.try_write(f) else { return Ok(None) };
+        if g.meta().pid() != MINI_BLOCK {
+            return Ok(None);
+        }
+        let minis = self.frames.minis();
+        for i in minis.of_block(f) {
+            let m = minis.meta(i);
+            let pid = m.pid();
+            if pid == NO_PAGE || m.latch.is_held() {
+                continue;
+            }
+            let info = PageInfo {
+                pid: PageId(pid),
+                dirty: m.dirty.load(Ordering::Relaxed) != 0,
+                nvm_copy: true,
+                referenced: m.referenced.load(Ordering::Relaxed),
+            };
+            match self.policy.dram_victim(&info, &self.tiers) {
+                Victim::SecondChance => {
+                    m.referenced.store(false, Ordering::Relaxed);
+                    continue;
+                }
+                Victim::Skip => continue,
+                Victim::Evict => {}
+            }
+            if !self.frames.try_write_mini(i) {
+                continue;
+            }
+            if m.pid() != pid {
+                self.frames.unlock_mini(i);
+                continue;
+            }
+            let done = self.evict_mini(i, PageId(pid));
+            self.frames.unlock_mini(i);
+            done?;
+            if let Some(block) = minis.push(i) {
+                debug_assert_eq!(block, f);
+                g.meta().pid.store(NO_PAGE, Ordering::Relaxed);
+                return Ok(Some(g));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Writes mini page `i`'s dirty lines back to its NVM frame; with `drop_page`, also
+    /// moves the page out (to NVM only) and clears the mini page. Held exclusive.
+    fn flush_mini(&self, i: u32, pid: PageId, drop_page: bool) -> Result<()> {
+        let m = self.frames.minis().meta(i);
+        let n = m.nvm.load(Ordering::Relaxed);
+        let dirty = m.dirty.load(Ordering::Relaxed);
+        if drop_page {
+            self.table.set(pid, Entry::Busy);
+        }
+        let mut written = Ok(());
+        if dirty != 0 {
+            let lines = m.lines();
+            let mut bufs: Vec<(usize, Vec<u8>)> = Vec::new();
+            for (k, l) in lines.iter().enumerate() {
+                if dirty & (1 << k) == 0 {
+                    continue;
+                }
+                let mut line = [0u8; CACHE_LINE_BYTES];
+                self.frames.copy_mini_line_out(i, k, &mut line);
+                match bufs.last_mut() {
+                    Some((off, b)) if *off + b.len() == l * CACHE_LINE_BYTES => b.extend_from_slice(&line),
+                    _ => bufs.push((l * CACHE_LINE_BYTES, line.to_vec())),
+                }
+            }
+            let runs: Vec<(usize, &[u8])> = bufs.iter().map(|(o, b)| (*o, b.as_slice())).collect();
+            let nvm = self.nvm.as_ref().expect("a mini page has an NVM copy");
+            written = nvm.write_lines(n, pid, &runs).map_err(crate::Error::from);
+            if written.is_ok() {
+                m.dirty.store(0, Ordering::Relaxed);
+                self.counters.add(Count::NvmLinesWritten, dirty.count_ones() as u64);
+            }
+        }
+        if drop_page {
+            if let Err(e) = written {
+                self.table.set(pid, Entry::Mini(i));
+                return Err(e);
+            }
+            self.table.set(pid, Entry::Nvm(n));
+            m.clear();
+            self.counters.bump(Count::DramEvictions);
+            if dirty == 0 {
+                self.counters.bump(Count::CleanDrops);
+            }
+        }
+        written
+    }
+
+    fn evict_mini(&self, i: u32, pid: PageId) -> Result<()> {
+        self.flush_mini(i, pid, true)
+    }
+
+    /// Writes the dirty lines of frame `g` (exclusive; its page has NVM frame `n`)
+    /// back to NVM and clears its dirty mask.
+    fn write_back_lines(&self, g: &FrameWrite<'_>, pid: PageId, n: u32) -> Result<()> {
+        let f = g.frame();
+        let last = self.frames.lines() - 1;
+        let runs: Vec<(usize, &[u8])> = self
+            .frames
+            .runs(Mask::Dirty, f, 0, last, true)
+            .into_iter()
+            .map(|(s, k)| (s * CACHE_LINE_BYTES, &g[s * CACHE_LINE_BYTES..(s + k) * CACHE_LINE_BYTES]))
+            .collect();
+        if runs.is_empty() {
+            return Ok(());
+        }
+        let nvm = self.nvm.as_ref().expect("dirty lines imply an NVM copy");
+        nvm.write_lines(n, pid, &runs)?;
+        self.counters.add(Count::NvmLinesWritten, self.frames.count_set(Mask::Dirty, f) as u64);
+        self.frames.clear_mask(Mask::Dirty, f);
+        Ok(())
+    }
+
     /// Moves the page out of frame `g` (held exclusive) to where the policy says. On
     /// error the page stays in the frame, as it was.
     fn evict(&self, g: &mut FrameWrite<'_>) -> Result<()> {
         let meta = g.meta();
         let pid = PageId(meta.pid());
         debug_assert_eq!(self.table.get(pid)?, Entry::Dram(g.frame()), "frame {:?} holds {pid}", g.frame());
-        let dirty = meta.dirty.load(Ordering::Relaxed) || g.wrote();
         let nvm_frame = meta.nvm.load(Ordering::Relaxed);
+        let partial = !meta.resident_all.load(Ordering::Relaxed);
+        debug_assert!(!partial || nvm_frame != NO_NVM_FRAME, "{pid} is partly resident without an NVM copy");
+        let dirty = meta.dirty.load(Ordering::Relaxed)
+            || g.wrote()
+            || (nvm_frame != NO_NVM_FRAME && self.frames.count_set(Mask::Dirty, g.frame()) > 0);
         let info = PageInfo { pid, dirty, nvm_copy: nvm_frame != NO_NVM_FRAME, referenced: false };
         let mut to = self.policy.dram_eviction(&info, &self.tiers);
         let bulk_to_free_nvm = to == EvictTo::Ssd
@@ -532,7 +895,8 @@ impl BufferManager {
             && self.nvm.as_ref().is_some_and(|n| n.free_frames() > 0);
         if self.nvm.is_none() {
             to = EvictTo::Ssd;
-        } else if self.ssd.is_none() || bulk_to_free_nvm {
+        } else if self.ssd.is_none() || bulk_to_free_nvm || partial {
+            // A partly resident page is whole only together with its NVM copy.
             to = EvictTo::Nvm;
         }
         // Fixers see BUSY (and fail on the latch anyway) until the page has landed.
@@ -561,11 +925,15 @@ impl BufferManager {
     fn evict_to_nvm(&self, g: &FrameWrite<'_>, pid: PageId, dirty: bool, nvm_frame: u32) -> Result<Entry> {
         let nvm = self.nvm.as_ref().expect("evict_to_nvm needs NVM");
         if nvm_frame != NO_NVM_FRAME {
-            // Back to its own frame: write only if DRAM holds newer bytes; the NVM copy
-            // stays dirty (newer than SSD) if it was.
-            if dirty {
+            // Back to its own frame: write only if DRAM holds newer bytes (only the
+            // dirty lines, unless the page was written as a whole); the NVM copy stays
+            // dirty (newer than SSD) if it was.
+            if g.meta().dirty.load(Ordering::Relaxed) || g.wrote() {
+                debug_assert!(g.meta().resident_all.load(Ordering::Relaxed));
                 nvm.write_page(nvm_frame, pid, g, true)?;
-                self.counters.bump(Count::DramToNvm);
+                self.count_page_to_nvm();
+            } else if dirty {
+                self.write_back_lines(g, pid, nvm_frame)?;
             } else {
                 self.counters.bump(Count::CleanDrops);
             }
@@ -579,7 +947,7 @@ impl BufferManager {
             nvm.detach(n);
             return Err(e.into());
         }
-        self.counters.bump(Count::DramToNvm);
+        self.count_page_to_nvm();
         self.counters.bump(Count::NvmAdmissions);
         Ok(Entry::Nvm(n))
     }
@@ -763,14 +1131,58 @@ impl BufferManager {
     /// # Errors
     /// Device errors (the pages stay dirty).
     pub fn checkpoint(&self) -> Result<()> {
+        // Mini pages and cache-line-grained frames first: their dirty lines go to their
+        // NVM frames, and from there to SSD.
+        let minis = self.frames.minis();
+        for i in 0..minis.len() as u32 {
+            let m = minis.meta(i);
+            if m.pid() == NO_PAGE {
+                continue;
+            }
+            m.latch.exclusive();
+            let pid = m.pid();
+            let done = if pid == NO_PAGE {
+                Ok(())
+            } else {
+                self.flush_mini(i, PageId(pid), false)
+                    .and_then(|()| self.nvm_copy_to_ssd(PageId(pid), m.nvm.load(Ordering::Relaxed), None))
+            };
+            self.frames.unlock_mini(i);
+            done?;
+        }
         for i in 0..self.frames.len() {
             let f = FrameId(i as u32);
-            if self.frames.meta(f).pid() == NO_PAGE {
+            let meta = self.frames.meta(f);
+            if !meta.holds_page()
+                || meta.nvm.load(Ordering::Relaxed) == NO_NVM_FRAME
+                || (meta.resident_all.load(Ordering::Relaxed) && self.frames.count_set(Mask::Dirty, f) == 0)
+            {
+                continue;
+            }
+            let g = self.frames.write(f);
+            if !g.meta().holds_page() {
+                continue;
+            }
+            let pid = PageId(g.meta().pid());
+            let n = g.meta().nvm.load(Ordering::Relaxed);
+            if g.meta().dirty.load(Ordering::Relaxed) {
+                continue; // dirty as a whole (and fully resident): the pass below
+            }
+            self.write_back_lines(&g, pid, n)?;
+            let whole = g.meta().resident_all.load(Ordering::Relaxed).then_some(&*g);
+            self.nvm_copy_to_ssd(pid, n, whole)?;
+        }
+        for i in 0..self.frames.len() {
+            let f = FrameId(i as u32);
+            if !self.frames.meta(f).holds_page() {
                 continue;
             }
             let g = self.frames.read(f);
             let meta = g.meta();
             let pid = meta.pid();
+            if !meta.holds_page() || !meta.resident_all.load(Ordering::Relaxed) {
+                continue; // a partly resident page was handled above
+            }
             let nvm_frame = meta.nvm.load(Ordering::Relaxed);
             // A clean DRAM page equals its NVM copy, which may still be newer than SSD:
             // the NVM pass below cannot claim it (the page is in DRAM), so write it here.
@@ -827,6 +1239,29 @@ impl BufferManager {
         Ok(())
     }
 
+    /// Copies page `pid`'s NVM copy (frame `n`, owned by the caller through the DRAM
+    /// latch it holds) to SSD if it is newer, and marks it clean. `whole` is the page's
+    /// current bytes if the caller has them all.
+    fn nvm_copy_to_ssd(&self, pid: PageId, n: u32, whole: Option<&[u8]>) -> Result<()> {
+        let (Some(nvm), Some(ssd)) = (&self.nvm, &self.ssd) else { return Ok(()) };
+        if !nvm.is_dirty(n) {
+            return Ok(());
+        }
+        match whole {
+            Some(bytes) => {
+                self.ssd_write_with(ssd, pid, bytes)?;
+                nvm.write_page(n, pid, bytes, false)?; // refreshes the CRC, clean
+            }
+            None => {
+                let mut buf = AlignedBuf::new(self.page_size);
+                nvm.read_page(n, pid, &mut buf)?;
+                self.ssd_write_with(ssd, pid, &buf)?;
+                nvm.mark_clean(n)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Checkpoints and closes.
     ///
     /// # Errors
@@ -850,13 +1285,35 @@ impl BufferManager {
             }
         }
         let mut in_dram = std::collections::HashMap::new();
+        let minis = self.frames.minis();
+        let mut in_mini = std::collections::HashMap::new();
+        for i in 0..minis.len() as u32 {
+            let m = minis.meta(i);
+            assert!(!m.latch.is_held(), "mini page {i} is still latched");
+            if m.pid() == NO_PAGE {
+                continue;
+            }
+            let block = minis.block_of(i);
+            assert_eq!(self.frames.meta(block).pid(), MINI_BLOCK, "mini page {i} in frame {block:?}, not a block");
+            let pid = PageId(m.pid());
+            assert!(in_mini.insert(pid, i).is_none(), "{pid} in two mini pages");
+            assert_eq!(self.table.get(pid).unwrap(), Entry::Mini(i), "table entry of {pid}");
+            let n = m.nvm.load(Ordering::Relaxed);
+            assert_eq!(in_nvm.get(&pid), Some(&n), "mini page {i} of {pid} names NVM frame {n}");
+            let lines = m.lines();
+            assert!(lines.windows(2).all(|w| w[0] < w[1]), "mini page {i}: slot map {lines:?} not sorted");
+        }
         for i in 0..self.frames.len() {
             let meta = self.frames.meta(FrameId(i as u32));
             assert!(!meta.latch.is_held(), "frame {i} is still latched");
             let pid = meta.pid();
-            if pid == NO_PAGE {
+            if pid == NO_PAGE || pid == MINI_BLOCK {
                 continue;
             }
+            assert!(
+                meta.resident_all.load(Ordering::Relaxed) || meta.nvm.load(Ordering::Relaxed) != NO_NVM_FRAME,
+                "frame {i} is partly resident without an NVM copy"
+            );
             let pid = PageId(pid);
             assert!(in_dram.insert(pid, i).is_none(), "{pid} in two DRAM frames");
             assert_eq!(self.table.get(pid).unwrap(), Entry::Dram(FrameId(i as u32)), "table entry of {pid}");
@@ -872,13 +1329,14 @@ impl BufferManager {
                     assert_eq!(in_nvm.get(&pid), Some(&n), "{pid}");
                     assert!(!in_dram.contains_key(&pid), "{pid} says NVM but is in DRAM");
                 }
+                Entry::Mini(i) => assert_eq!(in_mini.get(&pid), Some(&i), "{pid}"),
                 Entry::Busy => panic!("{pid} is still BUSY"),
                 Entry::Empty => unreachable!(),
             }
         }
         for pid in in_nvm.keys() {
             assert!(
-                matches!(self.table.get(*pid).unwrap(), Entry::Dram(_) | Entry::Nvm(_)),
+                matches!(self.table.get(*pid).unwrap(), Entry::Dram(_) | Entry::Nvm(_) | Entry::Mini(_)),
                 "{pid} lost from the table"
             );
         }
@@ -893,10 +1351,16 @@ impl PageSource for BufferManager {
     type Shared<'a> = FrameRead<'a>;
     type Exclusive<'a> = FrameWrite<'a>;
     type Optimistic<'a> = FrameOptimistic<'a>;
+    type Lines<'a> = LineGuard<'a>;
 
     #[inline]
     fn page_size(&self) -> usize {
         self.page_size
+    }
+
+    #[inline]
+    fn fix_lines(&self, pid: PageId, exclusive: bool) -> Result<LineGuard<'_>> {
+        self.fix_lines_impl(pid, exclusive)
     }
 
     #[inline]
@@ -924,11 +1388,8 @@ impl PageSource for BufferManager {
             }
         };
         debug_assert_eq!(self.table.get(pid)?, Entry::Empty, "allocating {pid} that is resident");
+        self.reset_frame(g.frame(), pid, NO_NVM_FRAME, true);
         g.fill(0); // marks the frame dirty: a new page must reach a lower tier
-        let meta = g.meta();
-        meta.pid.store(pid.0, Ordering::Relaxed);
-        meta.nvm.store(NO_NVM_FRAME, Ordering::Relaxed);
-        meta.referenced.store(true, Ordering::Relaxed);
         self.table.set(pid, Entry::Dram(g.frame()));
         self.counters.bump(Count::Allocations);
         Ok(g)

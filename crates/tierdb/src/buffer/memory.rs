@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use parking_lot::Mutex;
 
 use super::BufferError;
+use super::frame::lines::WholeLines;
 use super::frame::{FrameId, FrameOptimistic, FramePool, FrameRead, FrameWrite};
 use super::source::PageSource;
 use crate::Result;
@@ -68,6 +69,7 @@ impl PageSource for MemorySource {
     type Shared<'a> = FrameRead<'a>;
     type Exclusive<'a> = FrameWrite<'a>;
     type Optimistic<'a> = FrameOptimistic<'a>;
+    type Lines<'a> = WholeLines<'a>;
 
     #[inline]
     fn page_size(&self) -> usize {
@@ -84,6 +86,15 @@ impl PageSource for MemorySource {
             }
             super::latch::backoff(&mut spins);
         }
+    }
+
+    #[inline]
+    fn fix_lines(&self, pid: PageId, exclusive: bool) -> Result<WholeLines<'_>> {
+        Ok(if exclusive {
+            WholeLines::Exclusive(self.fix_exclusive(pid)?)
+        } else {
+            WholeLines::Shared(self.fix_shared(pid)?)
+        })
     }
 
     #[inline]

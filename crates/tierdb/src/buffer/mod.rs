@@ -22,7 +22,7 @@ pub use frame::{FrameId, FrameOptimistic, FramePool, FrameRead, FrameWrite};
 pub use manager::{BufferConfig, BufferInfo, BufferManager, TierStats};
 pub use memory::MemorySource;
 pub use policy::Policy;
-pub use source::{ExclusivePage, OptimisticPage, PageSource, SharedPage};
+pub use source::{ExclusivePage, LinePage, OptimisticPage, PageSource, SharedPage};
 pub use table::Entry;
 pub use techniques::Techniques;
 
@@ -47,6 +47,13 @@ pub enum BufferError {
     Corrupted { pid: PageId, location: String, detail: String },
     #[error(transparent)]
     Device(Box<DeviceError>),
+    /// A cache-line-grained access under a shared latch needs lines that are not
+    /// resident, and others hold the page too: fix it again exclusive.
+    #[error("{pid} needs an exclusive fix to load cache lines (others hold it shared)")]
+    NeedsExclusive { pid: PageId },
+    /// A line-grained access outside the page.
+    #[error("access to bytes {off}..{end} of {pid}, a page of {page_size} bytes")]
+    OutOfPage { pid: PageId, off: usize, end: usize, page_size: usize },
     /// A buffer configuration that cannot work.
     #[error("buffer configuration: {what}")]
     Config { what: String },

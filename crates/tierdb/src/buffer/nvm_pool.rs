@@ -10,7 +10,8 @@
 //!
 //!   frame header:  0 page id u64 | 8 page LSN u64 | 16 flags u32 | 20 data CRC-32C u32
 //!                  24..60 reserved (zero) | 60 header CRC-32C u32 over bytes 0..60
-//!   flags:         VALID 1, DIRTY 2 (newer than the SSD copy), IN_UPDATE 4
+//!   flags:         VALID 1, DIRTY 2 (newer than the SSD copy), IN_UPDATE 4,
+//!                  NO_CRC 8 (written back line by line: the data CRC is not kept)
 //! ```
 //!
 //! A frame is written data first, then its header, each persisted (`clwb` + `sfence`),
@@ -42,6 +43,8 @@ const HEADERS_OFFSET: u64 = IO_ALIGN_BYTES as u64;
 pub const FLAG_VALID: u32 = 1;
 pub const FLAG_DIRTY: u32 = 2;
 pub const FLAG_IN_UPDATE: u32 = 4;
+/// The data was written back line by line: the data CRC does not cover it.
+pub const FLAG_NO_CRC: u32 = 8;
 
 const NO_PAGE: u64 = u64::MAX;
 
@@ -91,6 +94,8 @@ pub struct NvmFrameMeta {
     pid: AtomicU64,
     dirty: AtomicBool,
     referenced: AtomicBool,
+    /// The header says FLAG_NO_CRC.
+    no_crc: AtomicBool,
 }
 
 /// Page frames in an NVM region.
@@ -154,6 +159,7 @@ impl NvmPool {
                 pid: AtomicU64::new(NO_PAGE),
                 dirty: AtomicBool::new(false),
                 referenced: AtomicBool::new(false),
+                no_crc: AtomicBool::new(false),
             })
             .collect();
         // Hand frames out from index 0 upwards.
@@ -243,9 +249,45 @@ impl NvmPool {
                 return Err(corrupted(format!("the frame header names {} with flags {:#x}", h.pid, h.flags)));
             }
             let crc = crc32c::crc32c(dst);
-            if crc != h.data_crc {
+            if h.flags & FLAG_NO_CRC == 0 && crc != h.data_crc {
                 return Err(corrupted(format!("data CRC-32C {crc:#010x}, header says {:#010x}", h.data_crc)));
             }
+        }
+        Ok(())
+    }
+
+    /// Copies `dst.len()` bytes at page offset `off` of frame `n` (whole lines of a
+    /// page loaded cache-line-grained; no checksum can cover a part of a page).
+    ///
+    /// # Errors
+    /// Device errors.
+    #[inline]
+    pub fn read_lines(&self, n: u32, off: usize, dst: &mut [u8]) -> Result<(), BufferError> {
+        debug_assert!(off + dst.len() <= self.page_size);
+        self.region.read_lines(self.data_offset(n) + off as u64, dst).map_err(dev)
+    }
+
+    /// Writes the given runs of lines of page `pid` into frame `n` durably, then marks
+    /// the header dirty (newer than SSD) and not covered by its CRC, if it was not
+    /// already. `runs` are `(page offset, bytes)`. The caller owns the frame.
+    ///
+    /// # Errors
+    /// Device errors.
+    pub fn write_lines(&self, n: u32, pid: PageId, runs: &[(usize, &[u8])]) -> Result<(), BufferError> {
+        debug_assert_eq!(self.pid(n), Some(pid));
+        let base = self.data_offset(n);
+        for (off, bytes) in runs {
+            debug_assert!(off + bytes.len() <= self.page_size);
+            // SAFETY: frame `n`'s data is written only by its owner, the caller.
+            unsafe { self.region.write_lines_shared(base + *off as u64, bytes) }.map_err(dev)?;
+            self.region.persist(base + *off as u64, bytes.len() as u64).map_err(dev)?;
+        }
+        let m = &self.metas[n as usize];
+        if !m.dirty.load(Ordering::Relaxed) || !m.no_crc.load(Ordering::Relaxed) {
+            let h = FrameHeader { pid, page_lsn: 0, flags: FLAG_VALID | FLAG_DIRTY | FLAG_NO_CRC, data_crc: 0 };
+            self.write_header(n, &h)?;
+            m.dirty.store(true, Ordering::Relaxed);
+            m.no_crc.store(true, Ordering::Relaxed);
         }
         Ok(())
     }
@@ -284,6 +326,7 @@ impl NvmPool {
         m.pid.store(pid.0, Ordering::Relaxed);
         m.dirty.store(dirty, Ordering::Relaxed);
         m.referenced.store(true, Ordering::Relaxed);
+        m.no_crc.store(false, Ordering::Relaxed);
         Ok(())
     }
 
@@ -324,6 +367,7 @@ impl NvmPool {
         m.pid.store(NO_PAGE, Ordering::Relaxed);
         m.dirty.store(false, Ordering::Relaxed);
         m.referenced.store(false, Ordering::Relaxed);
+        m.no_crc.store(false, Ordering::Relaxed);
         self.free.lock().push(n);
     }
 
@@ -333,6 +377,7 @@ impl NvmPool {
         let m = &self.metas[n as usize];
         m.pid.store(NO_PAGE, Ordering::Relaxed);
         m.dirty.store(false, Ordering::Relaxed);
+        m.no_crc.store(false, Ordering::Relaxed);
     }
 
     fn write_header(&self, n: u32, h: &FrameHeader) -> Result<(), BufferError> {

@@ -41,6 +41,48 @@ pub trait ExclusivePage: DerefMut<Target = [u8]> {
     fn mark_dirty(&mut self);
 }
 
+/// A page fixed for cache-line-grained access (three-tier paper §3.1–3.2): its bytes
+/// are reached only through [`read`](Self::read) and [`write`](Self::write), which make
+/// the lines they cover resident first (the paper's `MakeResident`), so a page backed
+/// by NVM is loaded into DRAM only as far as it is used. A returned slice is valid until
+/// the next call on the guard (lines of a mini page move when others are loaded).
+///
+/// A guard fixed shared that finds lines missing upgrades its latch if it is the only
+/// holder; otherwise the call fails with [`BufferError::NeedsExclusive`] (a "cache line
+/// fault" must change the page) and the caller fixes the page again exclusive.
+///
+/// [`BufferError::NeedsExclusive`]: super::BufferError::NeedsExclusive
+pub trait LinePage {
+    fn page_id(&self) -> PageId;
+
+    /// Bytes `off..off + len`, resident.
+    ///
+    /// # Errors
+    /// `NeedsExclusive` (see above); a range outside the page (`Corrupted`); loading from
+    /// NVM failed.
+    fn read(&mut self, off: usize, len: usize) -> Result<&[u8]>;
+
+    /// Bytes `off..off + len`, resident, for writing: their lines are marked dirty, so
+    /// only they are written back. Needs the guard exclusive (or upgradable).
+    ///
+    /// # Errors
+    /// As [`read`](Self::read).
+    fn write(&mut self, off: usize, len: usize) -> Result<&mut [u8]>;
+
+    /// The whole page, resident (a mini page is promoted to a full frame first): for
+    /// operations that touch most of it.
+    ///
+    /// # Errors
+    /// As [`read`](Self::read).
+    fn whole(&mut self) -> Result<&[u8]>;
+
+    /// The whole page for writing; the page counts as dirty as a whole.
+    ///
+    /// # Errors
+    /// As [`read`](Self::read).
+    fn whole_mut(&mut self) -> Result<&mut [u8]>;
+}
+
 /// Page storage with latched, fixed access.
 pub trait PageSource: Send + Sync {
     type Shared<'a>: SharedPage
@@ -50,6 +92,9 @@ pub trait PageSource: Send + Sync {
     where
         Self: 'a;
     type Optimistic<'a>: OptimisticPage
+    where
+        Self: 'a;
+    type Lines<'a>: LinePage
     where
         Self: 'a;
 
@@ -74,6 +119,14 @@ pub trait PageSource: Send + Sync {
     /// # Errors
     /// As [`fix_shared`](Self::fix_shared).
     fn fix_exclusive(&self, pid: PageId) -> Result<Self::Exclusive<'_>>;
+
+    /// Fixes a page for cache-line-grained access ([`LinePage`]), shared or exclusive. A
+    /// source without NVM (or with cache-line-grained pages off) hands out the whole
+    /// page behind the same interface.
+    ///
+    /// # Errors
+    /// As [`fix_shared`](Self::fix_shared).
+    fn fix_lines(&self, pid: PageId, exclusive: bool) -> Result<Self::Lines<'_>>;
 
     /// Allocates a page: zero-filled, fixed exclusive and dirty.
     ///

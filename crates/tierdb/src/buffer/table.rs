@@ -15,6 +15,7 @@
 //!   0  1  | DRAM frame index            in DRAM (its NVM copy, if any, is in the frame's metadata)
 //!   1  0  | NVM frame index             in NVM only
 //!   1  1  | 0                           BUSY: a thread is moving the page; wait and look again
+//!   1  1  | mini page index + 1         in a DRAM mini page (its NVM frame is in the mini page's metadata)
 //! ```
 //!
 //! Transitions out of EMPTY and NVM are made by compare-and-swap to BUSY (whoever wins
@@ -42,6 +43,8 @@ pub enum Entry {
     Dram(FrameId),
     Nvm(u32),
     Busy,
+    /// In a mini page (a 16-line DRAM frame; see `frame::mini`).
+    Mini(u32),
 }
 
 impl Entry {
@@ -52,6 +55,7 @@ impl Entry {
             Entry::Dram(f) => TAG_DRAM | f.0 as u64,
             Entry::Nvm(n) => TAG_NVM | n as u64,
             Entry::Busy => BUSY,
+            Entry::Mini(i) => BUSY | (i as u64 + 1),
         }
     }
 
@@ -61,7 +65,8 @@ impl Entry {
             0 => Entry::Empty,
             TAG_DRAM => Entry::Dram(FrameId((w & INDEX_MASK) as u32)),
             TAG_NVM => Entry::Nvm((w & INDEX_MASK) as u32),
-            _ => Entry::Busy,
+            _ if w == BUSY => Entry::Busy,
+            _ => Entry::Mini(((w & INDEX_MASK) - 1) as u32),
         }
     }
 }
@@ -141,8 +146,15 @@ mod tests {
 
     #[test]
     fn entries_round_trip() {
-        for e in [Entry::Empty, Entry::Dram(FrameId(0)), Entry::Dram(FrameId(u32::MAX - 1)), Entry::Nvm(7), Entry::Busy]
-        {
+        for e in [
+            Entry::Empty,
+            Entry::Dram(FrameId(0)),
+            Entry::Dram(FrameId(u32::MAX - 1)),
+            Entry::Nvm(7),
+            Entry::Busy,
+            Entry::Mini(0),
+            Entry::Mini(u32::MAX),
+        ] {
             assert_eq!(Entry::decode(e.encode()), e);
         }
     }

@@ -24,6 +24,9 @@
 
 #![allow(unsafe_code)]
 
+pub mod lines;
+pub mod mini;
+
 use std::marker::PhantomData;
 use std::ops::{Deref, DerefMut};
 use std::ptr::NonNull;
@@ -33,6 +36,7 @@ use super::latch::Latch;
 use super::source::{ExclusivePage, OptimisticPage, SharedPage};
 use crate::device::DramArena;
 use crate::ids::PageId;
+use crate::limits::CACHE_LINE_BYTES;
 
 /// Index of a DRAM frame.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -42,6 +46,10 @@ pub struct FrameId(pub u32);
 pub const NO_PAGE: u64 = u64::MAX;
 /// `FrameMeta::nvm` of a frame whose page has no NVM copy.
 pub const NO_NVM_FRAME: u32 = u32::MAX;
+/// `FrameMeta::pid` of a frame lent to mini pages (a block of them; see [`mini`]).
+pub const MINI_BLOCK: u64 = u64::MAX - 1;
+/// `FrameMeta::parent` of a frame whose page no inner node references by frame.
+pub const NO_PARENT: u32 = u32::MAX;
 
 /// What the buffer manager knows of one DRAM frame. One cache line each, so that a
 /// latch taken on one frame does not invalidate its neighbours' lines on other cores
@@ -60,6 +68,17 @@ pub struct FrameMeta {
     pub nvm: AtomicU32,
     /// Bumped at the end of every exclusive hold (optimistic readers compare it).
     pub version: AtomicU64,
+    /// Every line of the page is in the frame (the paper's `r` bit). Always true for
+    /// pages that came from SSD or were allocated; an NVM-backed page loaded
+    /// cache-line-grained starts false and the resident mask says which lines are here.
+    pub resident_all: AtomicBool,
+    /// Pointer swizzling: the frame of the inner node that references this page by
+    /// frame, or [`NO_PARENT`]; changed only under the parent's exclusive latch.
+    pub parent: AtomicU32,
+    /// Where in the parent's page the 8-byte reference lies.
+    pub parent_offset: AtomicU32,
+    /// Children this page references by frame; a page with any is not evicted.
+    pub swizzled_children: AtomicU32,
 }
 
 impl FrameMeta {
@@ -71,12 +90,23 @@ impl FrameMeta {
             referenced: AtomicBool::new(false),
             nvm: AtomicU32::new(NO_NVM_FRAME),
             version: AtomicU64::new(0),
+            resident_all: AtomicBool::new(true),
+            parent: AtomicU32::new(NO_PARENT),
+            parent_offset: AtomicU32::new(0),
+            swizzled_children: AtomicU32::new(0),
         }
     }
 
     #[inline]
     pub fn pid(&self) -> u64 {
         self.pid.load(Ordering::Relaxed)
+    }
+
+    /// True if the frame holds a page (not free, not a block of mini pages).
+    #[inline]
+    pub fn holds_page(&self) -> bool {
+        let p = self.pid();
+        p != NO_PAGE && p != MINI_BLOCK
     }
 
     /// Sets the reference bit, writing only when it is clear so that hot frames do not
@@ -95,6 +125,22 @@ pub struct FramePool {
     base: NonNull<u8>,
     frame_bytes: usize,
     metas: Box<[FrameMeta]>,
+    /// 64-bit words of one frame's line mask.
+    mask_words: usize,
+    /// Per frame: which lines are in DRAM (meaningful while `resident_all` is false).
+    resident: Box<[AtomicU64]>,
+    /// Per frame: lines written since the page came from NVM (cache-line-grained
+    /// write-back); whole-page writes set `FrameMeta::dirty` instead.
+    dirty_lines: Box<[AtomicU64]>,
+    /// Mini pages carved out of frames (empty unless enabled).
+    minis: mini::MiniPool,
+}
+
+/// Which of a frame's line masks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mask {
+    Resident,
+    Dirty,
 }
 
 // SAFETY: the frame memory behind `base` is owned by `arena` for the pool's lifetime;
@@ -106,12 +152,83 @@ unsafe impl Sync for FramePool {}
 
 impl FramePool {
     pub fn new(arena: DramArena) -> FramePool {
+        FramePool::with_minis(arena, false)
+    }
+
+    /// A pool whose frames can also be lent to mini pages (`minis`).
+    pub fn with_minis(arena: DramArena, minis: bool) -> FramePool {
         let frame_bytes = arena.frame_bytes();
         let count = arena.frame_count();
-        assert!(count < NO_NVM_FRAME as usize, "{count} frames do not fit a frame id");
+        assert!(count < NO_PARENT as usize, "{count} frames do not fit a frame id");
         let base = NonNull::new(arena.base_ptr()).expect("a mapped arena has a non-null base");
         let metas = (0..count).map(|_| FrameMeta::new()).collect();
-        FramePool { arena, base, frame_bytes, metas }
+        let mask_words = (frame_bytes / CACHE_LINE_BYTES).div_ceil(64);
+        let masks = || (0..count * mask_words).map(|_| AtomicU64::new(0)).collect();
+        let minis = mini::MiniPool::new(if minis { count } else { 0 }, frame_bytes);
+        FramePool { arena, base, frame_bytes, metas, mask_words, resident: masks(), dirty_lines: masks(), minis }
+    }
+
+    /// Lines per page.
+    #[inline]
+    pub fn lines(&self) -> usize {
+        self.frame_bytes / CACHE_LINE_BYTES
+    }
+
+    pub fn minis(&self) -> &mini::MiniPool {
+        &self.minis
+    }
+
+    #[inline]
+    fn mask(&self, which: Mask, f: FrameId) -> &[AtomicU64] {
+        let a = match which {
+            Mask::Resident => &self.resident,
+            Mask::Dirty => &self.dirty_lines,
+        };
+        let s = f.0 as usize * self.mask_words;
+        &a[s..s + self.mask_words]
+    }
+
+    /// True if every line `first..=last` is set in frame `f`'s mask.
+    #[inline]
+    pub fn all_set(&self, which: Mask, f: FrameId, first: usize, last: usize) -> bool {
+        let m = self.mask(which, f);
+        (first..=last).all(|l| m[l / 64].load(Ordering::Relaxed) & (1 << (l % 64)) != 0)
+    }
+
+    /// Sets lines `first..=last` in frame `f`'s mask (under its exclusive latch).
+    pub fn set_lines(&self, which: Mask, f: FrameId, first: usize, last: usize) {
+        let m = self.mask(which, f);
+        for l in first..=last {
+            m[l / 64].fetch_or(1 << (l % 64), Ordering::Relaxed);
+        }
+    }
+
+    /// Clears frame `f`'s mask.
+    pub fn clear_mask(&self, which: Mask, f: FrameId) {
+        for w in self.mask(which, f) {
+            w.store(0, Ordering::Relaxed);
+        }
+    }
+
+    /// Lines set in frame `f`'s mask.
+    pub fn count_set(&self, which: Mask, f: FrameId) -> usize {
+        self.mask(which, f).iter().map(|w| w.load(Ordering::Relaxed).count_ones() as usize).sum()
+    }
+
+    /// Runs of consecutive lines in `first..=last` whose bit in frame `f`'s mask is
+    /// `set`, as `(first line, lines)`.
+    pub fn runs(&self, which: Mask, f: FrameId, first: usize, last: usize, set: bool) -> Vec<(usize, usize)> {
+        let m = self.mask(which, f);
+        let mut out: Vec<(usize, usize)> = Vec::new();
+        for l in first..=last {
+            if (m[l / 64].load(Ordering::Relaxed) & (1 << (l % 64)) != 0) == set {
+                match out.last_mut() {
+                    Some((s, n)) if *s + *n == l => *n += 1,
+                    _ => out.push((l, 1)),
+                }
+            }
+        }
+        out
     }
 
     #[inline]
@@ -143,6 +260,48 @@ impl FramePool {
         // SAFETY: `f` indexes a frame of the arena (bounds checked by `metas[f]` at
         // every caller), so the offset stays inside the mapping.
         unsafe { self.base.add(f.0 as usize * self.frame_bytes) }
+    }
+
+    /// The data area of mini page `i` (inside its block's frame).
+    #[inline]
+    fn mini_data(&self, i: u32) -> NonNull<u8> {
+        let per = self.minis.per_block();
+        let f = self.minis.block_of(i);
+        // SAFETY: mini page `i` lies inside frame `f` (`per_block` of them fill it).
+        unsafe { self.data(f).add((i as usize % per) * mini::MINI_BYTES) }
+    }
+
+    /// Copies frame `f`'s line range `off..off + dst.len()` out (for writing dirty
+    /// lines back). The caller holds the frame's latch and the lines are resident.
+    pub fn copy_lines_out(&self, f: FrameId, off: usize, dst: &mut [u8]) {
+        assert!(off + dst.len() <= self.frame_bytes);
+        // SAFETY: inside frame `f`; the caller's latch excludes writers.
+        unsafe { std::ptr::copy_nonoverlapping(self.data(f).add(off).as_ptr(), dst.as_mut_ptr(), dst.len()) };
+    }
+
+    /// Copies mini page `i`'s slot `k` (one line) out. The caller holds its latch.
+    pub fn copy_mini_line_out(&self, i: u32, k: usize, dst: &mut [u8]) {
+        assert!(k < mini::MINI_SLOTS && dst.len() == CACHE_LINE_BYTES);
+        // SAFETY: slot `k` of mini page `i`; the caller's latch excludes writers.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                self.mini_data(i).add(k * CACHE_LINE_BYTES).as_ptr(),
+                dst.as_mut_ptr(),
+                CACHE_LINE_BYTES,
+            );
+        }
+    }
+
+    /// Takes mini page `i` exclusive if no one holds it.
+    pub fn try_write_mini(&self, i: u32) -> bool {
+        self.minis.meta(i).latch.try_exclusive()
+    }
+
+    /// Releases mini page `i` taken with [`try_write_mini`](Self::try_write_mini).
+    pub fn unlock_mini(&self, i: u32) {
+        let m = self.minis.meta(i);
+        m.version.store(m.version.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
+        m.latch.unlock_exclusive();
     }
 
     /// Takes frame `f` shared if no writer holds it.
@@ -310,6 +469,14 @@ impl<'a> FrameWrite<'a> {
     pub fn bytes_for_load(&mut self) -> &mut [u8] {
         // SAFETY: the exclusive latch is held for the guard's life.
         unsafe { self.at.bytes_mut() }
+    }
+
+    /// Gives up the guard but keeps the exclusive latch held: the caller (a line guard
+    /// taking over a promoted mini page's new frame) releases it.
+    pub(super) fn into_held(self) -> FrameId {
+        let this = std::mem::ManuallyDrop::new(self);
+        debug_assert!(!this.dirty, "a guard handed over after writing");
+        this.at.frame
     }
 
     /// True if this guard wrote to the frame.

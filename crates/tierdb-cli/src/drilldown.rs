@@ -1,0 +1,1314 @@
+//! `tierdb drilldown`: the performance drill-down and the NVM sensitivity experiments of
+//! van Renen et al., SIGMOD 2018 (§5.4 and §5.6), at this machine's scale.
+//!
+//! Four parts, chosen with `--parts`:
+//! 1. `fig10` (Figure 10): `three-tier` under YCSB-RO (zipf 1.0) with the techniques added
+//!    one at a time ([`Techniques::DRILLDOWN`]); throughput relative to `basic`, NVM lines
+//!    loaded per lookup, mini-page promotions, swizzles.
+//! 2. `scan` (the §5.4.2 overhead table): short scans of exactly 100 records and full
+//!    scans of the table at the same steps, relative to `basic`.
+//! 3. `latency` (Figure 12): `three-tier` (all techniques) and `basic-nvm-bm` over NVM
+//!    read latencies.
+//! 4. `dram` (Figure 13): both over DRAM sizes given as percentages of the NVM size.
+//!
+//! Every configuration is a job run `--runs` times with fresh files. The runs go round
+//! robin (run 1 of every job, then run 2, …), so that drift of a shared machine spreads
+//! over all configurations instead of landing on one. A job's value is the median of its
+//! runs, and every ratio is taken between medians of this invocation.
+//!
+//! Full scans are not a YCSB operation: a job of them loads the table through the YCSB
+//! driver (a zero-length run), then reopens the table and scans it from its first key to
+//! its end on `--threads` threads, whole scans only, until the measured time has passed.
+//!
+//! Engine files are removed after each run, on error, and on Ctrl-C (the handler of
+//! `bench_ycsb`). Runs are sequential; a run's threads are joined before the next starts.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, anyhow, bail, ensure};
+use clap::Args;
+use comfy_table::Table;
+use hdrhistogram::Histogram;
+use serde::Serialize;
+use tierdb::arch::{Architecture, Engine, SourceVisitor};
+use tierdb::buffer::manager::MIN_DRAM_FRAMES;
+use tierdb::buffer::{BufferStats, Techniques, TierStats};
+use tierdb::device::{DeviceProfile, EmulationMode, clock};
+use tierdb::{BTree, ByteSize, Catalog, PageSource};
+use tierdb_workload::{YcsbSpec, field_range};
+
+use crate::bench_ycsb::{
+    Cleanup, EngineArgs, Progress, RunReport, Setup, fmt_rate, remove_files_on_interrupt, run_one,
+};
+use crate::compare::{is_full, value};
+use crate::plot::{AxisFormat, Chart, LegendPosition, Marker, Series, write_svg};
+use crate::ycsb_driver::{self, Latency};
+
+const RUNS_MAX: usize = 25;
+/// Points of one sweep (`--latencies`, `--dram-percent`).
+const SWEEP_POINTS_MAX: usize = 32;
+const LATENCY_NS_MIN: f64 = 1.0;
+const LATENCY_NS_MAX: f64 = 100_000.0;
+const DRAM_PERCENT_MAX: f64 = 100.0;
+/// Records of one short scan (§5.4.2: "range = 100").
+const SHORT_SCAN_RECORDS: u32 = 100;
+/// The table the YCSB driver creates and loads.
+const TABLE: &str = "usertable";
+/// The architecture of Figure 10 and the scan table, whose techniques are switched.
+const DRILLDOWN_ARCH: Architecture = Architecture::ThreeTier;
+/// The lines of Figures 12 and 13, each with its own techniques.
+const SWEEP_ARCHS: [(Architecture, Techniques); 2] =
+    [(Architecture::ThreeTier, Techniques::ALL), (Architecture::BasicNvmBm, Techniques::NONE)];
+/// The issue's targets for the NVM lines a lookup loads, and the paper's values (§5.4.1:
+/// 652.5M lines basic, 11.8M with cache-line-grained pages, 5.6M with mini pages).
+const CL_RATIO_TARGET_MIN: f64 = 20.0;
+const CL_RATIO_PAPER: f64 = 55.0;
+const MINI_RATIO_TARGET_MIN: f64 = 1.5;
+const MINI_RATIO_PAPER: f64 = 2.0;
+const LINES_PER_LOOKUP_TARGET_MAX: f64 = 10.0;
+const LINES_PER_LOOKUP_PAPER: f64 = 6.5;
+/// How often the full-scan phase updates the progress bar.
+const PROGRESS_PERIOD: Duration = Duration::from_millis(50);
+
+const _: () = assert!(Techniques::DRILLDOWN.len() == 4 && SWEEP_ARCHS.len() == 2);
+const _: () = assert!(LATENCY_NS_MIN > 0.0 && LATENCY_NS_MIN < LATENCY_NS_MAX);
+const _: () = assert!(SWEEP_POINTS_MAX <= crate::plot::CATEGORIES_MAX);
+
+#[derive(Args, Debug)]
+pub struct DrilldownArgs {
+    /// Parts to run, comma-separated: fig10, scan, latency, dram.
+    #[arg(long, default_value = "fig10,scan,latency,dram")]
+    parts: String,
+    /// DRAM of the fig10, scan and latency parts (DRAM : NVM : data ≈ 1 : 5 : 5).
+    #[arg(long, default_value = "64MiB")]
+    dram: ByteSize,
+    #[arg(long, default_value = "320MiB")]
+    nvm: ByteSize,
+    /// B+-tree size after loading; must fit the NVM.
+    #[arg(long, default_value = "300MiB")]
+    data: ByteSize,
+    /// Runs of each configuration; tables and plots show the median.
+    #[arg(long, default_value_t = 3)]
+    runs: usize,
+    /// NVM read latencies of the latency part, ns, increasing, comma-separated.
+    #[arg(long, default_value = "165,300,500,800,1200,1800")]
+    latencies: String,
+    /// DRAM sizes of the dram part, percent of --nvm, increasing, comma-separated.
+    #[arg(long, default_value = "1,5,10,20,40,60,80,100")]
+    dram_percent: String,
+    /// Directory for drilldown.txt, drilldown.json and the SVG charts.
+    #[arg(long, default_value = "tierdb-drilldown")]
+    out: PathBuf,
+    #[command(flatten)]
+    engine: EngineArgs,
+    /// No progress bar.
+    #[arg(long)]
+    quiet: bool,
+}
+
+/// One part of the command.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+enum Part {
+    Fig10,
+    Scan,
+    Latency,
+    Dram,
+}
+
+impl Part {
+    const ALL: [Part; 4] = [Part::Fig10, Part::Scan, Part::Latency, Part::Dram];
+
+    fn name(self) -> &'static str {
+        match self {
+            Part::Fig10 => "fig10",
+            Part::Scan => "scan",
+            Part::Latency => "latency",
+            Part::Dram => "dram",
+        }
+    }
+}
+
+/// What a job's operations are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    /// The driver's workload: YCSB-RO lookups or short scans.
+    Ycsb,
+    /// Scans of the whole table (this module's runner).
+    FullScans,
+}
+
+/// One configuration, run `--runs` times.
+struct Job {
+    part: Part,
+    /// Names the job in progress lines.
+    label: String,
+    kind: Kind,
+    arch: Architecture,
+    techniques: Techniques,
+    dram: ByteSize,
+    /// The setup of its runs: workload, techniques and NVM profile as this job needs.
+    setup: Setup,
+    runs: Runs,
+}
+
+/// The runs of one configuration, or why it has none.
+#[derive(Default, Serialize)]
+struct Runs {
+    /// Throughput of each run in run order: operations (lookups or scans) per second,
+    /// modelled in `model` mode.
+    per_sec_runs: Vec<f64>,
+    /// Median of `per_sec_runs` (the upper one of an even count); none if skipped.
+    per_sec: Option<f64>,
+    /// Why the configuration has no value (the data did not fit).
+    skipped: Option<String>,
+    /// Every run's full report.
+    reports: Vec<RunReport>,
+}
+
+impl Runs {
+    /// Median over the runs of `f`, none if skipped or empty.
+    fn median(&self, f: impl Fn(&RunReport) -> f64) -> Option<f64> {
+        if self.skipped.is_some() {
+            return None;
+        }
+        median(self.reports.iter().map(f).collect())
+    }
+
+    /// Median over the runs of a buffer counter of the measured run.
+    fn counter(&self, f: impl Fn(&BufferStats) -> u64) -> Option<u64> {
+        self.median(|r| f(&r.result.tiers.buffer) as f64).map(|v| v as u64)
+    }
+}
+
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    v.sort_by(f64::total_cmp);
+    (!v.is_empty()).then(|| v[v.len() / 2])
+}
+
+/// `a / b` when both exist and `b` is positive.
+fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(a), Some(b)) if b > 0.0 => Some(a / b),
+        _ => None,
+    }
+}
+
+/// The machine the report was made on.
+#[derive(Serialize)]
+struct Machine {
+    cpu: String,
+    logical_cpus: usize,
+    kernel: String,
+}
+
+impl Machine {
+    fn probe() -> Machine {
+        let cpu = std::fs::read_to_string("/proc/cpuinfo")
+            .ok()
+            .and_then(|t| {
+                t.lines()
+                    .find(|l| l.starts_with("model name"))
+                    .and_then(|l| l.split_once(':'))
+                    .map(|(_, v)| v.trim().to_string())
+            })
+            .unwrap_or_else(|| "unknown".into());
+        let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+            .map(|r| format!("{} {}", std::env::consts::OS, r.trim()))
+            .unwrap_or_else(|_| std::env::consts::OS.into());
+        Machine { cpu, logical_cpus: std::thread::available_parallelism().map_or(0, |n| n.get()), kernel }
+    }
+}
+
+/// One of the issue's targets, checked against this invocation's medians.
+#[derive(Serialize)]
+struct Target {
+    what: &'static str,
+    value: Option<f64>,
+    /// `>= 20` or `<= 10`.
+    target: String,
+    paper: f64,
+    met: Option<bool>,
+    /// Why there is no value.
+    missing: Option<String>,
+}
+
+#[derive(Serialize)]
+struct Fig10Row {
+    step: &'static str,
+    techniques: Techniques,
+    /// Median lookups per second, and its ratio to basic's median.
+    ops_per_sec: Option<f64>,
+    relative_to_basic: Option<f64>,
+    /// Medians over the runs of the measured run's counters.
+    nvm_lines_loaded: Option<u64>,
+    nvm_lines_per_lookup: Option<f64>,
+    line_faults: Option<u64>,
+    mini_allocations: Option<u64>,
+    mini_promotions: Option<u64>,
+    swizzles: Option<u64>,
+    unswizzles: Option<u64>,
+    runs: Runs,
+}
+
+#[derive(Serialize)]
+struct Fig10 {
+    arch: Architecture,
+    rows: Vec<Fig10Row>,
+    /// Ratios of the medians of NVM lines loaded per lookup (per lookup, so that runs of
+    /// different lengths compare; with `--duration 0` every run has the same count).
+    targets: Vec<Target>,
+}
+
+#[derive(Serialize)]
+struct ScanRow {
+    step: &'static str,
+    techniques: Techniques,
+    short_scans_per_sec: Option<f64>,
+    short_relative_to_basic: Option<f64>,
+    full_scans_per_sec: Option<f64>,
+    full_relative_to_basic: Option<f64>,
+    short: Runs,
+    full: Runs,
+}
+
+#[derive(Serialize)]
+struct ScanPart {
+    arch: Architecture,
+    short_scan_records: u32,
+    /// The workload of the short scans (the full scans load the same table).
+    workload: YcsbSpec,
+    rows: Vec<ScanRow>,
+}
+
+#[derive(Serialize)]
+struct LatencyRow {
+    arch: Architecture,
+    techniques: Techniques,
+    read_latency_ns: f64,
+    write_latency_ns: f64,
+    nvm_profile: String,
+    ops_per_sec: Option<f64>,
+    runs: Runs,
+}
+
+#[derive(Serialize)]
+struct LatencyPart {
+    /// The profile every point was derived from, and how.
+    base_profile: String,
+    rule: String,
+    rows: Vec<LatencyRow>,
+}
+
+#[derive(Serialize)]
+struct DramRow {
+    arch: Architecture,
+    techniques: Techniques,
+    dram_percent: f64,
+    dram_bytes: u64,
+    /// True when the percentage gave fewer than the buffer manager's minimum of frames.
+    clamped: bool,
+    ops_per_sec: Option<f64>,
+    runs: Runs,
+}
+
+#[derive(Serialize)]
+struct DramPart {
+    dram_frames_min: usize,
+    rows: Vec<DramRow>,
+}
+
+#[derive(Serialize)]
+struct DrilldownReport {
+    command: &'static str,
+    version: &'static str,
+    machine: Machine,
+    parts: Vec<Part>,
+    dram_bytes: u64,
+    nvm_bytes: u64,
+    data_bytes: u64,
+    runs: usize,
+    /// The lookups' setup. Scan jobs differ in the workload, latency points in the NVM
+    /// profile, DRAM points in the DRAM size; each run's report holds its own setup.
+    setup: Setup,
+    notes: Vec<String>,
+    fig10: Option<Fig10>,
+    scan: Option<ScanPart>,
+    latency: Option<LatencyPart>,
+    dram: Option<DramPart>,
+}
+
+/// Checked command-line lists.
+struct Plan {
+    parts: Vec<Part>,
+    latencies_ns: Vec<f64>,
+    dram_percents: Vec<f64>,
+}
+
+pub fn run(args: DrilldownArgs) -> Result<()> {
+    // 1. Check everything before the first run.
+    let plan = plan(&args)?;
+    let lookups = args.engine.setup("ro")?;
+    let scans = scan_setup(&args.engine)?;
+    let mut jobs = jobs(&args, &plan, &lookups, &scans)?;
+    let mut notes = notes(&args, &plan, &lookups);
+    remove_files_on_interrupt()?;
+    std::fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
+
+    // 2. Run round robin: run r of every job, then run r + 1.
+    let progress = Progress::new(!args.quiet);
+    let per_round = jobs.len();
+    for r in 0..args.runs {
+        for (i, job) in jobs.iter_mut().enumerate() {
+            if job.runs.skipped.is_some() {
+                continue;
+            }
+            if !args.quiet {
+                progress.println(&format!(
+                    "[{}/{}] {} {}, run {} of {}",
+                    r * per_round + i + 1,
+                    per_round * args.runs,
+                    job.part.name(),
+                    job.label,
+                    r + 1,
+                    args.runs
+                ));
+            }
+            let mut engine = args.engine.clone();
+            engine.techniques = Some(job.techniques);
+            let tag = format!("dd{i}r{r}");
+            let outcome = match job.kind {
+                Kind::Ycsb => {
+                    run_one(&engine, &job.setup, job.arch, job.dram, args.nvm, Some(args.data), &tag, &progress)
+                }
+                Kind::FullScans => {
+                    run_full_scans(&engine, &job.setup, job.arch, job.dram, args.nvm, args.data, &tag, &progress)
+                }
+            };
+            match outcome {
+                Ok(rep) => {
+                    job.runs.per_sec_runs.push(value(&rep));
+                    job.runs.reports.push(rep);
+                }
+                Err(e) if is_full(&e) => job.runs.skipped = Some(format!("did not fit: {e:#}")),
+                Err(e) => return Err(e.context(format!("{} {}", job.part.name(), job.label))),
+            }
+        }
+    }
+    progress.finish();
+    for job in &mut jobs {
+        job.runs.per_sec = if job.runs.skipped.is_some() { None } else { median(job.runs.per_sec_runs.clone()) };
+    }
+
+    // 3. Report.
+    let report = report(&args, &plan, lookups, scans, jobs, &mut notes);
+    let text = render_text(&report);
+    print!("{text}");
+    let mut written = Vec::new();
+    let txt_path = args.out.join("drilldown.txt");
+    std::fs::write(&txt_path, &text).with_context(|| format!("writing {}", txt_path.display()))?;
+    written.push(txt_path);
+    let json_path = args.out.join("drilldown.json");
+    std::fs::write(&json_path, serde_json::to_string_pretty(&report)?)
+        .with_context(|| format!("writing {}", json_path.display()))?;
+    written.push(json_path);
+    for (name, chart) in charts(&report) {
+        let path = args.out.join(name);
+        write_svg(&chart, &path).with_context(|| format!("writing {}", path.display()))?;
+        written.push(path);
+    }
+    println!("wrote {}", written.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "));
+    Ok(())
+}
+
+/// Parses and checks the lists and the sizes.
+fn plan(args: &DrilldownArgs) -> Result<Plan> {
+    if args.runs == 0 || args.runs > RUNS_MAX {
+        bail!("--runs {} is outside 1..={RUNS_MAX}", args.runs);
+    }
+    if args.data.bytes() > args.nvm.bytes() {
+        bail!(
+            "--data {} is larger than --nvm {}: the drill-down keeps all data in NVM (the paper's DRAM : NVM : data of 1 : 5 : 5)",
+            args.data,
+            args.nvm
+        );
+    }
+    if let Some(t) = args.engine.techniques {
+        bail!(
+            "--techniques {t}: drilldown sets the techniques itself (fig10 and scan: each step; latency and dram: three-tier all, basic-nvm-bm none)"
+        );
+    }
+    let known = Part::ALL.map(Part::name).join(", ");
+    if args.parts.trim().is_empty() {
+        bail!("--parts is empty; choose from {known}");
+    }
+    let mut parts = Vec::new();
+    for word in args.parts.split(',').map(str::trim) {
+        let part = Part::ALL
+            .into_iter()
+            .find(|p| p.name() == word)
+            .ok_or_else(|| anyhow!("--parts: unknown part {word:?} in {:?}; known: {known}", args.parts))?;
+        if parts.contains(&part) {
+            bail!("--parts: {word} is listed twice");
+        }
+        parts.push(part);
+    }
+    parts.sort();
+    let latencies_ns = sweep("--latencies", &args.latencies, LATENCY_NS_MIN, LATENCY_NS_MAX, "ns")?;
+    let dram_percents = sweep("--dram-percent", &args.dram_percent, 0.0, DRAM_PERCENT_MAX, "%")?;
+    if dram_percents[0] <= 0.0 {
+        bail!("--dram-percent {}: must be above 0", dram_percents[0]);
+    }
+    Ok(Plan { parts, latencies_ns, dram_percents })
+}
+
+/// A non-empty, strictly increasing list of numbers within `min..=max`.
+fn sweep(flag: &str, text: &str, min: f64, max: f64, unit: &str) -> Result<Vec<f64>> {
+    let mut values: Vec<f64> = Vec::new();
+    for word in text.split(',').map(str::trim) {
+        if word.is_empty() {
+            bail!("{flag} {text:?}: expected a comma-separated list of numbers, found an empty entry");
+        }
+        let v: f64 = word.parse().map_err(|_| anyhow!("{flag}: {word:?} is not a number"))?;
+        if !(v.is_finite() && (min..=max).contains(&v)) {
+            bail!("{flag}: {word} is outside {min}..={max} {unit}");
+        }
+        if let Some(&last) = values.last()
+            && v <= last
+        {
+            bail!("{flag} {text:?}: the list must be increasing, and {v} follows {last}");
+        }
+        values.push(v);
+    }
+    if values.len() > SWEEP_POINTS_MAX {
+        bail!("{flag}: {} points, at most {SWEEP_POINTS_MAX}", values.len());
+    }
+    Ok(values)
+}
+
+/// The short scans' setup: the paper's scan workload with exactly 100 records a scan.
+fn scan_setup(engine: &EngineArgs) -> Result<Setup> {
+    let mut s = engine.setup("scan")?;
+    // In an order where every step is valid whatever --set gave: max, then min.
+    let len = SHORT_SCAN_RECORDS.to_string();
+    for (k, v) in [("minscanlength", "1"), ("maxscanlength", len.as_str()), ("minscanlength", len.as_str())] {
+        s.workload.set(k, v).with_context(|| format!("fixing the short scans at {SHORT_SCAN_RECORDS} records"))?;
+    }
+    s.workload.set("scanlengthdistribution", "uniform")?;
+    Ok(s)
+}
+
+/// The NVM profile `base` with read latency `read_ns`; the write latency is raised to it
+/// where it was lower, the persist cost kept.
+fn profile_at(base: &DeviceProfile, read_ns: f64) -> Result<DeviceProfile> {
+    let mut p = base.clone();
+    p.name = format!("{}@{read_ns}ns", base.name);
+    p.read_latency_ns = read_ns;
+    p.write_latency_ns = base.write_latency_ns.max(read_ns);
+    p.validate(&p.name).with_context(|| format!("NVM read latency {read_ns} ns"))?;
+    Ok(p)
+}
+
+/// DRAM of `percent` of `nvm`, in whole pages, at least the buffer manager's minimum.
+/// Returns the size and whether it was raised to the minimum.
+fn dram_at(percent: f64, nvm: ByteSize, page_bytes: u64) -> (ByteSize, bool) {
+    let pages = (percent / 100.0 * nvm.bytes() as f64 / page_bytes as f64).floor() as u64;
+    let min = MIN_DRAM_FRAMES as u64;
+    (ByteSize(pages.max(min) * page_bytes), pages < min)
+}
+
+fn jobs(args: &DrilldownArgs, plan: &Plan, lookups: &Setup, scans: &Setup) -> Result<Vec<Job>> {
+    let with = |setup: &Setup, t: Techniques| Setup { techniques: Some(t), ..setup.clone() };
+    let job = |part, label: String, kind, arch, techniques, dram, setup: Setup| Job {
+        part,
+        label,
+        kind,
+        arch,
+        techniques,
+        dram,
+        setup,
+        runs: Runs::default(),
+    };
+    let mut jobs = Vec::new();
+    for &part in &plan.parts {
+        match part {
+            Part::Fig10 => {
+                for (step, t) in Techniques::DRILLDOWN {
+                    let label = format!("{DRILLDOWN_ARCH} {step}");
+                    jobs.push(job(part, label, Kind::Ycsb, DRILLDOWN_ARCH, t, args.dram, with(lookups, t)));
+                }
+            }
+            Part::Scan => {
+                for (step, t) in Techniques::DRILLDOWN {
+                    for (kind, what) in [(Kind::Ycsb, "short scans"), (Kind::FullScans, "full scans")] {
+                        let label = format!("{DRILLDOWN_ARCH} {step} {what}");
+                        jobs.push(job(part, label, kind, DRILLDOWN_ARCH, t, args.dram, with(scans, t)));
+                    }
+                }
+            }
+            Part::Latency => {
+                for &ns in &plan.latencies_ns {
+                    let profile = profile_at(&lookups.nvm_profile, ns)?;
+                    for (arch, t) in SWEEP_ARCHS {
+                        let setup = Setup { nvm_profile: profile.clone(), ..with(lookups, t) };
+                        jobs.push(job(part, format!("{arch} @{ns} ns"), Kind::Ycsb, arch, t, args.dram, setup));
+                    }
+                }
+            }
+            Part::Dram => {
+                for &pct in &plan.dram_percents {
+                    let (dram, _) = dram_at(pct, args.nvm, lookups.page_size_bytes as u64);
+                    for (arch, t) in SWEEP_ARCHS {
+                        let label = format!("{arch} DRAM {pct}% = {dram}");
+                        jobs.push(job(part, label, Kind::Ycsb, arch, t, dram, with(lookups, t)));
+                    }
+                }
+            }
+        }
+    }
+    Ok(jobs)
+}
+
+/// What a reader must know besides the tables.
+fn notes(args: &DrilldownArgs, plan: &Plan, lookups: &Setup) -> Vec<String> {
+    let mut notes = Vec::new();
+    let has = |p| plan.parts.contains(&p);
+    if has(Part::Fig10) || has(Part::Latency) || has(Part::Dram) {
+        notes.push(
+            "nvm-direct (the paper's NVM Direct engine in Figures 10, 12 and 13) does not exist yet; it joins these parts once it does (issue 5)".into(),
+        );
+    }
+    if has(Part::Latency) {
+        if lookups.mode == EmulationMode::Off {
+            notes.push("mode off: device latencies are not emulated, so the latency points differ in name only".into());
+        }
+        notes.push(format!(
+            "latency: each point is {} with the read latency set and the write latency raised to it where lower (it is {} ns); persist cost ({} ns), bandwidth and interference are kept",
+            lookups.nvm_profile.name, lookups.nvm_profile.write_latency_ns, lookups.nvm_profile.persist_ns
+        ));
+    }
+    if has(Part::Dram) {
+        let page = lookups.page_size_bytes as u64;
+        for &pct in &plan.dram_percents {
+            if let (dram, true) = dram_at(pct, args.nvm, page) {
+                notes.push(format!(
+                    "dram: {pct}% of {} is fewer than {MIN_DRAM_FRAMES} pages of {}; ran with the buffer manager's minimum, {dram}",
+                    args.nvm,
+                    ByteSize(page)
+                ));
+            }
+        }
+    }
+    notes
+}
+
+/// Turns the finished jobs into the report's parts, in job order.
+fn report(
+    args: &DrilldownArgs,
+    plan: &Plan,
+    lookups: Setup,
+    scans: Setup,
+    jobs: Vec<Job>,
+    notes: &mut Vec<String>,
+) -> DrilldownReport {
+    let mut jobs = jobs.into_iter();
+    let mut next = |part: Part| {
+        let j = jobs.next().expect("one job per row");
+        assert_eq!(j.part, part, "job {} in the wrong part", j.label);
+        j
+    };
+    let mut out = DrilldownReport {
+        command: "drilldown",
+        version: env!("CARGO_PKG_VERSION"),
+        machine: Machine::probe(),
+        parts: plan.parts.clone(),
+        dram_bytes: args.dram.bytes(),
+        nvm_bytes: args.nvm.bytes(),
+        data_bytes: args.data.bytes(),
+        runs: args.runs,
+        setup: lookups.clone(),
+        notes: Vec::new(),
+        fig10: None,
+        scan: None,
+        latency: None,
+        dram: None,
+    };
+    for &part in &plan.parts {
+        match part {
+            Part::Fig10 => {
+                let mut rows: Vec<Fig10Row> = Techniques::DRILLDOWN
+                    .iter()
+                    .map(|&(step, techniques)| {
+                        let runs = next(part).runs;
+                        Fig10Row {
+                            step,
+                            techniques,
+                            ops_per_sec: runs.per_sec,
+                            relative_to_basic: None,
+                            nvm_lines_loaded: runs.counter(|b| b.nvm_lines_loaded),
+                            nvm_lines_per_lookup: runs
+                                .median(|r| r.result.tiers.buffer.nvm_lines_loaded as f64 / r.result.ops.max(1) as f64),
+                            line_faults: runs.counter(|b| b.line_faults),
+                            mini_allocations: runs.counter(|b| b.mini_allocations),
+                            mini_promotions: runs.counter(|b| b.mini_promotions),
+                            swizzles: runs.counter(|b| b.swizzles),
+                            unswizzles: runs.counter(|b| b.unswizzles),
+                            runs,
+                        }
+                    })
+                    .collect();
+                let basic = rows[0].ops_per_sec;
+                for r in &mut rows {
+                    r.relative_to_basic = ratio(r.ops_per_sec, basic);
+                }
+                if rows.iter().all(|r| r.nvm_lines_loaded == Some(0)) {
+                    notes.push("fig10: the buffer manager counted no NVM lines loaded in any step".into());
+                }
+                let targets = fig10_targets(&rows);
+                out.fig10 = Some(Fig10 { arch: DRILLDOWN_ARCH, rows, targets });
+            }
+            Part::Scan => {
+                let mut rows: Vec<ScanRow> = Techniques::DRILLDOWN
+                    .iter()
+                    .map(|&(step, techniques)| {
+                        let short = next(part).runs;
+                        let full = next(part).runs;
+                        ScanRow {
+                            step,
+                            techniques,
+                            short_scans_per_sec: short.per_sec,
+                            short_relative_to_basic: None,
+                            full_scans_per_sec: full.per_sec,
+                            full_relative_to_basic: None,
+                            short,
+                            full,
+                        }
+                    })
+                    .collect();
+                let (short, full) = (rows[0].short_scans_per_sec, rows[0].full_scans_per_sec);
+                for r in &mut rows {
+                    r.short_relative_to_basic = ratio(r.short_scans_per_sec, short);
+                    r.full_relative_to_basic = ratio(r.full_scans_per_sec, full);
+                }
+                out.scan = Some(ScanPart {
+                    arch: DRILLDOWN_ARCH,
+                    short_scan_records: SHORT_SCAN_RECORDS,
+                    workload: scans.workload.clone(),
+                    rows,
+                });
+            }
+            Part::Latency => {
+                let mut rows = Vec::new();
+                for &ns in &plan.latencies_ns {
+                    for (arch, techniques) in SWEEP_ARCHS {
+                        let j = next(part);
+                        rows.push(LatencyRow {
+                            arch,
+                            techniques,
+                            read_latency_ns: ns,
+                            write_latency_ns: j.setup.nvm_profile.write_latency_ns,
+                            nvm_profile: j.setup.nvm_profile.name.clone(),
+                            ops_per_sec: j.runs.per_sec,
+                            runs: j.runs,
+                        });
+                    }
+                }
+                out.latency = Some(LatencyPart {
+                    base_profile: lookups.nvm_profile.name.clone(),
+                    rule: format!(
+                        "read latency as given; write latency = max(read latency, the profile's {} ns); everything else as in the profile",
+                        lookups.nvm_profile.write_latency_ns
+                    ),
+                    rows,
+                });
+            }
+            Part::Dram => {
+                let mut rows = Vec::new();
+                for &pct in &plan.dram_percents {
+                    let (dram, clamped) = dram_at(pct, args.nvm, lookups.page_size_bytes as u64);
+                    for (arch, techniques) in SWEEP_ARCHS {
+                        let j = next(part);
+                        debug_assert_eq!(j.dram, dram);
+                        rows.push(DramRow {
+                            arch,
+                            techniques,
+                            dram_percent: pct,
+                            dram_bytes: dram.bytes(),
+                            clamped,
+                            ops_per_sec: j.runs.per_sec,
+                            runs: j.runs,
+                        });
+                    }
+                }
+                out.dram = Some(DramPart { dram_frames_min: MIN_DRAM_FRAMES, rows });
+            }
+        }
+    }
+    assert!(jobs.next().is_none(), "jobs left without a row");
+    out.notes = std::mem::take(notes);
+    out
+}
+
+fn fig10_targets(rows: &[Fig10Row]) -> Vec<Target> {
+    let lines = |i: usize| rows[i].nvm_lines_per_lookup;
+    let why = |num: usize, den: usize| {
+        if lines(den) == Some(0.0) {
+            Some(format!("{} loaded no NVM lines", rows[den].step))
+        } else if lines(num).is_none() || lines(den).is_none() {
+            Some("a step has no value".to_string())
+        } else {
+            None
+        }
+    };
+    let at_least = |what, value: Option<f64>, min: f64, paper, missing| Target {
+        what,
+        value,
+        target: format!(">= {min}"),
+        paper,
+        met: value.map(|v| v >= min),
+        missing: if value.is_none() { missing } else { None },
+    };
+    let all = lines(3);
+    vec![
+        at_least(
+            "NVM lines per lookup, basic / +cl-grained",
+            ratio(lines(0), lines(1)),
+            CL_RATIO_TARGET_MIN,
+            CL_RATIO_PAPER,
+            why(0, 1),
+        ),
+        at_least(
+            "NVM lines per lookup, +cl-grained / +mini-pages",
+            ratio(lines(1), lines(2)),
+            MINI_RATIO_TARGET_MIN,
+            MINI_RATIO_PAPER,
+            why(1, 2),
+        ),
+        Target {
+            what: "NVM lines per lookup, all techniques",
+            value: all,
+            target: format!("<= {LINES_PER_LOOKUP_TARGET_MAX}"),
+            paper: LINES_PER_LOOKUP_PAPER,
+            met: all.map(|v| v <= LINES_PER_LOOKUP_TARGET_MAX),
+            missing: all.is_none().then(|| "the step has no value".to_string()),
+        },
+    ]
+}
+
+/// Opens `arch`, loads the table through the YCSB driver, then scans the whole table:
+/// whole scans for `--warmup` seconds unmeasured, then whole scans until `--duration`
+/// seconds have passed (at least one per thread; exactly one with `--duration 0`).
+#[allow(clippy::too_many_arguments)]
+fn run_full_scans(
+    engine_args: &EngineArgs,
+    setup: &Setup,
+    arch: Architecture,
+    dram: ByteSize,
+    nvm: ByteSize,
+    data: ByteSize,
+    tag: &str,
+    progress: &Progress,
+) -> Result<RunReport> {
+    // 1. A fresh engine whose files go away with `files`, on every path.
+    let cfg = engine_args.arch_config(setup, arch, dram, nvm, tag)?;
+    let files = Cleanup::new(vec![cfg.nvm_path.clone(), cfg.ssd_path.clone()]);
+    let engine = Engine::open(&cfg).with_context(|| format!("opening {arch}"))?;
+    let (dram_frames, nvm_frames) = engine.frames();
+    progress.set_prefix(&format!("{arch} {data} full scans"));
+
+    // 2. Load: the driver with no warm-up and a run of zero length.
+    let mut load = engine_args.driver_config(setup, Some(data));
+    load.warmup = Duration::ZERO;
+    load.duration = Some(Duration::ZERO);
+    let mut result = ycsb_driver::run(&engine, &setup.workload, &load, &|p, d, t| progress.update(p, d, t))
+        .with_context(|| format!("loading {arch}"))?;
+
+    // 3. Warm-up and measured scans.
+    let scanner = FullScans {
+        engine: &engine,
+        spec: &result.workload,
+        records: result.records,
+        threads: setup.threads,
+        warmup: Duration::from_secs_f64(setup.warmup_secs),
+        duration: setup.duration_secs.map(Duration::from_secs_f64),
+        progress,
+    };
+    let phase = engine.visit(scanner).with_context(|| format!("full scans on {arch}"))?;
+    let lines_per_page = (engine.page_size() / tierdb::limits::CACHE_LINE_BYTES) as u64;
+    drop(engine);
+    drop(files);
+
+    // 4. The run's report in the driver's shape, one operation per full scan.
+    result.warmup_secs = phase.warmup_secs;
+    result.run_secs = phase.run_secs;
+    result.ops = phase.scans;
+    result.throughput_ops_per_sec = phase.scans as f64 / phase.run_secs.max(1e-9);
+    result.modelled_ops_per_sec = phase.modelled_per_sec;
+    result.modelled_device_secs = phase.modelled_device_secs;
+    result.latency = vec![phase.latency];
+    result.not_found = 0;
+    result.lines_nvm_to_dram = phase.tiers.buffer.nvm_to_dram_pages * lines_per_page;
+    result.lines_dram_to_nvm = phase.tiers.buffer.dram_to_nvm_pages * lines_per_page;
+    result.lines_ssd_to_dram = phase.tiers.buffer.ssd_reads * lines_per_page;
+    result.tiers = phase.tiers;
+    Ok(RunReport {
+        command: "drilldown full scans",
+        version: env!("CARGO_PKG_VERSION"),
+        arch,
+        dram_bytes: dram.bytes(),
+        nvm_bytes: if arch.uses_nvm() { nvm.bytes() } else { 0 },
+        dram_frames,
+        nvm_frames,
+        setup: setup.clone(),
+        result,
+    })
+}
+
+/// Full scans over a loaded table, run through [`Engine::visit`].
+struct FullScans<'a> {
+    engine: &'a Engine,
+    spec: &'a YcsbSpec,
+    records: u64,
+    threads: u32,
+    warmup: Duration,
+    /// `None`: one scan per thread.
+    duration: Option<Duration>,
+    progress: &'a Progress,
+}
+
+/// What the measured full scans did.
+struct ScanPhase {
+    scans: u64,
+    warmup_secs: f64,
+    run_secs: f64,
+    modelled_per_sec: Option<f64>,
+    modelled_device_secs: f64,
+    latency: Latency,
+    tiers: TierStats,
+}
+
+/// One thread's scans.
+struct ThreadScans {
+    scans: u64,
+    virtual_ps: u64,
+    /// Nanoseconds per scan.
+    hist: Histogram<u64>,
+}
+
+impl SourceVisitor for FullScans<'_> {
+    type Output = Result<ScanPhase>;
+
+    fn visit<S: PageSource>(self, source: &S) -> Result<ScanPhase> {
+        let tree = Catalog::open_tree(source, TABLE).context("opening the loaded table")?;
+        // 1. Warm-up: whole scans, unmeasured, until `warmup` has passed.
+        let warm = Instant::now();
+        if !self.warmup.is_zero() {
+            scan_threads(&tree, &self, self.warmup, false, "warm-up")?;
+        }
+        let warmup_secs = warm.elapsed().as_secs_f64();
+
+        // 2. Measured: counters around whole scans on every thread.
+        let before = self.engine.stats();
+        let start = Instant::now();
+        let threads = scan_threads(&tree, &self, self.duration.unwrap_or(Duration::ZERO), true, "run")?;
+        let run_secs = start.elapsed().as_secs_f64();
+        let tiers = self.engine.stats().since(&before);
+
+        let scans: u64 = threads.iter().map(|t| t.scans).sum();
+        assert!(scans >= u64::from(self.threads), "{scans} scans on {} threads", self.threads);
+        let mut hist = new_histogram();
+        for t in &threads {
+            hist.add(&t.hist).expect("same bounds");
+        }
+        let modelled = threads
+            .iter()
+            .any(|t| t.virtual_ps > 0)
+            .then(|| threads.iter().map(|t| t.scans as f64 / (run_secs + t.virtual_ps as f64 * 1e-12)).sum());
+        Ok(ScanPhase {
+            scans,
+            warmup_secs,
+            run_secs,
+            modelled_per_sec: modelled,
+            modelled_device_secs: threads.iter().map(|t| t.virtual_ps as f64 * 1e-12).sum(),
+            latency: Latency {
+                kind: "FULL-SCAN".into(),
+                ops: hist.len(),
+                mean_ns: hist.mean(),
+                p50_ns: hist.value_at_quantile(0.5) as f64,
+                p90_ns: hist.value_at_quantile(0.9) as f64,
+                p99_ns: hist.value_at_quantile(0.99) as f64,
+                p999_ns: hist.value_at_quantile(0.999) as f64,
+                max_ns: hist.max() as f64,
+            },
+            tiers,
+        })
+    }
+}
+
+/// Nanoseconds from 1 to ~2^42 (over an hour), 3 digits.
+fn new_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 1 << 42, 3).expect("valid histogram bounds")
+}
+
+/// Whole scans on every thread until `length` has passed; with `at_least_one`, each
+/// thread finishes at least one. Stops early, after the current scan, if a thread fails.
+fn scan_threads<S: PageSource>(
+    tree: &BTree<'_, S>,
+    job: &FullScans<'_>,
+    length: Duration,
+    at_least_one: bool,
+    phase: &str,
+) -> Result<Vec<ThreadScans>> {
+    let failed = AtomicBool::new(false);
+    let total_ms = length.as_millis() as u64;
+    std::thread::scope(|s| {
+        let workers: Vec<_> = (0..job.threads)
+            .map(|t| {
+                let failed = &failed;
+                s.spawn(move || -> Result<ThreadScans> {
+                    let mut out = ThreadScans { scans: 0, virtual_ps: 0, hist: new_histogram() };
+                    let mut buf = vec![0u8; job.spec.record_length_bytes()];
+                    let virtual_start = clock::virtual_now_ps();
+                    let start = Instant::now();
+                    while ((at_least_one && out.scans == 0) || start.elapsed() < length)
+                        && !failed.load(Ordering::Relaxed)
+                    {
+                        // Rotate the field read, offset per thread, as YCSB's random field would.
+                        let field = (out.scans + u64::from(t)) % u64::from(job.spec.field_count());
+                        let t0 = Instant::now();
+                        if let Err(e) = full_scan(tree, job.spec, job.records, field as u32, &mut buf) {
+                            failed.store(true, Ordering::Relaxed);
+                            return Err(e);
+                        }
+                        out.hist.saturating_record((t0.elapsed().as_nanos() as u64).max(1));
+                        out.scans += 1;
+                    }
+                    out.virtual_ps = clock::virtual_now_ps() - virtual_start;
+                    Ok(out)
+                })
+            })
+            .collect();
+        let start = Instant::now();
+        while !workers.iter().all(|w| w.is_finished()) {
+            job.progress.update(phase, (start.elapsed().as_millis() as u64).min(total_ms), total_ms);
+            std::thread::sleep(PROGRESS_PERIOD);
+        }
+        job.progress.update(phase, total_ms, total_ms);
+        workers.into_iter().map(|w| w.join().unwrap_or_else(|_| Err(anyhow!("a scan thread panicked")))).collect()
+    })
+}
+
+/// Scans the table from its first key to its end, copying one field of every record
+/// (all of it with `readallfields`), and checks that it saw every record.
+fn full_scan<S: PageSource>(
+    tree: &BTree<'_, S>,
+    spec: &YcsbSpec,
+    records: u64,
+    field: u32,
+    out: &mut [u8],
+) -> Result<()> {
+    let range = if spec.read_all_fields() { 0..spec.record_length_bytes() } else { field_range(spec, field) };
+    let mut seen = 0u64;
+    tree.scan(&[], |_, v| {
+        let end = range.end.min(v.len());
+        let start = range.start.min(end);
+        out[..end - start].copy_from_slice(&v[start..end]);
+        seen += 1;
+        true
+    })?;
+    ensure!(seen == records, "a full scan saw {seen} records; the table holds {records}");
+    Ok(())
+}
+
+fn describe(r: &DrilldownReport) -> String {
+    let s = &r.setup;
+    let w = &s.workload;
+    format!(
+        "{} ({} CPUs) · workload ro ({} {:?}) · mode {} · profiles dram {}, nvm {}, ssd {} · DRAM {} · NVM {} · data {} · page {} · {} thread(s) · seed {} · median of {} run(s) · {} s warm-up + {} run",
+        r.machine.cpu,
+        r.machine.logical_cpus,
+        w.get("requestdistribution").unwrap_or_default(),
+        w.zipfian_constant(),
+        s.mode,
+        s.dram_profile.name,
+        s.nvm_profile.name,
+        s.ssd_profile.name,
+        ByteSize(r.dram_bytes),
+        ByteSize(r.nvm_bytes),
+        ByteSize(r.data_bytes),
+        ByteSize(s.page_size_bytes as u64),
+        s.threads,
+        s.seed,
+        r.runs,
+        s.warmup_secs,
+        s.duration_secs.map(|d| format!("{d} s")).unwrap_or_else(|| "operationcount".into()),
+    )
+}
+
+fn dash<T>(v: Option<T>, f: impl Fn(T) -> String) -> String {
+    v.map(f).unwrap_or_else(|| "—".into())
+}
+
+fn times(v: f64) -> String {
+    format!("{v:.2}×")
+}
+
+fn percent(v: f64) -> String {
+    format!("{:.1}%", 100.0 * v)
+}
+
+fn count(v: u64) -> String {
+    if v < 100_000 { v.to_string() } else { fmt_rate(v as f64) }
+}
+
+fn render_text(r: &DrilldownReport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "tierdb drilldown: {}", describe(r));
+    if let Some(f) = &r.fig10 {
+        let mut t = Table::new();
+        t.set_header([
+            "step",
+            "ops/s",
+            "vs basic",
+            "NVM lines loaded",
+            "lines / lookup",
+            "line faults",
+            "mini pages",
+            "mini promotions",
+            "swizzles",
+        ]);
+        for row in &f.rows {
+            t.add_row([
+                row.step.to_string(),
+                dash(row.ops_per_sec, fmt_rate),
+                dash(row.relative_to_basic, times),
+                dash(row.nvm_lines_loaded, count),
+                dash(row.nvm_lines_per_lookup, |v| format!("{v:.2}")),
+                dash(row.line_faults, count),
+                dash(row.mini_allocations, count),
+                dash(row.mini_promotions, count),
+                dash(row.swizzles, count),
+            ]);
+        }
+        let _ = writeln!(
+            out,
+            "\nFigure 10: {}, YCSB-RO, techniques added one at a time (counters: medians over the measured runs)\n{t}",
+            f.arch
+        );
+        for target in &f.targets {
+            let value = match (target.value, &target.missing) {
+                (Some(v), _) => format!("{v:.2}"),
+                (None, Some(why)) => format!("— ({why})"),
+                (None, None) => "—".into(),
+            };
+            let verdict = match target.met {
+                Some(true) => ": met",
+                Some(false) => ": not met",
+                None => "",
+            };
+            let _ =
+                writeln!(out, "{}: {value} (target {}, paper {}){verdict}", target.what, target.target, target.paper);
+        }
+    }
+    if let Some(s) = &r.scan {
+        let mut t = Table::new();
+        t.set_header(["step", "short scans/s", "% of basic", "full scans/s", "% of basic"]);
+        for row in &s.rows {
+            let full_rate = |v: f64| if v >= 100.0 { fmt_rate(v) } else { format!("{v:.3}") };
+            t.add_row([
+                row.step.to_string(),
+                dash(row.short_scans_per_sec, fmt_rate),
+                dash(row.short_relative_to_basic, percent),
+                dash(row.full_scans_per_sec, full_rate),
+                dash(row.full_relative_to_basic, percent),
+            ]);
+        }
+        let _ = writeln!(
+            out,
+            "\n§5.4.2 overhead: {} scans, techniques added one at a time\n{t}\nshort: {} records from a zipfian start, one field of each; full: the whole table from its first key, one field of each record, whole scans only",
+            s.arch, s.short_scan_records
+        );
+    }
+    if let Some(l) = &r.latency {
+        let mut t = Table::new();
+        let mut header = vec!["NVM read ns".to_string(), "write ns".to_string()];
+        header.extend(SWEEP_ARCHS.iter().map(|(a, tech)| format!("{a} ({tech}) ops/s")));
+        header.push("three-tier / basic-nvm-bm".into());
+        t.set_header(header);
+        for pair in l.rows.chunks(SWEEP_ARCHS.len()) {
+            let mut cells = vec![pair[0].read_latency_ns.to_string(), pair[0].write_latency_ns.to_string()];
+            cells.extend(pair.iter().map(|row| dash(row.ops_per_sec, fmt_rate)));
+            cells.push(dash(ratio(pair[0].ops_per_sec, pair[1].ops_per_sec), times));
+            t.add_row(cells);
+        }
+        let _ = writeln!(out, "\nFigure 12: NVM latency ({}; {})\n{t}", l.base_profile, l.rule);
+    }
+    if let Some(d) = &r.dram {
+        let mut t = Table::new();
+        let mut header = vec!["DRAM % of NVM".to_string(), "DRAM".to_string()];
+        header.extend(SWEEP_ARCHS.iter().map(|(a, tech)| format!("{a} ({tech}) ops/s")));
+        header.push("three-tier / basic-nvm-bm".into());
+        t.set_header(header);
+        for pair in d.rows.chunks(SWEEP_ARCHS.len()) {
+            let clamp = if pair[0].clamped { " (minimum)" } else { "" };
+            let mut cells =
+                vec![format!("{}", pair[0].dram_percent), format!("{}{clamp}", ByteSize(pair[0].dram_bytes))];
+            cells.extend(pair.iter().map(|row| dash(row.ops_per_sec, fmt_rate)));
+            cells.push(dash(ratio(pair[0].ops_per_sec, pair[1].ops_per_sec), times));
+            t.add_row(cells);
+        }
+        let _ = writeln!(out, "\nFigure 13: DRAM size, NVM fixed at {}\n{t}", ByteSize(r.nvm_bytes));
+    }
+    let skipped: Vec<String> = skipped_runs(r);
+    if !r.notes.is_empty() || !skipped.is_empty() {
+        let _ = writeln!(out, "\nnotes:");
+        for n in r.notes.iter().chain(&skipped) {
+            let _ = writeln!(out, "- {n}");
+        }
+    }
+    out
+}
+
+/// A line per configuration without a value, saying why.
+fn skipped_runs(r: &DrilldownReport) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut note = |what: String, runs: &Runs| {
+        if let Some(why) = &runs.skipped {
+            out.push(format!("{what}: {why}"));
+        }
+    };
+    for row in r.fig10.iter().flat_map(|f| &f.rows) {
+        note(format!("fig10 {}", row.step), &row.runs);
+    }
+    for row in r.scan.iter().flat_map(|s| &s.rows) {
+        note(format!("scan {} short", row.step), &row.short);
+        note(format!("scan {} full", row.step), &row.full);
+    }
+    for row in r.latency.iter().flat_map(|l| &l.rows) {
+        note(format!("latency {} {} ns", row.arch, row.read_latency_ns), &row.runs);
+    }
+    for row in r.dram.iter().flat_map(|d| &d.rows) {
+        note(format!("dram {} {}%", row.arch, row.dram_percent), &row.runs);
+    }
+    out
+}
+
+/// The charts of the parts that ran, with their file names.
+fn charts(r: &DrilldownReport) -> Vec<(&'static str, Chart)> {
+    let ops_label = if r.setup.mode == EmulationMode::Model { "modelled lookups / s" } else { "lookups / s" };
+    let mut charts = Vec::new();
+    if let Some(f) = &r.fig10 {
+        let mut c = Chart::new(format!("Figure 10: {} drill-down, YCSB-RO, relative to basic", f.arch));
+        c.subtitle = describe(r);
+        c.x_label = "techniques (cumulative)".into();
+        c.y_label = "ratio to basic".into();
+        c.x_categories = f.rows.iter().map(|row| row.step.to_string()).collect();
+        let basic_lines = f.rows[0].nvm_lines_per_lookup;
+        let series = |name: &str, y: &dyn Fn(&Fig10Row) -> Option<f64>| Series {
+            name: name.into(),
+            points: f.rows.iter().enumerate().filter_map(|(i, row)| Some((i as f64, y(row)?))).collect(),
+        };
+        c.series = vec![
+            series("throughput", &|row| row.relative_to_basic),
+            series("NVM lines per lookup", &|row| ratio(row.nvm_lines_per_lookup, basic_lines)),
+        ];
+        charts.push(("drilldown-fig10.svg", c));
+    }
+    if let Some(l) = &r.latency {
+        let mut c = Chart::new("Figure 12: YCSB-RO throughput vs NVM read latency");
+        c.subtitle = describe(r);
+        c.x_label = "NVM read latency (ns)".into();
+        c.y_label = ops_label.into();
+        c.legend = LegendPosition::UpperRight;
+        c.series = sweep_series(l.rows.iter().map(|row| (row.arch, row.read_latency_ns, row.ops_per_sec)));
+        let base = r.setup.nvm_profile.read_latency_ns;
+        let (lo, hi) = (l.rows.first().map(|x| x.read_latency_ns), l.rows.last().map(|x| x.read_latency_ns));
+        if matches!((lo, hi), (Some(lo), Some(hi)) if (lo..=hi).contains(&base)) {
+            c.markers = vec![Marker { x: base, label: format!("{} {base} ns", r.setup.nvm_profile.name) }];
+        }
+        charts.push(("drilldown-latency.svg", c));
+    }
+    if let Some(d) = &r.dram {
+        let mut c = Chart::new("Figure 13: YCSB-RO throughput vs DRAM size");
+        c.subtitle = describe(r);
+        c.x_label = format!("DRAM as % of NVM ({})", ByteSize(r.nvm_bytes));
+        c.y_label = ops_label.into();
+        c.x_format = AxisFormat::Plain;
+        c.series = sweep_series(d.rows.iter().map(|row| (row.arch, row.dram_percent, row.ops_per_sec)));
+        charts.push(("drilldown-dram.svg", c));
+    }
+    charts
+}
+
+/// One series per architecture of a sweep, from `(arch, x, median)` rows.
+fn sweep_series(rows: impl Iterator<Item = (Architecture, f64, Option<f64>)> + Clone) -> Vec<Series> {
+    SWEEP_ARCHS
+        .iter()
+        .map(|&(arch, t)| Series {
+            name: format!("{arch} ({t})"),
+            points: rows.clone().filter(|r| r.0 == arch).filter_map(|(_, x, y)| Some((x, y?))).collect(),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sweeps_must_be_increasing_and_in_range() {
+        assert_eq!(sweep("--x", "1, 2.5,10", 0.0, 10.0, "ns").unwrap(), vec![1.0, 2.5, 10.0]);
+        for (bad, want) in [
+            ("", "empty entry"),
+            ("1,,2", "empty entry"),
+            ("1,x", "not a number"),
+            ("2,1", "increasing"),
+            ("1,1", "increasing"),
+            ("11", "outside"),
+            ("-1", "outside"),
+            ("NaN", "outside"),
+        ] {
+            let e = sweep("--x", bad, 0.0, 10.0, "ns").unwrap_err().to_string();
+            assert!(e.contains(want), "{bad:?}: {e}");
+        }
+        let many = (1..=SWEEP_POINTS_MAX + 1).map(|i| i.to_string()).collect::<Vec<_>>().join(",");
+        assert!(sweep("--x", &many, 0.0, 1000.0, "ns").unwrap_err().to_string().contains("at most"));
+    }
+
+    #[test]
+    fn dram_sizes_are_whole_pages_and_at_least_the_minimum() {
+        let nvm = ByteSize(320 << 20);
+        assert_eq!(dram_at(20.0, nvm, 16 << 10), (ByteSize(64 << 20), false));
+        assert_eq!(dram_at(100.0, nvm, 16 << 10), (nvm, false));
+        let (small, clamped) = dram_at(0.001, nvm, 16 << 10);
+        assert!(clamped);
+        assert_eq!(small.bytes(), MIN_DRAM_FRAMES as u64 * (16 << 10));
+        let (odd, _) = dram_at(1.0, nvm, 16 << 10);
+        assert_eq!(odd.bytes() % (16 << 10), 0);
+        assert!(odd.bytes() <= nvm.bytes() / 100);
+    }
+
+    #[test]
+    fn latency_profiles_keep_a_higher_write_latency_and_say_what_they_are() {
+        let base = DeviceProfile::preset("optane-dcpmm").unwrap();
+        let low = profile_at(&base, 50.0).unwrap();
+        assert_eq!((low.read_latency_ns, low.write_latency_ns), (50.0, base.write_latency_ns));
+        let high = profile_at(&base, 800.0).unwrap();
+        assert_eq!((high.read_latency_ns, high.write_latency_ns), (800.0, 800.0));
+        assert_eq!(high.name, "optane-dcpmm@800ns");
+        assert_eq!(high.persist_ns, base.persist_ns);
+    }
+
+    #[test]
+    fn medians_and_ratios() {
+        assert_eq!(median(vec![3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(vec![4.0, 1.0]), Some(4.0));
+        assert_eq!(median(vec![]), None);
+        assert_eq!(ratio(Some(6.0), Some(3.0)), Some(2.0));
+        assert_eq!(ratio(Some(6.0), Some(0.0)), None);
+        assert_eq!(ratio(None, Some(1.0)), None);
+    }
+}
