@@ -352,11 +352,12 @@ impl Progress {
         }
     }
 
-    /// Prints a line above the bar, or to stderr without one.
+    /// Prints a line above the bar, or to stderr where no bar is drawn (none asked for,
+    /// or stderr is not a terminal).
     pub fn println(&self, line: &str) {
         match &self.bar {
-            Some(b) => b.println(line),
-            None => eprintln!("{line}"),
+            Some(b) if !b.is_hidden() => b.println(line),
+            _ => eprintln!("{line}"),
         }
     }
 

@@ -850,8 +850,9 @@ fn run_full_scans(
     result.modelled_device_secs = phase.modelled_device_secs;
     result.latency = vec![phase.latency];
     result.not_found = 0;
-    result.lines_nvm_to_dram = phase.tiers.buffer.nvm_to_dram_pages * lines_per_page;
-    result.lines_dram_to_nvm = phase.tiers.buffer.dram_to_nvm_pages * lines_per_page;
+    // As the driver counts them: lines the buffer manager moved, pages × lines from SSD.
+    result.lines_nvm_to_dram = phase.tiers.buffer.nvm_lines_loaded;
+    result.lines_dram_to_nvm = phase.tiers.buffer.nvm_lines_written;
     result.lines_ssd_to_dram = phase.tiers.buffer.ssd_reads * lines_per_page;
     result.tiers = phase.tiers;
     Ok(RunReport {

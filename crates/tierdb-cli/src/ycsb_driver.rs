@@ -288,8 +288,8 @@ impl SourceVisitor for Runner<'_> {
             modelled_device_secs,
             latency,
             not_found,
-            lines_nvm_to_dram: tiers.buffer.nvm_to_dram_pages * lines_per_page,
-            lines_dram_to_nvm: tiers.buffer.dram_to_nvm_pages * lines_per_page,
+            lines_nvm_to_dram: tiers.buffer.nvm_lines_loaded,
+            lines_dram_to_nvm: tiers.buffer.nvm_lines_written,
             lines_ssd_to_dram: tiers.buffer.ssd_reads * lines_per_page,
             tiers,
         })
@@ -399,12 +399,7 @@ fn execute<S: PageSource>(
         Op::Read { key: n, field } => {
             build_key(spec, n, key);
             let r = read_range(field);
-            tree.get(key, |v| {
-                let end = r.end.min(v.len());
-                let start = r.start.min(end);
-                out[..end - start].copy_from_slice(&v[start..end]);
-            })?
-            .is_some()
+            tree.get_part(key, r, |v| out[..v.len()].copy_from_slice(v))?.is_some()
         }
         Op::Update { key: n, field } => {
             build_key(spec, n, key);
@@ -413,13 +408,7 @@ fn execute<S: PageSource>(
         Op::ReadModifyWrite { key: n, field } => {
             build_key(spec, n, key);
             let r = read_range(if spec.read_all_fields() { None } else { field });
-            let found = tree
-                .get(key, |v| {
-                    let end = r.end.min(v.len());
-                    let start = r.start.min(end);
-                    out[..end - start].copy_from_slice(&v[start..end]);
-                })?
-                .is_some();
+            let found = tree.get_part(key, r, |v| out[..v.len()].copy_from_slice(v))?.is_some();
             found && update(tree, spec, key, field, value, rng)?
         }
         Op::Insert { key: n } => {

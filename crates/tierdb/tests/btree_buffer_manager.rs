@@ -1,23 +1,29 @@
 //! The B+-tree, unchanged, on the buffer manager with DRAM far smaller than the tree,
 //! so that every operation moves pages between DRAM, NVM and SSD: random operations
 //! checked against a `BTreeMap`, two threads at once, and the tree found again by name
-//! after the database is closed and reopened.
+//! after the database is closed and reopened. Each runs as the basic buffer manager and
+//! again with cache-line-grained pages, mini pages and pointer swizzling in debug mode.
 
 use std::collections::BTreeMap;
 
 use rand::prelude::*;
 use tierdb::ByteSize;
 use tierdb::btree::BTree;
-use tierdb::buffer::{BufferConfig, BufferManager};
+use tierdb::buffer::{BufferConfig, BufferManager, Techniques};
 use tierdb::catalog::Catalog;
 use tierdb::device::{NvmConfig, OpenMode, SsdConfig};
 
 const PS: usize = 4096;
 
+/// The techniques every test runs with: none, and all in debug mode.
+const TECHS: [Techniques; 2] = [Techniques::NONE, Techniques::ALL];
+
 /// DRAM of `dram_frames`, NVM of `nvm_frames` (none if 0), SSD.
-fn config(dir: &tempfile::TempDir, dram_frames: u64, nvm_frames: u64, policy: &str) -> BufferConfig {
+fn config(dir: &tempfile::TempDir, dram_frames: u64, nvm_frames: u64, policy: &str, tech: Techniques) -> BufferConfig {
     let mut c = BufferConfig::new(ByteSize(dram_frames * PS as u64));
     c.page_size = PS;
+    c.techniques = tech;
+    c.debug_lines = tech != Techniques::NONE;
     c.policy = policy.into();
     if nvm_frames > 0 {
         c.nvm = Some(NvmConfig::new(
@@ -52,18 +58,18 @@ fn run(t: &BTree<'_, BufferManager>, m: &mut BTreeMap<Vec<u8>, Vec<u8>>, rng: &m
 
 /// Builds a tree through the buffer manager, closes it, reopens the database and
 /// finds the tree by name with all its contents.
-fn survives_close_and_reopen(nvm_frames: u64, policy: &str) {
+fn survives_close_and_reopen(nvm_frames: u64, policy: &str, tech: Techniques) {
     let dir = tempfile::tempdir().unwrap();
     let mut m = BTreeMap::new();
     let mut rng = SmallRng::seed_from_u64(5);
     {
-        let bm = BufferManager::open(&config(&dir, 24, nvm_frames, policy)).unwrap();
+        let bm = BufferManager::open(&config(&dir, 24, nvm_frames, policy, tech)).unwrap();
         let t = Catalog::create_tree(&bm, "t").unwrap();
         run(&t, &mut m, &mut rng, 10_000);
         check(&t, &m, &format!("{policy}, {nvm_frames} NVM frames, before close"));
         bm.close().unwrap();
     }
-    let mut cfg = config(&dir, 24, nvm_frames, policy);
+    let mut cfg = config(&dir, 24, nvm_frames, policy, tech);
     cfg.ssd_open_mode = OpenMode::Open;
     let bm = BufferManager::open(&cfg).unwrap();
     let t = Catalog::open_tree(&bm, "t").unwrap();
@@ -100,38 +106,51 @@ fn check(t: &BTree<'_, BufferManager>, m: &BTreeMap<Vec<u8>, Vec<u8>>, phase: &s
 
 #[test]
 fn random_operations_through_all_tiers() {
-    for policy in ["eager", "hymem"] {
+    for (policy, tech) in ["eager", "hymem"].into_iter().flat_map(|p| TECHS.map(|t| (p, t))) {
         let dir = tempfile::tempdir().unwrap();
-        let bm = BufferManager::open(&config(&dir, 24, 48, policy)).unwrap();
+        let bm = BufferManager::open(&config(&dir, 24, 48, policy, tech)).unwrap();
         let t = BTree::create(&bm).unwrap();
         let (mut m, mut rng) = (BTreeMap::new(), SmallRng::seed_from_u64(11));
         run(&t, &mut m, &mut rng, 15_000);
-        check(&t, &m, policy);
+        check(&t, &m, &format!("{policy} {tech}"));
         let st = t.check_invariants().unwrap();
         assert!(st.pages() > 3 * 24, "the tree ({} pages) is much larger than DRAM", st.pages());
         let s = bm.stats().buffer;
         assert!(s.dram_evictions > 1000, "{policy}: {s:?}");
         assert!(s.nvm_hits > 0 && s.ssd_reads > 0 && s.nvm_evictions > 0, "all three tiers in use: {policy}: {s:?}");
+        if tech == Techniques::ALL {
+            assert!(s.line_faults > 0 && s.mini_allocations > 0 && s.mini_promotions > 0, "{policy}: {s:?}");
+            assert!(s.nvm_lines_written > 0, "{policy}: {s:?}");
+        }
+        bm.check_invariants();
     }
 }
 
 #[test]
 fn survives_close_and_reopen_without_nvm() {
-    survives_close_and_reopen(0, "eager");
+    survives_close_and_reopen(0, "eager", Techniques::NONE);
 }
 
 /// Regression: pages whose NVM copy was dirty while they sat clean in DRAM at close
 /// read back stale after reopening.
 #[test]
 fn survives_close_and_reopen_with_nvm() {
-    survives_close_and_reopen(48, "eager");
-    survives_close_and_reopen(48, "hymem");
+    for tech in TECHS {
+        survives_close_and_reopen(48, "eager", tech);
+        survives_close_and_reopen(48, "hymem", tech);
+    }
 }
 
 #[test]
 fn two_threads_through_all_tiers() {
+    for tech in TECHS {
+        two_threads(tech);
+    }
+}
+
+fn two_threads(tech: Techniques) {
     let dir = tempfile::tempdir().unwrap();
-    let bm = BufferManager::open(&config(&dir, 64, 64, "hymem")).unwrap();
+    let bm = BufferManager::open(&config(&dir, 64, 64, "hymem", tech)).unwrap();
     let t = BTree::create(&bm).unwrap();
     let models: Vec<BTreeMap<Vec<u8>, Vec<u8>>> = std::thread::scope(|sc| {
         let workers: Vec<_> = (0..2u8)
@@ -174,8 +193,14 @@ fn two_threads_through_all_tiers() {
 /// at the end each surviving key holds a value one of them wrote, whole.
 #[test]
 fn two_threads_on_overlapping_keys_through_all_tiers() {
+    for tech in TECHS {
+        two_threads_overlapping(tech);
+    }
+}
+
+fn two_threads_overlapping(tech: Techniques) {
     let dir = tempfile::tempdir().unwrap();
-    let bm = BufferManager::open(&config(&dir, 32, 48, "hymem")).unwrap();
+    let bm = BufferManager::open(&config(&dir, 32, 48, "hymem", tech)).unwrap();
     let t = BTree::create(&bm).unwrap();
     std::thread::scope(|sc| {
         for tid in 0..2u8 {

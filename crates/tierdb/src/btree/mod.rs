@@ -50,6 +50,8 @@ pub use cursor::Cursor;
 pub use error::BTreeError;
 pub use node::value_bytes_max;
 
+use std::ops::Range;
+
 use crate::Result;
 use crate::buffer::{ExclusivePage, LinePage, OptimisticPage, PageSource};
 use crate::ids::PageId;
@@ -167,56 +169,47 @@ impl<'s, S: PageSource> BTree<'s, S> {
     /// `KeyTooLarge`; `Corrupted`/`NotATree` for bad pages; the source's fix errors.
     #[inline]
     pub fn get<R>(&self, key: &[u8], f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>> {
+        self.get_part(key, 0..usize::MAX, f)
+    }
+
+    /// Calls `f` with bytes `part` of the value of `key` (clipped to the value's
+    /// length), like [`get`](Self::get). On cache-line-grained pages only the lines of
+    /// that part of the value are loaded, not the whole value (a YCSB read of one field).
+    ///
+    /// # Errors
+    /// As [`get`](Self::get).
+    #[inline]
+    pub fn get_part<R>(&self, key: &[u8], part: Range<usize>, f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>> {
         self.check_key(key)?;
         // Shared first; a leaf whose lines must be loaded while others read it is fixed
         // again exclusive (a cache-line fault changes the page).
-        let (_, mut leaf) = match self.descend_lines(key, false) {
-            Err(e) if e.needs_exclusive() => self.descend_lines(key, true)?,
-            r => r?,
-        };
-        let found = (|| -> Result<Option<(usize, usize)>> {
-            let h = lines::leaf_header(&mut leaf, self.source.page_size())?;
-            match lines::lower_bound(&mut leaf, &h, key)? {
-                (pos, true) => {
-                    let (_, _, vs, vlen) = lines::entry(&mut leaf, &h, pos)?;
-                    Ok(Some((vs, vlen)))
-                }
-                _ => Ok(None),
-            }
-        })();
-        let found = match found {
-            Err(e) if e.needs_exclusive() => {
-                drop(leaf);
-                return self.get_exclusive(key, f);
-            }
-            r => r?,
-        };
-        match found {
-            Some((vs, vlen)) => match leaf.read(vs, vlen) {
-                Ok(v) => Ok(Some(f(v))),
-                Err(e) if e.needs_exclusive() => {
-                    drop(leaf);
-                    self.get_exclusive(key, f)
-                }
-                Err(e) => Err(e),
-            },
-            None => Ok(None),
+        let mut f = Some(f);
+        match self.get_with(key, &part, false, &mut f) {
+            Err(e) if e.needs_exclusive() => self.get_with(key, &part, true, &mut f),
+            r => r,
         }
     }
 
-    /// [`get`](Self::get) with the leaf fixed exclusive (after a cache-line fault under
-    /// a shared fix).
-    #[cold]
-    fn get_exclusive<R>(&self, key: &[u8], f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>> {
-        let (_, mut leaf) = self.descend_lines(key, true)?;
+    #[inline]
+    fn get_with<R>(
+        &self,
+        key: &[u8],
+        part: &Range<usize>,
+        exclusive: bool,
+        f: &mut Option<impl FnOnce(&[u8]) -> R>,
+    ) -> Result<Option<R>> {
+        let (_, mut leaf) = self.descend_lines(key, exclusive)?;
         let h = lines::leaf_header(&mut leaf, self.source.page_size())?;
-        match lines::lower_bound(&mut leaf, &h, key)? {
-            (pos, true) => {
-                let (_, _, vs, vlen) = lines::entry(&mut leaf, &h, pos)?;
-                Ok(Some(f(leaf.read(vs, vlen)?)))
-            }
-            _ => Ok(None),
+        let (pos, found) = lines::lower_bound(&mut leaf, &h, key)?;
+        if !found {
+            return Ok(None);
         }
+        let (_, _, vs, vlen) = lines::entry(&mut leaf, &h, pos)?;
+        let end = part.end.min(vlen);
+        let start = part.start.min(end);
+        let bytes = leaf.read(vs + start, end - start)?;
+        let f = f.take().expect("f is called once, after the last fallible step");
+        Ok(Some(f(bytes)))
     }
 
     /// Inserts `key -> value` if `key` is absent. Returns false, changing nothing, if it
