@@ -121,6 +121,7 @@ fn random_operations_through_all_tiers() {
         if tech == Techniques::ALL {
             assert!(s.line_faults > 0 && s.mini_allocations > 0 && s.mini_promotions > 0, "{policy}: {s:?}");
             assert!(s.nvm_lines_written > 0, "{policy}: {s:?}");
+            assert!(s.swizzles > 0 && s.unswizzles > 0, "swizzled under eviction pressure: {policy}: {s:?}");
         }
         bm.check_invariants();
     }

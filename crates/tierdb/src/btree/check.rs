@@ -159,7 +159,7 @@ fn check_node<S: PageSource>(
         if i < n.count() && n.value(i)?.len() != node::CHILD_BYTES {
             return fail(format!("slot {i}: a value of {} bytes", n.value(i)?.len()));
         }
-        let child = n.child(i)?;
+        let child = tree.source().child_pid(n.child(i)?.0);
         let child_lower = if i == 0 { lower } else { &keys[i - 1][..] };
         let child_upper = if i == n.count() { upper } else { Some(&keys[i][..]) };
         let guard = tree.source.fix_shared(child)?;

@@ -61,6 +61,7 @@ use node::{Builder, INNER_ENTRY_BYTES_MAX, Kind, NodeMut, NodeRef, SLOT_BYTES};
 type Shared<'s, S> = <S as PageSource>::Shared<'s>;
 type Exclusive<'s, S> = <S as PageSource>::Exclusive<'s>;
 type Lines<'s, S> = <S as PageSource>::Lines<'s>;
+type Optimistic<'s, S> = <S as PageSource>::Optimistic<'s>;
 /// Exclusive guards from the highest held ancestor down to the current node.
 type Chain<'s, S> = Vec<(PageId, Exclusive<'s, S>)>;
 
@@ -349,7 +350,11 @@ impl<'s, S: PageSource> BTree<'s, S> {
     /// scans).
     #[inline]
     fn descend_shared(&self, key: &[u8]) -> Result<(PageId, Shared<'s, S>)> {
-        self.descend_with(key, |pid| self.source.fix_shared(pid), |leaf, pid| Ok(NodeRef::parse(leaf, pid)?.is_leaf()))
+        self.descend_with(
+            key,
+            |_, raw| self.source.fix_shared(self.source.child_pid(raw)),
+            |leaf, pid| Ok(NodeRef::parse(leaf, pid)?.is_leaf()),
+        )
     }
 
     /// Descends to the leaf for `key` and returns it fixed for cache-line-grained
@@ -359,13 +364,18 @@ impl<'s, S: PageSource> BTree<'s, S> {
         let page_size = self.source.page_size();
         self.descend_with(
             key,
-            |pid| self.source.fix_lines(pid, exclusive),
+            |parent, raw| match parent {
+                Some((parent, offset)) => self.source.fix_child_lines(parent, offset, raw, exclusive),
+                None => self.source.fix_lines(PageId(raw), exclusive),
+            },
             |leaf, _| Ok(lines::header(leaf, page_size)?.kind == Kind::Leaf),
         )
     }
 
-    /// Descends to the leaf for `key` and fixes it with `fix_leaf`; `is_leaf` checks
-    /// the fixed page is a leaf. Inner nodes are read optimistically (no latch, so
+    /// Descends to the leaf for `key` and fixes it with `fix_leaf(parent, reference)`
+    /// (the parent read optimistically and where the reference lies in it, if there is
+    /// a parent; the reference is then as stored, perhaps swizzled, else a page id);
+    /// `is_leaf` checks the fixed page is a leaf. Inner nodes are read optimistically (no latch, so
     /// readers on the same upper levels do not contend for cache lines): each step is
     /// trusted only after the node validates, and a node that changed meanwhile
     /// restarts the descent from the root. After `BTREE_OPTIMISTIC_RESTARTS_MAX`
@@ -374,7 +384,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
     fn descend_with<L>(
         &self,
         key: &[u8],
-        fix_leaf: impl Fn(PageId) -> Result<L>,
+        fix_leaf: impl Fn(Option<(&Optimistic<'s, S>, usize)>, u64) -> Result<L>,
         is_leaf: impl Fn(&mut L, PageId) -> Result<bool>,
     ) -> Result<(PageId, L)> {
         'restart: for _ in 0..BTREE_OPTIMISTIC_RESTARTS_MAX {
@@ -383,7 +393,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
             let mut level = None;
             loop {
                 // Read the step; nothing in it counts until the page validates.
-                let step = (|| -> Result<Option<(PageId, u8)>> {
+                let step = (|| -> Result<Option<(usize, u64, u8)>> {
                     let node = NodeRef::parse(&page, pid)?;
                     if let Some(l) = level {
                         node.expect_level(l)?;
@@ -391,18 +401,19 @@ impl<'s, S: PageSource> BTree<'s, S> {
                     if node.is_leaf() {
                         return Ok(None);
                     }
-                    Ok(Some((node.child_for(key)?, node.level() - 1)))
+                    let (offset, raw) = node.child_ref(node.child_index(key)?)?;
+                    Ok(Some((offset, raw, node.level() - 1)))
                 })();
                 if !page.validate() {
                     continue 'restart;
                 }
-                let (next, next_level) = match step? {
+                let (via, raw, next_level) = match step? {
                     // Only the root can be a leaf here (levels are checked on the way).
-                    None => (pid, 0),
-                    Some(step) => step,
+                    None => (None, pid.0, 0),
+                    Some((offset, raw, l)) => (Some((&page, offset)), raw, l),
                 };
                 if next_level == 0 {
-                    let mut leaf = match fix_leaf(next) {
+                    let mut leaf = match fix_leaf(via, raw) {
                         Ok(leaf) => leaf,
                         // A page freed under a stale parent is a restart, not an error.
                         Err(_) if !page.validate() => continue 'restart,
@@ -412,21 +423,25 @@ impl<'s, S: PageSource> BTree<'s, S> {
                         continue 'restart;
                     }
                     // Under the latch the leaf is stable: check it is what the parent said.
+                    let next = self.source.child_pid(raw);
                     if !is_leaf(&mut leaf, next)? {
                         continue 'restart; // the root split between the two reads
                     }
                     return Ok((next, leaf));
                 }
-                let child = match self.source.fix_optimistic(next) {
+                let Some((_, offset)) = via else { unreachable!("an inner step has a parent") };
+                let child = match self.source.fix_child_optimistic(&page, offset, raw) {
                     Ok(child) => child,
                     Err(_) if !page.validate() => continue 'restart,
                     Err(e) => return Err(e),
                 };
+                // (A swizzled reference names the child's frame: its page id is read
+                // from there, and counts only if the parent still validates.)
+                pid = self.source.child_pid(raw);
                 if !page.validate() {
                     continue 'restart;
                 }
                 page = child;
-                pid = next;
                 level = Some(next_level);
             }
         }
@@ -441,7 +456,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
     fn descend_coupled<L>(
         &self,
         key: &[u8],
-        fix_leaf: impl Fn(PageId) -> Result<L>,
+        fix_leaf: impl Fn(Option<(&Optimistic<'s, S>, usize)>, u64) -> Result<L>,
         is_leaf: impl Fn(&mut L, PageId) -> Result<bool>,
     ) -> Result<(PageId, L)> {
         for _ in 0..BTREE_RESTARTS_MAX {
@@ -456,16 +471,16 @@ impl<'s, S: PageSource> BTree<'s, S> {
                 if node.is_leaf() {
                     // The root is a leaf: fix it the leaf's way.
                     drop(page);
-                    let mut leaf = fix_leaf(pid)?;
+                    let mut leaf = fix_leaf(None, pid.0)?;
                     if is_leaf(&mut leaf, pid)? {
                         return Ok((pid, leaf));
                     }
                     break; // the root split meanwhile
                 }
-                let child = node.child_for(key)?;
+                let child = self.source.child_pid(node.child_for(key)?.0);
                 let child_level = node.level() - 1;
                 if child_level == 0 {
-                    let mut leaf = fix_leaf(child)?;
+                    let mut leaf = fix_leaf(None, child.0)?;
                     if !is_leaf(&mut leaf, child)? {
                         return Err(corrupted(child, "a level-1 node's child is not a leaf"));
                     }

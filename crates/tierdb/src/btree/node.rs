@@ -603,22 +603,32 @@ impl<'a> NodeRef<'a> {
         Ok(self.search(key, true)?.0)
     }
 
-    /// The child at position `i` (`count` is the rightmost child).
+    /// The child at position `i` (`count` is the rightmost child), as stored: a page
+    /// id, or a swizzled reference (see [`child_ref`](Self::child_ref)) from a source
+    /// that swizzles, which only holders of the node's exclusive latch never see.
     #[inline]
     pub fn child(&self, i: usize) -> NodeResult<PageId> {
+        Ok(PageId(self.child_ref(i)?.1))
+    }
+
+    /// Where child reference `i` is in the page and what it holds: a page id, or with
+    /// bit 63 set a frame reference put there by a source that swizzles pointers.
+    #[inline]
+    pub fn child_ref(&self, i: usize) -> NodeResult<(usize, u64)> {
         debug_assert_eq!(self.kind, Kind::Inner);
         if i == self.count {
-            return Ok(PageId(self.link()));
+            return Ok((OFF_LINK, self.link()));
         }
-        let v = self.value(i)?;
+        let (_, off, klen) = self.slot(i);
+        let v = self.value_at(off, klen)?;
         if v.len() != CHILD_BYTES {
             return Err(corrupt(self.pid, format!("inner entry {i} holds {} bytes, not a page id", v.len())));
         }
-        let pid = rd_u64(v, 0);
-        if pid == 0 {
+        let raw = rd_u64(v, 0);
+        if raw == 0 {
             return Err(corrupt(self.pid, format!("inner entry {i} points to page 0")));
         }
-        Ok(PageId(pid))
+        Ok((off + ENTRY_HEADER_BYTES + klen, raw))
     }
 
     /// The child whose range holds `key`.

@@ -26,7 +26,8 @@ use super::BufferError;
 use super::counters::{BufferCounters, BufferStats, Count};
 use super::frame::lines::{LineGuard, Place};
 use super::frame::{
-    FrameId, FrameOptimistic, FramePool, FrameRead, FrameWrite, MINI_BLOCK, Mask, NO_NVM_FRAME, NO_PAGE,
+    FrameId, FrameOptimistic, FramePool, FrameRead, FrameWrite, MINI_BLOCK, Mask, NO_NVM_FRAME, NO_PAGE, NO_PARENT,
+    bump,
 };
 use super::latch::backoff;
 use super::nvm_pool::NvmPool;
@@ -126,6 +127,25 @@ impl TierStats {
     }
 }
 
+/// What [`BufferManager::residency`] reports of a page in DRAM.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Residency {
+    /// In a mini page (else a full frame).
+    pub mini: bool,
+    /// Every line is in DRAM (the paper's `r` bit).
+    pub resident_all: bool,
+    /// The lines in DRAM, ascending.
+    pub resident: Vec<usize>,
+    /// Lines written since the page came from NVM, ascending.
+    pub dirty_lines: Vec<usize>,
+    /// Written as a whole (the paper's `d` bit): write-back copies the whole page.
+    pub dirty_whole: bool,
+    /// Children this page references by frame.
+    pub swizzled_children: usize,
+    /// Its parent references it by frame.
+    pub swizzled: bool,
+}
+
 /// The three-tier buffer manager.
 pub struct BufferManager {
     page_size: usize,
@@ -148,6 +168,8 @@ pub struct BufferManager {
     bulk_load: std::sync::atomic::AtomicBool,
     techniques: Techniques,
     debug_lines: bool,
+    /// Pointer swizzling: each parent frame's children referenced by frame.
+    swizzled: Mutex<std::collections::HashMap<u32, Vec<u32>>>,
 }
 
 impl BufferManager {
@@ -249,6 +271,7 @@ impl BufferManager {
             bulk_load: std::sync::atomic::AtomicBool::new(false),
             techniques: cfg.techniques,
             debug_lines: cfg.debug_lines,
+            swizzled: Mutex::new(std::collections::HashMap::new()),
         };
         if pages_allocated == 0 {
             let catalog = bm.allocate()?.page_id();
@@ -293,7 +316,7 @@ impl BufferManager {
                 nvm.detach(n);
                 continue;
             }
-            if let Err(e) = nvm.write_page(n, PageId(pid), &g, true) {
+            if let Err(e) = nvm.write_page(n, PageId(pid), &self.stored_image(f, &g), true) {
                 nvm.detach(n);
                 return Err(e.into());
             }
@@ -345,6 +368,51 @@ impl BufferManager {
 
     pub fn pages_in_use(&self) -> u64 {
         self.next_pid.load(Ordering::Relaxed) - 1 - self.freed.lock().len() as u64
+    }
+
+    /// Which lines of page `pid` are in DRAM and which are dirty, if it is in DRAM
+    /// (for tests and tools; racy while others run).
+    ///
+    /// # Errors
+    /// `NoSuchPage` past the page table.
+    pub fn residency(&self, pid: PageId) -> Result<Option<Residency>> {
+        Ok(match self.table.get(pid)? {
+            Entry::Dram(f) => {
+                let meta = self.frames.meta(f);
+                let last = self.frames.lines() - 1;
+                let all = meta.resident_all.load(Ordering::Relaxed);
+                let lines = |m| self.frames.runs(m, f, 0, last, true).into_iter().flat_map(|(s, k)| s..s + k).collect();
+                Some(Residency {
+                    mini: false,
+                    resident_all: all,
+                    resident: if all { (0..=last).collect() } else { lines(Mask::Resident) },
+                    dirty_lines: lines(Mask::Dirty),
+                    dirty_whole: meta.dirty.load(Ordering::Relaxed),
+                    swizzled_children: meta.swizzled_children.load(Ordering::Relaxed) as usize,
+                    swizzled: meta.parent.load(Ordering::Relaxed) != NO_PARENT,
+                })
+            }
+            Entry::Mini(i) => {
+                let m = self.frames.minis().meta(i);
+                let lines = m.lines();
+                let dirty = m.dirty.load(Ordering::Relaxed);
+                Some(Residency {
+                    mini: true,
+                    resident_all: false,
+                    dirty_lines: lines
+                        .iter()
+                        .enumerate()
+                        .filter(|(k, _)| dirty & (1 << k) != 0)
+                        .map(|(_, l)| *l)
+                        .collect(),
+                    resident: lines,
+                    dirty_whole: false,
+                    swizzled_children: 0,
+                    swizzled: false,
+                })
+            }
+            _ => None,
+        })
     }
 
     /// Where a page is now (for tests and tools; racy while others run).
@@ -571,6 +639,116 @@ impl BufferManager {
         Ok(i)
     }
 
+    // ----- pointer swizzling (paper §3.3) -----------------------------------------------
+
+    /// Replaces the page id at byte `offset` of `parent` (read optimistically at its
+    /// version) with a reference to frame `child`, if nothing changed meanwhile and the
+    /// child is not referenced by frame yet. `child_version`: the child's version when
+    /// it was read optimistically, or `None` if the caller holds the child's latch.
+    /// Everything is only *tried*: a busy latch means no swizzle this time.
+    fn try_swizzle(&self, parent: &FrameOptimistic<'_>, offset: usize, child: FrameId, child_version: Option<u64>) {
+        let (p, pm, cm) = (parent.frame(), parent.meta(), self.frames.meta(child));
+        if p == child || !pm.latch.try_exclusive() {
+            return;
+        }
+        let mut done = false;
+        if pm.version.load(Ordering::Relaxed) == parent.version() && pm.holds_page() {
+            let child_latched = child_version.is_none() || cm.latch.try_shared();
+            if child_latched {
+                let pid = cm.pid();
+                let same = child_version.is_none_or(|v| cm.version.load(Ordering::Relaxed) == v);
+                if same
+                    && cm.holds_page()
+                    && cm.parent.load(Ordering::Relaxed) == NO_PARENT
+                    && self.frames.read_ref(p, offset) == pid
+                {
+                    std::sync::atomic::fence(Ordering::Release);
+                    self.frames.write_ref(p, offset, SWIZZLED | child.0 as u64);
+                    cm.parent.store(p.0, Ordering::Relaxed);
+                    cm.parent_offset.store(offset as u32, Ordering::Relaxed);
+                    pm.swizzled_children.fetch_add(1, Ordering::Relaxed);
+                    self.swizzled.lock().entry(p.0).or_default().push(child.0);
+                    self.counters.bump(Count::Swizzles);
+                    done = true;
+                }
+                if child_version.is_some() {
+                    cm.latch.unlock_shared();
+                }
+            }
+        }
+        if done {
+            bump(pm);
+        }
+        pm.latch.unlock_exclusive();
+    }
+
+    /// Turns frame `child`'s reference in its parent (whose exclusive latch the caller
+    /// holds) back into its page id.
+    fn unswizzle_held(&self, parent: FrameId, child: FrameId) {
+        let cm = self.frames.meta(child);
+        debug_assert_eq!(cm.parent.load(Ordering::Relaxed), parent.0);
+        let off = cm.parent_offset.load(Ordering::Relaxed) as usize;
+        debug_assert_eq!(self.frames.read_ref(parent, off), SWIZZLED | child.0 as u64);
+        self.frames.write_ref(parent, off, cm.pid());
+        cm.parent.store(NO_PARENT, Ordering::Relaxed);
+        self.frames.meta(parent).swizzled_children.fetch_sub(1, Ordering::Relaxed);
+        self.counters.bump(Count::Unswizzles);
+    }
+
+    /// Before frame `g`'s page leaves it: unswizzles its reference in its parent, if
+    /// any. False if the parent's latch is busy (pick another victim).
+    fn unswizzle_victim(&self, g: &FrameWrite<'_>) -> bool {
+        let cm = g.meta();
+        let p = cm.parent.load(Ordering::Relaxed);
+        if p == NO_PARENT {
+            return true;
+        }
+        let pm = self.frames.meta(FrameId(p));
+        if !pm.latch.try_exclusive() {
+            return false;
+        }
+        // The parent may have unswizzled us before we got its latch.
+        if cm.parent.load(Ordering::Relaxed) == p {
+            self.unswizzle_held(FrameId(p), g.frame());
+            let mut map = self.swizzled.lock();
+            if let Some(v) = map.get_mut(&p) {
+                v.retain(|c| *c != g.frame().0);
+                if v.is_empty() {
+                    map.remove(&p);
+                }
+            }
+            bump(pm);
+        }
+        pm.latch.unlock_exclusive();
+        true
+    }
+
+    /// Unswizzles every child of frame `g` (held exclusive): an exclusive holder may
+    /// move or copy its entries, so it must see page ids only.
+    fn unswizzle_children(&self, g: &FrameWrite<'_>) {
+        let p = g.frame();
+        let children = self.swizzled.lock().remove(&p.0).unwrap_or_default();
+        for c in children {
+            self.unswizzle_held(p, FrameId(c));
+        }
+        debug_assert_eq!(g.meta().swizzled_children.load(Ordering::Relaxed), 0);
+    }
+
+    /// The bytes of frame `f`'s page as they are stored: with its swizzled children's
+    /// references turned back into page ids. The caller holds the frame's latch.
+    fn stored_image<'b>(&self, f: FrameId, bytes: &'b [u8]) -> std::borrow::Cow<'b, [u8]> {
+        if self.frames.meta(f).swizzled_children.load(Ordering::Relaxed) == 0 {
+            return std::borrow::Cow::Borrowed(bytes);
+        }
+        let mut copy = bytes.to_vec();
+        for c in self.swizzled.lock().get(&f.0).into_iter().flatten() {
+            let cm = self.frames.meta(FrameId(*c));
+            let off = cm.parent_offset.load(Ordering::Relaxed) as usize;
+            copy[off..off + 8].copy_from_slice(&cm.pid().to_le_bytes());
+        }
+        std::borrow::Cow::Owned(copy)
+    }
+
     // ----- hooks of the line guards (frame::lines) ------------------------------------
 
     pub(crate) fn frames(&self) -> &FramePool {
@@ -746,6 +924,9 @@ impl BufferManager {
             let Some(mut g) = self.frames.try_write(f) else { continue };
             if !g.meta().holds_page() || g.meta().swizzled_children.load(Ordering::Relaxed) > 0 {
                 continue; // freed or lent to mini pages in the meantime, or now a parent
+            }
+            if !self.unswizzle_victim(&g) {
+                continue;
             }
             self.evict(&mut g)?;
             return Ok(g);
@@ -1192,9 +1373,10 @@ impl BufferManager {
             }
             let pid = PageId(pid);
             if let Some(ssd) = &self.ssd {
-                self.ssd_write_with(ssd, pid, &g)?;
+                let image = self.stored_image(f, &g);
+                self.ssd_write_with(ssd, pid, &image)?;
                 if nvm_frame != NO_NVM_FRAME {
-                    self.nvm.as_ref().expect("nvm").write_page(nvm_frame, pid, &g, false)?;
+                    self.nvm.as_ref().expect("nvm").write_page(nvm_frame, pid, &image, false)?;
                 }
             } else if let Some(nvm) = &self.nvm {
                 // The frame is owned through the DRAM latch; shared suffices, as no
@@ -1204,7 +1386,7 @@ impl BufferManager {
                 } else {
                     self.nvm_frame()?.ok_or_else(|| self.full_error())?
                 };
-                nvm.write_page(n, pid, &g, true)?;
+                nvm.write_page(n, pid, &self.stored_image(f, &g), true)?;
                 meta.nvm.store(n, Ordering::Relaxed);
             } else {
                 continue; // main memory only: nothing to write to
@@ -1343,6 +1525,13 @@ impl BufferManager {
     }
 }
 
+/// Bit 63 of a child reference: the rest is a DRAM frame index (pointer swizzling).
+pub const SWIZZLED: u64 = 1 << 63;
+
+/// How long a fixer spins on the frame of a swizzled reference before it takes the
+/// page table's way (the frame is held by a writer or being evicted).
+const SWIZZLED_SPINS_MAX: u32 = 256;
+
 /// The fewest DRAM frames a buffer manager works with: a B+-tree operation holds a
 /// few pages at once (coupling) and each thread may need one more to load into.
 pub const MIN_DRAM_FRAMES: usize = 8;
@@ -1375,7 +1564,91 @@ impl PageSource for BufferManager {
 
     #[inline]
     fn fix_exclusive(&self, pid: PageId) -> Result<FrameWrite<'_>> {
-        self.fix_with(pid, FramePool::try_write, |g| g.meta().pid(), |g| g)
+        let g = self.fix_with(pid, FramePool::try_write, |g| g.meta().pid(), |g| g)?;
+        if g.meta().swizzled_children.load(Ordering::Relaxed) > 0 {
+            self.unswizzle_children(&g);
+        }
+        Ok(g)
+    }
+
+    #[inline]
+    fn child_pid(&self, raw: u64) -> PageId {
+        if raw & SWIZZLED == 0 {
+            return PageId(raw);
+        }
+        let f = (raw & !SWIZZLED) as usize;
+        // A frame out of range can only come from torn bytes of an optimistic read,
+        // which the caller's validation discards.
+        PageId(if f < self.frames.len() { self.frames.meta(FrameId(f as u32)).pid() } else { NO_PAGE })
+    }
+
+    #[inline]
+    fn fix_child_optimistic<'a>(
+        &'a self,
+        parent: &FrameOptimistic<'a>,
+        offset: usize,
+        raw: u64,
+    ) -> Result<FrameOptimistic<'a>> {
+        if raw & SWIZZLED != 0 {
+            let f = (raw & !SWIZZLED) as usize;
+            if f < self.frames.len() {
+                let f = FrameId(f as u32);
+                let mut spins = 0u32;
+                // The child cannot leave its frame before the parent's reference is
+                // unswizzled, which the caller's validation of the parent notices.
+                while spins < SWIZZLED_SPINS_MAX {
+                    if let Some(g) = self.frames.try_optimistic(f)
+                        && g.meta().resident_all.load(Ordering::Relaxed)
+                    {
+                        g.meta().touch();
+                        self.counters.bump(Count::DramHits);
+                        return Ok(g);
+                    }
+                    backoff(&mut spins);
+                }
+            }
+            return self.fix_optimistic(self.child_pid(raw));
+        }
+        let g = self.fix_optimistic(PageId(raw))?;
+        if self.techniques.swizzling {
+            self.try_swizzle(parent, offset, g.frame(), Some(g.version()));
+        }
+        Ok(g)
+    }
+
+    #[inline]
+    fn fix_child_lines<'a>(
+        &'a self,
+        parent: &FrameOptimistic<'a>,
+        offset: usize,
+        raw: u64,
+        exclusive: bool,
+    ) -> Result<LineGuard<'a>> {
+        if raw & SWIZZLED != 0 {
+            let f = (raw & !SWIZZLED) as usize;
+            if f < self.frames.len() {
+                let f = FrameId(f as u32);
+                let latch = &self.frames.meta(f).latch;
+                let mut spins = 0u32;
+                while spins < SWIZZLED_SPINS_MAX {
+                    if if exclusive { latch.try_exclusive() } else { latch.try_shared() } {
+                        let meta = self.frames.meta(f);
+                        meta.touch();
+                        self.counters.bump(Count::DramHits);
+                        return Ok(LineGuard::new(self, PageId(meta.pid()), Place::Full(f), exclusive));
+                    }
+                    backoff(&mut spins);
+                }
+            }
+            return self.fix_lines(self.child_pid(raw), exclusive);
+        }
+        let g = self.fix_lines(PageId(raw), exclusive)?;
+        if self.techniques.swizzling
+            && let Place::Full(f) = g.place()
+        {
+            self.try_swizzle(parent, offset, f, None);
+        }
+        Ok(g)
     }
 
     fn allocate(&self) -> Result<FrameWrite<'_>> {
@@ -1399,6 +1672,10 @@ impl PageSource for BufferManager {
         let meta = page.meta();
         let pid = PageId(meta.pid());
         assert!(pid != PageId::CATALOG, "the catalog page is never freed");
+        // A page is freed after its parent dropped it, under the parent's exclusive
+        // latch, whose fix unswizzled it; a swizzled reference here would dangle.
+        debug_assert_eq!(meta.parent.load(Ordering::Relaxed), NO_PARENT, "{pid} freed while swizzled");
+        debug_assert_eq!(meta.swizzled_children.load(Ordering::Relaxed), 0, "{pid} freed with swizzled children");
         self.table.set(pid, Entry::Busy);
         let n = meta.nvm.load(Ordering::Relaxed);
         if n != NO_NVM_FRAME {

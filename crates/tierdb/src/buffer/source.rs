@@ -128,6 +128,52 @@ pub trait PageSource: Send + Sync {
     /// As [`fix_shared`](Self::fix_shared).
     fn fix_lines(&self, pid: PageId, exclusive: bool) -> Result<Self::Lines<'_>>;
 
+    /// Pointer swizzling (three-tier paper §3.3): the page that child reference `raw`,
+    /// read from an inner node, names. A source that swizzles stores frame references
+    /// (bit 63 set) in inner nodes while the child is in DRAM; it turns them back into
+    /// page ids before anyone fixes the parent exclusive, so only readers see them. Call
+    /// under the parent's latch, or validate the parent afterwards.
+    #[inline]
+    fn child_pid(&self, raw: u64) -> PageId {
+        PageId(raw)
+    }
+
+    /// Reads child `raw` of `parent` (read optimistically; the reference lies at byte
+    /// `offset` of it) optimistically. A source that swizzles follows a frame reference
+    /// without the page table, and may swizzle the parent's reference to a child it
+    /// finds in DRAM. The caller validates `parent` afterwards, as after any
+    /// `fix_optimistic` of a child.
+    ///
+    /// # Errors
+    /// As [`fix_optimistic`](Self::fix_optimistic).
+    #[inline]
+    fn fix_child_optimistic<'a>(
+        &'a self,
+        parent: &Self::Optimistic<'a>,
+        offset: usize,
+        raw: u64,
+    ) -> Result<Self::Optimistic<'a>> {
+        let _ = (parent, offset);
+        self.fix_optimistic(PageId(raw))
+    }
+
+    /// [`fix_lines`](Self::fix_lines) of child `raw` of `parent`, as
+    /// [`fix_child_optimistic`](Self::fix_child_optimistic) does for inner children.
+    ///
+    /// # Errors
+    /// As [`fix_lines`](Self::fix_lines).
+    #[inline]
+    fn fix_child_lines<'a>(
+        &'a self,
+        parent: &Self::Optimistic<'a>,
+        offset: usize,
+        raw: u64,
+        exclusive: bool,
+    ) -> Result<Self::Lines<'a>> {
+        let _ = (parent, offset);
+        self.fix_lines(PageId(raw), exclusive)
+    }
+
     /// Allocates a page: zero-filled, fixed exclusive and dirty.
     ///
     /// # Errors

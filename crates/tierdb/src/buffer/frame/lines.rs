@@ -582,3 +582,76 @@ impl LinePage for WholeLines<'_> {
         Ok(&mut **self.exclusive()?)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ByteSize;
+    use crate::buffer::{BufferConfig, PageSource, Techniques};
+    use crate::device::NvmConfig;
+
+    const PS: usize = 4096;
+
+    /// A manager of 8 DRAM frames over 64 NVM frames (no SSD), with `tech` and debug
+    /// mode, holding `pages` pages each filled with its page id, all in NVM.
+    fn manager(dir: &tempfile::TempDir, tech: Techniques, pages: u64) -> (BufferManager, Vec<PageId>) {
+        let mut c = BufferConfig::new(ByteSize(8 * PS as u64));
+        c.page_size = PS;
+        c.techniques = tech;
+        c.debug_lines = true;
+        c.nvm = Some(NvmConfig::new(dir.path().join("t.nvm"), ByteSize(8192 + 64 * (PS as u64 + 64) + 4096)));
+        let bm = BufferManager::open(&c).unwrap();
+        let mut pids = Vec::new();
+        for _ in 0..pages {
+            let mut g = bm.allocate().unwrap();
+            let pid = crate::buffer::ExclusivePage::page_id(&g);
+            g.fill(pid.0 as u8);
+            pids.push(pid);
+        }
+        // Push every page out of DRAM by touching others.
+        for _ in 0..3 {
+            for p in &pids {
+                drop(bm.fix_shared(*p).unwrap());
+            }
+        }
+        (bm, pids)
+    }
+
+    #[test]
+    #[should_panic(expected = "changed without being marked dirty")]
+    fn debug_mode_catches_a_write_to_a_line_not_marked_dirty() {
+        let dir = tempfile::tempdir().unwrap();
+        let (bm, pids) = manager(&dir, Techniques { cl_grained: true, mini_pages: false, swizzling: false }, 24);
+        let mut g = bm.fix_lines(pids[0], true).unwrap();
+        assert_eq!(g.read(130, 4).unwrap(), &[pids[0].0 as u8; 4]);
+        g.write_unmarked(130, &[9]).unwrap();
+        drop(g);
+    }
+
+    #[test]
+    fn debug_mode_allows_writes_to_lines_marked_dirty_and_poisons_missing_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        for tech in [Techniques { cl_grained: true, mini_pages: false, swizzling: false }, Techniques::ALL] {
+            let (bm, pids) = manager(&dir, tech, 24);
+            let pid = pids[3];
+            let mut g = bm.fix_lines(pid, true).unwrap();
+            g.write(200, 70).unwrap().fill(7);
+            assert_eq!(g.read(190, 10).unwrap(), &[pid.0 as u8; 10]);
+            match g.place() {
+                Place::Full(f) => {
+                    // Line 10 was never made resident: poisoned in debug mode.
+                    let mut b = [0u8; 64];
+                    bm.frames().copy_lines_out(f, 640, &mut b);
+                    assert_eq!(b, [POISON; 64]);
+                }
+                Place::Mini(i) => assert_eq!(bm.frames().minis().meta(i).lines(), vec![2, 3, 4]),
+            }
+            drop(g);
+            let mut g = bm.fix_lines(pid, false).unwrap();
+            assert_eq!(g.read(199, 72).unwrap()[1..71], [7; 70]);
+            assert_eq!(g.whole().unwrap()[4000], pid.0 as u8, "{tech}");
+            drop(g);
+            bm.check_invariants();
+        }
+    }
+}

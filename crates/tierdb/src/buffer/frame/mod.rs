@@ -292,6 +292,24 @@ impl FramePool {
         }
     }
 
+    /// Reads 8 bytes (little endian) at `off` of frame `f`: a child reference, for
+    /// pointer swizzling. The caller holds the frame's latch.
+    pub fn read_ref(&self, f: FrameId, off: usize) -> u64 {
+        let mut b = [0u8; 8];
+        self.copy_lines_out(f, off, &mut b);
+        u64::from_le_bytes(b)
+    }
+
+    /// Writes 8 bytes (little endian) at `off` of frame `f`: a child reference being
+    /// swizzled or unswizzled. The caller holds the frame's exclusive latch (raw, not
+    /// through a guard: the page's contents do not change meaning, so it is not dirty).
+    pub fn write_ref(&self, f: FrameId, off: usize, v: u64) {
+        debug_assert!(self.meta(f).latch.is_exclusive(), "write_ref to frame {f:?} not held exclusive");
+        assert!(off + 8 <= self.frame_bytes);
+        // SAFETY: inside frame `f`, whose exclusive latch the caller holds.
+        unsafe { std::ptr::copy_nonoverlapping(v.to_le_bytes().as_ptr(), self.data(f).add(off).as_ptr(), 8) };
+    }
+
     /// Takes mini page `i` exclusive if no one holds it.
     pub fn try_write_mini(&self, i: u32) -> bool {
         self.minis.meta(i).latch.try_exclusive()
@@ -533,7 +551,7 @@ impl Drop for FrameWrite<'_> {
 
 /// Ends an exclusive hold's version (the holder is the only writer of it).
 #[inline]
-fn bump(meta: &FrameMeta) {
+pub fn bump(meta: &FrameMeta) {
     meta.version.store(meta.version.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
 }
 
@@ -547,6 +565,12 @@ impl<'a> FrameOptimistic<'a> {
     #[inline]
     pub fn frame(&self) -> FrameId {
         self.at.frame
+    }
+
+    /// The frame's version when this read began.
+    #[inline]
+    pub fn version(&self) -> u64 {
+        self.version
     }
 
     #[inline]
