@@ -15,18 +15,19 @@
 //! top-down (parent before child) or left to right (a leaf before its right sibling;
 //! a left node before its right neighbour under the same parent), so there is no cycle:
 //!
-//! - lookups and scans couple shared latches from the root down (the child is latched
-//!   before the parent is released) and scans move right along sibling links the same
-//!   way;
-//! - writes descend optimistically: shared latches on inner nodes, an exclusive latch on
-//!   the leaf. If the leaf must split (or underflows on a delete), the operation releases
+//! - lookups and scans read inner nodes optimistically (validated, restarted when a
+//!   writer interfered; shared latch coupling after too many restarts) and latch the leaf;
+//!   scans move right along sibling links with shared coupling;
+//! - writes descend like lookups (inner nodes read optimistically) to the leaf, fixed
+//!   exclusive. If the leaf must split (or underflows on a delete), the operation releases
 //!   everything and descends again pessimistically, coupling exclusive latches from the
 //!   root and releasing all ancestors as soon as the current node is *safe* (has room for
 //!   one maximal separator; or, for deletes, stays above the underflow bound after losing
-//!   one). The held chain is then modified bottom-up. The only restart is of the
-//!   optimistic descent when a root leaf turned into an inner node between its shared
-//!   and exclusive latch; restarts are bounded by
-//!   [`BTREE_RESTARTS_MAX`].
+//!   one). The held chain is then modified bottom-up.
+//!
+//! Leaves are reached at cache-line grain for point operations (`btree/lines.rs`): only the
+//! lines a lookup, insert, update or delete needs are made resident. Inner nodes, scans
+//! and restructuring use whole pages.
 //!
 //! Underflow: a delete that leaves a non-root node with less than a quarter of the page
 //! in entries merges it with its right sibling under the same parent if the merged node
@@ -220,7 +221,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
     /// `KeyTooLarge`, `ValueTooLarge`; bad pages; the source's errors (a split needs a
     /// page).
     pub fn insert(&self, key: &[u8], value: &[u8]) -> Result<bool> {
-        self.write(key, value, WriteMode::Insert, "insert")
+        self.write(key, value, WriteMode::Insert)
     }
 
     /// Inserts `key -> value` or replaces the value of `key`.
@@ -228,7 +229,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
     /// # Errors
     /// As [`insert`](Self::insert).
     pub fn upsert(&self, key: &[u8], value: &[u8]) -> Result<()> {
-        self.write(key, value, WriteMode::Upsert, "upsert").map(|_| ())
+        self.write(key, value, WriteMode::Upsert).map(|_| ())
     }
 
     /// Replaces the value of `key` (with a value of any length). Returns false if `key`
@@ -237,7 +238,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
     /// # Errors
     /// As [`insert`](Self::insert).
     pub fn update(&self, key: &[u8], value: &[u8]) -> Result<bool> {
-        self.write(key, value, WriteMode::Update, "update")
+        self.write(key, value, WriteMode::Update)
     }
 
     /// Overwrites `bytes.len()` bytes of `key`'s value at `offset`, in place: the leaf is
@@ -521,7 +522,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
 
     /// Insert, update or upsert: optimistic first, pessimistic with splits if the leaf
     /// has no room.
-    fn write(&self, key: &[u8], value: &[u8], mode: WriteMode, op: &'static str) -> Result<bool> {
+    fn write(&self, key: &[u8], value: &[u8], mode: WriteMode) -> Result<bool> {
         self.check_key(key)?;
         self.check_value(value)?;
         {
@@ -530,7 +531,6 @@ impl<'s, S: PageSource> BTree<'s, S> {
                 return Ok(r);
             }
         }
-        let _ = op;
         // An entry of this size fits a node with any prefix.
         let need = SLOT_BYTES + node::ENTRY_HEADER_BYTES + key.len() + value.len();
         let mut chain = self

@@ -1392,6 +1392,7 @@ impl BufferManager {
                 continue; // main memory only: nothing to write to
             }
             meta.dirty.store(false, Ordering::Relaxed);
+            self.frames.clear_mask(Mask::Dirty, f);
         }
         if let (Some(nvm), Some(ssd)) = (&self.nvm, &self.ssd) {
             for n in 0..nvm.len() as u32 {
@@ -1599,6 +1600,7 @@ impl PageSource for BufferManager {
                 while spins < SWIZZLED_SPINS_MAX {
                     if let Some(g) = self.frames.try_optimistic(f)
                         && g.meta().resident_all.load(Ordering::Relaxed)
+                        && g.meta().parent.load(Ordering::Relaxed) == parent.frame().0
                     {
                         g.meta().touch();
                         self.counters.bump(Count::DramHits);
@@ -1633,9 +1635,19 @@ impl PageSource for BufferManager {
                 while spins < SWIZZLED_SPINS_MAX {
                     if if exclusive { latch.try_exclusive() } else { latch.try_shared() } {
                         let meta = self.frames.meta(f);
-                        meta.touch();
-                        self.counters.bump(Count::DramHits);
-                        return Ok(LineGuard::new(self, PageId(meta.pid()), Place::Full(f), exclusive));
+                        // Still the parent's child (else the reference is stale: the
+                        // parent's validation will fail; take the table's way).
+                        if meta.holds_page() && meta.parent.load(Ordering::Relaxed) == parent.frame().0 {
+                            meta.touch();
+                            self.counters.bump(Count::DramHits);
+                            return Ok(LineGuard::new(self, PageId(meta.pid()), Place::Full(f), exclusive));
+                        }
+                        if exclusive {
+                            latch.unlock_exclusive();
+                        } else {
+                            latch.unlock_shared();
+                        }
+                        break;
                     }
                     backoff(&mut spins);
                 }

@@ -128,6 +128,9 @@ impl<'a> LineGuard<'a> {
         if self.latch().try_upgrade() {
             fence(Ordering::Release);
             self.exclusive = true;
+            if self.debug.is_some() {
+                self.poison();
+            }
             return Ok(());
         }
         Err(BufferError::NeedsExclusive { pid: self.pid }.into())
