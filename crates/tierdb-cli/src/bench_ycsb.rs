@@ -205,6 +205,10 @@ pub struct RunReport {
     pub nvm_bytes: u64,
     pub dram_frames: usize,
     pub nvm_frames: usize,
+    /// The NVM techniques the engine ran with (the architecture's own unless overridden).
+    pub techniques: tierdb::buffer::Techniques,
+    /// Debug mode for cache-line-grained access was on (slow: not a performance run).
+    pub debug_lines: bool,
     pub setup: Setup,
     pub result: YcsbReport,
 }
@@ -264,6 +268,8 @@ pub fn run_one(
         nvm_bytes: if arch.uses_nvm() { nvm.bytes() } else { 0 },
         dram_frames,
         nvm_frames,
+        techniques: cfg.techniques.unwrap_or(arch.default_techniques()),
+        debug_lines: cfg.debug_lines,
         setup: setup.clone(),
         result,
     })
@@ -391,6 +397,13 @@ pub fn print_report(r: &RunReport) {
         ByteSize(r.nvm_bytes),
         r.nvm_frames
     );
+    if r.arch.uses_nvm() {
+        println!(
+            "NVM techniques: {}{}",
+            r.techniques,
+            if r.debug_lines { " (debug mode: checks every line access; slow)" } else { "" }
+        );
+    }
     println!(
         "data: {} records of {} B, B+-tree {} (target {}); load {:.1} s ({:.0} records/s){}",
         res.records,
@@ -449,6 +462,13 @@ pub fn print_report(r: &RunReport) {
     row("pages NVM → SSD (dirty)", b.nvm_to_ssd_pages);
     row("DRAM evictions", b.dram_evictions);
     row("NVM evictions", b.nvm_evictions);
+    if r.techniques != tierdb::buffer::Techniques::NONE {
+        row("line faults", b.line_faults);
+        row("mini pages allocated", b.mini_allocations);
+        row("mini pages promoted", b.mini_promotions);
+        row("swizzles", b.swizzles);
+        row("unswizzles", b.unswizzles);
+    }
     if let Some(n) = &res.tiers.nvm {
         row("NVM write lines", n.write_lines);
         row("NVM write bytes", n.write_bytes);

@@ -863,6 +863,8 @@ fn run_full_scans(
         nvm_bytes: if arch.uses_nvm() { nvm.bytes() } else { 0 },
         dram_frames,
         nvm_frames,
+        techniques: cfg.techniques.unwrap_or(arch.default_techniques()),
+        debug_lines: cfg.debug_lines,
         setup: setup.clone(),
         result,
     })

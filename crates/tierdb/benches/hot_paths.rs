@@ -1,5 +1,7 @@
 //! Micro-benchmarks of the hot paths: page-table lookup, fix/unfix of a DRAM-resident
-//! page (main-memory and buffer manager), B+-tree point lookup.
+//! page (main-memory and buffer manager), a line-grained fix and read, and B+-tree point
+//! lookups on main-memory and on the buffer manager with the NVM techniques off and on
+//! (all pages in DRAM: the overhead of the buffer manager itself).
 //!
 //! `cargo bench -p tierdb --bench hot_paths`
 
@@ -7,8 +9,8 @@ use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use tierdb::buffer::table::{Entry, PageTable};
-use tierdb::buffer::{BufferConfig, BufferManager, FrameId, MemorySource};
-use tierdb::device::DramConfig;
+use tierdb::buffer::{BufferConfig, BufferManager, FrameId, LinePage, MemorySource, Techniques};
+use tierdb::device::{DramConfig, NvmConfig};
 use tierdb::{BTree, ByteSize, PageId, PageSource};
 
 const PAGES: u64 = 4096;
@@ -61,25 +63,45 @@ fn sources(c: &mut Criterion) {
     }
     fix(c, "main-memory", &mem);
     fix(c, "buffer-manager", &bm);
+    let mut next = ids();
+    c.bench_function("fix_lines+read 8 B+unfix/buffer-manager", |b| {
+        b.iter(|| {
+            let mut g = bm.fix_lines(next(), false).unwrap();
+            black_box(g.read(100, 8).unwrap()[0])
+        })
+    });
 }
 
-fn btree_lookup(c: &mut Criterion) {
-    let mut d = DramConfig::new(ByteSize(256 << 20));
-    d.frame_bytes = 16384;
-    let mem = MemorySource::new(&d).unwrap();
-    let tree = BTree::create(&mem).unwrap();
-    const KEYS: u64 = 200_000;
+const KEYS: u64 = 200_000;
+
+/// Point lookups of random keys in a tree of `KEYS` u64 keys on `source`.
+fn lookups<S: PageSource>(c: &mut Criterion, name: &str, source: &S) {
+    let tree = BTree::create(source).unwrap();
     for k in 0..KEYS {
         tree.insert(&k.to_be_bytes(), &k.to_le_bytes()).unwrap();
     }
     let mut x = 1u64;
-    c.bench_function("btree/get (200k u64 keys, main-memory)", |b| {
+    c.bench_function(&format!("btree/get (200k u64 keys, {name})"), |b| {
         b.iter(|| {
             x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
             let k = (x >> 20) % KEYS;
             black_box(tree.get(&k.to_be_bytes(), |v| v[0]).unwrap())
         })
     });
+}
+
+fn btree_lookup(c: &mut Criterion) {
+    let mut d = DramConfig::new(ByteSize(256 << 20));
+    d.frame_bytes = 16384;
+    lookups(c, "main-memory", &MemorySource::new(&d).unwrap());
+    let dir = tempfile::tempdir_in("/dev/shm").unwrap_or_else(|_| tempfile::tempdir().unwrap());
+    for (name, t) in [("buffer manager, basic", Techniques::NONE), ("buffer manager, all techniques", Techniques::ALL)]
+    {
+        let mut cfg = BufferConfig::new(ByteSize(256 << 20));
+        cfg.techniques = t;
+        cfg.nvm = Some(NvmConfig::new(dir.path().join(format!("{}.nvm", t.name())), ByteSize(512 << 20)));
+        lookups(c, name, &BufferManager::open(&cfg).unwrap());
+    }
 }
 
 criterion_group!(benches, page_table, sources, btree_lookup);

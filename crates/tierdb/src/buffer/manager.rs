@@ -628,8 +628,9 @@ impl BufferManager {
             Some(i) => i,
             None => {
                 let g = self.free_frame()?;
-                g.meta().pid.store(MINI_BLOCK, Ordering::Relaxed);
-                g.meta().nvm.store(NO_NVM_FRAME, Ordering::Relaxed);
+                // A block is no page's frame: nothing of its last page may linger.
+                self.reset_frame(g.frame(), PageId(MINI_BLOCK), NO_NVM_FRAME, true);
+                g.meta().dirty.store(false, Ordering::Relaxed);
                 minis.add_block(g.frame())
             }
         };
