@@ -3,7 +3,7 @@
 //!
 //! `cargo run --release -p tierdb --example btree`
 
-use tierdb::buffer::{BufferConfig, BufferManager};
+use tierdb::buffer::{BufferConfig, BufferManager, Techniques};
 use tierdb::device::{NvmConfig, OpenMode, SsdConfig};
 use tierdb::{ByteSize, Catalog};
 
@@ -15,6 +15,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     cfg.ssd = Some(SsdConfig::new(dir.join("data.db")));
     cfg.ssd_open_mode = OpenMode::Create;
     cfg.policy = "hymem".into();
+    cfg.techniques = Techniques::ALL; // cache-line-grained pages, mini pages, swizzling
 
     let bm = BufferManager::open(&cfg)?;
     let users = Catalog::create_tree(&bm, "users")?;
@@ -32,6 +33,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!(
         "DRAM hits {}, NVM hits {}, SSD reads {}, NVM admissions {}, pages DRAM → SSD {}",
         s.dram_hits, s.nvm_hits, s.ssd_reads, s.nvm_admissions, s.dram_to_ssd_pages
+    );
+    println!(
+        "lines NVM → DRAM {}, mini pages {} (promoted {}), swizzled references {}",
+        s.nvm_lines_loaded, s.mini_allocations, s.mini_promotions, s.swizzles
     );
     bm.close()?; // checkpoint: every page on SSD, catalog and free list in the superblock
 

@@ -3,6 +3,10 @@
 //! phase (mixed operations, growth, deleting most keys so that nodes merge, growth again).
 //! Then two threads at once, on disjoint and on overlapping keys.
 //!
+//! The single-threaded scenario runs on `main-memory` and again on the buffer manager
+//! with a DRAM pool far smaller than the tree, every NVM technique on and the debug mode
+//! of cache-line-grained access (paper A.6) checking every line access.
+//!
 //! Every scenario runs under several seeds; a failure prints its seed, and
 //! `TIERDB_SEED=<seed>` reruns just that one.
 
@@ -11,8 +15,8 @@ use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 
 use rand::prelude::*;
 use tierdb::btree::{BTree, BTreeError, value_bytes_max};
-use tierdb::buffer::MemorySource;
-use tierdb::device::DramConfig;
+use tierdb::buffer::{BufferConfig, BufferManager, MemorySource, PageSource, Techniques};
+use tierdb::device::{DramConfig, NvmConfig};
 use tierdb::limits::BTREE_KEY_BYTES_MAX;
 use tierdb::{ByteSize, Error};
 
@@ -96,12 +100,12 @@ impl Gen {
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
-fn get(t: &BTree<'_, MemorySource>, k: &[u8]) -> Option<Vec<u8>> {
+fn get<S: PageSource>(t: &BTree<'_, S>, k: &[u8]) -> Option<Vec<u8>> {
     t.get(k, <[u8]>::to_vec).unwrap()
 }
 
 /// One random operation, checked against the model.
-fn step(t: &BTree<'_, MemorySource>, m: &mut Model, g: &mut Gen) {
+fn step<S: PageSource>(t: &BTree<'_, S>, m: &mut Model, g: &mut Gen) {
     let k = g.key();
     match g.rng.random_range(0..100) {
         0..25 => {
@@ -173,7 +177,7 @@ fn step(t: &BTree<'_, MemorySource>, m: &mut Model, g: &mut Gen) {
 }
 
 /// The tree holds exactly the model, and its invariants hold.
-fn compare(t: &BTree<'_, MemorySource>, m: &Model, phase: &str) -> tierdb::TreeStats {
+fn compare<S: PageSource>(t: &BTree<'_, S>, m: &Model, phase: &str) -> tierdb::TreeStats {
     let st = t.check_invariants().unwrap_or_else(|e| panic!("{phase}: {e}"));
     let mut it = m.iter();
     t.scan(b"", |k, v| {
@@ -191,7 +195,36 @@ fn compare(t: &BTree<'_, MemorySource>, m: &Model, phase: &str) -> tierdb::TreeS
 fn random_operations_match_a_btreemap() {
     for_each_seed("random_operations_match_a_btreemap", |seed| {
         let s = source(8192);
-        let t = BTree::create(&s).unwrap();
+        random_operations(&s, seed, || s.pages_used());
+    });
+}
+
+/// The same on the buffer manager: 64 DRAM frames (the tree grows to hundreds of pages),
+/// NVM for all of it, cache-line-grained pages, mini pages and pointer swizzling, and
+/// the debug mode that poisons lines not made resident and catches writes to lines not
+/// marked dirty.
+#[test]
+fn random_operations_match_a_btreemap_on_nvm_techniques_in_debug_mode() {
+    for_each_seed("random_operations_match_a_btreemap_on_nvm_techniques_in_debug_mode", |seed| {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cfg = BufferConfig::new(ByteSize(64 * PAGE as u64));
+        cfg.page_size = PAGE;
+        cfg.nvm = Some(NvmConfig::new(dir.path().join("m.nvm"), ByteSize(8192 + 4096 * (PAGE as u64 + 64) + 4096)));
+        cfg.techniques = Techniques::ALL;
+        cfg.debug_lines = true;
+        let bm = BufferManager::open(&cfg).unwrap();
+        random_operations(&bm, seed, || bm.info().pages_in_use);
+        let s = bm.stats().buffer;
+        assert!(s.line_faults > 0 && s.mini_promotions > 0 && s.swizzles > 0 && s.unswizzles > 0, "{s:?}");
+        bm.check_invariants();
+    });
+}
+
+/// Mixed operations, growth, mass deletion and regrowth on `s`, checked against a model;
+/// `pages_used` counts the pages `s` has handed out.
+fn random_operations<S: PageSource>(s: &S, seed: u64, pages_used: impl Fn() -> u64) {
+    {
+        let t = BTree::create(s).unwrap();
         let mut m = Model::new();
         let mut g = Gen::new(seed);
         // 1. Mixed operations on a growing tree.
@@ -208,7 +241,7 @@ fn random_operations_match_a_btreemap() {
         }
         let grown = compare(&t, &m, "grown");
         assert!(grown.height >= 3, "{grown:?}");
-        assert_eq!(s.pages_used(), 1 + grown.pages(), "pages in use are the tree's");
+        assert_eq!(pages_used(), 1 + grown.pages(), "pages in use are the tree's");
         // 3. Delete most keys: nodes merge, pages are freed.
         let mut keys: Vec<Vec<u8>> = m.keys().cloned().collect();
         keys.shuffle(&mut g.rng);
@@ -222,13 +255,13 @@ fn random_operations_match_a_btreemap() {
         }
         let shrunk = compare(&t, &m, "shrunk");
         assert!(shrunk.pages() * 8 < grown.pages(), "{shrunk:?} after {grown:?}");
-        assert_eq!(s.pages_used(), 1 + shrunk.pages(), "merged pages are freed");
+        assert_eq!(pages_used(), 1 + shrunk.pages(), "merged pages are freed");
         // 4. Grow again, mixed.
         for _ in 0..8000 {
             step(&t, &mut m, &mut g);
         }
         compare(&t, &m, "regrown");
-    });
+    }
 }
 
 /// A value written by thread `tid` as its `n`-th write to `key`: a tag, then a filler
