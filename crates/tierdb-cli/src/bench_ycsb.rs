@@ -260,19 +260,34 @@ pub fn run_one(
     .with_context(|| format!("running {arch}"))?;
     drop(engine);
     drop(files);
-    Ok(RunReport {
-        command: "bench ycsb",
-        version: env!("CARGO_PKG_VERSION"),
-        arch,
-        dram_bytes: dram.bytes(),
-        nvm_bytes: if arch.uses_nvm() { nvm.bytes() } else { 0 },
-        dram_frames,
-        nvm_frames,
-        techniques: cfg.techniques.unwrap_or(arch.default_techniques()),
-        debug_lines: cfg.debug_lines,
-        setup: setup.clone(),
-        result,
-    })
+    Ok(RunReport::new("bench ycsb", &cfg, (dram, nvm), (dram_frames, nvm_frames), setup, result))
+}
+
+impl RunReport {
+    /// The report of a run of `cfg` with tier sizes `(dram, nvm)` and frame counts.
+    pub fn new(
+        command: &'static str,
+        cfg: &ArchConfig,
+        (dram, nvm): (ByteSize, ByteSize),
+        (dram_frames, nvm_frames): (usize, usize),
+        setup: &Setup,
+        result: YcsbReport,
+    ) -> RunReport {
+        let arch = cfg.arch;
+        RunReport {
+            command,
+            version: env!("CARGO_PKG_VERSION"),
+            arch,
+            dram_bytes: dram.bytes(),
+            nvm_bytes: if arch.uses_nvm() { nvm.bytes() } else { 0 },
+            dram_frames,
+            nvm_frames,
+            techniques: cfg.techniques.unwrap_or(arch.default_techniques()),
+            debug_lines: cfg.debug_lines,
+            setup: setup.clone(),
+            result,
+        }
+    }
 }
 
 /// Engine files that exist now, removed by the Ctrl-C handler if the run is

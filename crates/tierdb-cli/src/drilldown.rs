@@ -855,19 +855,7 @@ fn run_full_scans(
     result.lines_dram_to_nvm = phase.tiers.buffer.nvm_lines_written;
     result.lines_ssd_to_dram = phase.tiers.buffer.ssd_reads * lines_per_page;
     result.tiers = phase.tiers;
-    Ok(RunReport {
-        command: "drilldown full scans",
-        version: env!("CARGO_PKG_VERSION"),
-        arch,
-        dram_bytes: dram.bytes(),
-        nvm_bytes: if arch.uses_nvm() { nvm.bytes() } else { 0 },
-        dram_frames,
-        nvm_frames,
-        techniques: cfg.techniques.unwrap_or(arch.default_techniques()),
-        debug_lines: cfg.debug_lines,
-        setup: setup.clone(),
-        result,
-    })
+    Ok(RunReport::new("drilldown full scans", &cfg, (dram, nvm), (dram_frames, nvm_frames), setup, result))
 }
 
 /// Full scans over a loaded table, run through [`Engine::visit`].

@@ -509,11 +509,8 @@ impl BufferManager {
         loop {
             let entry = Entry::decode(slot.load(Ordering::Acquire));
             let latched = match entry {
-                Entry::Dram(f) => Some((&self.frames.meta(f).latch, Place::Full(f), self.frames.meta(f).pid())),
-                Entry::Mini(i) => {
-                    let m = self.frames.minis().meta(i);
-                    Some((&m.latch, Place::Mini(i), NO_PAGE))
-                }
+                Entry::Dram(f) => Some((&self.frames.meta(f).latch, Place::Full(f))),
+                Entry::Mini(i) => Some((&self.frames.minis().meta(i).latch, Place::Mini(i))),
                 Entry::Busy => None,
                 observed @ (Entry::Empty | Entry::Nvm(_)) => {
                     if observed == Entry::Empty {
@@ -525,7 +522,7 @@ impl BufferManager {
                     None
                 }
             };
-            if let Some((latch, place, _)) = latched {
+            if let Some((latch, place)) = latched {
                 let ok = if exclusive { latch.try_exclusive() } else { latch.try_shared() };
                 if ok {
                     let held = match place {
