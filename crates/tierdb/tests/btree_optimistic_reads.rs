@@ -6,7 +6,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use tierdb::buffer::{BufferConfig, BufferManager, MemorySource};
+use tierdb::buffer::{BufferConfig, BufferManager, MemorySource, Techniques};
 use tierdb::device::{DramConfig, NvmConfig, SsdConfig};
 use tierdb::{BTree, ByteSize, PageSource};
 
@@ -70,17 +70,23 @@ fn lookups_survive_splits_and_merges_in_main_memory() {
 
 #[test]
 fn lookups_survive_splits_merges_and_evictions_in_the_buffer_manager() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut cfg = BufferConfig::new(ByteSize(48 * 4096));
-    cfg.page_size = 4096;
-    cfg.policy = "hymem".into();
-    cfg.nvm = Some(NvmConfig::new(dir.path().join("t.nvm"), ByteSize(1 << 20)));
-    cfg.ssd = Some(SsdConfig::new(dir.path().join("t.db")));
-    let bm = BufferManager::open(&cfg).unwrap();
-    hammer(&bm);
-    let s = bm.stats().buffer;
-    assert!(s.dram_evictions > 0 && s.nvm_hits > 0, "{s:?}");
-    bm.check_invariants();
+    for tech in [Techniques::NONE, Techniques::ALL] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cfg = BufferConfig::new(ByteSize(48 * 4096));
+        cfg.page_size = 4096;
+        cfg.policy = "hymem".into();
+        cfg.nvm = Some(NvmConfig::new(dir.path().join("t.nvm"), ByteSize(1 << 20)));
+        cfg.ssd = Some(SsdConfig::new(dir.path().join("t.db")));
+        cfg.techniques = tech;
+        let bm = BufferManager::open(&cfg).unwrap();
+        hammer(&bm);
+        let s = bm.stats().buffer;
+        assert!(s.dram_evictions > 0 && s.nvm_hits > 0, "{tech}: {s:?}");
+        if tech == Techniques::ALL {
+            assert!(s.line_faults > 0 && s.swizzles > 0, "{s:?}");
+        }
+        bm.check_invariants();
+    }
 }
 
 /// With DRAM this small, evictions invalidate optimistic descents often; lookups must
@@ -93,6 +99,7 @@ fn lookups_survive_a_tiny_dram_pool() {
     cfg.policy = "hymem".into();
     cfg.nvm = Some(NvmConfig::new(dir.path().join("t.nvm"), ByteSize(512 << 10)));
     cfg.ssd = Some(SsdConfig::new(dir.path().join("t.db")));
+    cfg.techniques = Techniques::ALL;
     let bm = BufferManager::open(&cfg).unwrap();
     hammer(&bm);
     bm.check_invariants();
