@@ -5,6 +5,7 @@ use crate::buffer::BufferError;
 use crate::device::DeviceError;
 use crate::device::profile::ProfileError;
 use crate::size::SizeError;
+use crate::wal::WalError;
 
 /// Any error tierdb returns.
 #[derive(Debug, thiserror::Error)]
@@ -20,6 +21,8 @@ pub enum Error {
     Buffer(#[from] BufferError),
     #[error(transparent)]
     BTree(#[from] BTreeError),
+    #[error(transparent)]
+    Wal(#[from] WalError),
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

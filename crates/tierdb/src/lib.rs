@@ -40,6 +40,7 @@ pub mod error;
 pub mod ids;
 pub mod limits;
 pub mod size;
+pub mod wal;
 
 pub use btree::{BTree, BTreeError, Cursor, TreeStats};
 pub use buffer::{ExclusivePage, PageSource, SharedPage};

@@ -1,4 +1,4 @@
-//! The device layer: DRAM arena, NVM region, SSD page file.
+//! The device layer: DRAM arena, NVM region, SSD page file, log segments.
 //!
 //! Every operation on a device goes through its [`DeviceCore`], which counts it
 //! ([`stats`]) and applies the device's profile in the chosen emulation mode
@@ -13,6 +13,8 @@ pub mod clock;
 pub mod dram;
 pub mod emulation;
 mod error;
+pub mod log_file;
+pub mod log_ring;
 mod mapping;
 pub mod numa;
 pub mod nvm;
@@ -27,6 +29,8 @@ pub use aligned::AlignedBuf;
 pub use dram::{DramArena, DramConfig};
 pub use emulation::{CostModel, EmulationMode, OpKind};
 pub use error::DeviceError;
+pub use log_file::{LogFile, LogFileConfig};
+pub use log_ring::NvmRing;
 pub use nvm::{NvmConfig, NvmRegion};
 pub use profile::{DeviceProfile, Tier};
 pub use ssd::{DirectIo, SsdConfig, SsdFile};

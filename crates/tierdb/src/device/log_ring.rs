@@ -1,0 +1,166 @@
+//! The log buffer in NVM: a ring of log-stream bytes with a persistent header.
+//!
+//! ```text
+//!   0     header, one cache line: magic "TDBLOGNV", version u32, reserved u32,
+//!         ring bytes u64, flushed LSN u64 (every byte below it is in the log file),
+//!         .. CRC-32C of bytes 0..60 at 60
+//!   4096  the ring: stream byte at LSN x lies at 4096 + x mod ring bytes
+//! ```
+//!
+//! A record appended here is durable once its lines are persisted: a commit needs no
+//! log force. The ring holds the stream from the flushed LSN to the appended end; a
+//! flusher copies that part to the log file, syncs it and then moves the flushed LSN
+//! on (persisting the header), which frees ring space. Records name their own LSN, so
+//! after a crash the bytes past the last record are recognised as stale.
+
+#![allow(unsafe_code)]
+
+use super::{DeviceError, NvmRegion};
+use crate::limits::{CACHE_LINE_BYTES, IO_ALIGN_BYTES};
+
+const MAGIC: &[u8; 8] = b"TDBLOGNV";
+const VERSION: u32 = 1;
+const DATA_OFFSET: u64 = IO_ALIGN_BYTES as u64;
+const OFF_FLUSHED: usize = 24;
+
+/// The ring over an NVM region.
+pub struct NvmRing {
+    region: NvmRegion,
+    capacity: u64,
+}
+
+impl std::fmt::Debug for NvmRing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NvmRing").field("path", &self.region.info().path).field("capacity", &self.capacity).finish()
+    }
+}
+
+fn corrupted(region: &NvmRegion, detail: String) -> DeviceError {
+    DeviceError::Corrupted { what: "NVM log buffer", location: region.info().path.display().to_string(), detail }
+}
+
+impl NvmRing {
+    /// Opens the ring in `region`: formats it (flushed LSN = `start`) if it holds no
+    /// ring header, else reads its header.
+    ///
+    /// # Errors
+    /// `Config` for a region too small for a ring; `Corrupted` for a header that fails
+    /// its CRC or has another ring size; device errors.
+    pub fn open(region: NvmRegion, start: u64) -> Result<NvmRing, DeviceError> {
+        let size = region.size_bytes();
+        if size < DATA_OFFSET + 64 * 1024 {
+            return Err(DeviceError::Config {
+                device: "NVM log buffer",
+                what: format!("a region of {size} bytes: the ring needs at least {} bytes", DATA_OFFSET + 64 * 1024),
+            });
+        }
+        let capacity = (size - DATA_OFFSET) / CACHE_LINE_BYTES as u64 * CACHE_LINE_BYTES as u64;
+        let mut h = [0u8; CACHE_LINE_BYTES];
+        region.read_lines(0, &mut h)?;
+        let ring = NvmRing { region, capacity };
+        if &h[0..8] != MAGIC {
+            ring.write_header(start)?;
+            return Ok(ring);
+        }
+        let crc = u32::from_le_bytes(h[60..64].try_into().expect("4 bytes"));
+        if crc != crc32c::crc32c(&h[..60]) {
+            return Err(corrupted(&ring.region, "header CRC mismatch".into()));
+        }
+        let version = u32::from_le_bytes(h[8..12].try_into().expect("4 bytes"));
+        let cap = u64::from_le_bytes(h[16..24].try_into().expect("8 bytes"));
+        if version != VERSION || cap != capacity {
+            return Err(corrupted(
+                &ring.region,
+                format!(
+                    "version {version} ring of {cap} bytes; this region and build make version {VERSION} of {capacity}"
+                ),
+            ));
+        }
+        Ok(ring)
+    }
+
+    fn write_header(&self, flushed: u64) -> Result<(), DeviceError> {
+        let mut h = [0u8; CACHE_LINE_BYTES];
+        h[0..8].copy_from_slice(MAGIC);
+        h[8..12].copy_from_slice(&VERSION.to_le_bytes());
+        h[16..24].copy_from_slice(&self.capacity.to_le_bytes());
+        h[OFF_FLUSHED..OFF_FLUSHED + 8].copy_from_slice(&flushed.to_le_bytes());
+        let crc = crc32c::crc32c(&h[..60]);
+        h[60..64].copy_from_slice(&crc.to_le_bytes());
+        // SAFETY: the header line is written only by the ring's flusher, under the
+        // WAL's flush lock, and read only at open.
+        unsafe { self.region.write_lines_shared(0, &h) }?;
+        self.region.persist(0, CACHE_LINE_BYTES as u64)
+    }
+
+    /// Bytes of stream the ring holds.
+    pub fn capacity(&self) -> u64 {
+        self.capacity
+    }
+
+    /// The flushed LSN in the header.
+    ///
+    /// # Errors
+    /// Device errors.
+    pub fn flushed(&self) -> Result<u64, DeviceError> {
+        let mut h = [0u8; CACHE_LINE_BYTES];
+        self.region.read_lines(0, &mut h)?;
+        Ok(u64::from_le_bytes(h[OFF_FLUSHED..OFF_FLUSHED + 8].try_into().expect("8 bytes")))
+    }
+
+    /// Records durably that every byte below `lsn` is in the log file.
+    ///
+    /// # Errors
+    /// Device errors.
+    pub fn set_flushed(&self, lsn: u64) -> Result<(), DeviceError> {
+        self.write_header(lsn)
+    }
+
+    /// The ring's pieces holding stream bytes `at..at + len`: one or two `(region
+    /// offset, length)` (two where they wrap).
+    fn pieces(&self, at: u64, len: usize) -> [(u64, usize); 2] {
+        let off = at % self.capacity;
+        let first = (len as u64).min(self.capacity - off) as usize;
+        [(DATA_OFFSET + off, first), (DATA_OFFSET, len - first)]
+    }
+
+    /// Writes stream bytes at LSN `at` and persists them. The caller appends in order,
+    /// one at a time (the WAL's tail lock), and never past `flushed + capacity`.
+    ///
+    /// # Errors
+    /// Device errors.
+    pub fn write(&self, at: u64, bytes: &[u8]) -> Result<(), DeviceError> {
+        let mut done = 0;
+        for (off, len) in self.pieces(at, bytes.len()) {
+            if len == 0 {
+                continue;
+            }
+            // SAFETY: ring bytes between the flushed LSN and the appended end belong to
+            // the appender holding the WAL's tail lock; the flusher only reads bytes
+            // below the published appended end, which this write does not touch.
+            unsafe { self.region.copy_in_shared(off, &bytes[done..done + len]) }?;
+            self.region.persist(off, len as u64)?;
+            done += len;
+        }
+        Ok(())
+    }
+
+    /// Reads stream bytes at LSN `at` into `buf`.
+    ///
+    /// # Errors
+    /// Device errors.
+    pub fn read(&self, at: u64, buf: &mut [u8]) -> Result<(), DeviceError> {
+        let mut done = 0;
+        for (off, len) in self.pieces(at, buf.len()) {
+            if len > 0 {
+                self.region.copy_out(off, &mut buf[done..done + len])?;
+                done += len;
+            }
+        }
+        Ok(())
+    }
+
+    pub fn region(&self) -> &NvmRegion {
+        &self.region
+    }
+}

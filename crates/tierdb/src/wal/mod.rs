@@ -1,0 +1,697 @@
+//! The write-ahead log: records appended to a log buffer and made durable in a log
+//! file of segments on SSD (`device::log_file`).
+//!
+//! The log buffer lives in one of two places ([`LogBuffer`]):
+//!
+//! - **DRAM**: appended records wait in memory; [`Wal::flush_until`] writes them to the
+//!   log file and `fdatasync`s it. Concurrent committers share one sync: whoever takes
+//!   the flush lock writes everything appended so far, and those who waited behind it
+//!   find their records durable (group commit). A background flusher makes the buffer
+//!   durable at least every `flush_interval` regardless.
+//! - **NVM** (`device::log_ring`): a record is copied into a ring in NVM and persisted
+//!   (`clwb` + `sfence`) as it is appended, so it is durable at once and a commit forces
+//!   nothing (NV-SQL §5, the three-tier paper's A.5). The background flusher moves the
+//!   ring's contents to the log file, which frees ring space; an append that finds the
+//!   ring full flushes first.
+//!
+//! What a commit waits for is the caller's [`Durability`]. Recovery ([`Wal::open`])
+//! reads the log file and then the ring to the last valid record, cuts what follows (a
+//! torn or corrupt tail: reported in [`Recovered::tail`]), and copies the ring's records
+//! into the file, so that afterwards every record is in the file. Records are in
+//! [`record`]; their meaning (redo and undo) belongs to the layer that logs them.
+//!
+//! After a failed write or sync the WAL refuses further work (`Poisoned`): what reached
+//! the log file is unknown, and only recovery after reopening can tell.
+
+pub mod record;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use parking_lot::{Condvar, Mutex};
+use serde::Serialize;
+
+pub use record::{Kind, Lsn, Record, RecordHead};
+
+use crate::device::log_file::LOG_STREAM_START;
+use crate::device::{DeviceError, LogFile, LogFileConfig, NvmConfig, NvmRegion, NvmRing};
+
+/// Where the log buffer lives.
+#[derive(Clone, Debug)]
+pub enum LogBuffer {
+    /// In DRAM: durable after the log file's `fdatasync`.
+    Dram,
+    /// In an NVM region: durable as soon as it is appended.
+    Nvm(NvmConfig),
+}
+
+/// What a commit waits for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Durability {
+    /// The commit returns once its commit record is durable. Concurrent commits share
+    /// one `fdatasync`; with the log buffer in NVM nothing needs forcing.
+    #[default]
+    Sync,
+    /// The commit returns once its records are in the log buffer; the buffer is made
+    /// durable at least every flush interval, so a crash loses at most the last
+    /// interval's commits (none with the log buffer in NVM).
+    Group,
+    /// Nothing is logged: changes are durable only through checkpoints.
+    None,
+}
+
+impl Durability {
+    pub fn name(self) -> &'static str {
+        match self {
+            Durability::Sync => "sync",
+            Durability::Group => "group",
+            Durability::None => "none",
+        }
+    }
+}
+
+impl std::str::FromStr for Durability {
+    type Err = WalError;
+    fn from_str(s: &str) -> Result<Self, WalError> {
+        match s {
+            "sync" => Ok(Durability::Sync),
+            "group" => Ok(Durability::Group),
+            "none" => Ok(Durability::None),
+            _ => Err(WalError::Config { what: format!("durability {s:?}: expected sync, group or none") }),
+        }
+    }
+}
+
+impl std::fmt::Display for Durability {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Errors of the WAL.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum WalError {
+    #[error(transparent)]
+    Device(#[from] DeviceError),
+    #[error("WAL configuration: {what}")]
+    Config { what: String },
+    #[error("a log record of {len} bytes is larger than the {max}-byte limit")]
+    TooLarge { len: usize, max: usize },
+    #[error("the log failed earlier ({cause}); reopen the database to recover")]
+    Poisoned { cause: String },
+    #[error("no log record at LSN {lsn}: {why}")]
+    NoRecord { lsn: Lsn, why: String },
+}
+
+/// How to open a WAL.
+#[derive(Clone, Debug)]
+pub struct WalConfig {
+    pub file: LogFileConfig,
+    pub buffer: LogBuffer,
+    /// DRAM buffer: an append that leaves more than this pending flushes it.
+    pub buffer_bytes: usize,
+    /// The background flusher's period.
+    pub flush_interval: Duration,
+}
+
+/// Default period of the background flusher.
+pub const FLUSH_INTERVAL_DEFAULT: Duration = Duration::from_millis(1);
+/// Default DRAM log buffer size.
+pub const BUFFER_BYTES_DEFAULT: usize = 4 << 20;
+/// Bytes read from the log file at a time while scanning it.
+const SCAN_CHUNK_BYTES: usize = 1 << 20;
+
+impl WalConfig {
+    /// A WAL in directory `dir` with a DRAM log buffer.
+    pub fn new(dir: impl Into<std::path::PathBuf>) -> WalConfig {
+        WalConfig {
+            file: LogFileConfig::new(dir),
+            buffer: LogBuffer::Dram,
+            buffer_bytes: BUFFER_BYTES_DEFAULT,
+            flush_interval: FLUSH_INTERVAL_DEFAULT,
+        }
+    }
+}
+
+/// What recovery found at the end of the log.
+#[derive(Clone, Debug, Serialize)]
+pub struct Recovered {
+    /// LSN of the oldest record held.
+    pub start: Lsn,
+    /// LSN after the last valid record: where appending continues.
+    pub end: Lsn,
+    /// Records found (file and ring).
+    pub records: u64,
+    /// Records that were only in the NVM ring and were copied to the file.
+    pub from_ring: u64,
+    /// Why the log ended where it did, if bytes followed the last valid record (they
+    /// were cut): e.g. a torn write.
+    pub tail: Option<String>,
+}
+
+/// Counters of a WAL.
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct WalStats {
+    pub records: u64,
+    pub bytes: u64,
+    pub flushes: u64,
+    pub syncs: u64,
+}
+
+struct Tail {
+    /// LSN of the next record.
+    next: Lsn,
+    /// DRAM buffer: encoded records from `pending_start` to `next`.
+    pending: Vec<u8>,
+    pending_start: Lsn,
+}
+
+struct Inner {
+    file: LogFile,
+    ring: Option<NvmRing>,
+    buffer_bytes: usize,
+    tail: Mutex<Tail>,
+    /// Held while moving bytes to the log file.
+    flush_lock: Mutex<()>,
+    /// Every record below this LSN is durable.
+    durable: AtomicU64,
+    /// NVM ring: every record below this LSN is in the ring (persisted).
+    appended: AtomicU64,
+    /// NVM ring: every record below this LSN is durable in the log file (the ring's
+    /// header says so); the ring holds the stream from here on.
+    ring_flushed: AtomicU64,
+    /// Set by a failed write or sync.
+    poisoned: Mutex<Option<String>>,
+    is_poisoned: AtomicBool,
+    stop: AtomicBool,
+    wake: (Mutex<bool>, Condvar),
+    stats: Mutex<WalStats>,
+}
+
+/// The write-ahead log.
+pub struct Wal {
+    inner: Arc<Inner>,
+    flusher: Option<JoinHandle<()>>,
+    recovered: Recovered,
+}
+
+impl std::fmt::Debug for Wal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Wal").field("dir", &self.inner.file.dir()).field("recovered", &self.recovered).finish()
+    }
+}
+
+impl Wal {
+    /// Opens (or creates) the log: scans it to its last valid record, cuts what follows,
+    /// copies records that are only in the NVM ring into the file, and starts the
+    /// background flusher.
+    ///
+    /// # Errors
+    /// Device errors; `Config` for an impossible configuration.
+    pub fn open(cfg: &WalConfig) -> Result<Wal, WalError> {
+        if cfg.buffer_bytes < record::RECORD_BYTES_MAX {
+            return Err(WalError::Config {
+                what: format!(
+                    "a log buffer of {} bytes cannot hold the largest record ({} bytes)",
+                    cfg.buffer_bytes,
+                    record::RECORD_BYTES_MAX
+                ),
+            });
+        }
+        let file = LogFile::open(&cfg.file)?;
+        let ring = match &cfg.buffer {
+            LogBuffer::Dram => None,
+            LogBuffer::Nvm(n) => {
+                let ring = NvmRing::open(NvmRegion::open(n)?, file.end())?;
+                if ring.capacity() < 2 * record::RECORD_BYTES_MAX as u64 {
+                    return Err(WalError::Config {
+                        what: format!(
+                            "an NVM log ring of {} bytes cannot hold two of the largest records",
+                            ring.capacity()
+                        ),
+                    });
+                }
+                Some(ring)
+            }
+        };
+        let recovered = recover(&file, ring.as_ref())?;
+        let end = recovered.end;
+        let inner = Arc::new(Inner {
+            file,
+            ring,
+            buffer_bytes: cfg.buffer_bytes,
+            tail: Mutex::new(Tail { next: end, pending: Vec::new(), pending_start: end }),
+            flush_lock: Mutex::new(()),
+            durable: AtomicU64::new(end),
+            appended: AtomicU64::new(end),
+            ring_flushed: AtomicU64::new(end),
+            poisoned: Mutex::new(None),
+            is_poisoned: AtomicBool::new(false),
+            stop: AtomicBool::new(false),
+            wake: (Mutex::new(false), Condvar::new()),
+            stats: Mutex::new(WalStats::default()),
+        });
+        let bg = Arc::clone(&inner);
+        let interval = cfg.flush_interval;
+        let flusher = std::thread::Builder::new()
+            .name("tierdb-wal-flusher".into())
+            .spawn(move || bg.flusher(interval))
+            .map_err(|e| WalError::Config { what: format!("cannot start the log flusher thread: {e}") })?;
+        Ok(Wal { inner, flusher: Some(flusher), recovered })
+    }
+
+    /// What recovery found when the log was opened.
+    pub fn recovered(&self) -> &Recovered {
+        &self.recovered
+    }
+
+    /// True if the log buffer is in NVM (appends are durable at once).
+    pub fn buffer_in_nvm(&self) -> bool {
+        self.inner.ring.is_some()
+    }
+
+    /// LSN the next record gets.
+    pub fn next_lsn(&self) -> Lsn {
+        self.inner.tail.lock().next
+    }
+
+    /// Every record below this LSN is durable.
+    pub fn durable_lsn(&self) -> Lsn {
+        self.inner.durable.load(Ordering::Acquire)
+    }
+
+    /// LSN of the oldest record held.
+    pub fn start_lsn(&self) -> Lsn {
+        self.inner.file.start()
+    }
+
+    pub fn stats(&self) -> WalStats {
+        *self.inner.stats.lock()
+    }
+
+    /// The log device (its counters, its directory).
+    pub fn file(&self) -> &LogFile {
+        &self.inner.file
+    }
+
+    /// Appends a record and returns its LSN. With the log buffer in NVM it is durable
+    /// when this returns.
+    ///
+    /// # Errors
+    /// `TooLarge`; `Poisoned` after an earlier failure; device errors (which poison).
+    pub fn append(&self, head: &RecordHead, payload: &[u8]) -> Result<Lsn, WalError> {
+        self.inner.append(head, payload)
+    }
+
+    /// Waits until every record below `lsn` is durable, flushing if needed (one flush
+    /// serves every waiter whose records it covers).
+    ///
+    /// # Errors
+    /// `Poisoned`; device errors (which poison).
+    pub fn flush_until(&self, lsn: Lsn) -> Result<(), WalError> {
+        self.inner.flush_until(lsn)
+    }
+
+    /// Makes a commit whose commit record ends at `lsn_end` as durable as `durability`
+    /// asks.
+    ///
+    /// # Errors
+    /// As [`flush_until`](Self::flush_until).
+    pub fn commit(&self, lsn_end: Lsn, durability: Durability) -> Result<(), WalError> {
+        match durability {
+            Durability::Sync => self.flush_until(lsn_end),
+            Durability::Group | Durability::None => self.inner.check_poison(),
+        }
+    }
+
+    /// Reads the record at `lsn`, wherever it is (log file, DRAM buffer, NVM ring).
+    ///
+    /// # Errors
+    /// `NoRecord` if no valid record starts there; device errors.
+    pub fn read(&self, lsn: Lsn) -> Result<Record, WalError> {
+        self.inner.read(lsn)
+    }
+
+    /// The records from `lsn` (a record boundary) to the end of what was appended.
+    pub fn records_from(&self, lsn: Lsn) -> Records<'_> {
+        Records { wal: self, at: lsn, end: self.next_lsn() }
+    }
+
+    /// Deletes log segments that hold only records below `lsn` (a checkpoint's bound).
+    ///
+    /// # Errors
+    /// Device errors.
+    pub fn truncate_before(&self, lsn: Lsn) -> Result<usize, WalError> {
+        let durable = self.durable_lsn();
+        Ok(self.inner.file.truncate_before(lsn.min(durable))?)
+    }
+
+    /// Flushes everything and stops the background flusher.
+    ///
+    /// # Errors
+    /// As [`flush_until`](Self::flush_until).
+    pub fn close(mut self) -> Result<(), WalError> {
+        let r = self.inner.flush_until(u64::MAX);
+        self.stop_flusher();
+        r
+    }
+
+    fn stop_flusher(&mut self) {
+        self.inner.stop.store(true, Ordering::Release);
+        {
+            let (m, cv) = &self.inner.wake;
+            *m.lock() = true;
+            cv.notify_all();
+        }
+        if let Some(h) = self.flusher.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+impl Drop for Wal {
+    fn drop(&mut self) {
+        self.stop_flusher();
+    }
+}
+
+/// An iterator over records, oldest first.
+pub struct Records<'a> {
+    wal: &'a Wal,
+    at: Lsn,
+    end: Lsn,
+}
+
+impl Iterator for Records<'_> {
+    type Item = Result<Record, WalError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.at >= self.end {
+            return None;
+        }
+        match self.wal.read(self.at) {
+            Ok(r) => {
+                self.at = r.next_lsn();
+                Some(Ok(r))
+            }
+            Err(e) => {
+                self.at = self.end;
+                Some(Err(e))
+            }
+        }
+    }
+}
+
+impl Inner {
+    fn check_poison(&self) -> Result<(), WalError> {
+        if self.is_poisoned.load(Ordering::Acquire) {
+            let cause = self.poisoned.lock().clone().unwrap_or_default();
+            return Err(WalError::Poisoned { cause });
+        }
+        Ok(())
+    }
+
+    fn poison<T>(&self, e: DeviceError) -> Result<T, WalError> {
+        *self.poisoned.lock() = Some(e.to_string());
+        self.is_poisoned.store(true, Ordering::Release);
+        Err(e.into())
+    }
+
+    fn append(&self, head: &RecordHead, payload: &[u8]) -> Result<Lsn, WalError> {
+        self.check_poison()?;
+        if payload.len() > record::PAYLOAD_BYTES_MAX {
+            return Err(WalError::TooLarge { len: payload.len(), max: record::PAYLOAD_BYTES_MAX });
+        }
+        let len = record::encoded_len(payload.len());
+        let (lsn, flush) = match &self.ring {
+            None => {
+                let mut t = self.tail.lock();
+                let lsn = t.next;
+                let at = t.pending.len();
+                t.pending.resize(at + len, 0);
+                record::encode_into(lsn, head, payload, &mut t.pending[at..]);
+                t.next += len as u64;
+                (lsn, t.pending.len() > self.buffer_bytes)
+            }
+            Some(ring) => {
+                let mut buf = vec![0u8; len];
+                let mut t = self.tail.lock();
+                let lsn = t.next;
+                record::encode_into(lsn, head, payload, &mut buf);
+                // Room: the ring holds the stream from the flushed LSN on.
+                if lsn + len as u64 > self.ring_flushed.load(Ordering::Acquire) + ring.capacity() {
+                    self.flush_ring()?;
+                }
+                if let Err(e) = ring.write(lsn, &buf) {
+                    return self.poison(e);
+                }
+                t.next += len as u64;
+                self.appended.store(t.next, Ordering::Release);
+                self.durable.store(t.next, Ordering::Release);
+                (lsn, false)
+            }
+        };
+        {
+            let mut s = self.stats.lock();
+            s.records += 1;
+            s.bytes += len as u64;
+        }
+        if flush {
+            self.flush_until(lsn + len as u64)?;
+        }
+        Ok(lsn)
+    }
+
+    fn flush_until(&self, lsn: Lsn) -> Result<(), WalError> {
+        self.check_poison()?;
+        if self.durable.load(Ordering::Acquire) >= lsn {
+            return Ok(());
+        }
+        if self.ring.is_some() {
+            // Everything appended is durable already; `lsn` past the end asks for a
+            // flush of the ring into the file (closing).
+            return self.flush_ring();
+        }
+        let _f = self.flush_lock.lock();
+        if self.durable.load(Ordering::Acquire) >= lsn {
+            return Ok(()); // a flush that ran while we waited covered us
+        }
+        self.check_poison()?;
+        let (start, bytes, end) = {
+            let mut t = self.tail.lock();
+            let bytes = std::mem::take(&mut t.pending);
+            let start = t.pending_start;
+            t.pending_start = t.next;
+            (start, bytes, t.next)
+        };
+        if !bytes.is_empty() {
+            if let Err(e) = self.file.append(start, &bytes) {
+                return self.poison(e);
+            }
+            if let Err(e) = self.file.sync() {
+                return self.poison(e);
+            }
+            let mut s = self.stats.lock();
+            s.flushes += 1;
+            s.syncs += 1;
+        }
+        self.durable.store(end, Ordering::Release);
+        Ok(())
+    }
+
+    /// Moves the ring's unflushed bytes to the log file, syncs, and frees them.
+    fn flush_ring(&self) -> Result<(), WalError> {
+        let ring = self.ring.as_ref().expect("flush_ring needs the ring");
+        let _f = self.flush_lock.lock();
+        let from = self.file.end();
+        let to = self.appended.load(Ordering::Acquire);
+        if to <= from {
+            return Ok(());
+        }
+        let mut buf = vec![0u8; (to - from).min(SCAN_CHUNK_BYTES as u64 * 4) as usize];
+        let mut at = from;
+        while at < to {
+            let n = ((to - at) as usize).min(buf.len());
+            ring.read(at, &mut buf[..n])?;
+            if let Err(e) = self.file.append(at, &buf[..n]) {
+                return self.poison(e);
+            }
+            at += n as u64;
+        }
+        if let Err(e) = self.file.sync() {
+            return self.poison(e);
+        }
+        if let Err(e) = ring.set_flushed(to) {
+            return self.poison(e);
+        }
+        self.ring_flushed.store(to, Ordering::Release);
+        let mut s = self.stats.lock();
+        s.flushes += 1;
+        s.syncs += 1;
+        Ok(())
+    }
+
+    fn flusher(&self, interval: Duration) {
+        let (m, cv) = &self.wake;
+        loop {
+            {
+                let mut woken = m.lock();
+                if !*woken {
+                    cv.wait_for(&mut woken, interval);
+                }
+                *woken = false;
+            }
+            if self.stop.load(Ordering::Acquire) || self.is_poisoned.load(Ordering::Acquire) {
+                return;
+            }
+            // Errors poison the log; committers see them.
+            let _ = match &self.ring {
+                None => {
+                    let next = self.tail.lock().next;
+                    self.flush_until(next)
+                }
+                Some(_) => self.flush_ring(),
+            };
+        }
+    }
+
+    fn read(&self, lsn: Lsn) -> Result<Record, WalError> {
+        let no = |why: String| WalError::NoRecord { lsn, why };
+        if lsn < self.file.start() {
+            return Err(no(format!("the log was truncated before {}", self.file.start())));
+        }
+        let mut head = [0u8; record::HEADER_BYTES];
+        let file_end = self.file.end();
+        let fetch = |at: Lsn, buf: &mut [u8]| -> Result<(), WalError> {
+            if at + buf.len() as u64 <= file_end {
+                let n = self.file.read(at, buf)?;
+                if n < buf.len() {
+                    return Err(WalError::NoRecord { lsn, why: "past the end of the log file".into() });
+                }
+                return Ok(());
+            }
+            match &self.ring {
+                Some(ring) => Ok(ring.read(at, buf)?),
+                None => {
+                    let t = self.tail.lock();
+                    let s = at.checked_sub(t.pending_start).map(|s| s as usize);
+                    match s.filter(|s| s + buf.len() <= t.pending.len()) {
+                        Some(s) => {
+                            buf.copy_from_slice(&t.pending[s..s + buf.len()]);
+                            Ok(())
+                        }
+                        // Flushed to the file meanwhile.
+                        None => {
+                            drop(t);
+                            let n = self.file.read(at, buf)?;
+                            if n < buf.len() {
+                                return Err(WalError::NoRecord { lsn, why: "past the end of the log".into() });
+                            }
+                            Ok(())
+                        }
+                    }
+                }
+            }
+        };
+        fetch(lsn, &mut head)?;
+        let len = u32::from_le_bytes(head[4..8].try_into().expect("4 bytes")) as usize;
+        if !(record::HEADER_BYTES..=record::RECORD_BYTES_MAX).contains(&len) {
+            return Err(no(format!("length field {len}")));
+        }
+        let mut buf = vec![0u8; len];
+        fetch(lsn, &mut buf)?;
+        record::decode(lsn, &buf).map_err(|e| no(e.to_string()))
+    }
+}
+
+/// Scans the log file (and then the ring) from its start to the last valid record,
+/// cuts the file there, and appends the ring's further records to the file.
+fn recover(file: &LogFile, ring: Option<&NvmRing>) -> Result<Recovered, WalError> {
+    let start = file.start();
+    let file_end = file.end();
+    let mut records = 0u64;
+    let mut at = start;
+    let mut tail = None;
+    // 1. The log file.
+    let mut buf: Vec<u8> = Vec::new();
+    let mut buf_at = start;
+    let mut chunk = vec![0u8; SCAN_CHUNK_BYTES];
+    loop {
+        let off = (at - buf_at) as usize;
+        match record::decode(at, &buf[off..]) {
+            Ok(r) => {
+                at = r.next_lsn();
+                records += 1;
+            }
+            Err(record::Invalid::Short { .. } | record::Invalid::Truncated { .. })
+                if (buf_at + buf.len() as u64) < file_end =>
+            {
+                // Read more: keep the unread rest, append the next chunk.
+                buf.drain(..off);
+                buf_at = at;
+                let n = file.read(buf_at + buf.len() as u64, &mut chunk)?;
+                buf.extend_from_slice(&chunk[..n]);
+            }
+            Err(e) => {
+                if at < file_end {
+                    tail = Some(format!(
+                        "log file: bytes {at}..{file_end} after the last valid record are not a record ({e}); cut"
+                    ));
+                }
+                break;
+            }
+        }
+    }
+    if at < file_end {
+        file.cut(at)?;
+    }
+    // 2. The ring: records past the file's end, which the flusher had not moved yet.
+    let mut from_ring = 0u64;
+    if let Some(ring) = ring {
+        let flushed = ring.flushed()?;
+        let mut copy = Vec::new();
+        let copy_start = at;
+        let mut head = [0u8; record::HEADER_BYTES];
+        // Records name their LSN, so stale ring bytes (an older pass) end the loop; a
+        // pass holds at most one ring's worth of stream.
+        loop {
+            ring.read(at, &mut head)?;
+            let len = u32::from_le_bytes(head[4..8].try_into().expect("4 bytes")) as usize;
+            if !(record::HEADER_BYTES..=record::RECORD_BYTES_MAX).contains(&len)
+                || at + len as u64 > copy_start + ring.capacity()
+            {
+                break;
+            }
+            let mut rec = vec![0u8; len];
+            ring.read(at, &mut rec)?;
+            if record::decode(at, &rec).is_err() {
+                break;
+            }
+            copy.extend_from_slice(&rec);
+            at += len as u64;
+            from_ring += 1;
+        }
+        if at < flushed {
+            // The header says the file held bytes the file no longer has, and the ring
+            // does not hold them either.
+            tail = Some(format!(
+                "the NVM log buffer says the log file held everything below LSN {flushed}, \
+                 but valid records end at {at}; recovered up to {at}"
+            ));
+        }
+        if !copy.is_empty() {
+            file.append(copy_start, &copy)?;
+            file.sync()?;
+        }
+        ring.set_flushed(at)?;
+        records += from_ring;
+    }
+    Ok(Recovered { start, end: at.max(LOG_STREAM_START), records, from_ring, tail })
+}
+
+#[cfg(test)]
+mod tests;

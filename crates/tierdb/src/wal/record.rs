@@ -1,0 +1,255 @@
+//! Log records: a fixed 56-byte header and a payload, 8-byte aligned, CRC-checked.
+//!
+//! ```text
+//!  offset size field
+//!       0    4 CRC-32C of bytes 4 .. length
+//!       4    4 length: header + payload + zero padding to a multiple of 8
+//!       8    8 LSN: the record's own position in the log stream
+//!      16    8 previous LSN of the same transaction (0: its first record)
+//!      24    8 transaction id (0: not a transaction's record, e.g. a checkpoint)
+//!      32    8 page id (0: not about one page)
+//!      40    8 undo-next LSN (compensation records: the next record to undo)
+//!      48    1 kind
+//!      49    1 flags (zero)
+//!      50    2 reserved (zero)
+//!      52    4 payload length
+//!      56      payload, then zeros to the length
+//! ```
+//!
+//! A record names its own LSN, so bytes left over from an older pass of a ring buffer
+//! or a torn write never pass for the record that should be there: decoding checks the
+//! length, the CRC and that the LSN is the position it was read from. The payload's
+//! meaning belongs to the layer that logged it (see `docs/wal.md`); the log treats it as
+//! bytes.
+
+use crate::limits::CACHE_LINE_BYTES;
+
+/// A log sequence number: a byte position in the log stream.
+pub type Lsn = u64;
+
+pub const HEADER_BYTES: usize = 56;
+/// Records are padded to multiples of this.
+pub const ALIGN: usize = 8;
+/// The largest payload: a full image of the largest page plus room for its context.
+pub const PAYLOAD_BYTES_MAX: usize = crate::limits::PAGE_SIZE_MAX_BYTES + 4 * CACHE_LINE_BYTES;
+/// The largest record.
+pub const RECORD_BYTES_MAX: usize = (HEADER_BYTES + PAYLOAD_BYTES_MAX).next_multiple_of(ALIGN);
+
+/// What a record says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+#[repr(u8)]
+pub enum Kind {
+    /// A transaction began.
+    Begin = 1,
+    /// A transaction committed: durable once this record is.
+    Commit = 2,
+    /// A transaction decided to roll back (its undo follows as compensation records).
+    Abort = 3,
+    /// A transaction is finished (after commit, or after its rollback): nothing of it
+    /// is left to do.
+    End = 4,
+    /// A change to one page, with what redoes and undoes it.
+    Update = 5,
+    /// A compensation record: the undo of an update, redo-only.
+    Compensation = 6,
+    /// A full image of a page (structure changes, torn-page protection): redo-only.
+    PageImage = 7,
+    /// A checkpoint began (its payload: the active transactions and dirty pages).
+    CheckpointBegin = 8,
+    /// The checkpoint that began at the record's previous LSN finished.
+    CheckpointEnd = 9,
+}
+
+impl Kind {
+    pub fn from_u8(b: u8) -> Option<Kind> {
+        Some(match b {
+            1 => Kind::Begin,
+            2 => Kind::Commit,
+            3 => Kind::Abort,
+            4 => Kind::End,
+            5 => Kind::Update,
+            6 => Kind::Compensation,
+            7 => Kind::PageImage,
+            8 => Kind::CheckpointBegin,
+            9 => Kind::CheckpointEnd,
+            _ => return None,
+        })
+    }
+}
+
+/// A record's fields other than its LSN, for appending.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RecordHead {
+    pub prev: Lsn,
+    pub txn: u64,
+    pub page: u64,
+    pub undo_next: Lsn,
+    pub kind: Kind,
+}
+
+impl RecordHead {
+    /// A record of `kind` for transaction `txn` following its record `prev`.
+    pub fn new(kind: Kind, txn: u64, prev: Lsn) -> RecordHead {
+        RecordHead { prev, txn, page: 0, undo_next: 0, kind }
+    }
+
+    pub fn page(mut self, page: u64) -> RecordHead {
+        self.page = page;
+        self
+    }
+
+    pub fn undo_next(mut self, lsn: Lsn) -> RecordHead {
+        self.undo_next = lsn;
+        self
+    }
+}
+
+/// A decoded record that owns its payload.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Record {
+    pub lsn: Lsn,
+    pub head: RecordHead,
+    pub payload: Vec<u8>,
+}
+
+impl Record {
+    /// The LSN of the record after this one.
+    pub fn next_lsn(&self) -> Lsn {
+        self.lsn + encoded_len(self.payload.len()) as u64
+    }
+}
+
+/// Bytes a record with `payload_len` bytes of payload takes in the log.
+#[inline]
+pub const fn encoded_len(payload_len: usize) -> usize {
+    (HEADER_BYTES + payload_len).next_multiple_of(ALIGN)
+}
+
+/// Writes the record at LSN `lsn` into `out` (exactly [`encoded_len`] bytes).
+///
+/// # Panics
+/// If `out` has the wrong length or the payload is longer than [`PAYLOAD_BYTES_MAX`]
+/// (callers check sizes first).
+pub fn encode_into(lsn: Lsn, head: &RecordHead, payload: &[u8], out: &mut [u8]) {
+    assert!(payload.len() <= PAYLOAD_BYTES_MAX, "a payload of {} bytes", payload.len());
+    let len = encoded_len(payload.len());
+    assert_eq!(out.len(), len);
+    out[4..8].copy_from_slice(&(len as u32).to_le_bytes());
+    out[8..16].copy_from_slice(&lsn.to_le_bytes());
+    out[16..24].copy_from_slice(&head.prev.to_le_bytes());
+    out[24..32].copy_from_slice(&head.txn.to_le_bytes());
+    out[32..40].copy_from_slice(&head.page.to_le_bytes());
+    out[40..48].copy_from_slice(&head.undo_next.to_le_bytes());
+    out[48] = head.kind as u8;
+    out[49..52].fill(0);
+    out[52..56].copy_from_slice(&(payload.len() as u32).to_le_bytes());
+    out[HEADER_BYTES..HEADER_BYTES + payload.len()].copy_from_slice(payload);
+    out[HEADER_BYTES + payload.len()..].fill(0);
+    let crc = crc32c::crc32c(&out[4..]);
+    out[0..4].copy_from_slice(&crc.to_le_bytes());
+}
+
+/// Why the bytes at an LSN are not a record: the log's valid part ends before them.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Invalid {
+    #[error("{have} bytes left, fewer than a record header")]
+    Short { have: usize },
+    #[error("length field {len} is not a multiple of {ALIGN} between {HEADER_BYTES} and {RECORD_BYTES_MAX}")]
+    BadLength { len: usize },
+    #[error("record of {len} bytes, only {have} present (torn write)")]
+    Truncated { len: usize, have: usize },
+    #[error("CRC-32C {found:#010x}, the record says {stored:#010x}")]
+    BadCrc { found: u32, stored: u32 },
+    #[error("the record says LSN {stored}, it lies at {at} (stale bytes)")]
+    WrongLsn { stored: Lsn, at: Lsn },
+    #[error("unknown kind {kind}, nonzero reserved bytes or a payload length {payload} that does not fit")]
+    BadFields { kind: u8, payload: usize },
+}
+
+/// Decodes the record that should start at LSN `at` from the front of `bytes`.
+///
+/// # Errors
+/// [`Invalid`] says why these bytes are not that record. Never panics on any input.
+pub fn decode(at: Lsn, bytes: &[u8]) -> Result<Record, Invalid> {
+    if bytes.len() < HEADER_BYTES {
+        return Err(Invalid::Short { have: bytes.len() });
+    }
+    let u32_at = |o: usize| u32::from_le_bytes(bytes[o..o + 4].try_into().expect("4 bytes"));
+    let u64_at = |o: usize| u64::from_le_bytes(bytes[o..o + 8].try_into().expect("8 bytes"));
+    let len = u32_at(4) as usize;
+    if !len.is_multiple_of(ALIGN) || !(HEADER_BYTES..=RECORD_BYTES_MAX).contains(&len) {
+        return Err(Invalid::BadLength { len });
+    }
+    if bytes.len() < len {
+        return Err(Invalid::Truncated { len, have: bytes.len() });
+    }
+    let (stored, found) = (u32_at(0), crc32c::crc32c(&bytes[4..len]));
+    if stored != found {
+        return Err(Invalid::BadCrc { found, stored });
+    }
+    let lsn = u64_at(8);
+    if lsn != at {
+        return Err(Invalid::WrongLsn { stored: lsn, at });
+    }
+    let payload_len = u32_at(52) as usize;
+    let kind = Kind::from_u8(bytes[48]);
+    if kind.is_none() || bytes[49..52] != [0, 0, 0] || encoded_len(payload_len) != len {
+        return Err(Invalid::BadFields { kind: bytes[48], payload: payload_len });
+    }
+    Ok(Record {
+        lsn,
+        head: RecordHead {
+            prev: u64_at(16),
+            txn: u64_at(24),
+            page: u64_at(32),
+            undo_next: u64_at(40),
+            kind: kind.expect("checked"),
+        },
+        payload: bytes[HEADER_BYTES..HEADER_BYTES + payload_len].to_vec(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn encode(lsn: Lsn, head: &RecordHead, payload: &[u8]) -> Vec<u8> {
+        let mut b = vec![0u8; encoded_len(payload.len())];
+        encode_into(lsn, head, payload, &mut b);
+        b
+    }
+
+    #[test]
+    fn round_trip_and_each_kind_of_damage() {
+        let head = RecordHead::new(Kind::Update, 7, 128).page(42).undo_next(0);
+        let b = encode(4096, &head, b"hello, log");
+        assert_eq!(b.len(), 72);
+        let r = decode(4096, &b).unwrap();
+        assert_eq!((r.lsn, r.head, r.payload.as_slice(), r.next_lsn()), (4096, head, &b"hello, log"[..], 4168));
+        assert_eq!(decode(4104, &b), Err(Invalid::WrongLsn { stored: 4096, at: 4104 }));
+        assert!(matches!(decode(4096, &b[..60]), Err(Invalid::Truncated { len: 72, have: 60 })));
+        assert!(matches!(decode(4096, &b[..20]), Err(Invalid::Short { .. })));
+        let mut bad = b.clone();
+        bad[60] ^= 1;
+        assert!(matches!(decode(4096, &bad), Err(Invalid::BadCrc { .. })));
+        assert!(matches!(decode(4096, &[0u8; 64]), Err(Invalid::BadLength { len: 0 })));
+    }
+
+    proptest! {
+        #[test]
+        fn decoding_arbitrary_bytes_never_panics(at in any::<u64>(), bytes in proptest::collection::vec(any::<u8>(), 0..300)) {
+            let _ = decode(at, &bytes);
+        }
+
+        #[test]
+        fn any_record_round_trips(lsn in any::<u64>(), txn in any::<u64>(), prev in any::<u64>(), page in any::<u64>(),
+                                   kind in 1u8..=9, payload in proptest::collection::vec(any::<u8>(), 0..500)) {
+            let head = RecordHead::new(Kind::from_u8(kind).unwrap(), txn, prev).page(page);
+            let r = decode(lsn, &encode(lsn, &head, &payload)).unwrap();
+            prop_assert_eq!(r.head, head);
+            prop_assert_eq!(r.payload, payload);
+        }
+    }
+}

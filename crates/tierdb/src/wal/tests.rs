@@ -1,0 +1,166 @@
+use std::path::Path;
+
+use super::*;
+use crate::ByteSize;
+use crate::device::log_file::LOG_SEGMENT_BYTES_MIN;
+
+fn config(dir: &Path, nvm_ring: Option<u64>) -> WalConfig {
+    let mut c = WalConfig::new(dir.join("wal"));
+    c.file.segment_bytes = LOG_SEGMENT_BYTES_MIN;
+    if let Some(bytes) = nvm_ring {
+        c.buffer = LogBuffer::Nvm(NvmConfig::new(dir.join("log.nvm"), ByteSize(bytes)));
+    }
+    c
+}
+
+/// The payload of the `i`-th test record: its number and a length that varies.
+fn payload(i: u64) -> Vec<u8> {
+    let mut p = i.to_le_bytes().to_vec();
+    p.resize(8 + (i as usize * 37) % 700, (i % 251) as u8);
+    p
+}
+
+fn head(i: u64) -> RecordHead {
+    RecordHead::new(if i % 10 == 9 { Kind::Commit } else { Kind::Update }, 1 + i % 3, 0).page(i)
+}
+
+/// Appends records `from..to`, returning their LSNs.
+fn append(wal: &Wal, from: u64, to: u64) -> Vec<Lsn> {
+    (from..to).map(|i| wal.append(&head(i), &payload(i)).unwrap()).collect()
+}
+
+/// The log holds exactly records `0..n` in order.
+fn check(wal: &Wal, n: u64) {
+    let recs: Vec<Record> = wal.records_from(wal.start_lsn()).map(Result::unwrap).collect();
+    assert_eq!(recs.len() as u64, n);
+    for (i, r) in recs.iter().enumerate() {
+        assert_eq!((r.head, r.payload.as_slice()), (head(i as u64), payload(i as u64).as_slice()), "record {i}");
+    }
+}
+
+#[test]
+fn dram_buffer_survives_close_and_reopen_across_segments() {
+    let tmp = tempfile::tempdir().unwrap();
+    let wal = Wal::open(&config(tmp.path(), None)).unwrap();
+    let mut lsns = Vec::new();
+    for batch in 0..10 {
+        // Segments end between flushes: flush in batches so that there are several.
+        lsns.extend(append(&wal, batch * 50, batch * 50 + 50));
+        if batch < 9 {
+            wal.flush_until(wal.next_lsn()).unwrap();
+        }
+    }
+    assert!(lsns.windows(2).all(|w| w[0] < w[1]));
+    assert_eq!(wal.read(lsns[7]).unwrap().payload, payload(7), "read from the DRAM buffer");
+    wal.commit(wal.next_lsn(), Durability::Sync).unwrap();
+    assert_eq!(wal.durable_lsn(), wal.next_lsn());
+    assert_eq!(wal.read(lsns[7]).unwrap().payload, payload(7), "read from the file");
+    wal.close().unwrap();
+    let wal = Wal::open(&config(tmp.path(), None)).unwrap();
+    assert_eq!((wal.recovered().records, wal.recovered().tail.clone()), (500, None));
+    assert!(wal.file().segment_paths().len() > 2, "{:?}", wal.file().segment_paths());
+    check(&wal, 500);
+    // Appending continues after the recovered end; truncation drops whole old segments.
+    append(&wal, 500, 600);
+    wal.flush_until(wal.next_lsn()).unwrap();
+    let cut = wal.read(lsns[300]).unwrap().lsn;
+    assert!(wal.truncate_before(cut).unwrap() >= 1);
+    assert!(wal.start_lsn() > lsns[0] && wal.start_lsn() <= cut);
+    assert!(matches!(wal.read(lsns[0]), Err(WalError::NoRecord { .. })));
+}
+
+#[test]
+fn a_torn_or_corrupt_tail_is_cut_at_the_last_valid_record() {
+    let tmp = tempfile::tempdir().unwrap();
+    let wal = Wal::open(&config(tmp.path(), None)).unwrap();
+    let lsns = append(&wal, 0, 40);
+    wal.flush_until(wal.next_lsn()).unwrap();
+    let end = wal.next_lsn();
+    let last = wal.file().segment_paths().pop().unwrap();
+    let seg_start =
+        u64::from_str_radix(last.file_name().unwrap().to_str().unwrap().trim_end_matches(".wal"), 16).unwrap();
+    wal.close().unwrap();
+    // 1. A torn write: half a record's bytes after the end.
+    let mut f = std::fs::OpenOptions::new().append(true).open(&last).unwrap();
+    std::io::Write::write_all(&mut f, &[0x41; 100]).unwrap();
+    drop(f);
+    let wal = Wal::open(&config(tmp.path(), None)).unwrap();
+    let r = wal.recovered().clone();
+    assert_eq!((r.end, r.records), (end, 40));
+    assert!(r.tail.as_deref().unwrap().contains("cut"), "{r:?}");
+    assert_eq!(wal.file().end(), end, "the torn bytes are gone");
+    wal.close().unwrap();
+    // 2. A flipped bit inside record 35: records 35.. are lost, 0..35 kept.
+    let at = (lsns[35] - seg_start + 70) as usize;
+    let mut bytes = std::fs::read(&last).unwrap();
+    bytes[at] ^= 0x10;
+    std::fs::write(&last, &bytes).unwrap();
+    let wal = Wal::open(&config(tmp.path(), None)).unwrap();
+    assert_eq!((wal.recovered().end, wal.recovered().records), (lsns[35], 35));
+    assert!(wal.recovered().tail.as_deref().unwrap().contains("CRC"), "{:?}", wal.recovered());
+    check(&wal, 35);
+}
+
+#[test]
+fn group_commit_shares_syncs_between_threads() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut cfg = config(tmp.path(), None);
+    cfg.flush_interval = Duration::from_secs(3600); // only commits flush
+    let wal = Wal::open(&cfg).unwrap();
+    std::thread::scope(|s| {
+        for t in 0..4u64 {
+            let wal = &wal;
+            s.spawn(move || {
+                for i in 0..200u64 {
+                    let lsn = wal.append(&RecordHead::new(Kind::Commit, t, 0), &i.to_le_bytes()).unwrap();
+                    wal.commit(lsn + 1, Durability::Sync).unwrap();
+                    assert!(wal.durable_lsn() > lsn);
+                }
+            });
+        }
+    });
+    let st = wal.stats();
+    assert_eq!(st.records, 800);
+    assert!(st.syncs < 800 && st.syncs > 0, "{st:?}");
+}
+
+#[test]
+fn nvm_buffer_records_survive_a_crash_before_the_flusher_ran() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut cfg = config(tmp.path(), Some(256 << 10));
+    cfg.flush_interval = Duration::from_secs(3600);
+    let wal = Wal::open(&cfg).unwrap();
+    assert!(wal.buffer_in_nvm());
+    let lsns = append(&wal, 0, 800);
+    assert_eq!(wal.durable_lsn(), wal.next_lsn(), "durable at append");
+    assert_eq!(wal.read(lsns[3]).unwrap().payload, payload(3), "read from the ring");
+    // The ring filled and flushed itself on the way; then "crash": nothing more runs.
+    let in_file = wal.file().end();
+    assert!(in_file > LOG_STREAM_START && in_file < wal.next_lsn(), "{in_file}");
+    std::mem::forget(wal);
+    let wal = Wal::open(&cfg).unwrap();
+    let r = wal.recovered().clone();
+    assert!(r.from_ring > 0 && r.records == 800 && r.tail.is_none(), "{r:?}");
+    check(&wal, 800);
+    assert_eq!(wal.file().end(), wal.next_lsn(), "the ring's records were copied into the file");
+    // Appends go on; a clean close leaves everything in the file.
+    append(&wal, 800, 900);
+    wal.close().unwrap();
+    let wal = Wal::open(&cfg).unwrap();
+    assert_eq!((wal.recovered().from_ring, wal.recovered().records), (0, 900));
+    check(&wal, 900);
+}
+
+#[test]
+fn bad_configurations_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut cfg = config(tmp.path(), None);
+    cfg.buffer_bytes = 1000;
+    assert!(matches!(Wal::open(&cfg), Err(WalError::Config { .. })));
+    let cfg = config(tmp.path(), Some(64 * 1024));
+    assert!(Wal::open(&cfg).unwrap_err().to_string().contains("ring needs"));
+    assert!("eventually".parse::<Durability>().is_err());
+    let wal = Wal::open(&config(tmp.path(), None)).unwrap();
+    let big = vec![0u8; record::PAYLOAD_BYTES_MAX + 1];
+    assert!(matches!(wal.append(&head(0), &big), Err(WalError::TooLarge { .. })));
+}
