@@ -5,6 +5,7 @@
 
 #![forbid(unsafe_code)]
 
+mod bench_wal;
 mod bench_ycsb;
 mod compare;
 mod device_bench;
@@ -48,6 +49,9 @@ enum Command {
 enum BenchCommand {
     /// YCSB: load, warm up, run; --arch main-memory|ssd-bm|basic-nvm-bm|three-tier.
     Ycsb(bench_ycsb::YcsbArgs),
+    /// Commit throughput and latency of the write-ahead log alone (log buffer in DRAM
+    /// or NVM, durability sync or group).
+    Wal(bench_wal::WalArgs),
 }
 
 fn main() -> ExitCode {
@@ -55,6 +59,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Devices { command } => devices::run(command),
         Command::Bench { command: BenchCommand::Ycsb(args) } => bench_ycsb::run(args),
+        Command::Bench { command: BenchCommand::Wal(args) } => bench_wal::run(args),
         Command::Compare(args) => compare::run(args),
         Command::Drilldown(args) => drilldown::run(args),
     };
