@@ -42,6 +42,8 @@ pub struct LogFileConfig {
     pub segment_bytes: u64,
     pub profile: DeviceProfile,
     pub mode: EmulationMode,
+    /// Faults to inject (tests).
+    pub faults: Option<std::sync::Arc<super::FaultPlan>>,
 }
 
 impl LogFileConfig {
@@ -55,6 +57,7 @@ impl LogFileConfig {
             segment_bytes: LOG_SEGMENT_BYTES_DEFAULT,
             profile: DeviceProfile::preset("nvme-ssd").expect("built-in profile"),
             mode: EmulationMode::Off,
+            faults: None,
         }
     }
 }
@@ -84,6 +87,7 @@ pub struct LogFile {
     state: Mutex<State>,
     poisoned: AtomicBool,
     core: DeviceCore,
+    faults: Option<std::sync::Arc<super::FaultPlan>>,
 }
 
 fn segment_name(start: u64) -> String {
@@ -170,6 +174,7 @@ impl LogFile {
             state: Mutex::new(State { segments, current, end, dir_dirty }),
             poisoned: AtomicBool::new(false),
             core,
+            faults: cfg.faults.clone(),
         };
         if dir_dirty {
             log.sync()?;
@@ -225,7 +230,7 @@ impl LogFile {
         let offset = st.end - seg_start;
         let path = &st.segments.last().expect("a segment").path;
         self.core.run(OpKind::Write, offset, bytes.len() as u64, || {
-            st.current.write_all_at(bytes, offset).map_err(|e| {
+            super::fault::write_at(self.faults.as_deref(), path, &st.current, bytes, offset).map_err(|e| {
                 self.poisoned.store(true, Ordering::Release);
                 DeviceError::io("append to", path, bytes.len() as u64, e)
             })
@@ -237,7 +242,7 @@ impl LogFile {
     /// Ends the current segment (synced) and begins a new one at the end of the stream.
     fn roll(&self, st: &mut State) -> Result<(), DeviceError> {
         let old = st.segments.last().expect("a segment").path.clone();
-        st.current.sync_data().map_err(|e| {
+        super::fault::sync(self.faults.as_deref(), &old, &st.current).map_err(|e| {
             self.poisoned.store(true, Ordering::Release);
             DeviceError::io("fdatasync", &old, 0, e)
         })?;
@@ -264,7 +269,7 @@ impl LogFile {
         let mut st = self.state.lock();
         let path = st.segments.last().expect("a segment").path.clone();
         self.core.run(OpKind::Sync, 0, 0, || {
-            st.current.sync_data().map_err(|e| {
+            super::fault::sync(self.faults.as_deref(), &path, &st.current).map_err(|e| {
                 self.poisoned.store(true, Ordering::Release);
                 DeviceError::io("fdatasync", &path, 0, e)
             })

@@ -59,6 +59,8 @@ pub struct SsdConfig {
     pub direct_io: DirectIo,
     pub profile: DeviceProfile,
     pub mode: EmulationMode,
+    /// Faults to inject (tests).
+    pub faults: Option<std::sync::Arc<super::FaultPlan>>,
 }
 
 impl SsdConfig {
@@ -70,6 +72,7 @@ impl SsdConfig {
             direct_io: DirectIo::Auto,
             profile: DeviceProfile::preset("nvme-ssd").expect("built-in nvme preset is valid"),
             mode: EmulationMode::Off,
+            faults: None,
         }
     }
 }
@@ -103,6 +106,7 @@ pub struct SsdFile {
     meta: Mutex<Meta>,
     poisoned: AtomicU8,
     core: DeviceCore,
+    faults: Option<std::sync::Arc<super::FaultPlan>>,
 }
 
 impl SsdFile {
@@ -140,6 +144,7 @@ impl SsdFile {
                 meta: Mutex::new(Meta { sb, slots }),
                 poisoned: AtomicU8::new(POISON_NONE),
                 core,
+                faults: cfg.faults.clone(),
             };
             {
                 let meta = ssd.meta.lock().expect("superblock lock");
@@ -204,6 +209,7 @@ impl SsdFile {
             meta: Mutex::new(Meta { sb, slots }),
             poisoned: AtomicU8::new(POISON_NONE),
             core,
+            faults: cfg.faults.clone(),
         })
     }
 
@@ -305,12 +311,13 @@ impl SsdFile {
         self.check_poison()?;
         let offset = self.check_page(id, buf.len())?;
         self.core.run(OpKind::Write, offset, buf.len() as u64, || {
+            let faults = self.faults.as_deref();
             let r = if self.info.direct_io && !is_io_aligned(buf) {
                 let mut bounce = AlignedBuf::new(buf.len());
                 bounce.copy_from_slice(buf);
-                self.file.write_all_at(&bounce, offset)
+                super::fault::write_at(faults, &self.info.path, &self.file, &bounce, offset)
             } else {
-                self.file.write_all_at(buf, offset)
+                super::fault::write_at(faults, &self.info.path, &self.file, buf, offset)
             };
             r.map_err(|e| {
                 self.poisoned.store(POISON_WRITE, Ordering::Release);
@@ -326,7 +333,7 @@ impl SsdFile {
     pub fn sync(&self) -> Result<(), DeviceError> {
         self.check_poison()?;
         self.core.run(OpKind::Sync, 0, 0, || {
-            self.file.sync_data().map_err(|e| {
+            super::fault::sync(self.faults.as_deref(), &self.info.path, &self.file).map_err(|e| {
                 self.poisoned.store(POISON_SYNC, Ordering::Release);
                 DeviceError::io("fdatasync", &self.info.path, 0, e)
             })
@@ -401,11 +408,11 @@ impl SsdFile {
         let mut buf = AlignedBuf::new(IO_ALIGN_BYTES);
         buf[..meta.slots.len()].copy_from_slice(&meta.slots);
         let path = &self.info.path;
-        if let Err(e) = self.file.write_all_at(&buf, 0) {
+        if let Err(e) = super::fault::write_at(self.faults.as_deref(), path, &self.file, &buf, 0) {
             self.poisoned.store(POISON_WRITE, Ordering::Release);
             return Err(DeviceError::io("write superblock of", path, IO_ALIGN_BYTES as u64, e));
         }
-        if let Err(e) = self.file.sync_data() {
+        if let Err(e) = super::fault::sync(self.faults.as_deref(), path, &self.file) {
             self.poisoned.store(POISON_SYNC, Ordering::Release);
             return Err(DeviceError::io("fdatasync", path, 0, e));
         }
