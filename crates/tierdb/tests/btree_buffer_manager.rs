@@ -74,6 +74,15 @@ fn survives_close_and_reopen(nvm_frames: u64, policy: &str, tech: Techniques) {
     let bm = BufferManager::open(&cfg).unwrap();
     let t = Catalog::open_tree(&bm, "t").unwrap();
     check(&t, &m, &format!("{policy}, {nvm_frames} NVM frames, after reopen"));
+    if nvm_frames > 0 {
+        // The NVM pool was not formatted: its pages went back into the page table and
+        // were read from there (paper §4.4).
+        let info = bm.restart_info().expect("a reopened database with NVM reports its restart");
+        assert!(info.formatted_because.is_none() && info.frames_cleared.is_empty(), "{info:?}");
+        assert!(info.pages_reused > 10, "{info:?}");
+        assert!(bm.stats().buffer.nvm_hits > 0, "{:?}", bm.stats().buffer);
+        bm.check_invariants();
+    }
 }
 
 fn key(rng: &mut SmallRng) -> Vec<u8> {

@@ -71,6 +71,9 @@ pub struct BufferConfig {
     /// Debug mode for cache-line-grained access (paper A.6): lines not resident are
     /// poisoned on fix and writes to lines not marked dirty are caught on unfix.
     pub debug_lines: bool,
+    /// Reopening an existing database, reuse the NVM pool it left (rebuild the page
+    /// table from the frame headers, paper §4.4) instead of formatting it.
+    pub reuse_nvm: bool,
 }
 
 impl BufferConfig {
@@ -88,6 +91,7 @@ impl BufferConfig {
             max_pages: PAGE_TABLE_PAGES_DEFAULT,
             techniques: Techniques::NONE,
             debug_lines: false,
+            reuse_nvm: true,
         }
     }
 }
@@ -170,6 +174,28 @@ pub struct BufferManager {
     debug_lines: bool,
     /// Pointer swizzling: each parent frame's children referenced by frame.
     swizzled: Mutex<std::collections::HashMap<u32, Vec<u32>>>,
+    /// What reopening found in NVM.
+    restart: Mutex<Option<RestartInfo>>,
+}
+
+/// What a restart found in the NVM pool (paper §4.4): the page table is rebuilt from the
+/// frame headers, so the pages NVM holds are used from there, not read from SSD.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct RestartInfo {
+    pub nvm_frames: usize,
+    /// Pages whose NVM copy went into the page table.
+    pub pages_reused: usize,
+    /// Frames whose header was cleared (written in place when the crash came, or an
+    /// unreadable header), with the reason.
+    pub frames_cleared: Vec<String>,
+    /// Frames naming pages the database does not have (freed, never allocated).
+    pub frames_discarded: usize,
+    /// Time to read and check every frame header.
+    pub scan_secs: f64,
+    /// NVM frames covered per second of the scan (frames × page size / time).
+    pub frames_gb_per_sec: f64,
+    /// The pool was formatted instead, and why (another database, no pool).
+    pub formatted_because: Option<String>,
 }
 
 impl BufferManager {
@@ -225,9 +251,39 @@ impl BufferManager {
             }
         };
         let db_id = ssd.as_ref().map_or(0, |s| s.superblock().db_id);
+        let existing = ssd.as_ref().is_some_and(|s| s.superblock().catalog_root != 0);
+        let mut restart = None;
+        let mut nvm_pages = Vec::new();
         let nvm = match &cfg.nvm {
             None => None,
-            Some(n) => Some(NvmPool::format(NvmRegion::open(n)?, ps, db_id, cfg.verify_nvm_checksums)?),
+            Some(n) => {
+                let region = NvmRegion::open(n)?;
+                let verify = cfg.verify_nvm_checksums;
+                if existing && cfg.reuse_nvm {
+                    match NvmPool::reopen(region, ps, db_id, verify)? {
+                        Ok(r) => {
+                            let frames = r.pool.len();
+                            restart = Some(RestartInfo {
+                                nvm_frames: frames,
+                                pages_reused: 0,
+                                frames_cleared: r.cleared.iter().map(|(n, why)| format!("frame {n}: {why}")).collect(),
+                                frames_discarded: 0,
+                                scan_secs: r.scan_secs,
+                                frames_gb_per_sec: (frames * ps) as f64 / r.scan_secs.max(1e-9) / 1e9,
+                                formatted_because: None,
+                            });
+                            nvm_pages = r.pages;
+                            Some(r.pool)
+                        }
+                        Err((region, why)) => {
+                            restart = Some(RestartInfo { formatted_because: Some(why), ..RestartInfo::default() });
+                            Some(NvmPool::format(region, ps, db_id, verify)?)
+                        }
+                    }
+                } else {
+                    Some(NvmPool::format(region, ps, db_id, verify)?)
+                }
+            }
         };
         let nvm_frames = nvm.as_ref().map_or(0, NvmPool::len);
         let admission = cfg.admission_set_pages.unwrap_or(policy::Hymem::default_capacity(nvm_frames));
@@ -272,12 +328,31 @@ impl BufferManager {
             techniques: cfg.techniques,
             debug_lines: cfg.debug_lines,
             swizzled: Mutex::new(std::collections::HashMap::new()),
+            restart: Mutex::new(None),
         };
         if pages_allocated == 0 {
             let catalog = bm.allocate()?.page_id();
             assert_eq!(catalog, PageId::CATALOG, "the first page allocated is the catalog");
         } else {
             bm.read_free_chain()?;
+        }
+        if let Some(mut info) = restart {
+            info.pages_reused = nvm_pages.len();
+            let freed: std::collections::HashSet<PageId> = bm.freed.lock().iter().copied().collect();
+            let limit = bm.next_pid.load(Ordering::Relaxed);
+            let nvm = bm.nvm.as_ref().expect("a restart info implies NVM");
+            for (n, h) in nvm_pages {
+                // A page the database no longer has (freed, or past its allocation
+                // mark), or a second copy of one: not a page of this database's state.
+                if h.pid.0 == 0 || h.pid.0 >= limit || freed.contains(&h.pid) || bm.table.get(h.pid)? != Entry::Empty {
+                    nvm.discard(n)?;
+                    info.pages_reused -= 1;
+                    info.frames_discarded += 1;
+                    continue;
+                }
+                bm.table.set(h.pid, Entry::Nvm(n));
+            }
+            *bm.restart.lock() = Some(info);
         }
         Ok(bm)
     }
@@ -331,6 +406,12 @@ impl BufferManager {
     /// The NVM techniques in use.
     pub fn techniques(&self) -> Techniques {
         self.techniques
+    }
+
+    /// What reopening found in the NVM pool (`None` for a new database, or without
+    /// NVM, or with `reuse_nvm` off).
+    pub fn restart_info(&self) -> Option<RestartInfo> {
+        self.restart.lock().clone()
     }
 
     fn lines_per_page(&self) -> u64 {
@@ -1192,7 +1273,13 @@ impl BufferManager {
                 }
                 self.counters.bump(Count::NvmToSsd);
             }
-            nvm.clear_owner(n);
+            // The frame's header is cleared before reuse, so that a restart never takes
+            // its old bytes for the page. (Until the WAL redoes pages, a crash before the
+            // page file's next sync can lose this write, as any since the checkpoint.)
+            if let Err(e) = nvm.clear_owner(n) {
+                self.table.set(pid, Entry::Nvm(n));
+                return Err(e.into());
+            }
             self.policy.nvm_evicted(pid);
             self.counters.bump(Count::NvmEvictions);
             self.table.set(pid, Entry::Empty);

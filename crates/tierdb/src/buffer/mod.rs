@@ -19,7 +19,7 @@ pub mod techniques;
 
 pub use counters::BufferStats;
 pub use frame::{FrameId, FrameOptimistic, FramePool, FrameRead, FrameWrite};
-pub use manager::{BufferConfig, BufferInfo, BufferManager, Residency, TierStats};
+pub use manager::{BufferConfig, BufferInfo, BufferManager, Residency, RestartInfo, TierStats};
 pub use memory::MemorySource;
 pub use policy::Policy;
 pub use source::{ExclusivePage, LinePage, OptimisticPage, PageSource, SharedPage};

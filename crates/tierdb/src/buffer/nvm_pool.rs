@@ -98,6 +98,17 @@ pub struct NvmFrameMeta {
     no_crc: AtomicBool,
 }
 
+/// A pool found again at restart ([`NvmPool::reopen`]).
+pub struct Reopened {
+    pub pool: NvmPool,
+    /// Frames holding a page: frame and header.
+    pub pages: Vec<(u32, FrameHeader)>,
+    /// Frames cleared, and why.
+    pub cleared: Vec<(u32, String)>,
+    /// Time to read and check the headers.
+    pub scan_secs: f64,
+}
+
 /// Page frames in an NVM region.
 pub struct NvmPool {
     region: NvmRegion,
@@ -165,6 +176,97 @@ impl NvmPool {
         // Hand frames out from index 0 upwards.
         let free = Mutex::new((0..count as u32).rev().collect());
         Ok(NvmPool { region, page_size, data_offset, metas, free, hand: AtomicUsize::new(0), verify_checksums })
+    }
+
+    /// Opens a pool that `format` made earlier, for a restart: checks the pool header
+    /// against this region, page size and database, then reads every frame header.
+    /// A valid frame keeps its page (listed in the result, for the page table); a frame
+    /// marked IN_UPDATE (a crash during an in-place write) or whose header fails its
+    /// CRC is cleared and reported. Returns `Err(reason)` when the pool is not one to
+    /// reuse (another database, another page size, no pool at all): the caller formats.
+    ///
+    /// # Errors
+    /// Device errors, inside `Ok`.
+    pub fn reopen(
+        region: NvmRegion,
+        page_size: usize,
+        db_id: u64,
+        verify_checksums: bool,
+    ) -> Result<Result<Reopened, (NvmRegion, String)>, BufferError> {
+        let start = std::time::Instant::now();
+        let mut h = [0u8; HEADER_BYTES];
+        region.read_lines(0, &mut h).map_err(dev)?;
+        let u32_at = |o: usize| u32::from_le_bytes(h[o..o + 4].try_into().expect("4 bytes"));
+        let u64_at = |o: usize| u64::from_le_bytes(h[o..o + 8].try_into().expect("8 bytes"));
+        let why = if &h[0..8] != MAGIC {
+            Some("it holds no NVM pool".to_string())
+        } else if u32_at(60) != crc32c::crc32c(&h[..60]) {
+            Some("its pool header fails its CRC".into())
+        } else if u32_at(8) != VERSION || u32_at(12) as usize != page_size {
+            Some(format!("its pool is version {} with {}-byte pages", u32_at(8), u32_at(12)))
+        } else if u64_at(24) != db_id {
+            Some(format!("its pool belongs to database {:#x}, not {db_id:#x}", u64_at(24)))
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            return Ok(Err((region, why)));
+        }
+        let count = u64_at(16) as usize;
+        let data_offset = (HEADERS_OFFSET + count as u64 * HEADER_BYTES as u64).next_multiple_of(IO_ALIGN_BYTES as u64);
+        if count == 0 || count >= u32::MAX as usize || data_offset + (count * page_size) as u64 > region.size_bytes() {
+            return Ok(Err((region, format!("its pool header counts {count} frames, which do not fit the region"))));
+        }
+        let mut headers = vec![0u8; count * HEADER_BYTES];
+        region.copy_out(HEADERS_OFFSET, &mut headers).map_err(dev)?;
+        let mut metas = Vec::with_capacity(count);
+        let mut pages = Vec::new();
+        let mut cleared = Vec::new();
+        for (n, b) in headers.chunks_exact(HEADER_BYTES).enumerate() {
+            let meta = NvmFrameMeta {
+                pid: AtomicU64::new(NO_PAGE),
+                dirty: AtomicBool::new(false),
+                referenced: AtomicBool::new(false),
+                no_crc: AtomicBool::new(false),
+            };
+            match FrameHeader::decode(b.try_into().expect("64 bytes")) {
+                Ok(Some(fh)) if fh.flags & FLAG_VALID != 0 && fh.flags & FLAG_IN_UPDATE == 0 => {
+                    meta.pid.store(fh.pid.0, Ordering::Relaxed);
+                    meta.dirty.store(fh.flags & FLAG_DIRTY != 0, Ordering::Relaxed);
+                    meta.no_crc.store(fh.flags & FLAG_NO_CRC != 0, Ordering::Relaxed);
+                    pages.push((n as u32, fh));
+                }
+                Ok(None) => {}
+                Ok(Some(fh)) => cleared.push((n as u32, format!("{} was being written in place (IN_UPDATE)", fh.pid))),
+                Err(e) => cleared.push((n as u32, format!("unreadable header: {e}"))),
+            }
+            metas.push(meta);
+        }
+        let pool = NvmPool {
+            region,
+            page_size,
+            data_offset,
+            metas: metas.into_boxed_slice(),
+            free: Mutex::new(Vec::new()),
+            hand: AtomicUsize::new(0),
+            verify_checksums,
+        };
+        for (n, _) in &cleared {
+            pool.write_header_bytes(*n, &[0u8; HEADER_BYTES])?;
+        }
+        let used: std::collections::HashSet<u32> = pages.iter().map(|(n, _)| *n).collect();
+        *pool.free.lock() = (0..count as u32).rev().filter(|n| !used.contains(n)).collect();
+        let scan_secs = start.elapsed().as_secs_f64();
+        Ok(Ok(Reopened { pool, pages, cleared, scan_secs }))
+    }
+
+    /// Frees frame `n` at restart (its header named a page the database does not have):
+    /// clears the header durably and puts the frame on the free list.
+    ///
+    /// # Errors
+    /// Device errors.
+    pub fn discard(&self, n: u32) -> Result<(), BufferError> {
+        self.release(n)
     }
 
     pub fn len(&self) -> usize {
@@ -276,6 +378,7 @@ impl NvmPool {
     pub fn write_lines(&self, n: u32, pid: PageId, runs: &[(usize, &[u8])]) -> Result<(), BufferError> {
         debug_assert_eq!(self.pid(n), Some(pid));
         let base = self.data_offset(n);
+        self.begin_update(n, pid)?;
         for (off, bytes) in runs {
             debug_assert!(off + bytes.len() <= self.page_size);
             // SAFETY: frame `n`'s data is written only by its owner, the caller.
@@ -283,13 +386,24 @@ impl NvmPool {
             self.region.persist(base + *off as u64, bytes.len() as u64).map_err(dev)?;
         }
         let m = &self.metas[n as usize];
-        if !m.dirty.load(Ordering::Relaxed) || !m.no_crc.load(Ordering::Relaxed) {
-            let h = FrameHeader { pid, page_lsn: 0, flags: FLAG_VALID | FLAG_DIRTY | FLAG_NO_CRC, data_crc: 0 };
-            self.write_header(n, &h)?;
-            m.dirty.store(true, Ordering::Relaxed);
-            m.no_crc.store(true, Ordering::Relaxed);
-        }
+        let h = FrameHeader { pid, page_lsn: 0, flags: FLAG_VALID | FLAG_DIRTY | FLAG_NO_CRC, data_crc: 0 };
+        self.write_header(n, &h)?;
+        m.dirty.store(true, Ordering::Relaxed);
+        m.no_crc.store(true, Ordering::Relaxed);
         Ok(())
+    }
+
+    /// Before frame `n`'s data is overwritten in place for the page it holds: marks the
+    /// header IN_UPDATE (durably), so that a crash in the middle leaves a frame that a
+    /// restart discards instead of a valid header over torn bytes. A frame being
+    /// filled for a new page has an empty header already.
+    fn begin_update(&self, n: u32, pid: PageId) -> Result<(), BufferError> {
+        if self.metas[n as usize].pid.load(Ordering::Relaxed) != pid.0 {
+            return Ok(());
+        }
+        let Some(mut h) = self.header(n)? else { return Ok(()) };
+        h.flags |= FLAG_IN_UPDATE;
+        self.write_header(n, &h)
     }
 
     /// Reads frame `n`'s persistent header.
@@ -315,6 +429,7 @@ impl NvmPool {
     pub fn write_page(&self, n: u32, pid: PageId, src: &[u8], dirty: bool) -> Result<(), BufferError> {
         debug_assert_eq!(src.len(), self.page_size);
         let off = self.data_offset(n);
+        self.begin_update(n, pid)?;
         // SAFETY: frame `n`'s data range is written only by its owner, which the caller
         // is; no reader copies it out while the owner holds it.
         unsafe { self.region.copy_in_shared(off, src) }.map_err(dev)?;
@@ -359,9 +474,9 @@ impl NvmPool {
         Ok(())
     }
 
-    /// Forgets frame `n`'s page in DRAM metadata and frees it, leaving the persistent
-    /// header to be overwritten by the next page written into the frame (the page's
-    /// current copy is on SSD, so the stale header is harmless).
+    /// Forgets frame `n`'s page in DRAM metadata and frees it without touching its
+    /// persistent header: for a frame whose header is empty already (popped from the
+    /// free list, or cleared) after a write into it failed or was not needed.
     pub fn detach(&self, n: u32) {
         let m = &self.metas[n as usize];
         m.pid.store(NO_PAGE, Ordering::Relaxed);
@@ -372,12 +487,19 @@ impl NvmPool {
     }
 
     /// Takes frame `n` out of use by its page without freeing it (the caller reuses it
-    /// at once for another page).
-    pub fn clear_owner(&self, n: u32) {
+    /// at once for another page). The header is cleared durably first: a restart must
+    /// never take the frame's old bytes for its old page, whose copy on SSD may later
+    /// become newer.
+    ///
+    /// # Errors
+    /// Device errors (the frame then still holds its page).
+    pub fn clear_owner(&self, n: u32) -> Result<(), BufferError> {
+        self.write_header_bytes(n, &[0u8; HEADER_BYTES])?;
         let m = &self.metas[n as usize];
         m.pid.store(NO_PAGE, Ordering::Relaxed);
         m.dirty.store(false, Ordering::Relaxed);
         m.no_crc.store(false, Ordering::Relaxed);
+        Ok(())
     }
 
     fn write_header(&self, n: u32, h: &FrameHeader) -> Result<(), BufferError> {
@@ -442,6 +564,41 @@ mod tests {
         p.release(n).unwrap();
         assert_eq!(p.header(n).unwrap(), None);
         assert_eq!(p.pid(n), None);
+    }
+
+    #[test]
+    fn reopen_finds_the_pages_and_clears_frames_caught_mid_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = pool(&dir, 1 << 20);
+        let page = vec![5u8; 4096];
+        let frames: Vec<u32> = (0..4).map(|_| p.pop_free().unwrap()).collect();
+        for (i, n) in frames.iter().enumerate() {
+            p.write_page(*n, PageId(10 + i as u64), &page, i % 2 == 0).unwrap();
+        }
+        p.begin_update(frames[1], PageId(11)).unwrap(); // a crash in the middle of a rewrite
+        p.release(frames[3]).unwrap();
+        let count = p.len();
+        drop(p);
+        let open = || NvmRegion::open(&NvmConfig::new(dir.path().join("p.nvm"), ByteSize(1 << 20))).unwrap();
+        let r = NvmPool::reopen(open(), 4096, 7, true).unwrap().ok().unwrap();
+        let pages: Vec<(u32, u64, bool)> =
+            r.pages.iter().map(|(n, h)| (*n, h.pid.0, h.flags & FLAG_DIRTY != 0)).collect();
+        assert_eq!(pages, vec![(frames[0], 10, true), (frames[2], 12, true)]);
+        assert_eq!(r.cleared.len(), 1);
+        assert!(r.cleared[0].1.contains("IN_UPDATE"), "{:?}", r.cleared);
+        assert_eq!(r.pool.free_frames(), count - 2, "the others are free");
+        let mut back = vec![0u8; 4096];
+        r.pool.read_page(frames[2], PageId(12), &mut back).unwrap();
+        assert_eq!(back, page);
+        drop(r);
+        // The cleared header stays cleared; another database or page size is refused.
+        let r = NvmPool::reopen(open(), 4096, 7, true).unwrap().ok().unwrap();
+        assert!(r.cleared.is_empty() && r.pages.len() == 2);
+        drop(r);
+        let why = NvmPool::reopen(open(), 4096, 8, true).unwrap().err().unwrap().1;
+        assert!(why.contains("belongs to database"), "{why}");
+        let why = NvmPool::reopen(open(), 8192, 7, true).unwrap().err().unwrap().1;
+        assert!(why.contains("4096-byte pages"), "{why}");
     }
 
     #[test]
