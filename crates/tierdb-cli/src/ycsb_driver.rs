@@ -115,6 +115,37 @@ pub fn run(engine: &Engine, spec: &YcsbSpec, cfg: &DriverConfig, progress: Progr
     if cfg.threads == 0 {
         bail!("--threads must be at least 1");
     }
+    let spec = sized(spec, cfg)?;
+    engine.visit(Runner { engine, spec: &spec, cfg, progress })
+}
+
+/// What [`load`] did.
+#[derive(Clone, Debug, Serialize)]
+pub struct Loaded {
+    /// The workload as loaded: the given one with `recordcount` / `insertcount` set from
+    /// the data size. Run it, not the given one, against the loaded table.
+    pub workload: YcsbSpec,
+    pub records: u64,
+    pub data_bytes_target: Option<u64>,
+    /// Pages in use after the load × page size.
+    pub data_bytes: u64,
+    pub load_secs: f64,
+}
+
+/// Phase 1 alone: creates the table and loads it as [`run`] does, then returns; the
+/// table stays in `engine` under [`TABLE`].
+///
+/// # Errors
+/// As [`run`].
+pub fn load(engine: &Engine, spec: &YcsbSpec, cfg: &DriverConfig, progress: ProgressFn<'_>) -> Result<Loaded> {
+    let spec = sized(spec, cfg)?;
+    let (records, load_secs) = engine.visit(Loader { engine, spec: &spec, cfg, progress })?;
+    let data_bytes = engine.pages_in_use() * engine.page_size() as u64;
+    Ok(Loaded { workload: spec, records, data_bytes_target: cfg.data_bytes, data_bytes, load_secs })
+}
+
+/// `spec` with its record count set from the target data size, if there is one.
+fn sized(spec: &YcsbSpec, cfg: &DriverConfig) -> Result<YcsbSpec> {
     let mut spec = spec.clone();
     let mut key = Vec::new();
     build_key(&spec, spec.record_count().saturating_sub(1), &mut key);
@@ -135,7 +166,74 @@ pub fn run(engine: &Engine, spec: &YcsbSpec, cfg: &DriverConfig, progress: Progr
         })?;
         spec.set("insertcount", &count.to_string()).context("setting insertcount from --data")?;
     }
-    engine.visit(Runner { engine, spec: &spec, cfg, progress })
+    Ok(spec)
+}
+
+/// The table the driver creates and loads.
+pub const TABLE: &str = "usertable";
+
+struct Loader<'a> {
+    engine: &'a Engine,
+    spec: &'a YcsbSpec,
+    cfg: &'a DriverConfig,
+    progress: ProgressFn<'a>,
+}
+
+impl SourceVisitor for Loader<'_> {
+    /// Records loaded, seconds.
+    type Output = Result<(u64, f64)>;
+
+    fn visit<S: PageSource>(self, source: &S) -> Result<(u64, f64)> {
+        let (_, records, secs) = load_table(self.engine, source, self.spec, self.cfg, self.progress)?;
+        Ok((records, secs))
+    }
+}
+
+/// Creates the table in `source` (the page source of `engine`) and inserts the load's
+/// records in key order, in the buffer manager's bulk-load mode. Returns the tree, the
+/// record count and the load's seconds.
+fn load_table<'s, S: PageSource>(
+    engine: &Engine,
+    source: &'s S,
+    spec: &YcsbSpec,
+    cfg: &DriverConfig,
+    progress: ProgressFn<'_>,
+) -> Result<(BTree<'s, S>, u64, f64)> {
+    let tree = Catalog::create_tree(source, TABLE).context("creating the table")?;
+    let keyspace = KeySpace::new(spec);
+    let load = keyspace.load_range();
+    let records = load.end - load.start;
+    let mut keys: Vec<Vec<u8>> = load
+        .map(|n| {
+            let mut k = Vec::new();
+            build_key(spec, n, &mut k);
+            k
+        })
+        .collect();
+    keys.sort_unstable();
+    let bulk = |on: bool| match engine {
+        Engine::Buffer(b) => b.set_bulk_load(on).context("switching bulk-load mode"),
+        Engine::Memory(_) => Ok(()),
+    };
+    bulk(true)?;
+    let started = Instant::now();
+    let mut rng = value_rng(cfg.seed, u32::MAX);
+    let mut value = Vec::new();
+    for (i, k) in keys.iter().enumerate() {
+        fill_record(spec, &mut rng, &mut value);
+        let fresh = tree.insert(k, &value).with_context(|| format!("loading record {i} of {records}"))?;
+        if !fresh {
+            bail!("duplicate key {:?} in the load", String::from_utf8_lossy(k));
+        }
+        if (i as u64).is_multiple_of(PROGRESS_EVERY) {
+            progress("load", i as u64, records);
+        }
+    }
+    let load_secs = started.elapsed().as_secs_f64();
+    bulk(false)?;
+    drop(keys);
+    progress("load", records, records);
+    Ok((tree, records, load_secs))
 }
 
 struct Runner<'a> {
@@ -163,40 +261,8 @@ impl SourceVisitor for Runner<'_> {
     fn visit<S: PageSource>(self, source: &S) -> Result<YcsbReport> {
         let Runner { engine, spec, cfg, progress } = self;
         // 1. Load, in key order.
-        let tree = Catalog::create_tree(source, "usertable").context("creating the table")?;
+        let (tree, records, load_secs) = load_table(engine, source, spec, cfg, progress)?;
         let keyspace = KeySpace::new(spec);
-        let load = keyspace.load_range();
-        let records = load.end - load.start;
-        let mut keys: Vec<Vec<u8>> = load
-            .map(|n| {
-                let mut k = Vec::new();
-                build_key(spec, n, &mut k);
-                k
-            })
-            .collect();
-        keys.sort_unstable();
-        let bulk = |on: bool| match engine {
-            Engine::Buffer(b) => b.set_bulk_load(on).context("switching bulk-load mode"),
-            Engine::Memory(_) => Ok(()),
-        };
-        bulk(true)?;
-        let started = Instant::now();
-        let mut rng = value_rng(cfg.seed, u32::MAX);
-        let mut value = Vec::new();
-        for (i, k) in keys.iter().enumerate() {
-            fill_record(spec, &mut rng, &mut value);
-            let fresh = tree.insert(k, &value).with_context(|| format!("loading record {i} of {records}"))?;
-            if !fresh {
-                bail!("duplicate key {:?} in the load", String::from_utf8_lossy(k));
-            }
-            if (i as u64).is_multiple_of(PROGRESS_EVERY) {
-                progress("load", i as u64, records);
-            }
-        }
-        let load_secs = started.elapsed().as_secs_f64();
-        bulk(false)?;
-        drop(keys);
-        progress("load", records, records);
         let data_bytes = engine.pages_in_use() * engine.page_size() as u64;
 
         // 2 + 3. Warm-up and run on N threads.
@@ -381,7 +447,7 @@ fn worker<S: PageSource>(
 /// Runs one operation; false if its key was missing.
 #[allow(clippy::too_many_arguments)]
 #[inline]
-fn execute<S: PageSource>(
+pub(crate) fn execute<S: PageSource>(
     tree: &BTree<'_, S>,
     spec: &YcsbSpec,
     keyspace: &KeySpace,

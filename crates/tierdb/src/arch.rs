@@ -11,6 +11,12 @@
 //! Code that runs a workload is written once, generic over [`PageSource`], and reaches
 //! the concrete source through [`Engine::visit`], so `main-memory` is monomorphised
 //! without any buffer-manager code in its path.
+//!
+//! [`Engine::open`] creates a new database, or with [`ArchConfig::open_existing`] reopens
+//! the one a previous engine left in the same files after [`Engine::close`] (a
+//! checkpoint). Only the architectures with an SSD keep a database that can be reopened:
+//! the superblock and the catalog live on SSD. `three-tier` reopened reuses the NVM pool
+//! (the page table is rebuilt from its frame headers, [`Engine::restart_info`]).
 
 use std::fmt;
 use std::path::PathBuf;
@@ -18,7 +24,9 @@ use std::str::FromStr;
 
 use serde::Serialize;
 
-use crate::buffer::{BufferConfig, BufferError, BufferManager, MemorySource, PageSource, Techniques, TierStats};
+use crate::buffer::{
+    BufferConfig, BufferError, BufferManager, MemorySource, PageSource, RestartInfo, Techniques, TierStats,
+};
 use crate::device::{DeviceProfile, DirectIo, DramConfig, EmulationMode, NvmConfig, OpenMode, SsdConfig};
 use crate::{ByteSize, Result};
 
@@ -110,10 +118,16 @@ pub struct ArchConfig {
     pub dram_profile: DeviceProfile,
     pub nvm_profile: DeviceProfile,
     pub ssd_profile: DeviceProfile,
-    /// The NVM pool's file (a new one is formatted).
+    /// The NVM pool's file: created if missing. A new database formats it; a reopened
+    /// one reuses the pool it left there (or formats it and says why in
+    /// [`RestartInfo::formatted_because`]).
     pub nvm_path: PathBuf,
-    /// The SSD page file (must not exist: a new database is created).
+    /// The SSD page file: must not exist for a new database, must exist with
+    /// `open_existing`.
     pub ssd_path: PathBuf,
+    /// Reopen the database in `ssd_path` instead of creating one. Refused for
+    /// architectures without an SSD.
+    pub open_existing: bool,
     pub direct_io: DirectIo,
     /// Overrides the architecture's default policy.
     pub policy: Option<String>,
@@ -148,6 +162,7 @@ impl ArchConfig {
             ssd_profile: DeviceProfile::preset("nvme-ssd")?,
             nvm_path: NvmConfig::default_path(name),
             ssd_path: ssd_dir.join(format!("{name}.db")),
+            open_existing: false,
             direct_io: DirectIo::Auto,
             policy: None,
             admission_set_pages: None,
@@ -170,11 +185,23 @@ pub trait SourceVisitor {
 }
 
 impl Engine {
-    /// Opens the architecture with fresh files.
+    /// Opens the architecture with fresh files, or with [`ArchConfig::open_existing`]
+    /// the database already in them.
     ///
     /// # Errors
-    /// Configuration and device errors; an existing SSD file (`AlreadyExists`).
+    /// Configuration and device errors; for a new database an existing SSD file
+    /// (`AlreadyExists`); for `open_existing` an architecture without an SSD (`Config`),
+    /// a missing SSD file, or an NVM file of another size (`SizeMismatch`).
     pub fn open(cfg: &ArchConfig) -> Result<Engine> {
+        if cfg.open_existing && !cfg.arch.uses_ssd() {
+            return Err(BufferError::Config {
+                what: format!(
+                    "{} cannot reopen a database: it has no SSD, where the superblock and the catalog are kept",
+                    cfg.arch
+                ),
+            }
+            .into());
+        }
         let mut dram = DramConfig::new(cfg.dram);
         dram.frame_bytes = cfg.page_size;
         dram.profile = cfg.dram_profile.clone();
@@ -209,9 +236,31 @@ impl Engine {
             s.mode = cfg.mode;
             s.direct_io = cfg.direct_io;
             bc.ssd = Some(s);
-            bc.ssd_open_mode = OpenMode::Create;
+            bc.ssd_open_mode = if cfg.open_existing { OpenMode::Open } else { OpenMode::Create };
         }
         Ok(Engine::Buffer(Box::new(BufferManager::open(&bc)?)))
+    }
+
+    /// Checkpoints and closes: every page a buffer manager holds is written to its
+    /// lowest tier, so that [`ArchConfig::open_existing`] finds it (`main-memory` keeps
+    /// nothing and just drops its pages).
+    ///
+    /// # Errors
+    /// Device errors of the checkpoint.
+    pub fn close(self) -> Result<()> {
+        match self {
+            Engine::Memory(_) => Ok(()),
+            Engine::Buffer(b) => b.close(),
+        }
+    }
+
+    /// What reopening found in the NVM pool: `None` for a new database and for
+    /// architectures without NVM.
+    pub fn restart_info(&self) -> Option<RestartInfo> {
+        match self {
+            Engine::Memory(_) => None,
+            Engine::Buffer(b) => b.restart_info(),
+        }
     }
 
     /// Runs `v` over the concrete page source.
@@ -254,5 +303,102 @@ impl Engine {
                 (i.dram_frames, i.nvm_frames)
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Catalog;
+
+    const RECORDS: u64 = 3000;
+
+    fn config(arch: Architecture, dir: &std::path::Path) -> ArchConfig {
+        let mut c = ArchConfig::new(arch, ByteSize(1 << 20), ByteSize(8 << 20), "arch-test", dir).unwrap();
+        c.nvm_path = dir.join("arch-test.nvm");
+        c.page_size = 4096;
+        c
+    }
+
+    fn value(i: u64) -> [u8; 100] {
+        [(i % 251) as u8; 100]
+    }
+
+    /// Creates a tree and fills it.
+    struct Fill;
+
+    impl SourceVisitor for Fill {
+        type Output = Result<()>;
+        fn visit<S: PageSource>(self, source: &S) -> Result<()> {
+            let tree = Catalog::create_tree(source, "t")?;
+            for i in 0..RECORDS {
+                assert!(tree.insert(&i.to_be_bytes(), &value(i))?, "record {i} inserted twice");
+            }
+            Ok(())
+        }
+    }
+
+    /// Opens the tree and counts the records with the value `Fill` gave them.
+    struct Check;
+
+    impl SourceVisitor for Check {
+        type Output = Result<u64>;
+        fn visit<S: PageSource>(self, source: &S) -> Result<u64> {
+            let tree = Catalog::open_tree(source, "t")?;
+            let mut good = 0;
+            for i in 0..RECORDS {
+                good += u64::from(tree.get(&i.to_be_bytes(), |v| v == value(i))? == Some(true));
+            }
+            Ok(good)
+        }
+    }
+
+    #[test]
+    fn a_closed_engine_reopens_with_its_data() {
+        for arch in [Architecture::SsdBm, Architecture::ThreeTier] {
+            let dir = tempfile::tempdir().unwrap();
+            let mut cfg = config(arch, dir.path());
+            let engine = Engine::open(&cfg).unwrap();
+            let Engine::Buffer(bm) = &engine else { panic!("{arch} has a buffer manager") };
+            // As the YCSB driver loads: evicted and remaining pages fill free NVM frames.
+            bm.set_bulk_load(true).unwrap();
+            engine.visit(Fill).unwrap();
+            bm.set_bulk_load(false).unwrap();
+            assert!(engine.restart_info().is_none(), "{arch}: a new database has no restart");
+            engine.close().unwrap();
+
+            cfg.open_existing = true;
+            let engine = Engine::open(&cfg).unwrap();
+            let info = engine.restart_info();
+            match arch {
+                Architecture::ThreeTier => {
+                    let info = info.expect("three-tier reuses its NVM pool");
+                    assert!(info.formatted_because.is_none() && info.pages_reused > 0, "{info:?}");
+                }
+                _ => assert!(info.is_none(), "{arch} has no NVM: {info:?}"),
+            }
+            assert_eq!(engine.visit(Check).unwrap(), RECORDS, "{arch}");
+            let b = engine.stats().buffer;
+            match arch {
+                Architecture::ThreeTier => assert!(b.nvm_hits > 0 && b.ssd_reads == 0, "{b:?}"),
+                _ => assert!(b.ssd_reads > 0, "{b:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn only_architectures_with_an_ssd_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        for arch in [Architecture::MainMemory, Architecture::BasicNvmBm] {
+            let mut cfg = config(arch, dir.path());
+            cfg.open_existing = true;
+            let e = Engine::open(&cfg).err().expect("no database to reopen").to_string();
+            assert!(e.contains("cannot reopen"), "{arch}: {e}");
+        }
+        // An SSD architecture needs the file.
+        let mut cfg = config(Architecture::SsdBm, dir.path());
+        cfg.open_existing = true;
+        assert!(Engine::open(&cfg).is_err(), "reopened a database that does not exist");
+        assert!(!cfg.ssd_path.exists(), "a failed reopen created {}", cfg.ssd_path.display());
     }
 }

@@ -43,6 +43,7 @@ use crate::limits::{
     CACHE_LINE_BYTES, CLOCK_ROUNDS_MAX, FREE_CHAIN_MAGIC, PAGE_BUSY_WAIT_MS_MAX, PAGE_SIZE_MAX_BYTES,
     PAGE_SIZE_MIN_BYTES, PAGE_TABLE_PAGES_DEFAULT, SSD_GROW_PAGES_MIN,
 };
+use crate::wal::LogForce;
 use crate::{ByteSize, Result};
 
 /// How to build a buffer manager.
@@ -176,6 +177,8 @@ pub struct BufferManager {
     swizzled: Mutex<std::collections::HashMap<u32, Vec<u32>>>,
     /// What reopening found in NVM.
     restart: Mutex<Option<RestartInfo>>,
+    /// The log to force before a page leaves DRAM (the write-ahead rule), once set.
+    log: std::sync::OnceLock<std::sync::Arc<dyn LogForce>>,
 }
 
 /// What a restart found in the NVM pool (paper §4.4): the page table is rebuilt from the
@@ -329,6 +332,7 @@ impl BufferManager {
             debug_lines: cfg.debug_lines,
             swizzled: Mutex::new(std::collections::HashMap::new()),
             restart: Mutex::new(None),
+            log: std::sync::OnceLock::new(),
         };
         if pages_allocated == 0 {
             let catalog = bm.allocate()?.page_id();
@@ -391,9 +395,18 @@ impl BufferManager {
                 nvm.detach(n);
                 continue;
             }
-            if let Err(e) = nvm.write_page(n, PageId(pid), &self.stored_image(f, &g), true) {
+            let written = self.force_log(meta.page_lsn.load(Ordering::Relaxed)).and_then(|()| {
+                Ok(nvm.write_page(
+                    n,
+                    PageId(pid),
+                    &self.stored_image(f, &g),
+                    true,
+                    meta.page_lsn.load(Ordering::Relaxed),
+                )?)
+            });
+            if let Err(e) = written {
                 nvm.detach(n);
-                return Err(e.into());
+                return Err(e);
             }
             meta.nvm.store(n, Ordering::Relaxed);
             meta.dirty.store(false, Ordering::Relaxed);
@@ -406,6 +419,25 @@ impl BufferManager {
     /// The NVM techniques in use.
     pub fn techniques(&self) -> Techniques {
         self.techniques
+    }
+
+    /// Attaches the write-ahead log: from now on, before a page's bytes leave DRAM
+    /// (to NVM or SSD), the log is forced up to the page's LSN. Set once.
+    ///
+    /// # Errors
+    /// `Config` if a log is attached already.
+    pub fn set_log(&self, log: std::sync::Arc<dyn LogForce>) -> Result<()> {
+        self.log.set(log).map_err(|_| BufferError::Config { what: "a log is attached already".into() }.into())
+    }
+
+    /// The write-ahead rule: every record up to LSN `lsn` is durable before a page
+    /// changed by it is written out.
+    #[inline]
+    fn force_log(&self, lsn: u64) -> Result<()> {
+        match self.log.get() {
+            Some(log) if lsn != 0 => log.force(lsn),
+            _ => Ok(()),
+        }
     }
 
     /// What reopening found in the NVM pool (`None` for a new database, or without
@@ -694,6 +726,7 @@ impl BufferManager {
         meta.dirty.store(false, Ordering::Relaxed);
         meta.referenced.store(true, Ordering::Relaxed);
         meta.resident_all.store(resident_all, Ordering::Relaxed);
+        meta.page_lsn.store(0, Ordering::Relaxed);
         self.frames.clear_mask(Mask::Resident, f);
         self.frames.clear_mask(Mask::Dirty, f);
     }
@@ -937,7 +970,7 @@ impl BufferManager {
                     && let Some(nvm) = &self.nvm
                     && let Some(n) = self.nvm_frame()?
                 {
-                    if let Err(e) = nvm.write_page(n, pid, g, false) {
+                    if let Err(e) = nvm.write_page(n, pid, g, false, g.meta().page_lsn.load(Ordering::Relaxed)) {
                         nvm.detach(n);
                         return Err(e.into());
                     }
@@ -1090,7 +1123,9 @@ impl BufferManager {
             }
             let runs: Vec<(usize, &[u8])> = bufs.iter().map(|(o, b)| (*o, b.as_slice())).collect();
             let nvm = self.nvm.as_ref().expect("a mini page has an NVM copy");
-            written = nvm.write_lines(n, pid, &runs).map_err(crate::Error::from);
+            written = self
+                .force_log(m.page_lsn.load(Ordering::Relaxed))
+                .and_then(|()| Ok(nvm.write_lines(n, pid, &runs, m.page_lsn.load(Ordering::Relaxed))?));
             if written.is_ok() {
                 m.dirty.store(0, Ordering::Relaxed);
                 self.counters.add(Count::NvmLinesWritten, dirty.count_ones() as u64);
@@ -1130,7 +1165,9 @@ impl BufferManager {
             return Ok(());
         }
         let nvm = self.nvm.as_ref().expect("dirty lines imply an NVM copy");
-        nvm.write_lines(n, pid, &runs)?;
+        let lsn = g.meta().page_lsn.load(Ordering::Relaxed);
+        self.force_log(lsn)?;
+        nvm.write_lines(n, pid, &runs, lsn)?;
         self.counters.add(Count::NvmLinesWritten, self.frames.count_set(Mask::Dirty, f) as u64);
         self.frames.clear_mask(Mask::Dirty, f);
         Ok(())
@@ -1158,6 +1195,9 @@ impl BufferManager {
         } else if self.ssd.is_none() || bulk_to_free_nvm || partial {
             // A partly resident page is whole only together with its NVM copy.
             to = EvictTo::Nvm;
+        }
+        if dirty {
+            self.force_log(meta.page_lsn.load(Ordering::Relaxed))?;
         }
         // Fixers see BUSY (and fail on the latch anyway) until the page has landed.
         self.table.set(pid, Entry::Busy);
@@ -1190,7 +1230,7 @@ impl BufferManager {
             // dirty (newer than SSD) if it was.
             if g.meta().dirty.load(Ordering::Relaxed) || g.wrote() {
                 debug_assert!(g.meta().resident_all.load(Ordering::Relaxed));
-                nvm.write_page(nvm_frame, pid, g, true)?;
+                nvm.write_page(nvm_frame, pid, g, true, g.meta().page_lsn.load(Ordering::Relaxed))?;
                 self.count_page_to_nvm();
             } else if dirty {
                 self.write_back_lines(g, pid, nvm_frame)?;
@@ -1203,7 +1243,7 @@ impl BufferManager {
             // NVM has no victim to give (all its pages are in DRAM or moving).
             return self.evict_to_ssd(g, pid, dirty, NO_NVM_FRAME);
         };
-        if let Err(e) = nvm.write_page(n, pid, g, dirty) {
+        if let Err(e) = nvm.write_page(n, pid, g, dirty, g.meta().page_lsn.load(Ordering::Relaxed)) {
             nvm.detach(n);
             return Err(e.into());
         }
@@ -1457,11 +1497,18 @@ impl BufferManager {
                 continue;
             }
             let pid = PageId(pid);
+            self.force_log(meta.page_lsn.load(Ordering::Relaxed))?;
             if let Some(ssd) = &self.ssd {
                 let image = self.stored_image(f, &g);
                 self.ssd_write_with(ssd, pid, &image)?;
                 if nvm_frame != NO_NVM_FRAME {
-                    self.nvm.as_ref().expect("nvm").write_page(nvm_frame, pid, &image, false)?;
+                    self.nvm.as_ref().expect("nvm").write_page(
+                        nvm_frame,
+                        pid,
+                        &image,
+                        false,
+                        meta.page_lsn.load(Ordering::Relaxed),
+                    )?;
                 }
             } else if let Some(nvm) = &self.nvm {
                 // The frame is owned through the DRAM latch; shared suffices, as no
@@ -1471,7 +1518,7 @@ impl BufferManager {
                 } else {
                     self.nvm_frame()?.ok_or_else(|| self.full_error())?
                 };
-                nvm.write_page(n, pid, &self.stored_image(f, &g), true)?;
+                nvm.write_page(n, pid, &self.stored_image(f, &g), true, meta.page_lsn.load(Ordering::Relaxed))?;
                 meta.nvm.store(n, Ordering::Relaxed);
             } else {
                 continue; // main memory only: nothing to write to
@@ -1518,7 +1565,7 @@ impl BufferManager {
         match whole {
             Some(bytes) => {
                 self.ssd_write_with(ssd, pid, bytes)?;
-                nvm.write_page(n, pid, bytes, false)?; // refreshes the CRC, clean
+                nvm.write_page(n, pid, bytes, false, 0)?; // refreshes the CRC, clean
             }
             None => {
                 let mut buf = AlignedBuf::new(self.page_size);

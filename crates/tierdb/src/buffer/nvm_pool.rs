@@ -8,7 +8,7 @@
 //!   4096              frame headers, 64 bytes each, frame_count of them
 //!   data_offset       frames, page_size bytes each (4 KiB aligned)
 //!
-//!   frame header:  0 page id u64 | 8 page LSN u64 | 16 flags u32 | 20 data CRC-32C u32
+//!   frame header:  0 page id u64 | 8 page LSN u64 (of the page's last logged change) | 16 flags u32 | 20 data CRC-32C u32
 //!                  24..60 reserved (zero) | 60 header CRC-32C u32 over bytes 0..60
 //!   flags:         VALID 1, DIRTY 2 (newer than the SSD copy), IN_UPDATE 4,
 //!                  NO_CRC 8 (written back line by line: the data CRC is not kept)
@@ -375,7 +375,7 @@ impl NvmPool {
     ///
     /// # Errors
     /// Device errors.
-    pub fn write_lines(&self, n: u32, pid: PageId, runs: &[(usize, &[u8])]) -> Result<(), BufferError> {
+    pub fn write_lines(&self, n: u32, pid: PageId, runs: &[(usize, &[u8])], page_lsn: u64) -> Result<(), BufferError> {
         debug_assert_eq!(self.pid(n), Some(pid));
         let base = self.data_offset(n);
         self.begin_update(n, pid)?;
@@ -386,7 +386,7 @@ impl NvmPool {
             self.region.persist(base + *off as u64, bytes.len() as u64).map_err(dev)?;
         }
         let m = &self.metas[n as usize];
-        let h = FrameHeader { pid, page_lsn: 0, flags: FLAG_VALID | FLAG_DIRTY | FLAG_NO_CRC, data_crc: 0 };
+        let h = FrameHeader { pid, page_lsn, flags: FLAG_VALID | FLAG_DIRTY | FLAG_NO_CRC, data_crc: 0 };
         self.write_header(n, &h)?;
         m.dirty.store(true, Ordering::Relaxed);
         m.no_crc.store(true, Ordering::Relaxed);
@@ -426,7 +426,7 @@ impl NvmPool {
     ///
     /// # Errors
     /// Device errors.
-    pub fn write_page(&self, n: u32, pid: PageId, src: &[u8], dirty: bool) -> Result<(), BufferError> {
+    pub fn write_page(&self, n: u32, pid: PageId, src: &[u8], dirty: bool, page_lsn: u64) -> Result<(), BufferError> {
         debug_assert_eq!(src.len(), self.page_size);
         let off = self.data_offset(n);
         self.begin_update(n, pid)?;
@@ -435,7 +435,7 @@ impl NvmPool {
         unsafe { self.region.copy_in_shared(off, src) }.map_err(dev)?;
         self.region.persist(off, src.len() as u64).map_err(dev)?;
         let flags = FLAG_VALID | if dirty { FLAG_DIRTY } else { 0 };
-        let h = FrameHeader { pid, page_lsn: 0, flags, data_crc: crc32c::crc32c(src) };
+        let h = FrameHeader { pid, page_lsn, flags, data_crc: crc32c::crc32c(src) };
         self.write_header(n, &h)?;
         let m = &self.metas[n as usize];
         m.pid.store(pid.0, Ordering::Relaxed);
@@ -545,7 +545,7 @@ mod tests {
         let p = pool(&dir, 1 << 20);
         let n = p.pop_free().unwrap();
         let page: Vec<u8> = (0..4096).map(|i| (i % 251) as u8).collect();
-        p.write_page(n, PageId(9), &page, true).unwrap();
+        p.write_page(n, PageId(9), &page, true, 0).unwrap();
         assert_eq!(p.pid(n), Some(PageId(9)));
         assert!(p.is_dirty(n));
         let h = p.header(n).unwrap().unwrap();
@@ -573,7 +573,7 @@ mod tests {
         let page = vec![5u8; 4096];
         let frames: Vec<u32> = (0..4).map(|_| p.pop_free().unwrap()).collect();
         for (i, n) in frames.iter().enumerate() {
-            p.write_page(*n, PageId(10 + i as u64), &page, i % 2 == 0).unwrap();
+            p.write_page(*n, PageId(10 + i as u64), &page, i % 2 == 0, 0).unwrap();
         }
         p.begin_update(frames[1], PageId(11)).unwrap(); // a crash in the middle of a rewrite
         p.release(frames[3]).unwrap();

@@ -39,6 +39,11 @@ pub trait ExclusivePage: DerefMut<Target = [u8]> {
     fn page_id(&self) -> PageId;
     /// Marks the page dirty without writing through the guard.
     fn mark_dirty(&mut self);
+
+    /// Records that the log record at `lsn` describes a change to this page: the
+    /// source forces the log up to it before the page is written out (the write-ahead
+    /// rule). LSNs only grow; a smaller one is ignored.
+    fn set_page_lsn(&mut self, lsn: u64);
 }
 
 /// A page fixed for cache-line-grained access (three-tier paper §3.1–3.2): its bytes
@@ -81,6 +86,9 @@ pub trait LinePage {
     /// # Errors
     /// As [`read`](Self::read).
     fn whole_mut(&mut self) -> Result<&mut [u8]>;
+
+    /// As [`ExclusivePage::set_page_lsn`].
+    fn set_page_lsn(&mut self, lsn: u64);
 }
 
 /// Page storage with latched, fixed access.

@@ -38,6 +38,22 @@ pub use record::{Kind, Lsn, Record, RecordHead};
 use crate::device::log_file::LOG_STREAM_START;
 use crate::device::{DeviceError, LogFile, LogFileConfig, NvmConfig, NvmRegion, NvmRing};
 
+/// What a buffer manager needs of the log: make every record up to an LSN durable
+/// before a page changed by it is written out (the write-ahead rule).
+pub trait LogForce: Send + Sync {
+    /// Makes the record at `lsn` and every one before it durable.
+    ///
+    /// # Errors
+    /// The log's errors.
+    fn force(&self, lsn: Lsn) -> crate::Result<()>;
+}
+
+impl LogForce for Wal {
+    fn force(&self, lsn: Lsn) -> crate::Result<()> {
+        Ok(self.flush_until(lsn + 1)?)
+    }
+}
+
 /// Where the log buffer lives.
 #[derive(Clone, Debug)]
 pub enum LogBuffer {

@@ -302,8 +302,8 @@ impl<'a> LineGuard<'a> {
         fm.resident_all.store(self.pool.count_set(Mask::Resident, f) == self.pool.lines(), Ordering::Relaxed);
         let f = g.into_held();
         self.bm.publish_promotion(self.pid, f);
+        fm.page_lsn.store(m.page_lsn.load(Ordering::Relaxed), Ordering::Relaxed);
         m.clear();
-        m.version.store(m.version.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
         m.latch.unlock_exclusive();
         self.bm.release_mini(i);
         self.place = Place::Full(f);
@@ -479,6 +479,14 @@ impl LinePage for LineGuard<'_> {
         Ok(unsafe { std::slice::from_raw_parts(self.pool.data(f).as_ptr(), self.page_bytes()) })
     }
 
+    fn set_page_lsn(&mut self, lsn: u64) {
+        let cell = match self.place {
+            Place::Full(f) => &self.pool.meta(f).page_lsn,
+            Place::Mini(i) => &self.pool.minis().meta(i).page_lsn,
+        };
+        cell.fetch_max(lsn, Ordering::Relaxed);
+    }
+
     fn whole_mut(&mut self) -> Result<&mut [u8]> {
         self.fault()?;
         let f = self.complete()?;
@@ -511,7 +519,6 @@ impl Drop for LineGuard<'_> {
             Place::Mini(i) => {
                 let m = self.pool.minis().meta(i);
                 if self.exclusive {
-                    m.version.store(m.version.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
                     m.latch.unlock_exclusive();
                 } else {
                     m.latch.unlock_shared();
@@ -583,6 +590,12 @@ impl LinePage for WholeLines<'_> {
 
     fn whole_mut(&mut self) -> Result<&mut [u8]> {
         Ok(&mut **self.exclusive()?)
+    }
+
+    fn set_page_lsn(&mut self, lsn: u64) {
+        if let WholeLines::Exclusive(g) = self {
+            crate::buffer::ExclusivePage::set_page_lsn(g, lsn);
+        }
     }
 }
 

@@ -11,7 +11,7 @@
 //! cut into `frame bytes / 1 KiB` mini pages (16 for 16 KiB pages), so a block costs
 //! exactly one frame of the pool and sixteen mini pages fit where one page would. A
 //! block whose last mini page leaves is given back as a full frame. The metadata of
-//! each mini page (latch, page id, version, NVM frame, slot map, dirty mask — one cache
+//! each mini page (latch, page id, page LSN, NVM frame, slot map, dirty mask — one cache
 //! line) lives in an array beside the frames' metadata, like theirs.
 //!
 //! Concurrency: a mini page's latch protects its data and slot map as a frame latch
@@ -38,8 +38,9 @@ pub struct MiniMeta {
     pub latch: Latch,
     /// The page held, or [`NO_PAGE`].
     pub pid: AtomicU64,
-    /// Bumped at the end of every exclusive hold.
-    pub version: AtomicU64,
+    /// LSN of the last logged change to the page (the WAL is forced up to it before
+    /// the page's lines are written back).
+    pub page_lsn: AtomicU64,
     /// The NVM frame of the page (a mini page always has one).
     pub nvm: AtomicU32,
     pub referenced: AtomicBool,
@@ -58,7 +59,7 @@ impl MiniMeta {
         MiniMeta {
             latch: Latch::new(),
             pid: AtomicU64::new(NO_PAGE),
-            version: AtomicU64::new(0),
+            page_lsn: AtomicU64::new(0),
             nvm: AtomicU32::new(NO_NVM_FRAME),
             referenced: AtomicBool::new(false),
             count: AtomicU8::new(0),
@@ -102,6 +103,7 @@ impl MiniMeta {
         self.count.store(0, Ordering::Relaxed);
         self.dirty.store(0, Ordering::Relaxed);
         self.referenced.store(false, Ordering::Relaxed);
+        self.page_lsn.store(0, Ordering::Relaxed);
     }
 }
 

@@ -79,6 +79,9 @@ pub struct FrameMeta {
     pub parent_offset: AtomicU32,
     /// Children this page references by frame; a page with any is not evicted.
     pub swizzled_children: AtomicU32,
+    /// LSN of the last logged change to the page: the WAL is forced up to it before the
+    /// page is written to NVM or SSD (the write-ahead rule).
+    pub page_lsn: AtomicU64,
 }
 
 impl FrameMeta {
@@ -94,6 +97,7 @@ impl FrameMeta {
             parent: AtomicU32::new(NO_PARENT),
             parent_offset: AtomicU32::new(0),
             swizzled_children: AtomicU32::new(0),
+            page_lsn: AtomicU64::new(0),
         }
     }
 
@@ -317,9 +321,7 @@ impl FramePool {
 
     /// Releases mini page `i` taken with [`try_write_mini`](Self::try_write_mini).
     pub fn unlock_mini(&self, i: u32) {
-        let m = self.minis.meta(i);
-        m.version.store(m.version.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
-        m.latch.unlock_exclusive();
+        self.minis.meta(i).latch.unlock_exclusive();
     }
 
     /// Takes frame `f` shared if no writer holds it.
@@ -610,6 +612,11 @@ impl ExclusivePage for FrameWrite<'_> {
     #[inline]
     fn mark_dirty(&mut self) {
         self.dirty = true;
+    }
+
+    #[inline]
+    fn set_page_lsn(&mut self, lsn: u64) {
+        self.meta().page_lsn.fetch_max(lsn, Ordering::Relaxed);
     }
 }
 
