@@ -18,7 +18,7 @@ use crate::ycsb_driver::{self, DriverConfig, YcsbReport};
 
 /// Bounds on the knobs, so a typo cannot start an hour-long run.
 const THREADS_MAX: u32 = 256;
-const DURATION_SECS_MAX: f64 = 3600.0;
+pub(crate) const DURATION_SECS_MAX: f64 = 3600.0;
 
 /// Options shared by `bench ycsb` and `compare`: devices, emulation, files.
 #[derive(Args, Debug, Clone)]

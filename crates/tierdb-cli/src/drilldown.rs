@@ -184,7 +184,7 @@ impl Runs {
     }
 }
 
-fn median(mut v: Vec<f64>) -> Option<f64> {
+pub(crate) fn median(mut v: Vec<f64>) -> Option<f64> {
     v.sort_by(f64::total_cmp);
     (!v.is_empty()).then(|| v[v.len() / 2])
 }
@@ -199,14 +199,14 @@ fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
 
 /// The machine the report was made on.
 #[derive(Serialize)]
-struct Machine {
-    cpu: String,
-    logical_cpus: usize,
-    kernel: String,
+pub(crate) struct Machine {
+    pub(crate) cpu: String,
+    pub(crate) logical_cpus: usize,
+    pub(crate) kernel: String,
 }
 
 impl Machine {
-    fn probe() -> Machine {
+    pub(crate) fn probe() -> Machine {
         let cpu = std::fs::read_to_string("/proc/cpuinfo")
             .ok()
             .and_then(|t| {

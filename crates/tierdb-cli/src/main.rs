@@ -12,6 +12,7 @@ mod device_bench;
 mod devices;
 mod drilldown;
 mod plot;
+mod restart_bench;
 mod ycsb_driver;
 
 use std::process::ExitCode;
@@ -43,6 +44,9 @@ enum Command {
     /// The paper's drill-down (Figure 10, the §5.4.2 scan overheads) and NVM sensitivity
     /// (Figures 12 and 13); writes tables, JSON and SVG plots.
     Drilldown(drilldown::DrilldownArgs),
+    /// Throughput over time right after a clean restart, per architecture (the paper's
+    /// Figure 17); writes a table, JSON and an SVG plot.
+    RestartBench(restart_bench::RestartArgs),
 }
 
 #[derive(Subcommand)]
@@ -62,6 +66,7 @@ fn main() -> ExitCode {
         Command::Bench { command: BenchCommand::Wal(args) } => bench_wal::run(args),
         Command::Compare(args) => compare::run(args),
         Command::Drilldown(args) => drilldown::run(args),
+        Command::RestartBench(args) => restart_bench::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -6,7 +6,8 @@
 //!    data size (the B+-tree's size after loading, as in the paper's §5.1). Keys are
 //!    generated as YCSB names them, sorted, and inserted in order, so the load writes each
 //!    leaf once and never reads a page back from a lower tier. During the load, the buffer
-//!    manager's bulk-load mode lets evicted pages fill free NVM frames.
+//!    manager's bulk-load mode lets evicted pages fill free NVM frames. [`load`] runs
+//!    this phase alone (`restart-bench` loads, closes the engine and reopens it).
 //! 2. **Warm-up** (N threads, timed): the workload runs unmeasured until the buffers
 //!    settle.
 //! 3. **Run** (N threads): timed, or until `operationcount` operations. Latencies go into

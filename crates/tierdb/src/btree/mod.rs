@@ -73,6 +73,42 @@ type Chain<'s, S> = Vec<(PageId, Exclusive<'s, S>)>;
 pub struct BTree<'s, S: PageSource> {
     source: &'s S,
     root: PageId,
+    /// Where changes are logged (a transaction), if anywhere.
+    log: Option<&'s dyn TreeLog>,
+}
+
+/// A change to one leaf, as a logged tree operation reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LeafChange<'a> {
+    /// `key` now maps to `value`; before, to `old` (`None`: absent).
+    Put { key: &'a [u8], value: &'a [u8], old: Option<&'a [u8]> },
+    /// `key`, which mapped to `old`, is gone.
+    Delete { key: &'a [u8], old: &'a [u8] },
+}
+
+/// Where a tree logs its changes (the database's transactions implement it). Every
+/// call is made while the page is still latched exclusive, so records of one page are
+/// in the log in the order of its changes; the returned LSN is stamped on the page.
+pub trait TreeLog: Sync {
+    /// A change to leaf `page` of the tree rooted at `root`: redo applies it to that
+    /// page, undo reverses it through the tree.
+    ///
+    /// # Errors
+    /// The log's errors (the change is then not durable; the caller's operation fails).
+    fn leaf_change(&self, root: PageId, page: PageId, change: LeafChange<'_>) -> Result<u64>;
+
+    /// The full bytes of a page changed by a structure change (split, merge, root
+    /// change, a new tree): redo only.
+    ///
+    /// # Errors
+    /// As [`leaf_change`](Self::leaf_change).
+    fn page_image(&self, page: PageId, bytes: &[u8]) -> Result<u64>;
+
+    /// A page the tree gives back to the source.
+    ///
+    /// # Errors
+    /// As [`leaf_change`](Self::leaf_change).
+    fn page_freed(&self, page: PageId) -> Result<u64>;
 }
 
 impl<S: PageSource> Clone for BTree<'_, S> {
@@ -82,6 +118,72 @@ impl<S: PageSource> Clone for BTree<'_, S> {
 }
 
 impl<S: PageSource> Copy for BTree<'_, S> {}
+
+impl<'s, S: PageSource> BTree<'s, S> {
+    /// This tree, with every change logged to `log` (shorter-lived than the source).
+    pub fn logged<'l>(self, log: &'l dyn TreeLog) -> BTree<'l, S>
+    where
+        's: 'l,
+    {
+        BTree { source: self.source, root: self.root, log: Some(log) }
+    }
+
+    /// Logs the image of `page` (held exclusive, changed by a structure change) and
+    /// stamps the record's LSN on it.
+    fn log_image(&self, pid: PageId, page: &mut Exclusive<'_, S>) -> Result<()> {
+        if let Some(log) = self.log {
+            let lsn = log.page_image(pid, page)?;
+            NodeMut::trusted(page, pid).set_page_lsn(lsn);
+            page.set_page_lsn(lsn);
+        }
+        Ok(())
+    }
+
+    /// Logs the images of the chain's pages that were written.
+    fn log_chain(&self, chain: &mut Chain<'_, S>) -> Result<()> {
+        for (pid, page) in chain.iter_mut() {
+            if page.wrote() {
+                self.log_image(*pid, page)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Frees `page`, logging it first.
+    fn free_logged(&self, pid: PageId, page: Exclusive<'s, S>) -> Result<()> {
+        if let Some(log) = self.log {
+            log.page_freed(pid)?;
+        }
+        self.source.free(page)
+    }
+
+    /// Logs a leaf change made through a line guard and stamps its LSN on the leaf.
+    fn log_leaf_lines(&self, pid: PageId, leaf: &mut Lines<'_, S>, change: LeafChange<'_>) -> Result<()> {
+        if let Some(log) = self.log {
+            let lsn = log.leaf_change(self.root, pid, change)?;
+            leaf.write(node::OFF_PAGE_LSN, 8)?.copy_from_slice(&lsn.to_le_bytes());
+            leaf.set_page_lsn(lsn);
+        }
+        Ok(())
+    }
+
+    /// Logs a leaf change made on a whole page and stamps its LSN on the leaf.
+    fn log_leaf_whole<B: std::ops::DerefMut<Target = [u8]>>(
+        &self,
+        pid: PageId,
+        leaf: &mut B,
+        change: LeafChange<'_>,
+    ) -> Result<u64> {
+        match self.log {
+            Some(log) => {
+                let lsn = log.leaf_change(self.root, pid, change)?;
+                NodeMut::trusted(leaf, pid).set_page_lsn(lsn);
+                Ok(lsn)
+            }
+            None => Ok(0),
+        }
+    }
+}
 
 impl<S: PageSource> std::fmt::Debug for BTree<'_, S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -117,7 +219,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
         let mut page = source.allocate()?;
         let pid = page.page_id();
         Builder::new(&mut page, pid, Kind::Leaf, 0, &[], None, 0)?;
-        Ok(BTree { source, root: pid })
+        Ok(BTree { source, root: pid, log: None })
     }
 
     /// Opens the tree rooted at `root`, checking that the page holds a root node.
@@ -131,7 +233,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
         if !node.lower_fence().is_empty() || node.upper_fence().is_some() {
             return Err(BTreeError::NotATree { pid: root, detail: "a node with fences, not a root".into() }.into());
         }
-        Ok(BTree { source, root })
+        Ok(BTree { source, root, log: None })
     }
 
     /// The root's page id, fixed for the tree's life.
@@ -248,7 +350,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
     /// `OffsetOutOfRange` if the range is not inside the value; as [`get`](Self::get).
     pub fn update_in_place(&self, key: &[u8], offset: usize, bytes: &[u8]) -> Result<bool> {
         self.check_key(key)?;
-        let (_, mut leaf) = self.descend_lines(key, true)?;
+        let (pid, mut leaf) = self.descend_lines(key, true)?;
         let h = lines::leaf_header(&mut leaf, self.source.page_size())?;
         let (pos, found) = lines::lower_bound(&mut leaf, &h, key)?;
         if !found {
@@ -258,7 +360,15 @@ impl<'s, S: PageSource> BTree<'s, S> {
         if offset.checked_add(bytes.len()).is_none_or(|end| end > value_len) {
             return Err(BTreeError::OffsetOutOfRange { offset, len: bytes.len(), value_len }.into());
         }
+        let old = match self.log {
+            Some(_) => Some(leaf.read(vs, value_len)?.to_vec()),
+            None => None,
+        };
         leaf.write(vs + offset, bytes.len())?.copy_from_slice(bytes);
+        if let Some(old) = old {
+            let new = leaf.read(vs, value_len)?.to_vec();
+            self.log_leaf_lines(pid, &mut leaf, LeafChange::Put { key, value: &new, old: Some(&old) })?;
+        }
         Ok(true)
     }
 
@@ -279,7 +389,15 @@ impl<'s, S: PageSource> BTree<'s, S> {
             let entry_bytes = SLOT_BYTES + node::ENTRY_HEADER_BYTES + klen + vlen;
             let left = h.payload_bytes().saturating_sub(entry_bytes);
             if pid == self.root || left >= h.page_size / BTREE_UNDERFULL_DIVISOR {
+                let (_, _, vs, vlen) = lines::entry(&mut leaf, &h, pos)?;
+                let old = match self.log {
+                    Some(_) => Some(leaf.read(vs, vlen)?.to_vec()),
+                    None => None,
+                };
                 lines::remove(&mut leaf, &h, pos)?;
+                if let Some(old) = old {
+                    self.log_leaf_lines(pid, &mut leaf, LeafChange::Delete { key, old: &old })?;
+                }
                 return Ok(true);
             }
         }
@@ -287,12 +405,17 @@ impl<'s, S: PageSource> BTree<'s, S> {
         let mut chain = self.descend_exclusive(key, delete_safe)?;
         let (pid, leaf) = chain.last_mut().expect("a descent holds at least the leaf");
         let pid = *pid;
-        let (pos, found) = NodeRef::parse(leaf, pid)?.lower_bound(key)?;
+        let node = NodeRef::parse(leaf, pid)?;
+        let (pos, found) = node.lower_bound(key)?;
         if !found {
             return Ok(false);
         }
+        let old = node.value(pos)?.to_vec();
         NodeMut::trusted(leaf, pid).remove(pos)?;
+        let lsn = self.log_leaf_whole(pid, leaf, LeafChange::Delete { key, old: &old })?;
+        leaf.set_page_lsn(lsn);
         self.rebalance(&mut chain, key)?;
+        self.log_chain(&mut chain)?;
         Ok(true)
     }
 
@@ -342,7 +465,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
                     stack.push(node.child(i)?);
                 }
             }
-            self.source.free(page)?;
+            self.free_logged(pid, page)?;
         }
         Ok(())
     }
@@ -538,14 +661,21 @@ impl<'s, S: PageSource> BTree<'s, S> {
         let idx = chain.len() - 1;
         let (pid, leaf) = &mut chain[idx];
         if let LeafWrite::Done(r) = self.write_leaf(*pid, leaf, key, value, mode)? {
+            let lsn = NodeRef::parse(leaf, *pid)?.page_lsn();
+            leaf.set_page_lsn(lsn);
+            self.log_chain(&mut chain)?;
             return Ok(r);
         }
         let idx = self.make_room(&mut chain, idx, key, need)?;
         let (pid, leaf) = &mut chain[idx];
-        match self.write_leaf(*pid, leaf, key, value, mode)? {
-            LeafWrite::Done(r) => Ok(r),
+        let r = match self.write_leaf(*pid, leaf, key, value, mode)? {
+            LeafWrite::Done(r) => r,
             LeafWrite::NoRoom => panic!("{pid}: no room for a {need}-byte entry after a split"),
-        }
+        };
+        let lsn = NodeRef::parse(leaf, *pid)?.page_lsn();
+        leaf.set_page_lsn(lsn);
+        self.log_chain(&mut chain)?;
+        Ok(r)
     }
 
     /// Applies a write to a leaf held exclusive for line-grained access: in place when
@@ -565,13 +695,21 @@ impl<'s, S: PageSource> BTree<'s, S> {
             (WriteMode::Insert, true) | (WriteMode::Update, false) => return Ok(LeafWrite::Done(false)),
             (_, false) => {
                 if lines::try_insert(leaf, &h, pos, key, value)? {
+                    self.log_leaf_lines(pid, leaf, LeafChange::Put { key, value, old: None })?;
                     return Ok(LeafWrite::Done(true));
                 }
             }
             (_, true) => {
                 let (_, _, vs, vlen) = lines::entry(leaf, &h, pos)?;
                 if vlen == value.len() {
+                    let old = match self.log {
+                        Some(_) => Some(leaf.read(vs, vlen)?.to_vec()),
+                        None => None,
+                    };
                     leaf.write(vs, vlen)?.copy_from_slice(value);
+                    if let Some(old) = old {
+                        self.log_leaf_lines(pid, leaf, LeafChange::Put { key, value, old: Some(&old) })?;
+                    }
                     return Ok(LeafWrite::Done(true));
                 }
             }
@@ -589,7 +727,11 @@ impl<'s, S: PageSource> BTree<'s, S> {
         if !fits {
             return Ok(LeafWrite::NoRoom);
         }
-        self.write_leaf(pid, &mut leaf.whole_mut()?, key, value, mode)
+        let mut page = leaf.whole_mut()?;
+        let r = self.write_leaf(pid, &mut page, key, value, mode)?;
+        let lsn = NodeRef::parse(page, pid)?.page_lsn();
+        leaf.set_page_lsn(lsn);
+        Ok(r)
     }
 
     /// Applies a write to a leaf held exclusive, if it has room.
@@ -614,15 +756,20 @@ impl<'s, S: PageSource> BTree<'s, S> {
                 }
                 let done = NodeMut::trusted(leaf, pid).insert(pos, key, value)?;
                 assert!(done, "{pid}: an entry that fits was refused");
+                self.log_leaf_whole(pid, leaf, LeafChange::Put { key, value, old: None })?;
                 Ok(LeafWrite::Done(true))
             }
             (_, true) => {
-                let old = node.value(pos)?.len();
-                if value.len() > old && node.free_total() < value.len() - old {
+                let old = node.value(pos)?;
+                if value.len() > old.len() && node.free_total() < value.len() - old.len() {
                     return Ok(LeafWrite::NoRoom);
                 }
+                let old = self.log.map(|_| old.to_vec());
                 let done = NodeMut::trusted(leaf, pid).set_value(pos, value)?;
                 assert!(done, "{pid}: a value that fits was refused");
+                if let Some(old) = old {
+                    self.log_leaf_whole(pid, leaf, LeafChange::Put { key, value, old: Some(&old) })?;
+                }
                 Ok(LeafWrite::Done(true))
             }
         }

@@ -23,7 +23,8 @@
 //!     24    2 upper fence offset     26  2 upper fence length
 //!     28    4 reserved, zero
 //!     32    8 link: leaf = right sibling page id (0 = none); inner = rightmost child
-//!     40   24 reserved, zero
+//!     40    8 page LSN: the log record of the node's last logged change (0: none)
+//!     48   16 reserved, zero
 //! ```
 //!
 //! Slot (8 bytes, 8 per cache line): key head `u32` (the first four bytes of the key
@@ -81,6 +82,8 @@ const OFF_LOWER_LEN: usize = 22;
 const OFF_UPPER_OFF: usize = 24;
 const OFF_UPPER_LEN: usize = 26;
 const OFF_LINK: usize = 32;
+/// Where a node keeps its page LSN.
+pub const OFF_PAGE_LSN: usize = 40;
 
 const FLAG_UPPER_INFINITE: u8 = 1;
 
@@ -428,6 +431,11 @@ impl<'a> NodeRef<'a> {
         rd_u64(self.b, OFF_LINK)
     }
 
+    /// The LSN of the node's last logged change (0: none).
+    pub fn page_lsn(&self) -> u64 {
+        rd_u64(self.b, OFF_PAGE_LSN)
+    }
+
     fn heap_start(&self) -> usize {
         rd_u32(self.b, OFF_HEAP_START)
     }
@@ -694,6 +702,11 @@ impl<'a> NodeMut<'a> {
         self.b[OFF_LINK..OFF_LINK + 8].copy_from_slice(&link.to_le_bytes());
     }
 
+    /// Records the LSN of the log record that describes the node's latest change.
+    pub fn set_page_lsn(&mut self, lsn: u64) {
+        self.b[OFF_PAGE_LSN..OFF_PAGE_LSN + 8].copy_from_slice(&lsn.to_le_bytes());
+    }
+
     /// Inserts `key -> value` at slot `pos` (the caller found `pos` by `lower_bound`).
     /// Returns false, changing nothing, if the node has no room even after compaction.
     ///
@@ -861,6 +874,7 @@ impl<'a> NodeMut<'a> {
     pub fn compact(&mut self) -> NodeResult<()> {
         let copy = self.b.to_vec();
         let old = NodeRef::trusted(&copy, self.pid);
+        let lsn = old.page_lsn();
         let mut b =
             Builder::new(self.b, self.pid, old.kind, old.level, old.lower_fence(), old.upper_fence(), old.link())?;
         let prefix = old.prefix();
@@ -868,6 +882,8 @@ impl<'a> NodeMut<'a> {
             let (s, v) = old.entry(i)?;
             b.push([prefix, s], v)?;
         }
+        // Compaction is part of the change that needed it: the page keeps its LSN.
+        self.set_page_lsn(lsn);
         Ok(())
     }
 }

@@ -14,6 +14,11 @@ use super::node::{self, Builder, CHILD_BYTES, ENTRY_HEADER_BYTES, Kind, NodeMut,
 use super::{BTree, Chain, Exclusive, corrupted};
 use crate::Result;
 use crate::buffer::{ExclusivePage, PageSource};
+
+/// The page id of a fresh page's guard.
+fn left_pid_of<P: ExclusivePage>(page: &P) -> PageId {
+    page.page_id()
+}
 use crate::ids::PageId;
 use crate::limits::BTREE_HEIGHT_MAX;
 
@@ -70,7 +75,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
         let right_pid = right.page_id();
         let mut left = vec![0u8; copy.len()];
         if let Err(e) = node::split_into(&old, &plan, &mut left, pid, &mut right, right_pid) {
-            self.source.free(right)?;
+            self.free_logged(right_pid, right)?;
             return Err(e.into());
         }
         chain[idx].1.copy_from_slice(&left);
@@ -81,8 +86,12 @@ impl<'s, S: PageSource> BTree<'s, S> {
         let done = m.insert(pos, &plan.sep, &pid.0.to_le_bytes())?;
         assert!(done, "{ppid}: no room for a separator after make_room");
         m.set_child(pos + 1, right_pid)?;
+        // A page leaves the chain only after its image is logged.
         if key >= plan.sep.as_slice() {
+            self.log_image(pid, &mut chain[idx].1)?;
             chain[idx] = (right_pid, right); // Releases the finished left half.
+        } else {
+            self.log_image(right_pid, &mut right)?;
         }
         Ok(idx)
     }
@@ -103,19 +112,25 @@ impl<'s, S: PageSource> BTree<'s, S> {
         let mut right = match self.source.allocate() {
             Ok(r) => r,
             Err(e) => {
-                self.source.free(left)?;
+                self.free_logged(left_pid_of(&left), left)?;
                 return Err(e);
             }
         };
         let (left_pid, right_pid) = (left.page_id(), right.page_id());
         if let Err(e) = node::split_into(&old, &plan, &mut left, left_pid, &mut right, right_pid) {
-            self.source.free(left)?;
-            self.source.free(right)?;
+            self.free_logged(left_pid, left)?;
+            self.free_logged(right_pid, right)?;
             return Err(e.into());
         }
         let mut b = Builder::new(&mut chain[idx].1, root, Kind::Inner, old.level() + 1, &[], None, right_pid.0)?;
         b.push([&plan.sep, &[]], &left_pid.0.to_le_bytes())?;
-        let target = if key < plan.sep.as_slice() { (left_pid, left) } else { (right_pid, right) };
+        let target = if key < plan.sep.as_slice() {
+            self.log_image(right_pid, &mut right)?;
+            (left_pid, left)
+        } else {
+            self.log_image(left_pid, &mut left)?;
+            (right_pid, right)
+        };
         chain.insert(idx + 1, target);
         Ok(idx + 1)
     }
@@ -214,8 +229,9 @@ impl<'s, S: PageSource> BTree<'s, S> {
         let mut pm = NodeMut::trusted(parent, ppid);
         pm.remove(i)?;
         pm.set_child(i, left_pid)?;
+        self.log_image(left_pid, &mut left)?;
         drop(left);
-        self.source.free(right)?;
+        self.free_logged(right_pid, right)?;
         Ok(true)
     }
 
@@ -239,7 +255,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
                 return Err(corrupted(child_pid, "the only child of the root has fences"));
             }
             root.copy_from_slice(&child);
-            self.source.free(child)?;
+            self.free_logged(child_pid, child)?;
         }
         Err(corrupted(self.root, "root collapse did not end"))
     }

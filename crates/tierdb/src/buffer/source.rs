@@ -40,6 +40,9 @@ pub trait ExclusivePage: DerefMut<Target = [u8]> {
     /// Marks the page dirty without writing through the guard.
     fn mark_dirty(&mut self);
 
+    /// True if this guard wrote to the page (or marked it dirty).
+    fn wrote(&self) -> bool;
+
     /// Records that the log record at `lsn` describes a change to this page: the
     /// source forces the log up to it before the page is written out (the write-ahead
     /// rule). LSNs only grow; a smaller one is ignored.

@@ -615,6 +615,11 @@ impl ExclusivePage for FrameWrite<'_> {
     }
 
     #[inline]
+    fn wrote(&self) -> bool {
+        self.dirty
+    }
+
+    #[inline]
     fn set_page_lsn(&mut self, lsn: u64) {
         self.meta().page_lsn.fetch_max(lsn, Ordering::Relaxed);
     }
