@@ -2,6 +2,7 @@
 
 use crate::btree::BTreeError;
 use crate::buffer::BufferError;
+use crate::db::DbError;
 use crate::device::DeviceError;
 use crate::device::profile::ProfileError;
 use crate::size::SizeError;
@@ -23,6 +24,8 @@ pub enum Error {
     BTree(#[from] BTreeError),
     #[error(transparent)]
     Wal(#[from] WalError),
+    #[error(transparent)]
+    Db(#[from] DbError),
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -35,6 +35,7 @@ pub mod arch;
 pub mod btree;
 pub mod buffer;
 pub mod catalog;
+pub mod db;
 pub mod device;
 pub mod error;
 pub mod ids;

@@ -117,3 +117,7 @@ const _: () = assert!(
     CATALOG_HEADER_BYTES + CATALOG_TREES_MAX * (CATALOG_ENTRY_OVERHEAD_BYTES + CATALOG_NAME_BYTES_MAX)
         <= PAGE_SIZE_MIN_BYTES
 );
+
+/// Most records recovery follows back through one transaction's chain while undoing it
+/// (a bound on a corrupt chain that loops).
+pub const RECOVERY_UNDO_STEPS_MAX: u64 = 1 << 32;

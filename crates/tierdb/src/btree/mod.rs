@@ -658,23 +658,36 @@ impl<'s, S: PageSource> BTree<'s, S> {
         let need = SLOT_BYTES + node::ENTRY_HEADER_BYTES + key.len() + value.len();
         let mut chain = self
             .descend_exclusive(key, |n, _| n.free_total() >= if n.is_leaf() { need } else { INNER_ENTRY_BYTES_MAX })?;
+        // The structure change's page images go to the log before the leaf change: redo
+        // then applies the change to the page as the split left it (a put or delete
+        // applied twice changes nothing).
         let idx = chain.len() - 1;
         let (pid, leaf) = &mut chain[idx];
-        if let LeafWrite::Done(r) = self.write_leaf(*pid, leaf, key, value, mode)? {
-            let lsn = NodeRef::parse(leaf, *pid)?.page_lsn();
-            leaf.set_page_lsn(lsn);
-            self.log_chain(&mut chain)?;
-            return Ok(r);
-        }
-        let idx = self.make_room(&mut chain, idx, key, need)?;
-        let (pid, leaf) = &mut chain[idx];
-        let r = match self.write_leaf(*pid, leaf, key, value, mode)? {
-            LeafWrite::Done(r) => r,
-            LeafWrite::NoRoom => panic!("{pid}: no room for a {need}-byte entry after a split"),
+        let old = self.log.and_then(|_| {
+            let node = NodeRef::parse(leaf, *pid).ok()?;
+            match node.lower_bound(key).ok()? {
+                (pos, true) => node.value(pos).ok().map(<[u8]>::to_vec),
+                _ => None,
+            }
+        });
+        let unlogged = BTree { source: self.source, root: self.root, log: None };
+        let (idx, r) = match unlogged.write_leaf(*pid, leaf, key, value, mode)? {
+            LeafWrite::Done(r) => (idx, r),
+            LeafWrite::NoRoom => {
+                let idx = self.make_room(&mut chain, idx, key, need)?;
+                let (pid, leaf) = &mut chain[idx];
+                match unlogged.write_leaf(*pid, leaf, key, value, mode)? {
+                    LeafWrite::Done(r) => (idx, r),
+                    LeafWrite::NoRoom => panic!("{pid}: no room for a {need}-byte entry after a split"),
+                }
+            }
         };
-        let lsn = NodeRef::parse(leaf, *pid)?.page_lsn();
-        leaf.set_page_lsn(lsn);
         self.log_chain(&mut chain)?;
+        if r {
+            let (pid, leaf) = &mut chain[idx];
+            let lsn = self.log_leaf_whole(*pid, leaf, LeafChange::Put { key, value, old: old.as_deref() })?;
+            leaf.set_page_lsn(lsn);
+        }
         Ok(r)
     }
 

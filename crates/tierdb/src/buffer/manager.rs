@@ -440,6 +440,31 @@ impl BufferManager {
         }
     }
 
+    /// Recovery: makes sure page `pid` counts as allocated (a page a logged structure
+    /// change created after the last checkpoint): raises the allocation mark past it and
+    /// takes it off the free list.
+    ///
+    /// # Errors
+    /// `Full` past the page table.
+    pub fn recover_allocated(&self, pid: PageId) -> Result<()> {
+        if pid.0 > self.capacity_pages {
+            return Err(self.full_error().into());
+        }
+        self.next_pid.fetch_max(pid.0 + 1, Ordering::AcqRel);
+        self.freed.lock().retain(|p| *p != pid);
+        Ok(())
+    }
+
+    /// Recovery: records that page `pid` was freed after the last checkpoint (it must
+    /// not be in use: the caller replays the log that freed it). Its frames are left as
+    /// they are; it is handed out again like any freed page.
+    pub fn recover_freed(&self, pid: PageId) {
+        let mut freed = self.freed.lock();
+        if !freed.contains(&pid) && pid.0 < self.next_pid.load(Ordering::Acquire) && pid != PageId::CATALOG {
+            freed.push(pid);
+        }
+    }
+
     /// What reopening found in the NVM pool (`None` for a new database, or without
     /// NVM, or with `reuse_nvm` off).
     pub fn restart_info(&self) -> Option<RestartInfo> {

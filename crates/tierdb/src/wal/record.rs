@@ -58,6 +58,8 @@ pub enum Kind {
     CheckpointBegin = 8,
     /// The checkpoint that began at the record's previous LSN finished.
     CheckpointEnd = 9,
+    /// A page was freed (redo only).
+    PageFree = 10,
 }
 
 impl Kind {
@@ -72,6 +74,7 @@ impl Kind {
             7 => Kind::PageImage,
             8 => Kind::CheckpointBegin,
             9 => Kind::CheckpointEnd,
+            10 => Kind::PageFree,
             _ => return None,
         })
     }
@@ -245,7 +248,7 @@ mod tests {
 
         #[test]
         fn any_record_round_trips(lsn in any::<u64>(), txn in any::<u64>(), prev in any::<u64>(), page in any::<u64>(),
-                                   kind in 1u8..=9, payload in proptest::collection::vec(any::<u8>(), 0..500)) {
+                                   kind in 1u8..=10, payload in proptest::collection::vec(any::<u8>(), 0..500)) {
             let head = RecordHead::new(Kind::from_u8(kind).unwrap(), txn, prev).page(page);
             let r = decode(lsn, &encode(lsn, &head, &payload)).unwrap();
             prop_assert_eq!(r.head, head);

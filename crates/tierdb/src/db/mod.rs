@@ -1,0 +1,637 @@
+//! The database: named B+-trees over a buffer manager, with transactions made atomic
+//! and durable by the write-ahead log, and ARIES-style recovery on open.
+//!
+//! ```no_run
+//! use tierdb::db::{Db, DbConfig};
+//! let db = Db::open(&DbConfig::new("/tmp/mydb"))?;
+//! db.create_tree("users")?;
+//! let mut t = db.begin();
+//! t.put("users", b"alice", b"1")?;
+//! t.put("users", b"bob", b"2")?;
+//! t.commit()?; // durable (durability `sync`)
+//! assert_eq!(db.get("users", b"alice")?, Some(b"1".to_vec()));
+//! db.close()?;
+//! # Ok::<(), tierdb::Error>(())
+//! ```
+//!
+//! Logging (see `docs/wal.md`): a change to a leaf is an *update* record for that page
+//! (redo applies it to the page if the page's LSN is older; undo puts the old value back
+//! through the tree); structure changes log page images (redo only); freed pages are
+//! logged. Commit appends a commit record and waits as [`Durability`] says.
+//!
+//! Isolation: a transaction's writes take exclusive locks on their keys, held until it
+//! ends (so no two transactions change one key at once, and undo never overwrites
+//! another's change); reads take no locks and may see uncommitted changes (read
+//! uncommitted). A lock wait longer than [`LOCK_WAIT_MS_MAX`] fails the operation.
+//!
+//! Recovery on open: the log is read from the last checkpoint's redo point; every
+//! logged change is redone where its page is older; transactions without a commit are
+//! rolled back (compensation records make that restartable); a checkpoint ends it.
+
+mod recovery;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex, RwLock};
+use serde::Serialize;
+
+pub use recovery::RecoveryReport;
+
+use crate::btree::{BTree, LeafChange, TreeLog};
+use crate::buffer::{BufferConfig, BufferManager, PageSource};
+use crate::catalog::Catalog;
+use crate::device::{OpenMode, SsdConfig};
+use crate::ids::PageId;
+use crate::wal::{Durability, Kind, Lsn, RecordHead, Wal, WalConfig};
+use crate::{ByteSize, Result};
+
+/// Longest wait for another transaction's key lock.
+pub const LOCK_WAIT_MS_MAX: u64 = 10_000;
+
+/// The control file's name in the database directory: where recovery starts.
+const CONTROL_FILE: &str = "CHECKPOINT";
+
+/// How to open a database.
+#[derive(Clone, Debug)]
+pub struct DbConfig {
+    /// The database directory: holds the page file `data.db`, the log `wal/` and the
+    /// control file.
+    pub dir: PathBuf,
+    /// DRAM, NVM, policy, techniques. Its SSD file is set from `dir`.
+    pub buffer: BufferConfig,
+    /// The log; its directory is set from `dir`.
+    pub wal: WalConfig,
+    pub durability: Durability,
+}
+
+impl DbConfig {
+    /// A database in `dir` with 64 MiB of DRAM, no NVM, a DRAM log buffer, durability
+    /// `sync`.
+    pub fn new(dir: impl Into<PathBuf>) -> DbConfig {
+        let dir = dir.into();
+        DbConfig {
+            buffer: BufferConfig::new(ByteSize(64 << 20)),
+            wal: WalConfig::new(dir.join("wal")),
+            durability: Durability::Sync,
+            dir,
+        }
+    }
+}
+
+/// Errors of the database layer.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DbError {
+    #[error("no tree named {name:?}")]
+    NoSuchTree { name: String },
+    #[error("key locked by transaction {owner} for more than {ms} ms")]
+    LockTimeout { owner: u64, ms: u64 },
+    #[error("database {path}: {what}")]
+    Open { path: PathBuf, what: String },
+    #[error("log record at LSN {lsn}: {what}")]
+    BadRecord { lsn: Lsn, what: String },
+}
+
+/// Key locks: (tree root, key) → owning transaction.
+#[derive(Default)]
+struct Locks {
+    held: Mutex<HashMap<(u64, Vec<u8>), u64>>,
+    released: Condvar,
+}
+
+impl Locks {
+    fn lock(&self, txn: u64, root: PageId, key: &[u8]) -> Result<bool> {
+        let mut held = self.held.lock();
+        let deadline = Instant::now() + Duration::from_millis(LOCK_WAIT_MS_MAX);
+        loop {
+            match held.get(&(root.0, key.to_vec())) {
+                None => {
+                    held.insert((root.0, key.to_vec()), txn);
+                    return Ok(true);
+                }
+                Some(&owner) if owner == txn => return Ok(false),
+                Some(&owner) => {
+                    if self.released.wait_until(&mut held, deadline).timed_out() {
+                        return Err(DbError::LockTimeout { owner, ms: LOCK_WAIT_MS_MAX }.into());
+                    }
+                }
+            }
+        }
+    }
+
+    fn release(&self, keys: &[(u64, Vec<u8>)]) {
+        if keys.is_empty() {
+            return;
+        }
+        let mut held = self.held.lock();
+        for k in keys {
+            held.remove(k);
+        }
+        self.released.notify_all();
+    }
+}
+
+/// A database: see the module doc.
+pub struct Db {
+    bm: BufferManager,
+    wal: Arc<Wal>,
+    dir: PathBuf,
+    durability: Durability,
+    next_txn: AtomicU64,
+    /// Active transactions: id → first LSN (bounds log truncation).
+    active: Mutex<HashMap<u64, Lsn>>,
+    trees: RwLock<HashMap<String, PageId>>,
+    locks: Locks,
+    recovery: RecoveryReport,
+}
+
+impl std::fmt::Debug for Db {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Db").field("dir", &self.dir).field("durability", &self.durability).finish_non_exhaustive()
+    }
+}
+
+impl Db {
+    /// Opens the database in `cfg.dir` (creating it if it does not exist) and recovers
+    /// it: redo of the log since the last checkpoint, undo of unfinished transactions,
+    /// then a checkpoint.
+    ///
+    /// # Errors
+    /// Device errors; `Open` for a directory that cannot be used; corrupt pages or log
+    /// records (reported with their page id or LSN).
+    pub fn open(cfg: &DbConfig) -> Result<Db> {
+        let started = Instant::now();
+        std::fs::create_dir_all(&cfg.dir)
+            .map_err(|e| DbError::Open { path: cfg.dir.clone(), what: format!("cannot create it: {e}") })?;
+        let mut bc = cfg.buffer.clone();
+        let ssd_path = cfg.dir.join("data.db");
+        let mut ssd = bc.ssd.clone().unwrap_or_else(|| SsdConfig::new(&ssd_path));
+        ssd.path = ssd_path;
+        bc.ssd = Some(ssd);
+        bc.ssd_open_mode = OpenMode::OpenOrCreate;
+        let bm = BufferManager::open(&bc)?;
+        let mut wc = cfg.wal.clone();
+        wc.file.dir = cfg.dir.join("wal");
+        let wal = Arc::new(Wal::open(&wc)?);
+        let mut db = Db {
+            bm,
+            wal,
+            dir: cfg.dir.clone(),
+            durability: cfg.durability,
+            next_txn: AtomicU64::new(1),
+            active: Mutex::new(HashMap::new()),
+            trees: RwLock::new(HashMap::new()),
+            locks: Locks::default(),
+            recovery: RecoveryReport::default(),
+        };
+        db.recovery = recovery::recover(&db, started)?;
+        for e in Catalog::list(&db.bm)? {
+            db.trees.write().insert(e.name, e.root);
+        }
+        Ok(db)
+    }
+
+    /// What recovery did when the database was opened.
+    pub fn recovery(&self) -> &RecoveryReport {
+        &self.recovery
+    }
+
+    pub fn buffer(&self) -> &BufferManager {
+        &self.bm
+    }
+
+    pub fn wal(&self) -> &Wal {
+        &self.wal
+    }
+
+    pub fn durability(&self) -> Durability {
+        self.durability
+    }
+
+    /// Creates an empty tree (durably: its pages are logged as images and forced).
+    ///
+    /// # Errors
+    /// `TreeExists`, catalog errors; the log's errors.
+    pub fn create_tree(&self, name: &str) -> Result<()> {
+        let mut trees = self.trees.write();
+        let tree = Catalog::create_tree(&self.bm, name)?;
+        if self.durability != Durability::None {
+            let mut last = 0;
+            for pid in [tree.root(), self.bm.catalog_page()] {
+                let page = self.bm.fix_exclusive(pid)?;
+                last = self.wal.append(&RecordHead::new(Kind::PageImage, 0, 0).page(pid.0), &page)?;
+                let mut page = page;
+                crate::buffer::ExclusivePage::set_page_lsn(&mut page, last);
+            }
+            self.wal.flush_until(last + 1)?;
+        }
+        trees.insert(name.to_string(), tree.root());
+        Ok(())
+    }
+
+    /// The names of the trees.
+    pub fn tree_names(&self) -> Vec<String> {
+        let mut v: Vec<String> = self.trees.read().keys().cloned().collect();
+        v.sort();
+        v
+    }
+
+    fn root(&self, name: &str) -> Result<PageId> {
+        self.trees.read().get(name).copied().ok_or_else(|| DbError::NoSuchTree { name: name.into() }.into())
+    }
+
+    fn tree(&self, name: &str) -> Result<BTree<'_, BufferManager>> {
+        BTree::open(&self.bm, self.root(name)?)
+    }
+
+    /// Starts a transaction.
+    pub fn begin(&self) -> Txn<'_> {
+        let id = self.next_txn.fetch_add(1, Ordering::Relaxed);
+        Txn { db: self, log: TxnLog { db: self, id, state: Mutex::new(TxnState::default()) }, done: false }
+    }
+
+    /// The value of `key` in tree `tree` (read uncommitted).
+    ///
+    /// # Errors
+    /// `NoSuchTree`; the tree's errors.
+    pub fn get(&self, tree: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.tree(tree)?.get(key, <[u8]>::to_vec)
+    }
+
+    /// Calls `f(key, value)` for keys `>= start` in order until it returns false.
+    ///
+    /// # Errors
+    /// As [`get`](Self::get).
+    pub fn scan(&self, tree: &str, start: &[u8], f: impl FnMut(&[u8], &[u8]) -> bool) -> Result<()> {
+        self.tree(tree)?.scan(start, f)
+    }
+
+    /// `put` in a transaction of its own.
+    ///
+    /// # Errors
+    /// As [`Txn::put`] and [`Txn::commit`].
+    pub fn put(&self, tree: &str, key: &[u8], value: &[u8]) -> Result<()> {
+        let mut t = self.begin();
+        t.put(tree, key, value)?;
+        t.commit()
+    }
+
+    /// `delete` in a transaction of its own.
+    ///
+    /// # Errors
+    /// As [`Txn::delete`] and [`Txn::commit`].
+    pub fn delete(&self, tree: &str, key: &[u8]) -> Result<bool> {
+        let mut t = self.begin();
+        let r = t.delete(tree, key)?;
+        t.commit()?;
+        Ok(r)
+    }
+
+    /// A checkpoint: every dirty page is written out (the log forced first), then the
+    /// control file records where recovery starts, and older log segments are deleted.
+    ///
+    /// # Errors
+    /// Device and log errors.
+    pub fn checkpoint(&self) -> Result<()> {
+        // Changes logged before `redo` are in pages written by the flush below.
+        let redo = self.wal.next_lsn();
+        self.bm.checkpoint()?;
+        let lsn = self.wal.append(&RecordHead::new(Kind::CheckpointBegin, 0, 0), &redo.to_le_bytes())?;
+        self.wal.flush_until(lsn + 1)?;
+        write_control(&self.dir, redo)?;
+        let oldest_active = self.active.lock().values().copied().min().unwrap_or(redo);
+        self.wal.truncate_before(redo.min(oldest_active))?;
+        Ok(())
+    }
+
+    /// Checkpoints and closes.
+    ///
+    /// # Errors
+    /// As [`checkpoint`](Self::checkpoint).
+    pub fn close(self) -> Result<()> {
+        self.checkpoint()?;
+        let Db { bm, wal, .. } = self;
+        bm.close()?;
+        match Arc::try_unwrap(wal) {
+            Ok(w) => w.close()?,
+            Err(w) => w.flush_until(u64::MAX)?,
+        }
+        Ok(())
+    }
+}
+
+/// Writes the control file (redo point and CRC) atomically: a temporary file, fsync,
+/// rename, fsync of the directory.
+fn write_control(dir: &Path, redo: Lsn) -> Result<()> {
+    let mut b = [0u8; 16];
+    b[0..8].copy_from_slice(&redo.to_le_bytes());
+    let crc = crc32c::crc32c(&b[0..8]);
+    b[8..12].copy_from_slice(&crc.to_le_bytes());
+    let tmp = dir.join(format!("{CONTROL_FILE}.tmp"));
+    let io = |what: &str, e: std::io::Error| DbError::Open { path: dir.to_path_buf(), what: format!("{what}: {e}") };
+    {
+        use std::io::Write;
+        let mut f = std::fs::File::create(&tmp).map_err(|e| io("create the control file", e))?;
+        f.write_all(&b).and_then(|()| f.sync_all()).map_err(|e| io("write the control file", e))?;
+    }
+    std::fs::rename(&tmp, dir.join(CONTROL_FILE)).map_err(|e| io("rename the control file", e))?;
+    std::fs::File::open(dir).and_then(|d| d.sync_all()).map_err(|e| io("sync the directory", e))?;
+    Ok(())
+}
+
+/// Reads the control file: the redo point, if there is one.
+fn read_control(dir: &Path) -> Result<Option<Lsn>> {
+    let path = dir.join(CONTROL_FILE);
+    let b = match std::fs::read(&path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(DbError::Open { path, what: format!("cannot read the control file: {e}") }.into()),
+    };
+    if b.len() != 16 || crc32c::crc32c(&b[0..8]).to_le_bytes() != b[8..12] {
+        return Err(DbError::Open { path, what: "the control file is corrupt".into() }.into());
+    }
+    Ok(Some(u64::from_le_bytes(b[0..8].try_into().expect("8 bytes"))))
+}
+
+#[derive(Default)]
+struct TxnState {
+    first: Lsn,
+    last: Lsn,
+    /// For rollback: (tree root, key, old value or none), in order of change.
+    undo: Vec<(PageId, Vec<u8>, Option<Vec<u8>>)>,
+    /// Keys locked.
+    locks: Vec<(u64, Vec<u8>)>,
+    /// Rolling back: changes are compensations.
+    compensating: Option<Lsn>,
+}
+
+/// A transaction's log: what the trees call as they change pages.
+struct TxnLog<'db> {
+    db: &'db Db,
+    id: u64,
+    state: Mutex<TxnState>,
+}
+
+/// Encodes an update or compensation payload: root, operation, key, new value, old.
+pub(crate) fn encode_change(root: PageId, change: &LeafChange<'_>) -> Vec<u8> {
+    let (op, key, value, old) = match change {
+        LeafChange::Put { key, value, old } => (1u8, *key, *value, *old),
+        LeafChange::Delete { key, old } => (2u8, *key, &[][..], Some(*old)),
+    };
+    let mut p = Vec::with_capacity(24 + key.len() + value.len() + old.map_or(0, <[u8]>::len));
+    p.extend_from_slice(&root.0.to_le_bytes());
+    p.push(op);
+    p.extend_from_slice(&(key.len() as u16).to_le_bytes());
+    p.extend_from_slice(key);
+    p.extend_from_slice(&(value.len() as u32).to_le_bytes());
+    p.extend_from_slice(value);
+    match old {
+        Some(o) => {
+            p.push(1);
+            p.extend_from_slice(&(o.len() as u32).to_le_bytes());
+            p.extend_from_slice(o);
+        }
+        None => p.push(0),
+    }
+    p
+}
+
+/// A decoded update or compensation payload.
+#[derive(Debug)]
+pub(crate) struct Change {
+    pub root: PageId,
+    pub delete: bool,
+    pub key: Vec<u8>,
+    pub value: Vec<u8>,
+    pub old: Option<Vec<u8>>,
+}
+
+pub(crate) fn decode_change(lsn: Lsn, p: &[u8]) -> Result<Change> {
+    let bad =
+        || -> crate::Error { DbError::BadRecord { lsn, what: "a change payload that does not decode".into() }.into() };
+    let mut at = 0usize;
+    let mut take = |n: usize| -> Result<&[u8]> {
+        let s = p.get(at..at + n).ok_or_else(bad)?;
+        at += n;
+        Ok(s)
+    };
+    let root = PageId(u64::from_le_bytes(take(8)?.try_into().expect("8")));
+    let op = take(1)?[0];
+    let klen = u16::from_le_bytes(take(2)?.try_into().expect("2")) as usize;
+    let key = take(klen)?.to_vec();
+    let vlen = u32::from_le_bytes(take(4)?.try_into().expect("4")) as usize;
+    let value = take(vlen)?.to_vec();
+    let old = match take(1)?[0] {
+        0 => None,
+        1 => {
+            let olen = u32::from_le_bytes(take(4)?.try_into().expect("4")) as usize;
+            Some(take(olen)?.to_vec())
+        }
+        _ => return Err(bad()),
+    };
+    if !(op == 1 || op == 2) {
+        return Err(bad());
+    }
+    Ok(Change { root, delete: op == 2, key, value, old })
+}
+
+impl TreeLog for TxnLog<'_> {
+    fn leaf_change(&self, root: PageId, page: PageId, change: LeafChange<'_>) -> Result<u64> {
+        let mut st = self.state.lock();
+        let (kind, undo_next) = match st.compensating {
+            Some(next) => (Kind::Compensation, next),
+            None => (Kind::Update, 0),
+        };
+        let head = RecordHead::new(kind, self.id, st.last).page(page.0).undo_next(undo_next);
+        let lsn = self.db.wal.append(&head, &encode_change(root, &change))?;
+        if st.first == 0 {
+            st.first = lsn;
+            self.db.active.lock().insert(self.id, lsn);
+        }
+        st.last = lsn;
+        if st.compensating.is_none() {
+            let (key, old) = match change {
+                LeafChange::Put { key, old, .. } => (key, old.map(<[u8]>::to_vec)),
+                LeafChange::Delete { key, old } => (key, Some(old.to_vec())),
+            };
+            st.undo.push((root, key.to_vec(), old));
+        }
+        Ok(lsn)
+    }
+
+    fn page_image(&self, page: PageId, bytes: &[u8]) -> Result<u64> {
+        Ok(self.db.wal.append(&RecordHead::new(Kind::PageImage, 0, 0).page(page.0), bytes)?)
+    }
+
+    fn page_freed(&self, page: PageId) -> Result<u64> {
+        Ok(self.db.wal.append(&RecordHead::new(Kind::PageFree, 0, 0).page(page.0), &[])?)
+    }
+}
+
+/// A transaction. Dropped without [`commit`](Self::commit), it rolls back.
+pub struct Txn<'db> {
+    db: &'db Db,
+    log: TxnLog<'db>,
+    done: bool,
+}
+
+impl std::fmt::Debug for Txn<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Txn").field("id", &self.log.id).finish_non_exhaustive()
+    }
+}
+
+impl<'db> Txn<'db> {
+    pub fn id(&self) -> u64 {
+        self.log.id
+    }
+
+    fn logged(&self, tree: &str) -> Result<BTree<'_, BufferManager>> {
+        let t = self.db.tree(tree)?;
+        Ok(if self.db.durability == Durability::None { t } else { t.logged(&self.log) })
+    }
+
+    fn lock(&self, root: PageId, key: &[u8]) -> Result<()> {
+        if self.db.locks.lock(self.log.id, root, key)? {
+            self.log.state.lock().locks.push((root.0, key.to_vec()));
+        }
+        Ok(())
+    }
+
+    /// Sets `key` to `value` in tree `tree`.
+    ///
+    /// # Errors
+    /// `NoSuchTree`, `LockTimeout`, the tree's and the log's errors. After an error
+    /// the transaction should be rolled back.
+    pub fn put(&mut self, tree: &str, key: &[u8], value: &[u8]) -> Result<()> {
+        let root = self.db.root(tree)?;
+        self.lock(root, key)?;
+        self.logged(tree)?.upsert(key, value)
+    }
+
+    /// Removes `key` from tree `tree`; false if it was absent.
+    ///
+    /// # Errors
+    /// As [`put`](Self::put).
+    pub fn delete(&mut self, tree: &str, key: &[u8]) -> Result<bool> {
+        let root = self.db.root(tree)?;
+        self.lock(root, key)?;
+        self.logged(tree)?.delete(key)
+    }
+
+    /// The value of `key` (this transaction's own changes included).
+    ///
+    /// # Errors
+    /// As [`Db::get`].
+    pub fn get(&self, tree: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.db.get(tree, key)
+    }
+
+    /// Scans tree `tree` from `start` (see [`Db::scan`]).
+    ///
+    /// # Errors
+    /// As [`Db::get`].
+    pub fn scan(&self, tree: &str, start: &[u8], f: impl FnMut(&[u8], &[u8]) -> bool) -> Result<()> {
+        self.db.scan(tree, start, f)
+    }
+
+    /// Commits: durable as the database's durability says once this returns.
+    ///
+    /// # Errors
+    /// The log's errors: the commit may or may not be durable (recovery decides).
+    pub fn commit(mut self) -> Result<()> {
+        self.done = true;
+        let (last, locks) = {
+            let mut st = self.log.state.lock();
+            (st.last, std::mem::take(&mut st.locks))
+        };
+        let result = (|| {
+            if last != 0 {
+                let lsn = self.db.wal.append(&RecordHead::new(Kind::Commit, self.log.id, last), &[])?;
+                self.db.wal.commit(lsn + 1, self.db.durability)?;
+                self.db.wal.append(&RecordHead::new(Kind::End, self.log.id, lsn), &[])?;
+            }
+            Ok(())
+        })();
+        self.db.active.lock().remove(&self.log.id);
+        self.db.locks.release(&locks);
+        result
+    }
+
+    /// Rolls back every change of the transaction.
+    ///
+    /// # Errors
+    /// The tree's and the log's errors (recovery finishes the rollback then).
+    pub fn rollback(mut self) -> Result<()> {
+        self.done = true;
+        self.undo_all()
+    }
+
+    fn undo_all(&mut self) -> Result<()> {
+        let undo = std::mem::take(&mut self.log.state.lock().undo);
+        let result = (|| {
+            // Each undo step's compensation points past the record it undoes.
+            let mut chain: Vec<Lsn> = Vec::new();
+            {
+                // The LSNs of the transaction's updates, newest last, to find each
+                // one's predecessor: walk the log's prev chain.
+                let mut lsn = self.log.state.lock().last;
+                while lsn != 0 {
+                    let r = self.db.wal.read(lsn)?;
+                    if r.head.kind == Kind::Update {
+                        chain.push(r.head.prev);
+                    }
+                    lsn = r.head.prev;
+                }
+            }
+            for ((root, key, old), undo_next) in undo.into_iter().rev().zip(chain) {
+                self.log.state.lock().compensating = Some(undo_next);
+                let tree = BTree::open(&self.db.bm, root)?.logged(&self.log);
+                match old {
+                    Some(v) => tree.upsert(&key, &v)?,
+                    None => {
+                        tree.delete(&key)?;
+                    }
+                }
+            }
+            let last = self.log.state.lock().last;
+            if last != 0 {
+                self.db.wal.append(&RecordHead::new(Kind::End, self.log.id, last), &[])?;
+            }
+            Ok(())
+        })();
+        let locks = std::mem::take(&mut self.log.state.lock().locks);
+        self.db.active.lock().remove(&self.log.id);
+        self.db.locks.release(&locks);
+        result
+    }
+}
+
+impl Drop for Txn<'_> {
+    fn drop(&mut self) {
+        if !self.done {
+            self.done = true;
+            // Errors cannot be returned from drop; recovery completes a failed rollback.
+            let _ = self.undo_all();
+        }
+    }
+}
+
+/// What a [`Db`] reports about itself.
+#[derive(Clone, Debug, Serialize)]
+pub struct DbInfo {
+    pub trees: Vec<String>,
+    pub durability: Durability,
+    pub log_buffer_in_nvm: bool,
+}
+
+/// A page for redo, fixed exclusive: counted as allocated first (the log may name
+/// pages created after the last checkpoint).
+pub(crate) fn page_of(bm: &BufferManager, pid: PageId) -> Result<crate::buffer::FrameWrite<'_>> {
+    bm.recover_allocated(pid)?;
+    bm.fix_exclusive(pid)
+}

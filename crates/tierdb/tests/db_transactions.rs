@@ -1,0 +1,155 @@
+//! The database API end to end: transactions commit and roll back over several trees,
+//! and a power loss at any moment loses no committed transaction and keeps no change of
+//! an unfinished one (redo of the log, undo of the losers).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use rand::prelude::*;
+use tierdb::ByteSize;
+use tierdb::buffer::Techniques;
+use tierdb::db::{Db, DbConfig};
+use tierdb::device::{FaultPlan, NvmConfig};
+use tierdb::wal::{Durability, LogBuffer};
+
+fn config(dir: &std::path::Path, plan: Option<&Arc<FaultPlan>>, nvm: bool, nvm_log: bool) -> DbConfig {
+    let mut c = DbConfig::new(dir.join("db"));
+    c.buffer.page_size = 4096;
+    c.buffer.dram = tierdb::device::DramConfig::new(ByteSize(32 * 4096));
+    if nvm {
+        c.buffer.nvm = Some(NvmConfig::new(dir.join("pool.nvm"), ByteSize(2 << 20)));
+        c.buffer.techniques = Techniques::ALL;
+        c.buffer.policy = "hymem".into();
+    }
+    if nvm_log {
+        c.wal.buffer = LogBuffer::Nvm(NvmConfig::new(dir.join("log.nvm"), ByteSize(1 << 20)));
+    }
+    let mut ssd = tierdb::device::SsdConfig::new(dir.join("db").join("data.db"));
+    ssd.page_size = 4096;
+    ssd.faults = plan.cloned();
+    c.buffer.ssd = Some(ssd);
+    c.wal.file.faults = plan.cloned();
+    c.durability = Durability::Sync;
+    c
+}
+
+fn contents(db: &Db, tree: &str) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    let mut m = BTreeMap::new();
+    db.scan(tree, b"", |k, v| {
+        m.insert(k.to_vec(), v.to_vec());
+        true
+    })
+    .unwrap();
+    m
+}
+
+#[test]
+fn commit_rollback_and_drop_over_two_trees() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(&config(dir.path(), None, false, false)).unwrap();
+    db.create_tree("a").unwrap();
+    db.create_tree("b").unwrap();
+    let mut t = db.begin();
+    t.put("a", b"k1", b"v1").unwrap();
+    t.put("b", b"k2", b"v2").unwrap();
+    t.commit().unwrap();
+    let mut t = db.begin();
+    t.put("a", b"k1", b"changed").unwrap();
+    t.put("a", b"k3", b"new").unwrap();
+    assert!(t.delete("b", b"k2").unwrap());
+    assert_eq!(t.get("a", b"k1").unwrap().as_deref(), Some(&b"changed"[..]), "a transaction sees its changes");
+    t.rollback().unwrap();
+    assert_eq!(db.get("a", b"k1").unwrap().as_deref(), Some(&b"v1"[..]));
+    assert_eq!(db.get("a", b"k3").unwrap(), None);
+    assert_eq!(db.get("b", b"k2").unwrap().as_deref(), Some(&b"v2"[..]));
+    {
+        let mut t = db.begin();
+        t.put("b", b"k9", b"x").unwrap();
+        // Dropped without commit: rolled back.
+    }
+    assert_eq!(db.get("b", b"k9").unwrap(), None);
+    assert!(db.get("nope", b"k").is_err());
+    db.close().unwrap();
+    let db = Db::open(&config(dir.path(), None, false, false)).unwrap();
+    assert_eq!(db.tree_names(), vec!["a".to_string(), "b".to_string()]);
+    assert_eq!(db.get("a", b"k1").unwrap().as_deref(), Some(&b"v1"[..]));
+    assert!(db.recovery().losers.is_empty(), "{:?}", db.recovery());
+}
+
+/// Random transactions, some committed, some left open, then a power loss (unsynced
+/// writes to the page file and the log are dropped) and a reopen: the committed state
+/// is exactly there.
+fn power_loss(nvm: bool, nvm_log: bool, seed: u64) {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = FaultPlan::new();
+    let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
+    let mut rng = SmallRng::seed_from_u64(seed);
+    {
+        let db = Db::open(&config(dir.path(), Some(&plan), nvm, nvm_log)).unwrap();
+        db.create_tree("t").unwrap();
+        for round in 0..40 {
+            let mut t = db.begin();
+            let mut staged = model.clone();
+            for _ in 0..rng.random_range(1..40) {
+                let k = format!("key{:05}", rng.random_range(0..3000)).into_bytes();
+                if rng.random_bool(0.8) {
+                    let v = vec![rng.random::<u8>(); rng.random_range(10..300)];
+                    t.put("t", &k, &v).unwrap();
+                    staged.insert(k, v);
+                } else {
+                    let had = staged.remove(&k).is_some();
+                    assert_eq!(t.delete("t", &k).unwrap(), had);
+                }
+            }
+            match round % 5 {
+                4 => t.rollback().unwrap(),
+                _ => {
+                    t.commit().unwrap();
+                    model = staged;
+                }
+            }
+            if round == 20 {
+                db.checkpoint().unwrap();
+            }
+        }
+        // Transactions in flight at the power loss: never committed.
+        let mut open = db.begin();
+        for i in 0..300 {
+            open.put("t", format!("key{:05}", i * 7).as_bytes(), &[0xEE; 200]).unwrap();
+        }
+        std::mem::forget(open);
+        std::mem::forget(db); // the process stops: nothing more is written
+    }
+    plan.lose_unsynced().unwrap();
+    let db = Db::open(&config(dir.path(), None, nvm, nvm_log)).unwrap();
+    let rep = db.recovery().clone();
+    assert_eq!(rep.losers.len(), 1, "{rep:?}");
+    assert!(rep.updates_undone > 0 || rep.changes_redone > 0, "{rep:?}");
+    let got = contents(&db, "t");
+    assert_eq!(got.len(), model.len(), "{rep:?}");
+    assert!(got == model, "committed state differs after recovery: {rep:?}");
+    db.buffer().check_invariants();
+    db.close().unwrap();
+    // And again: a second recovery finds nothing to undo.
+    let db = Db::open(&config(dir.path(), None, nvm, nvm_log)).unwrap();
+    assert!(db.recovery().losers.is_empty());
+    assert!(contents(&db, "t") == model);
+}
+
+#[test]
+fn power_loss_keeps_exactly_the_committed_transactions() {
+    power_loss(false, false, 1);
+}
+
+#[test]
+fn power_loss_with_nvm_techniques_and_an_nvm_log_buffer() {
+    power_loss(true, true, 2);
+    power_loss(true, false, 3);
+}
+
+#[test]
+fn power_loss_under_many_seeds() {
+    for seed in 10..30 {
+        power_loss(seed % 3 == 0, seed % 2 == 0, seed);
+    }
+}
