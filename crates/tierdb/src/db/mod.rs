@@ -212,6 +212,10 @@ impl Db {
         self.durability
     }
 
+    pub fn info(&self) -> DbInfo {
+        DbInfo { trees: self.tree_names(), durability: self.durability, log_buffer_in_nvm: self.wal.buffer_in_nvm() }
+    }
+
     /// Creates an empty tree (durably: its pages are logged as images and forced).
     ///
     /// # Errors
