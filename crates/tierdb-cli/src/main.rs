@@ -8,6 +8,7 @@
 mod bench_wal;
 mod bench_ycsb;
 mod compare;
+mod crashtest;
 mod device_bench;
 mod devices;
 mod drilldown;
@@ -44,6 +45,15 @@ enum Command {
     /// The paper's drill-down (Figure 10, the §5.4.2 scan overheads) and NVM sensitivity
     /// (Figures 12 and 13); writes tables, JSON and SVG plots.
     Drilldown(drilldown::DrilldownArgs),
+    /// Kills a writing child process with SIGKILL at random points and checks after
+    /// each that recovery kept exactly the committed transactions.
+    Crashtest(crashtest::CrashtestArgs),
+    /// The writer `crashtest` runs and kills (not for direct use).
+    #[command(hide = true)]
+    CrashtestChild(crashtest::CrashChildArgs),
+    /// Prints a log's records (a diagnostic).
+    #[command(hide = true)]
+    WalDump(crashtest::WalDumpArgs),
     /// Throughput over time right after a clean restart, per architecture (the paper's
     /// Figure 17); writes a table, JSON and an SVG plot.
     RestartBench(restart_bench::RestartArgs),
@@ -66,6 +76,9 @@ fn main() -> ExitCode {
         Command::Bench { command: BenchCommand::Wal(args) } => bench_wal::run(args),
         Command::Compare(args) => compare::run(args),
         Command::Drilldown(args) => drilldown::run(args),
+        Command::Crashtest(args) => crashtest::run(args),
+        Command::CrashtestChild(args) => crashtest::child(args),
+        Command::WalDump(args) => crashtest::wal_dump(args),
         Command::RestartBench(args) => restart_bench::run(args),
     };
     match result {

@@ -97,18 +97,41 @@ pub trait TreeLog: Sync {
     /// The log's errors (the change is then not durable; the caller's operation fails).
     fn leaf_change(&self, root: PageId, page: PageId, change: LeafChange<'_>) -> Result<u64>;
 
-    /// The full bytes of a page changed by a structure change (split, merge, root
-    /// change, a new tree): redo only.
-    ///
-    /// # Errors
-    /// As [`leaf_change`](Self::leaf_change).
-    fn page_image(&self, page: PageId, bytes: &[u8]) -> Result<u64>;
+    /// Starts a structure change (split, merge, root change, a tree's pages freed):
+    /// the images and frees logged with its id count only once its end is logged.
+    fn smo_begin(&self) -> u64;
 
-    /// A page the tree gives back to the source.
+    /// The full bytes of a page the structure change `smo` wrote: redo only.
     ///
     /// # Errors
     /// As [`leaf_change`](Self::leaf_change).
-    fn page_freed(&self, page: PageId) -> Result<u64>;
+    fn smo_image(&self, smo: u64, page: PageId, bytes: &[u8]) -> Result<u64>;
+
+    /// A page the structure change `smo` frees.
+    ///
+    /// # Errors
+    /// As [`leaf_change`](Self::leaf_change).
+    fn smo_free(&self, smo: u64, page: PageId) -> Result<u64>;
+
+    /// The end of structure change `smo`: from here on it counts. Returns its LSN,
+    /// which the change's pages must not be written out before.
+    ///
+    /// # Errors
+    /// As [`leaf_change`](Self::leaf_change).
+    fn smo_end(&self, smo: u64) -> Result<u64>;
+}
+
+/// Pages a structure change holds until it is logged: those it is done with
+/// (`touched`) and those it frees (`to_free`), besides the descent's chain.
+pub(crate) struct Smo<'s, S: PageSource + 's> {
+    touched: Vec<(PageId, Exclusive<'s, S>)>,
+    to_free: Vec<(PageId, Exclusive<'s, S>)>,
+}
+
+impl<'s, S: PageSource> Smo<'s, S> {
+    fn new() -> Self {
+        Smo { touched: Vec::new(), to_free: Vec::new() }
+    }
 }
 
 impl<S: PageSource> Clone for BTree<'_, S> {
@@ -128,33 +151,39 @@ impl<'s, S: PageSource> BTree<'s, S> {
         BTree { source: self.source, root: self.root, log: Some(log) }
     }
 
-    /// Logs the image of `page` (held exclusive, changed by a structure change) and
-    /// stamps the record's LSN on it.
-    fn log_image(&self, pid: PageId, page: &mut Exclusive<'_, S>) -> Result<()> {
+    /// Ends a structure change: logs the images of every page of the chain and of the
+    /// change that was written, the pages it frees and its end, as one unit; stamps the
+    /// pages (the node's LSN with its image's, the frame's with the end's, so that no
+    /// page of the change is written out before the whole change is durable); then
+    /// frees the pages to free and releases the rest.
+    fn finish_smo(&self, chain: &mut Chain<'s, S>, smo: Smo<'s, S>) -> Result<()> {
+        let Smo { mut touched, to_free } = smo;
         if let Some(log) = self.log {
-            let lsn = log.page_image(pid, page)?;
-            NodeMut::trusted(page, pid).set_page_lsn(lsn);
-            page.set_page_lsn(lsn);
-        }
-        Ok(())
-    }
-
-    /// Logs the images of the chain's pages that were written.
-    fn log_chain(&self, chain: &mut Chain<'_, S>) -> Result<()> {
-        for (pid, page) in chain.iter_mut() {
-            if page.wrote() {
-                self.log_image(*pid, page)?;
+            let wrote = |g: &Exclusive<'s, S>| g.wrote();
+            if chain.iter().any(|(_, g)| wrote(g)) || !touched.is_empty() || !to_free.is_empty() {
+                let id = log.smo_begin();
+                for (pid, page) in chain.iter_mut().chain(touched.iter_mut()) {
+                    if page.wrote() {
+                        let lsn = log.smo_image(id, *pid, page)?;
+                        NodeMut::trusted(page, *pid).set_page_lsn(lsn);
+                    }
+                }
+                for (pid, _) in &to_free {
+                    log.smo_free(id, *pid)?;
+                }
+                let end = log.smo_end(id)?;
+                for (_, page) in chain.iter_mut().chain(touched.iter_mut()) {
+                    if page.wrote() {
+                        page.set_page_lsn(end);
+                    }
+                }
             }
         }
-        Ok(())
-    }
-
-    /// Frees `page`, logging it first.
-    fn free_logged(&self, pid: PageId, page: Exclusive<'s, S>) -> Result<()> {
-        if let Some(log) = self.log {
-            log.page_freed(pid)?;
+        drop(touched);
+        for (_, page) in to_free {
+            self.source.free(page)?;
         }
-        self.source.free(page)
+        Ok(())
     }
 
     /// Logs a leaf change made through a line guard and stamps its LSN on the leaf.
@@ -414,8 +443,9 @@ impl<'s, S: PageSource> BTree<'s, S> {
         NodeMut::trusted(leaf, pid).remove(pos)?;
         let lsn = self.log_leaf_whole(pid, leaf, LeafChange::Delete { key, old: &old })?;
         leaf.set_page_lsn(lsn);
-        self.rebalance(&mut chain, key)?;
-        self.log_chain(&mut chain)?;
+        let mut smo = Smo::new();
+        self.rebalance(&mut chain, &mut smo, key)?;
+        self.finish_smo(&mut chain, smo)?;
         Ok(true)
     }
 
@@ -465,7 +495,9 @@ impl<'s, S: PageSource> BTree<'s, S> {
                     stack.push(node.child(i)?);
                 }
             }
-            self.free_logged(pid, page)?;
+            let mut smo = Smo::new();
+            smo.to_free.push((pid, page));
+            self.finish_smo(&mut Vec::new(), smo)?;
         }
         Ok(())
     }
@@ -658,37 +690,29 @@ impl<'s, S: PageSource> BTree<'s, S> {
         let need = SLOT_BYTES + node::ENTRY_HEADER_BYTES + key.len() + value.len();
         let mut chain = self
             .descend_exclusive(key, |n, _| n.free_total() >= if n.is_leaf() { need } else { INNER_ENTRY_BYTES_MAX })?;
-        // The structure change's page images go to the log before the leaf change: redo
-        // then applies the change to the page as the split left it (a put or delete
-        // applied twice changes nothing).
+        // A split is a structure change of its own, logged (images and end) before the
+        // entry goes in: no image holds the entry, so an entry whose record did not
+        // reach the log is in no page either, and its record redoes it on the page the
+        // split left.
         let idx = chain.len() - 1;
         let (pid, leaf) = &mut chain[idx];
-        let old = self.log.and_then(|_| {
-            let node = NodeRef::parse(leaf, *pid).ok()?;
-            match node.lower_bound(key).ok()? {
-                (pos, true) => node.value(pos).ok().map(<[u8]>::to_vec),
-                _ => None,
-            }
-        });
-        let unlogged = BTree { source: self.source, root: self.root, log: None };
-        let (idx, r) = match unlogged.write_leaf(*pid, leaf, key, value, mode)? {
-            LeafWrite::Done(r) => (idx, r),
-            LeafWrite::NoRoom => {
-                let idx = self.make_room(&mut chain, idx, key, need)?;
-                let (pid, leaf) = &mut chain[idx];
-                match unlogged.write_leaf(*pid, leaf, key, value, mode)? {
-                    LeafWrite::Done(r) => (idx, r),
-                    LeafWrite::NoRoom => panic!("{pid}: no room for a {need}-byte entry after a split"),
-                }
-            }
-        };
-        self.log_chain(&mut chain)?;
-        if r {
-            let (pid, leaf) = &mut chain[idx];
-            let lsn = self.log_leaf_whole(*pid, leaf, LeafChange::Put { key, value, old: old.as_deref() })?;
+        if let LeafWrite::Done(r) = self.write_leaf(*pid, leaf, key, value, mode)? {
+            let lsn = NodeRef::parse(leaf, *pid)?.page_lsn();
             leaf.set_page_lsn(lsn);
+            return Ok(r);
         }
-        Ok(r)
+        let mut smo = Smo::new();
+        let idx = self.make_room(&mut chain, &mut smo, idx, key, need)?;
+        self.finish_smo(&mut chain, smo)?;
+        let (pid, leaf) = &mut chain[idx];
+        match self.write_leaf(*pid, leaf, key, value, mode)? {
+            LeafWrite::Done(r) => {
+                let lsn = NodeRef::parse(leaf, *pid)?.page_lsn();
+                leaf.set_page_lsn(lsn);
+                Ok(r)
+            }
+            LeafWrite::NoRoom => panic!("{pid}: no room for a {need}-byte entry after a split"),
+        }
     }
 
     /// Applies a write to a leaf held exclusive for line-grained access: in place when

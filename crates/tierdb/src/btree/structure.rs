@@ -9,16 +9,15 @@
 //!
 //! Pages are allocated before anything is changed, so an allocation error leaves the
 //! tree as it was (or with a finished split of an ancestor, which is a valid tree).
+//!
+//! A page the change is done with stays latched in the [`Smo`] until the whole change
+//! is logged (its pages' images and an end record, as one unit that recovery applies
+//! whole or not at all); pages to free are freed after that.
 
 use super::node::{self, Builder, CHILD_BYTES, ENTRY_HEADER_BYTES, Kind, NodeMut, NodeRef, SLOT_BYTES};
-use super::{BTree, Chain, Exclusive, corrupted};
+use super::{BTree, Chain, Exclusive, Smo, corrupted};
 use crate::Result;
 use crate::buffer::{ExclusivePage, PageSource};
-
-/// The page id of a fresh page's guard.
-fn left_pid_of<P: ExclusivePage>(page: &P) -> PageId {
-    page.page_id()
-}
 use crate::ids::PageId;
 use crate::limits::BTREE_HEIGHT_MAX;
 
@@ -27,7 +26,14 @@ impl<'s, S: PageSource> BTree<'s, S> {
     /// splitting it (and, first, its ancestors) as needed. Returns the index in `chain`
     /// of the node that must now take `key`: the chain may have grown by one (a root
     /// split) and the node may be the new right half.
-    pub(super) fn make_room(&self, chain: &mut Chain<'s, S>, idx: usize, key: &[u8], need: usize) -> Result<usize> {
+    pub(super) fn make_room(
+        &self,
+        chain: &mut Chain<'s, S>,
+        smo: &mut Smo<'s, S>,
+        idx: usize,
+        key: &[u8],
+        need: usize,
+    ) -> Result<usize> {
         let mut idx = idx;
         // One split always makes room (see `node`'s value limit); a second is a bug.
         for _ in 0..2 {
@@ -36,7 +42,11 @@ impl<'s, S: PageSource> BTree<'s, S> {
             if NodeRef::parse(page, pid)?.free_total() >= need {
                 return Ok(idx);
             }
-            idx = if pid == self.root { self.split_root(chain, idx, key)? } else { self.split_node(chain, idx, key)? };
+            idx = if pid == self.root {
+                self.split_root(chain, smo, idx, key)?
+            } else {
+                self.split_node(chain, smo, idx, key)?
+            };
         }
         let (pid, page) = &chain[idx];
         let free = NodeRef::parse(page, *pid)?.free_total();
@@ -46,7 +56,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
     /// Splits the non-root node `chain[idx]` into itself (left) and a fresh right node,
     /// and posts the separator in its parent `chain[idx - 1]` (splitting that first if
     /// it is full). Returns the index of the half that holds `key`.
-    fn split_node(&self, chain: &mut Chain<'s, S>, idx: usize, key: &[u8]) -> Result<usize> {
+    fn split_node(&self, chain: &mut Chain<'s, S>, smo: &mut Smo<'s, S>, idx: usize, key: &[u8]) -> Result<usize> {
         let (pid, page) = &chain[idx];
         let pid = *pid;
         assert!(idx > 0, "{pid} must split but its parent is not held: the descent released an unsafe node");
@@ -55,7 +65,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
         let old = NodeRef::parse(&copy, pid)?;
         let plan = node::plan_split(&old, key)?;
         let sep_need = SLOT_BYTES + ENTRY_HEADER_BYTES + plan.sep.len() + CHILD_BYTES;
-        let parent_idx = self.make_room(chain, idx - 1, &plan.sep, sep_need)?;
+        let parent_idx = self.make_room(chain, smo, idx - 1, &plan.sep, sep_need)?;
         let idx = parent_idx + 1;
         debug_assert_eq!(chain[idx].0, pid);
         // 1. Check the parent before changing anything: it must route the separator to
@@ -75,7 +85,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
         let right_pid = right.page_id();
         let mut left = vec![0u8; copy.len()];
         if let Err(e) = node::split_into(&old, &plan, &mut left, pid, &mut right, right_pid) {
-            self.free_logged(right_pid, right)?;
+            self.source.free(right)?; // never part of the tree
             return Err(e.into());
         }
         chain[idx].1.copy_from_slice(&left);
@@ -86,12 +96,13 @@ impl<'s, S: PageSource> BTree<'s, S> {
         let done = m.insert(pos, &plan.sep, &pid.0.to_le_bytes())?;
         assert!(done, "{ppid}: no room for a separator after make_room");
         m.set_child(pos + 1, right_pid)?;
-        // A page leaves the chain only after its image is logged.
+        // A half that leaves the chain stays latched in the structure change until its
+        // image and the change's end are logged.
         if key >= plan.sep.as_slice() {
-            self.log_image(pid, &mut chain[idx].1)?;
-            chain[idx] = (right_pid, right); // Releases the finished left half.
+            let left = std::mem::replace(&mut chain[idx], (right_pid, right));
+            smo.touched.push(left);
         } else {
-            self.log_image(right_pid, &mut right)?;
+            smo.touched.push((right_pid, right));
         }
         Ok(idx)
     }
@@ -99,7 +110,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
     /// Splits the root in place: its halves move to two fresh pages and the root becomes
     /// an inner node one level up with one separator. `chain[idx]` is the root; the half
     /// that holds `key` is inserted after it. Returns its index.
-    fn split_root(&self, chain: &mut Chain<'s, S>, idx: usize, key: &[u8]) -> Result<usize> {
+    fn split_root(&self, chain: &mut Chain<'s, S>, smo: &mut Smo<'s, S>, idx: usize, key: &[u8]) -> Result<usize> {
         assert_eq!(idx, 0, "the root is the top of any chain that holds it");
         let root = self.root;
         let copy = chain[idx].1.to_vec();
@@ -112,23 +123,23 @@ impl<'s, S: PageSource> BTree<'s, S> {
         let mut right = match self.source.allocate() {
             Ok(r) => r,
             Err(e) => {
-                self.free_logged(left_pid_of(&left), left)?;
+                self.source.free(left)?;
                 return Err(e);
             }
         };
         let (left_pid, right_pid) = (left.page_id(), right.page_id());
         if let Err(e) = node::split_into(&old, &plan, &mut left, left_pid, &mut right, right_pid) {
-            self.free_logged(left_pid, left)?;
-            self.free_logged(right_pid, right)?;
+            self.source.free(left)?;
+            self.source.free(right)?;
             return Err(e.into());
         }
         let mut b = Builder::new(&mut chain[idx].1, root, Kind::Inner, old.level() + 1, &[], None, right_pid.0)?;
         b.push([&plan.sep, &[]], &left_pid.0.to_le_bytes())?;
         let target = if key < plan.sep.as_slice() {
-            self.log_image(right_pid, &mut right)?;
+            smo.touched.push((right_pid, right));
             (left_pid, left)
         } else {
-            self.log_image(left_pid, &mut left)?;
+            smo.touched.push((left_pid, left));
             (right_pid, right)
         };
         chain.insert(idx + 1, target);
@@ -138,13 +149,13 @@ impl<'s, S: PageSource> BTree<'s, S> {
     /// After a delete in the chain's last node: while that node is underfull and its
     /// parent is held, merges it with a sibling; then shrinks a root left with a single
     /// child. `key` routes to every node of the chain.
-    pub(super) fn rebalance(&self, chain: &mut Chain<'s, S>, key: &[u8]) -> Result<()> {
+    pub(super) fn rebalance(&self, chain: &mut Chain<'s, S>, smo: &mut Smo<'s, S>, key: &[u8]) -> Result<()> {
         loop {
             let (pid, page) = chain.last().expect("a chain holds at least one node");
             let node = NodeRef::parse(page, *pid)?;
             if *pid == self.root {
                 if !node.is_leaf() && node.count() == 0 {
-                    self.collapse_root(chain)?;
+                    self.collapse_root(chain, smo)?;
                 }
                 return Ok(());
             }
@@ -152,7 +163,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
                 return Ok(());
             }
             let (pid, page) = chain.pop().expect("checked non-empty");
-            self.merge_child(chain.last_mut().expect("the parent is held"), pid, page, key)?;
+            self.merge_child(chain.last_mut().expect("the parent is held"), smo, pid, page, key)?;
         }
     }
 
@@ -162,6 +173,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
     fn merge_child(
         &self,
         (ppid, parent): &mut (PageId, Exclusive<'s, S>),
+        smo: &mut Smo<'s, S>,
         pid: PageId,
         page: Exclusive<'s, S>,
         key: &[u8],
@@ -177,7 +189,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
         let left_sibling = if pos > 0 { Some(pv.child(pos - 1)?) } else { None };
         if let Some(right_pid) = right_sibling {
             let right = self.source.fix_exclusive(right_pid)?;
-            if self.merge_pair(ppid, parent, pos, (pid, page), (right_pid, right))? {
+            if self.merge_pair(ppid, parent, smo, pos, (pid, page), (right_pid, right))? {
                 return Ok(());
             }
         } else {
@@ -189,7 +201,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
             // node in between.
             let left = self.source.fix_exclusive(left_pid)?;
             let node = self.source.fix_exclusive(pid)?;
-            self.merge_pair(ppid, parent, pos - 1, (left_pid, left), (pid, node))?;
+            self.merge_pair(ppid, parent, smo, pos - 1, (left_pid, left), (pid, node))?;
         }
         Ok(())
     }
@@ -202,6 +214,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
         &self,
         ppid: PageId,
         parent: &mut Exclusive<'s, S>,
+        smo: &mut Smo<'s, S>,
         i: usize,
         (left_pid, mut left): (PageId, Exclusive<'s, S>),
         (right_pid, right): (PageId, Exclusive<'s, S>),
@@ -229,16 +242,15 @@ impl<'s, S: PageSource> BTree<'s, S> {
         let mut pm = NodeMut::trusted(parent, ppid);
         pm.remove(i)?;
         pm.set_child(i, left_pid)?;
-        self.log_image(left_pid, &mut left)?;
-        drop(left);
-        self.free_logged(right_pid, right)?;
+        smo.touched.push((left_pid, left));
+        smo.to_free.push((right_pid, right));
         Ok(true)
     }
 
     /// A root that is an inner node without separators absorbs its only child (whose
     /// fences are infinite on both sides, like the root's), until it has separators or
     /// is a leaf. `chain` holds just the root.
-    fn collapse_root(&self, chain: &mut Chain<'s, S>) -> Result<()> {
+    fn collapse_root(&self, chain: &mut Chain<'s, S>, smo: &mut Smo<'s, S>) -> Result<()> {
         let (pid, root) = chain.last_mut().expect("the root is held");
         assert_eq!(*pid, self.root);
         for _ in 0..BTREE_HEIGHT_MAX {
@@ -255,7 +267,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
                 return Err(corrupted(child_pid, "the only child of the root has fences"));
             }
             root.copy_from_slice(&child);
-            self.free_logged(child_pid, child)?;
+            smo.to_free.push((child_pid, child));
         }
         Err(corrupted(self.root, "root collapse did not end"))
     }

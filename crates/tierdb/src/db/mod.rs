@@ -49,6 +49,9 @@ use crate::ids::PageId;
 use crate::wal::{Durability, Kind, Lsn, RecordHead, Wal, WalConfig};
 use crate::{ByteSize, Result};
 
+/// Transaction-id bit of structure changes' records.
+pub const SMO_ID_BIT: u64 = 1 << 63;
+
 /// Longest wait for another transaction's key lock.
 pub const LOCK_WAIT_MS_MAX: u64 = 10_000;
 
@@ -142,6 +145,7 @@ pub struct Db {
     dir: PathBuf,
     durability: Durability,
     next_txn: AtomicU64,
+    next_smo: AtomicU64,
     /// Active transactions: id → first LSN (bounds log truncation).
     active: Mutex<HashMap<u64, Lsn>>,
     trees: RwLock<HashMap<String, PageId>>,
@@ -183,6 +187,7 @@ impl Db {
             dir: cfg.dir.clone(),
             durability: cfg.durability,
             next_txn: AtomicU64::new(1),
+            next_smo: AtomicU64::new(1),
             active: Mutex::new(HashMap::new()),
             trees: RwLock::new(HashMap::new()),
             locks: Locks::default(),
@@ -216,7 +221,8 @@ impl Db {
         DbInfo { trees: self.tree_names(), durability: self.durability, log_buffer_in_nvm: self.wal.buffer_in_nvm() }
     }
 
-    /// Creates an empty tree (durably: its pages are logged as images and forced).
+    /// Creates an empty tree (durably: its root and the catalog page are logged as
+    /// one structure change and forced).
     ///
     /// # Errors
     /// `TreeExists`, catalog errors; the log's errors.
@@ -224,17 +230,31 @@ impl Db {
         let mut trees = self.trees.write();
         let tree = Catalog::create_tree(&self.bm, name)?;
         if self.durability != Durability::None {
-            let mut last = 0;
+            let smo = self.smo_begin();
+            let mut pages = Vec::new();
             for pid in [tree.root(), self.bm.catalog_page()] {
                 let page = self.bm.fix_exclusive(pid)?;
-                last = self.wal.append(&RecordHead::new(Kind::PageImage, 0, 0).page(pid.0), &page)?;
-                let mut page = page;
-                crate::buffer::ExclusivePage::set_page_lsn(&mut page, last);
+                self.smo_image(smo, pid, &page)?;
+                pages.push(page);
             }
-            self.wal.flush_until(last + 1)?;
+            let end = self.wal.append(&RecordHead::new(Kind::SmoEnd, smo, 0), &[])?;
+            for page in &mut pages {
+                crate::buffer::ExclusivePage::set_page_lsn(page, end);
+            }
+            drop(pages);
+            self.wal.flush_until(end + 1)?;
         }
         trees.insert(name.to_string(), tree.root());
         Ok(())
+    }
+
+    /// A new structure change's id (top bit set: not a transaction's).
+    fn smo_begin(&self) -> u64 {
+        SMO_ID_BIT | self.next_smo.fetch_add(1, Ordering::Relaxed)
+    }
+
+    fn smo_image(&self, smo: u64, page: PageId, bytes: &[u8]) -> Result<u64> {
+        Ok(self.wal.append(&RecordHead::new(Kind::PageImage, smo, 0).page(page.0), bytes)?)
     }
 
     /// The names of the trees.
@@ -467,12 +487,20 @@ impl TreeLog for TxnLog<'_> {
         Ok(lsn)
     }
 
-    fn page_image(&self, page: PageId, bytes: &[u8]) -> Result<u64> {
-        Ok(self.db.wal.append(&RecordHead::new(Kind::PageImage, 0, 0).page(page.0), bytes)?)
+    fn smo_begin(&self) -> u64 {
+        self.db.smo_begin()
     }
 
-    fn page_freed(&self, page: PageId) -> Result<u64> {
-        Ok(self.db.wal.append(&RecordHead::new(Kind::PageFree, 0, 0).page(page.0), &[])?)
+    fn smo_image(&self, smo: u64, page: PageId, bytes: &[u8]) -> Result<u64> {
+        self.db.smo_image(smo, page, bytes)
+    }
+
+    fn smo_free(&self, smo: u64, page: PageId) -> Result<u64> {
+        Ok(self.db.wal.append(&RecordHead::new(Kind::PageFree, smo, 0).page(page.0), &[])?)
+    }
+
+    fn smo_end(&self, smo: u64) -> Result<u64> {
+        Ok(self.db.wal.append(&RecordHead::new(Kind::SmoEnd, smo, 0), &[])?)
     }
 }
 

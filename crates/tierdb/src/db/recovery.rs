@@ -39,6 +39,9 @@ pub struct RecoveryReport {
     pub changes_skipped: u64,
     pub images_installed: u64,
     pub pages_freed: u64,
+    /// Structure changes whose end record did not reach the log: not applied (none of
+    /// their pages can have been written out).
+    pub incomplete_smos: usize,
     pub committed: u64,
     /// Transactions rolled back.
     pub losers: Vec<u64>,
@@ -67,11 +70,25 @@ pub(super) fn recover(db: &Db, started: Instant) -> Result<RecoveryReport> {
     rep.redo_from = from;
     let mut txns: HashMap<u64, TxnInfo> = HashMap::new();
     let mut max_txn = 0u64;
+    let mut max_smo = 0u64;
+    // Structure changes' images and frees wait for their end record.
+    let mut smos: HashMap<u64, Vec<crate::wal::Record>> = HashMap::new();
     // 1. Analysis and redo.
     for rec in db.wal.records_from(from) {
         let rec = rec?;
         rep.records_read += 1;
         let h = rec.head;
+        if h.txn & super::SMO_ID_BIT != 0 {
+            max_smo = max_smo.max(h.txn & !super::SMO_ID_BIT);
+            if h.kind == Kind::SmoEnd {
+                for r in smos.remove(&h.txn).unwrap_or_default() {
+                    apply_smo_record(db, &r, &mut rep)?;
+                }
+            } else {
+                smos.entry(h.txn).or_default().push(rec);
+            }
+            continue;
+        }
         if h.txn != 0 {
             max_txn = max_txn.max(h.txn);
             let t = txns.entry(h.txn).or_default();
@@ -93,19 +110,13 @@ pub(super) fn recover(db: &Db, started: Instant) -> Result<RecoveryReport> {
                     rep.changes_skipped += 1;
                 }
             }
-            Kind::PageImage => {
-                install_image(db, rec.lsn, PageId(h.page), &rec.payload)?;
-                rep.images_installed += 1;
-            }
-            Kind::PageFree => {
-                db.bm.recover_freed(PageId(h.page));
-                rep.pages_freed += 1;
-            }
             _ => {}
         }
     }
+    rep.incomplete_smos = smos.len();
     rep.log_end = db.wal.next_lsn();
     db.next_txn.store(max_txn + 1, std::sync::atomic::Ordering::Relaxed);
+    db.next_smo.store(max_smo + 1, std::sync::atomic::Ordering::Relaxed);
     // 2. From here on, pages leave DRAM only after the log is forced.
     db.bm.set_log(db.wal.clone())?;
     // 3. Undo of the losers, newest first.
@@ -119,6 +130,22 @@ pub(super) fn recover(db: &Db, started: Instant) -> Result<RecoveryReport> {
     db.checkpoint()?;
     rep.secs = started.elapsed().as_secs_f64();
     Ok(rep)
+}
+
+/// Applies a record of a complete structure change.
+fn apply_smo_record(db: &Db, r: &crate::wal::Record, rep: &mut RecoveryReport) -> Result<()> {
+    match r.head.kind {
+        Kind::PageImage => {
+            install_image(db, r.lsn, PageId(r.head.page), &r.payload)?;
+            rep.images_installed += 1;
+        }
+        Kind::PageFree => {
+            db.bm.recover_freed(PageId(r.head.page));
+            rep.pages_freed += 1;
+        }
+        _ => {}
+    }
+    Ok(())
 }
 
 /// Applies an update or compensation to its leaf if the leaf is older. Returns whether

@@ -60,6 +60,9 @@ pub enum Kind {
     CheckpointEnd = 9,
     /// A page was freed (redo only).
     PageFree = 10,
+    /// The structure change whose images and frees carry this record's transaction
+    /// field is complete: recovery applies them only if this record is in the log.
+    SmoEnd = 11,
 }
 
 impl Kind {
@@ -75,6 +78,7 @@ impl Kind {
             8 => Kind::CheckpointBegin,
             9 => Kind::CheckpointEnd,
             10 => Kind::PageFree,
+            11 => Kind::SmoEnd,
             _ => return None,
         })
     }
@@ -248,7 +252,7 @@ mod tests {
 
         #[test]
         fn any_record_round_trips(lsn in any::<u64>(), txn in any::<u64>(), prev in any::<u64>(), page in any::<u64>(),
-                                   kind in 1u8..=10, payload in proptest::collection::vec(any::<u8>(), 0..500)) {
+                                   kind in 1u8..=11, payload in proptest::collection::vec(any::<u8>(), 0..500)) {
             let head = RecordHead::new(Kind::from_u8(kind).unwrap(), txn, prev).page(page);
             let r = decode(lsn, &encode(lsn, &head, &payload)).unwrap();
             prop_assert_eq!(r.head, head);
