@@ -600,9 +600,11 @@ impl Inner {
                             buf.copy_from_slice(&t.pending[s..s + buf.len()]);
                             Ok(())
                         }
-                        // Flushed to the file meanwhile.
+                        // Taken by a flush meanwhile: once the flush lock is free, the
+                        // bytes are in the file.
                         None => {
                             drop(t);
+                            drop(self.flush_lock.lock());
                             let n = self.file.read(at, buf)?;
                             if n < buf.len() {
                                 return Err(WalError::NoRecord { lsn, why: "past the end of the log".into() });
