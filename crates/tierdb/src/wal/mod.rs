@@ -75,7 +75,9 @@ pub enum Durability {
     /// durable at least every flush interval, so a crash loses at most the last
     /// interval's commits (none with the log buffer in NVM).
     Group,
-    /// Nothing is logged: changes are durable only through checkpoints.
+    /// Nothing is logged: changes are durable only through checkpoints, and a crash
+    /// between two checkpoints can leave pages of both times side by side (a benchmark
+    /// baseline, not a mode for data one keeps).
     None,
 }
 
