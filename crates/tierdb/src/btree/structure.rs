@@ -260,7 +260,11 @@ impl<'s, S: PageSource> BTree<'s, S> {
             }
             let child_pid = rv.child(0)?;
             let level = rv.level() - 1;
-            let child: Exclusive<'s, S> = self.source.fix_exclusive(child_pid)?;
+            // The child may be a page this change merged into and still holds.
+            let child: Exclusive<'s, S> = match smo.touched.iter().position(|(p, _)| *p == child_pid) {
+                Some(i) => smo.touched.swap_remove(i).1,
+                None => self.source.fix_exclusive(child_pid)?,
+            };
             let cv = NodeRef::parse(&child, child_pid)?;
             cv.expect_level(level)?;
             if !cv.lower_fence().is_empty() || cv.upper_fence().is_some() {
