@@ -2,15 +2,9 @@
 //! a message naming what and where, a non-zero exit, and changes no file.
 
 use std::path::Path;
-use std::process::{Command, Output};
 
-fn tierdb(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tierdb")).args(args).output().expect("run tierdb")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+mod common;
+use common::{stderr, tierdb};
 
 /// A tiny bench: every tier, few operations, files in `dir`.
 fn small_bench<'a>(dir: &'a Path, extra: &[&'a str]) -> Vec<String> {

@@ -2,11 +2,8 @@
 //! architecture (the log buffer in DRAM for one, in NVM for the other). Every point
 //! checks that recovery kept every acknowledged commit and no uncommitted change.
 
-use std::process::{Command, Output};
-
-fn tierdb(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tierdb")).args(args).output().expect("run tierdb")
-}
+mod common;
+use common::tierdb;
 
 fn crashtest(arch: &str, log_buffer: &str, seed: &str) -> serde_json::Value {
     let o = tierdb(&[

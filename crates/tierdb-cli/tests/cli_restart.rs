@@ -5,13 +5,8 @@ use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-fn tierdb(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tierdb")).args(args).output().expect("run tierdb")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+mod common;
+use common::{stderr, tierdb};
 
 /// `restart-bench` at tiny sizes with engine files and output under `dir`; `extra`
 /// replaces a default option of the same name (`--flag value` or `--flag=value`) or adds

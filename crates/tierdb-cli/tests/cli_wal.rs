@@ -1,16 +1,8 @@
 //! `tierdb bench wal` end to end: both log buffers in model mode, the NVM commit-latency
 //! target, and bad options.
 
-use std::process::{Command, Output};
-
-fn tierdb(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tierdb")).args(args).output().expect("run tierdb")
-}
-
-fn json(o: &Output) -> serde_json::Value {
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    serde_json::from_slice(&o.stdout).expect("JSON report")
-}
+mod common;
+use common::{json, tierdb};
 
 #[test]
 fn both_log_buffers_commit_and_report() {

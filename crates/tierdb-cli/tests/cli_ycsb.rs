@@ -3,13 +3,8 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-fn tierdb(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tierdb")).args(args).output().expect("run tierdb")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+mod common;
+use common::{stderr, tierdb};
 
 fn bench(dir: &Path, extra: &[&str]) -> Output {
     let d = dir.display().to_string();

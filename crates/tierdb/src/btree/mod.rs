@@ -186,6 +186,15 @@ impl<'s, S: PageSource> BTree<'s, S> {
         Ok(())
     }
 
+    /// The value at `vs..vs + vlen` of a leaf, copied, when changes are logged (the
+    /// undo of the change about to be made needs it).
+    fn old_for_log(&self, leaf: &mut Lines<'_, S>, vs: usize, vlen: usize) -> Result<Option<Vec<u8>>> {
+        match self.log {
+            Some(_) => Ok(Some(leaf.read(vs, vlen)?.to_vec())),
+            None => Ok(None),
+        }
+    }
+
     /// Logs a leaf change made through a line guard and stamps its LSN on the leaf.
     fn log_leaf_lines(&self, pid: PageId, leaf: &mut Lines<'_, S>, change: LeafChange<'_>) -> Result<()> {
         if let Some(log) = self.log {
@@ -389,10 +398,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
         if offset.checked_add(bytes.len()).is_none_or(|end| end > value_len) {
             return Err(BTreeError::OffsetOutOfRange { offset, len: bytes.len(), value_len }.into());
         }
-        let old = match self.log {
-            Some(_) => Some(leaf.read(vs, value_len)?.to_vec()),
-            None => None,
-        };
+        let old = self.old_for_log(&mut leaf, vs, value_len)?;
         leaf.write(vs + offset, bytes.len())?.copy_from_slice(bytes);
         if let Some(old) = old {
             let new = leaf.read(vs, value_len)?.to_vec();
@@ -419,10 +425,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
             let left = h.payload_bytes().saturating_sub(entry_bytes);
             if pid == self.root || left >= h.page_size / BTREE_UNDERFULL_DIVISOR {
                 let (_, _, vs, vlen) = lines::entry(&mut leaf, &h, pos)?;
-                let old = match self.log {
-                    Some(_) => Some(leaf.read(vs, vlen)?.to_vec()),
-                    None => None,
-                };
+                let old = self.old_for_log(&mut leaf, vs, vlen)?;
                 lines::remove(&mut leaf, &h, pos)?;
                 if let Some(old) = old {
                     self.log_leaf_lines(pid, &mut leaf, LeafChange::Delete { key, old: &old })?;
@@ -739,10 +742,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
             (_, true) => {
                 let (_, _, vs, vlen) = lines::entry(leaf, &h, pos)?;
                 if vlen == value.len() {
-                    let old = match self.log {
-                        Some(_) => Some(leaf.read(vs, vlen)?.to_vec()),
-                        None => None,
-                    };
+                    let old = self.old_for_log(leaf, vs, vlen)?;
                     leaf.write(vs, vlen)?.copy_from_slice(value);
                     if let Some(old) = old {
                         self.log_leaf_lines(pid, leaf, LeafChange::Put { key, value, old: Some(&old) })?;
