@@ -186,6 +186,18 @@ impl<'s, S: PageSource> BTree<'s, S> {
         Ok(())
     }
 
+    /// The leaf that holds `key` (fixed line-grained, shared or exclusive), its header
+    /// and the key's slot; `None` if the key is absent.
+    #[inline]
+    fn find(&self, key: &[u8], exclusive: bool) -> Result<Option<Found<'s, S>>> {
+        let (pid, mut leaf) = self.descend_lines(key, exclusive)?;
+        let h = lines::leaf_header(&mut leaf, self.source.page_size())?;
+        match lines::lower_bound(&mut leaf, &h, key)? {
+            (pos, true) => Ok(Some(Found { pid, leaf, h, pos })),
+            _ => Ok(None),
+        }
+    }
+
     /// The value at `vs..vs + vlen` of a leaf, copied, when changes are logged (the
     /// undo of the change about to be made needs it).
     fn old_for_log(&self, leaf: &mut Lines<'_, S>, vs: usize, vlen: usize) -> Result<Option<Vec<u8>>> {
@@ -234,6 +246,14 @@ enum WriteMode {
     Insert,
     Update,
     Upsert,
+}
+
+/// A key found in its leaf ([`BTree::find`]).
+struct Found<'s, S: PageSource + 's> {
+    pid: PageId,
+    leaf: Lines<'s, S>,
+    h: node::Header,
+    pos: usize,
 }
 
 /// The outcome of a write attempted on a leaf held exclusive.
@@ -340,12 +360,10 @@ impl<'s, S: PageSource> BTree<'s, S> {
         exclusive: bool,
         f: &mut Option<impl FnOnce(&[u8]) -> R>,
     ) -> Result<Option<R>> {
-        let (_, mut leaf) = self.descend_lines(key, exclusive)?;
-        let h = lines::leaf_header(&mut leaf, self.source.page_size())?;
-        let (pos, found) = lines::lower_bound(&mut leaf, &h, key)?;
-        if !found {
-            return Ok(None);
-        }
+        let Found { mut leaf, h, pos, .. } = match self.find(key, exclusive)? {
+            Some(f) => f,
+            None => return Ok(None),
+        };
         let (_, _, vs, vlen) = lines::entry(&mut leaf, &h, pos)?;
         let end = part.end.min(vlen);
         let start = part.start.min(end);
@@ -388,12 +406,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
     /// `OffsetOutOfRange` if the range is not inside the value; as [`get`](Self::get).
     pub fn update_in_place(&self, key: &[u8], offset: usize, bytes: &[u8]) -> Result<bool> {
         self.check_key(key)?;
-        let (pid, mut leaf) = self.descend_lines(key, true)?;
-        let h = lines::leaf_header(&mut leaf, self.source.page_size())?;
-        let (pos, found) = lines::lower_bound(&mut leaf, &h, key)?;
-        if !found {
-            return Ok(false);
-        }
+        let Some(Found { pid, mut leaf, h, pos }) = self.find(key, true)? else { return Ok(false) };
         let (_, _, vs, value_len) = lines::entry(&mut leaf, &h, pos)?;
         if offset.checked_add(bytes.len()).is_none_or(|end| end > value_len) {
             return Err(BTreeError::OffsetOutOfRange { offset, len: bytes.len(), value_len }.into());
@@ -414,12 +427,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
     pub fn delete(&self, key: &[u8]) -> Result<bool> {
         self.check_key(key)?;
         {
-            let (pid, mut leaf) = self.descend_lines(key, true)?;
-            let h = lines::leaf_header(&mut leaf, self.source.page_size())?;
-            let (pos, found) = lines::lower_bound(&mut leaf, &h, key)?;
-            if !found {
-                return Ok(false);
-            }
+            let Some(Found { pid, mut leaf, h, pos }) = self.find(key, true)? else { return Ok(false) };
             let (_, klen, _, vlen) = lines::entry(&mut leaf, &h, pos)?;
             let entry_bytes = SLOT_BYTES + node::ENTRY_HEADER_BYTES + klen + vlen;
             let left = h.payload_bytes().saturating_sub(entry_bytes);
