@@ -455,14 +455,19 @@ impl BufferManager {
         Ok(())
     }
 
-    /// Recovery: records that page `pid` was freed after the last checkpoint (it must
-    /// not be in use: the caller replays the log that freed it). Its frames are left as
-    /// they are; it is handed out again like any freed page.
-    pub fn recover_freed(&self, pid: PageId) {
-        let mut freed = self.freed.lock();
-        if !freed.contains(&pid) && pid.0 < self.next_pid.load(Ordering::Acquire) && pid != PageId::CATALOG {
-            freed.push(pid);
+    /// Recovery: page `pid` was freed after the last checkpoint (the caller replays the
+    /// log that freed it). Any copy of it in DRAM or NVM is dropped (a stale NVM copy
+    /// must not come back at the next restart) and it goes on the free list.
+    ///
+    /// # Errors
+    /// Device errors while dropping its copies.
+    pub fn recover_freed(&self, pid: PageId) -> Result<()> {
+        if pid == PageId::CATALOG || pid.0 >= self.next_pid.load(Ordering::Acquire) || self.freed.lock().contains(&pid)
+        {
+            return Ok(());
         }
+        let page = self.fix_exclusive(pid)?;
+        self.free(page)
     }
 
     /// What reopening found in the NVM pool (`None` for a new database, or without

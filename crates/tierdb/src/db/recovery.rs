@@ -140,7 +140,7 @@ fn apply_smo_record(db: &Db, r: &crate::wal::Record, rep: &mut RecoveryReport) -
             rep.images_installed += 1;
         }
         Kind::PageFree => {
-            db.bm.recover_freed(PageId(r.head.page));
+            db.bm.recover_freed(PageId(r.head.page))?;
             rep.pages_freed += 1;
         }
         _ => {}
