@@ -61,6 +61,10 @@ pub struct EngineArgs {
     /// Turn O_DIRECT off for the SSD file.
     #[arg(long)]
     pub buffered_io: bool,
+    /// nvm-direct: the CPU last-level cache its NVM read charges model (a line read
+    /// again while its tag is cached costs nothing); 0 charges every read.
+    #[arg(long, default_value = "32MiB")]
+    pub cpu_cache: ByteSize,
     /// Worker threads.
     #[arg(long, default_value_t = 1)]
     pub threads: u32,
@@ -92,6 +96,8 @@ pub struct Setup {
     pub policy: Option<String>,
     /// The NVM techniques asked for (`None`: the architecture's own).
     pub techniques: Option<tierdb::buffer::Techniques>,
+    /// The CPU cache `nvm-direct`'s read charges model.
+    pub cpu_cache_model_bytes: u64,
     pub workload: YcsbSpec,
 }
 
@@ -124,6 +130,7 @@ impl EngineArgs {
             duration_secs: (self.duration > 0.0).then_some(self.duration),
             policy: self.policy.clone(),
             techniques: self.techniques,
+            cpu_cache_model_bytes: self.cpu_cache.bytes(),
             workload: spec,
         })
     }
@@ -152,6 +159,7 @@ impl EngineArgs {
         c.admission_set_pages = self.admission_set;
         c.techniques = self.techniques;
         c.debug_lines = self.debug_lines;
+        c.cpu_cache_model = ByteSize(setup.cpu_cache_model_bytes);
         if self.buffered_io {
             c.direct_io = DirectIo::Off;
         }
@@ -171,7 +179,7 @@ impl EngineArgs {
 
 #[derive(Args, Debug)]
 pub struct YcsbArgs {
-    /// Architecture: main-memory, ssd-bm, basic-nvm-bm, three-tier.
+    /// Architecture: main-memory, ssd-bm, basic-nvm-bm, three-tier, nvm-direct.
     #[arg(long, default_value = "three-tier")]
     arch: String,
     #[arg(long, default_value = "256MiB")]
@@ -412,7 +420,12 @@ pub fn print_report(r: &RunReport) {
         ByteSize(r.nvm_bytes),
         r.nvm_frames
     );
-    if r.arch.uses_nvm() {
+    if r.arch == Architecture::NvmDirect {
+        println!(
+            "nvm-direct: pages read and written in place in NVM; NVM reads charged through a {} CPU-cache model",
+            ByteSize(s.cpu_cache_model_bytes)
+        );
+    } else if r.arch.uses_nvm() {
         println!(
             "NVM techniques: {}{}",
             r.techniques,

@@ -28,7 +28,7 @@ pub struct CompareArgs {
     #[arg(long, value_delimiter = ',', default_value = "128MiB,192MiB,384MiB,640MiB,896MiB,1536MiB,2GiB")]
     sizes: Vec<ByteSize>,
     /// Architectures, comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "main-memory,ssd-bm,basic-nvm-bm,three-tier")]
+    #[arg(long, value_delimiter = ',', default_value = "main-memory,ssd-bm,basic-nvm-bm,three-tier,nvm-direct")]
     archs: Vec<String>,
     /// ro, rw:PCT, scan, a..f, or a YCSB property file.
     #[arg(long, default_value = "ro")]
@@ -150,7 +150,7 @@ pub(crate) fn is_full(e: &anyhow::Error) -> bool {
 fn describe(report: &CompareReport) -> String {
     let s = &report.setup;
     format!(
-        "workload {} · mode {} · profiles dram {}, nvm {}, ssd {} · DRAM {} · NVM {} · page {} · {} thread(s) · seed {} · {} run(s) per point, median · {} s warm-up + {} run",
+        "workload {} · mode {} · profiles dram {}, nvm {}, ssd {} · DRAM {} · NVM {} · page {} · {} thread(s) · seed {} · {} run(s) per point, median · {} s warm-up + {} run · nvm-direct CPU-cache model {}",
         s.workload.origin(),
         s.mode,
         s.dram_profile.name,
@@ -164,6 +164,7 @@ fn describe(report: &CompareReport) -> String {
         report.runs,
         s.warmup_secs,
         s.duration_secs.map(|d| format!("{d} s")).unwrap_or_else(|| "operationcount".into()),
+        ByteSize(s.cpu_cache_model_bytes),
     )
 }
 

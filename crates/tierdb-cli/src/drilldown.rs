@@ -4,12 +4,14 @@
 //! Four parts, chosen with `--parts`:
 //! 1. `fig10` (Figure 10): `three-tier` under YCSB-RO (zipf 1.0) with the techniques added
 //!    one at a time ([`Techniques::DRILLDOWN`]); throughput relative to `basic`, NVM lines
-//!    loaded per lookup, mini-page promotions, swizzles.
+//!    loaded per lookup, mini-page promotions, swizzles; `nvm-direct` on the same lookups
+//!    as the paper's reference line.
 //! 2. `scan` (the §5.4.2 overhead table): short scans of exactly 100 records and full
 //!    scans of the table at the same steps, relative to `basic`.
-//! 3. `latency` (Figure 12): `three-tier` (all techniques) and `basic-nvm-bm` over NVM
-//!    read latencies.
-//! 4. `dram` (Figure 13): both over DRAM sizes given as percentages of the NVM size.
+//! 3. `latency` (Figure 12): `three-tier` (all techniques), `basic-nvm-bm` and
+//!    `nvm-direct` over NVM read latencies.
+//! 4. `dram` (Figure 13): the three over DRAM sizes given as percentages of the NVM size
+//!    (`nvm-direct` uses no DRAM: its line is flat by design).
 //!
 //! Every configuration is a job run `--runs` times with fresh files. The runs go round
 //! robin (run 1 of every job, then run 2, …), so that drift of a shared machine spreads
@@ -59,9 +61,13 @@ const SHORT_SCAN_RECORDS: u32 = 100;
 const TABLE: &str = "usertable";
 /// The architecture of Figure 10 and the scan table, whose techniques are switched.
 const DRILLDOWN_ARCH: Architecture = Architecture::ThreeTier;
-/// The lines of Figures 12 and 13, each with its own techniques.
-const SWEEP_ARCHS: [(Architecture, Techniques); 2] =
-    [(Architecture::ThreeTier, Techniques::ALL), (Architecture::BasicNvmBm, Techniques::NONE)];
+/// The lines of Figures 12 and 13, each with its own techniques (`nvm-direct` has no
+/// DRAM buffer: its line in Figure 13 shows that DRAM does not matter to it).
+const SWEEP_ARCHS: [(Architecture, Techniques); 3] = [
+    (Architecture::ThreeTier, Techniques::ALL),
+    (Architecture::BasicNvmBm, Techniques::NONE),
+    (Architecture::NvmDirect, Techniques::NONE),
+];
 /// The issue's targets for the NVM lines a lookup loads, and the paper's values (§5.4.1:
 /// 652.5M lines basic, 11.8M with cache-line-grained pages, 5.6M with mini pages).
 const CL_RATIO_TARGET_MIN: f64 = 20.0;
@@ -73,7 +79,7 @@ const LINES_PER_LOOKUP_PAPER: f64 = 6.5;
 /// How often the full-scan phase updates the progress bar.
 const PROGRESS_PERIOD: Duration = Duration::from_millis(50);
 
-const _: () = assert!(Techniques::DRILLDOWN.len() == 4 && SWEEP_ARCHS.len() == 2);
+const _: () = assert!(Techniques::DRILLDOWN.len() == 4 && SWEEP_ARCHS.len() == 3);
 const _: () = assert!(LATENCY_NS_MIN > 0.0 && LATENCY_NS_MIN < LATENCY_NS_MAX);
 const _: () = assert!(SWEEP_POINTS_MAX <= crate::plot::CATEGORIES_MAX);
 
@@ -258,9 +264,19 @@ struct Fig10Row {
 struct Fig10 {
     arch: Architecture,
     rows: Vec<Fig10Row>,
+    /// The paper's reference line: `nvm-direct` on the same lookups.
+    nvm_direct: Fig10Reference,
     /// Ratios of the medians of NVM lines loaded per lookup (per lookup, so that runs of
     /// different lengths compare; with `--duration 0` every run has the same count).
     targets: Vec<Target>,
+}
+
+#[derive(Serialize)]
+struct Fig10Reference {
+    arch: Architecture,
+    ops_per_sec: Option<f64>,
+    relative_to_basic: Option<f64>,
+    runs: Runs,
 }
 
 #[derive(Serialize)]
@@ -540,6 +556,8 @@ fn jobs(args: &DrilldownArgs, plan: &Plan, lookups: &Setup, scans: &Setup) -> Re
                     let label = format!("{DRILLDOWN_ARCH} {step}");
                     jobs.push(job(part, label, Kind::Ycsb, DRILLDOWN_ARCH, t, args.dram, with(lookups, t)));
                 }
+                let (d, none) = (Architecture::NvmDirect, Techniques::NONE);
+                jobs.push(job(part, d.to_string(), Kind::Ycsb, d, none, args.dram, with(lookups, none)));
             }
             Part::Scan => {
                 for (step, t) in Techniques::DRILLDOWN {
@@ -576,11 +594,6 @@ fn jobs(args: &DrilldownArgs, plan: &Plan, lookups: &Setup, scans: &Setup) -> Re
 fn notes(args: &DrilldownArgs, plan: &Plan, lookups: &Setup) -> Vec<String> {
     let mut notes = Vec::new();
     let has = |p| plan.parts.contains(&p);
-    if has(Part::Fig10) || has(Part::Latency) || has(Part::Dram) {
-        notes.push(
-            "nvm-direct (the paper's NVM Direct engine in Figures 10, 12 and 13) does not exist yet; it joins these parts once it does (issue 5)".into(),
-        );
-    }
     if has(Part::Latency) {
         if lookups.mode == EmulationMode::Off {
             notes.push("mode off: device latencies are not emulated, so the latency points differ in name only".into());
@@ -664,11 +677,18 @@ fn report(
                 for r in &mut rows {
                     r.relative_to_basic = ratio(r.ops_per_sec, basic);
                 }
+                let runs = next(part).runs;
+                let nvm_direct = Fig10Reference {
+                    arch: Architecture::NvmDirect,
+                    ops_per_sec: runs.per_sec,
+                    relative_to_basic: ratio(runs.per_sec, basic),
+                    runs,
+                };
                 if rows.iter().all(|r| r.nvm_lines_loaded == Some(0)) {
                     notes.push("fig10: the buffer manager counted no NVM lines loaded in any step".into());
                 }
                 let targets = fig10_targets(&rows);
-                out.fig10 = Some(Fig10 { arch: DRILLDOWN_ARCH, rows, targets });
+                out.fig10 = Some(Fig10 { arch: DRILLDOWN_ARCH, rows, nvm_direct, targets });
             }
             Part::Scan => {
                 let mut rows: Vec<ScanRow> = Techniques::DRILLDOWN
@@ -1018,7 +1038,7 @@ fn describe(r: &DrilldownReport) -> String {
     let s = &r.setup;
     let w = &s.workload;
     format!(
-        "{} ({} CPUs) · workload ro ({} {:?}) · mode {} · profiles dram {}, nvm {}, ssd {} · DRAM {} · NVM {} · data {} · page {} · {} thread(s) · seed {} · median of {} run(s) · {} s warm-up + {} run",
+        "{} ({} CPUs) · workload ro ({} {:?}) · mode {} · profiles dram {}, nvm {}, ssd {} · DRAM {} · NVM {} · data {} · page {} · {} thread(s) · seed {} · median of {} run(s) · {} s warm-up + {} run · nvm-direct CPU-cache model {}",
         r.machine.cpu,
         r.machine.logical_cpus,
         w.get("requestdistribution").unwrap_or_default(),
@@ -1036,6 +1056,7 @@ fn describe(r: &DrilldownReport) -> String {
         r.runs,
         s.warmup_secs,
         s.duration_secs.map(|d| format!("{d} s")).unwrap_or_else(|| "operationcount".into()),
+        ByteSize(s.cpu_cache_model_bytes),
     )
 }
 
@@ -1089,6 +1110,14 @@ fn render_text(r: &DrilldownReport) -> String {
             "\nFigure 10: {}, YCSB-RO, techniques added one at a time (counters: medians over the measured runs)\n{t}",
             f.arch
         );
+        let d = &f.nvm_direct;
+        let _ = writeln!(
+            out,
+            "reference: {} {} ops/s, {} basic",
+            d.arch,
+            dash(d.ops_per_sec, fmt_rate),
+            dash(d.relative_to_basic, times)
+        );
         for target in &f.targets {
             let value = match (target.value, &target.missing) {
                 (Some(v), _) => format!("{v:.2}"),
@@ -1127,12 +1156,13 @@ fn render_text(r: &DrilldownReport) -> String {
         let mut t = Table::new();
         let mut header = vec!["NVM read ns".to_string(), "write ns".to_string()];
         header.extend(SWEEP_ARCHS.iter().map(|(a, tech)| format!("{a} ({tech}) ops/s")));
-        header.push("three-tier / basic-nvm-bm".into());
+        header.extend(["three-tier / basic-nvm-bm".into(), "three-tier / nvm-direct".into()]);
         t.set_header(header);
         for pair in l.rows.chunks(SWEEP_ARCHS.len()) {
             let mut cells = vec![pair[0].read_latency_ns.to_string(), pair[0].write_latency_ns.to_string()];
             cells.extend(pair.iter().map(|row| dash(row.ops_per_sec, fmt_rate)));
             cells.push(dash(ratio(pair[0].ops_per_sec, pair[1].ops_per_sec), times));
+            cells.push(dash(ratio(pair[0].ops_per_sec, pair[2].ops_per_sec), times));
             t.add_row(cells);
         }
         let _ = writeln!(out, "\nFigure 12: NVM latency ({}; {})\n{t}", l.base_profile, l.rule);
@@ -1141,7 +1171,7 @@ fn render_text(r: &DrilldownReport) -> String {
         let mut t = Table::new();
         let mut header = vec!["DRAM % of NVM".to_string(), "DRAM".to_string()];
         header.extend(SWEEP_ARCHS.iter().map(|(a, tech)| format!("{a} ({tech}) ops/s")));
-        header.push("three-tier / basic-nvm-bm".into());
+        header.extend(["three-tier / basic-nvm-bm".into(), "three-tier / nvm-direct".into()]);
         t.set_header(header);
         for pair in d.rows.chunks(SWEEP_ARCHS.len()) {
             let clamp = if pair[0].clamped { " (minimum)" } else { "" };
@@ -1149,6 +1179,7 @@ fn render_text(r: &DrilldownReport) -> String {
                 vec![format!("{}", pair[0].dram_percent), format!("{}{clamp}", ByteSize(pair[0].dram_bytes))];
             cells.extend(pair.iter().map(|row| dash(row.ops_per_sec, fmt_rate)));
             cells.push(dash(ratio(pair[0].ops_per_sec, pair[1].ops_per_sec), times));
+            cells.push(dash(ratio(pair[0].ops_per_sec, pair[2].ops_per_sec), times));
             t.add_row(cells);
         }
         let _ = writeln!(out, "\nFigure 13: DRAM size, NVM fixed at {}\n{t}", ByteSize(r.nvm_bytes));
@@ -1173,6 +1204,9 @@ fn skipped_runs(r: &DrilldownReport) -> Vec<String> {
     };
     for row in r.fig10.iter().flat_map(|f| &f.rows) {
         note(format!("fig10 {}", row.step), &row.runs);
+    }
+    for d in r.fig10.iter().map(|f| &f.nvm_direct) {
+        note(format!("fig10 {}", d.arch), &d.runs);
     }
     for row in r.scan.iter().flat_map(|s| &s.rows) {
         note(format!("scan {} short", row.step), &row.short);
@@ -1206,6 +1240,12 @@ fn charts(r: &DrilldownReport) -> Vec<(&'static str, Chart)> {
             series("throughput", &|row| row.relative_to_basic),
             series("NVM lines per lookup", &|row| ratio(row.nvm_lines_per_lookup, basic_lines)),
         ];
+        if let Some(y) = f.nvm_direct.relative_to_basic {
+            c.series.push(Series {
+                name: format!("{} throughput", f.nvm_direct.arch),
+                points: (0..f.rows.len()).map(|i| (i as f64, y)).collect(),
+            });
+        }
         charts.push(("drilldown-fig10.svg", c));
     }
     if let Some(l) = &r.latency {

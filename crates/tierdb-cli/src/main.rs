@@ -61,7 +61,7 @@ enum Command {
 
 #[derive(Subcommand)]
 enum BenchCommand {
-    /// YCSB: load, warm up, run; --arch main-memory|ssd-bm|basic-nvm-bm|three-tier.
+    /// YCSB: load, warm up, run; --arch main-memory|ssd-bm|basic-nvm-bm|three-tier|nvm-direct.
     Ycsb(bench_ycsb::YcsbArgs),
     /// Commit throughput and latency of the write-ahead log alone (log buffer in DRAM
     /// or NVM, durability sync or group).

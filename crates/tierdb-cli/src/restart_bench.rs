@@ -30,6 +30,8 @@
 //!   is `three-tier` with no techniques and NVM large enough for all data, whose pages
 //!   come back from NVM a whole page at a time, as the basic NVM BM's would.
 //! - `three-tier`: all techniques; the pages come back from NVM, cache-line-grained.
+//! - `nvm-direct`: the pages never left NVM; the reopen reads the allocation map, and
+//!   only the CPU-cache model starts cold.
 //!
 //! ("Line" means a cache line in tierdb, so a line of the plot is a series here.)
 //!
@@ -100,7 +102,7 @@ pub struct RestartArgs {
     interval_ms: u64,
     /// Architectures, comma-separated: ssd-bm, basic-nvm-bm (three-tier without
     /// techniques standing in: see the report's notes), three-tier.
-    #[arg(long, default_value = "ssd-bm,basic-nvm-bm,three-tier")]
+    #[arg(long, default_value = "ssd-bm,basic-nvm-bm,three-tier,nvm-direct")]
     archs: String,
     /// Directory for restart.txt, restart.json and restart.svg.
     #[arg(long, default_value = "tierdb-restart")]
@@ -119,16 +121,18 @@ enum Subject {
     SsdBm,
     BasicNvmBm,
     ThreeTier,
+    NvmDirect,
 }
 
 impl Subject {
-    const ALL: [Subject; 3] = [Subject::SsdBm, Subject::BasicNvmBm, Subject::ThreeTier];
+    const ALL: [Subject; 4] = [Subject::SsdBm, Subject::BasicNvmBm, Subject::ThreeTier, Subject::NvmDirect];
 
     fn name(self) -> &'static str {
         match self {
             Subject::SsdBm => "ssd-bm",
             Subject::BasicNvmBm => "basic-nvm-bm",
             Subject::ThreeTier => "three-tier",
+            Subject::NvmDirect => "nvm-direct",
         }
     }
 
@@ -138,6 +142,7 @@ impl Subject {
             Subject::SsdBm => "ssd-bm",
             Subject::BasicNvmBm => "basic NVM BM (three-tier, no techniques)",
             Subject::ThreeTier => "three-tier (all techniques)",
+            Subject::NvmDirect => "nvm-direct",
         }
     }
 
@@ -145,12 +150,13 @@ impl Subject {
         match self {
             Subject::SsdBm => Architecture::SsdBm,
             Subject::BasicNvmBm | Subject::ThreeTier => Architecture::ThreeTier,
+            Subject::NvmDirect => Architecture::NvmDirect,
         }
     }
 
     fn techniques(self) -> Techniques {
         match self {
-            Subject::SsdBm | Subject::BasicNvmBm => Techniques::NONE,
+            Subject::SsdBm | Subject::BasicNvmBm | Subject::NvmDirect => Techniques::NONE,
             Subject::ThreeTier => Techniques::ALL,
         }
     }
@@ -355,12 +361,16 @@ fn check(args: &RestartArgs) -> Result<Vec<Subject>> {
         }
         subjects.push(subject);
     }
-    if subjects.contains(&Subject::BasicNvmBm) && args.data.bytes() > args.nvm.bytes() {
-        bail!(
-            "--data {} is larger than --nvm {}: the basic NVM BM keeps all data in NVM, and its restart brings every page back from there",
-            args.data,
-            args.nvm
-        );
+    for (s, why) in [
+        (
+            Subject::BasicNvmBm,
+            "the basic NVM BM keeps all data in NVM, and its restart brings every page back from there",
+        ),
+        (Subject::NvmDirect, "nvm-direct keeps all data in NVM"),
+    ] {
+        if subjects.contains(&s) && args.data.bytes() > args.nvm.bytes() {
+            bail!("--data {} is larger than --nvm {}: {why}", args.data, args.nvm);
+        }
     }
     Ok(subjects)
 }
@@ -658,9 +668,7 @@ fn notes(args: &RestartArgs, setup: &Setup, series: &[SeriesReport]) -> Vec<Stri
             Subject::BasicNvmBm.label()
         ));
     }
-    notes.push(
-        "nvm-direct (the paper's NVM Direct engine, which restarts almost instantly in Figure 17) does not exist yet; it joins once it does (issue 5). FPTree is not part of tierdb".into(),
-    );
+    notes.push("FPTree, the paper's fourth line in Figure 17, is not part of tierdb".into());
     notes.push(format!(
         "t = 0 is the reopen's start: the timeline's first stretch without lookups is the reopen and the table's opening; steady state = median bucket of the last {STEADY_WINDOW_SECS} s (the whole run if shorter); time to peak = end of the first bucket at {:.0}% of it; one run per architecture",
         100.0 * PEAK_FRACTION
@@ -722,7 +730,7 @@ fn notes(args: &RestartArgs, setup: &Setup, series: &[SeriesReport]) -> Vec<Stri
 fn describe(r: &RestartReport) -> String {
     let s = &r.setup;
     format!(
-        "{} ({} CPUs) · workload ro ({}) · mode {} · profiles dram {}, nvm {}, ssd {} · DRAM {} · NVM {} · data {} · page {} · {} thread(s) · seed {} · {} s after the restart in {} ms buckets",
+        "{} ({} CPUs) · workload ro ({}) · mode {} · profiles dram {}, nvm {}, ssd {} · DRAM {} · NVM {} · data {} · page {} · {} thread(s) · seed {} · {} s after the restart in {} ms buckets · nvm-direct CPU-cache model {}",
         r.machine.cpu,
         r.machine.logical_cpus,
         s.workload.get("requestdistribution").unwrap_or_default(),
@@ -738,6 +746,7 @@ fn describe(r: &RestartReport) -> String {
         s.seed,
         r.duration_secs,
         r.interval_ms,
+        ByteSize(s.cpu_cache_model_bytes),
     )
 }
 
@@ -854,7 +863,7 @@ mod tests {
     fn lines_run_what_they_say() {
         assert_eq!(
             Subject::ALL.map(Subject::arch),
-            [Architecture::SsdBm, Architecture::ThreeTier, Architecture::ThreeTier]
+            [Architecture::SsdBm, Architecture::ThreeTier, Architecture::ThreeTier, Architecture::NvmDirect]
         );
         assert_eq!(Subject::BasicNvmBm.techniques(), Techniques::NONE);
         assert_eq!(Subject::ThreeTier.techniques(), Techniques::ALL);

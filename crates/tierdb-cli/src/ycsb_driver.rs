@@ -214,7 +214,7 @@ fn load_table<'s, S: PageSource>(
     keys.sort_unstable();
     let bulk = |on: bool| match engine {
         Engine::Buffer(b) => b.set_bulk_load(on).context("switching bulk-load mode"),
-        Engine::Memory(_) => Ok(()),
+        Engine::Memory(_) | Engine::Direct(_) => Ok(()),
     };
     bulk(true)?;
     let started = Instant::now();

@@ -77,31 +77,42 @@ fn every_part_reports_its_rows_and_plots() {
     assert_eq!(short_workload["scan_length_min"], 100, "{short_workload}");
     assert_eq!(short_workload["scan_length_max"], 100, "{short_workload}");
 
-    // Latency: two latencies × two architectures, profiles named after their latency.
+    // The reference line: nvm-direct on the same lookups.
+    let d = &v["fig10"]["nvm_direct"];
+    assert_eq!(d["arch"], "nvm-direct");
+    assert!(d["ops_per_sec"].as_f64().unwrap() > 0.0 && d["relative_to_basic"].as_f64().unwrap() > 0.0, "{d}");
+
+    // Latency: two latencies × three architectures, profiles named after their latency.
     let latency = rows("latency");
-    assert_eq!(latency.len(), 4);
+    assert_eq!(latency.len(), 6);
     let profiles: Vec<&str> = latency.iter().map(|r| r["nvm_profile"].as_str().unwrap()).collect();
-    assert_eq!(profiles, ["optane-dcpmm@165ns", "optane-dcpmm@165ns", "optane-dcpmm@600ns", "optane-dcpmm@600ns"]);
-    assert_eq!(latency[2]["write_latency_ns"], 600.0, "write latency raised to the read latency");
-    let ran = &latency[2]["runs"]["reports"][0]["setup"]["nvm_profile"];
+    assert_eq!(profiles, [&["optane-dcpmm@165ns"; 3][..], &["optane-dcpmm@600ns"; 3][..]].concat());
+    assert_eq!(latency[3]["write_latency_ns"], 600.0, "write latency raised to the read latency");
+    let ran = &latency[5]["runs"]["reports"][0]["setup"]["nvm_profile"];
     assert_eq!((ran["name"].as_str(), ran["read_latency_ns"].as_f64()), (Some("optane-dcpmm@600ns"), Some(600.0)));
 
-    // DRAM: two percentages × two architectures.
+    // DRAM: two percentages × three architectures.
     let dram = rows("dram");
-    assert_eq!(dram.len(), 4);
+    assert_eq!(dram.len(), 6);
     assert_eq!(dram[0]["dram_bytes"], 1 << 20);
-    assert_eq!(dram[3]["dram_bytes"], 4 << 20);
+    assert_eq!(dram[5]["dram_bytes"], 4 << 20);
     let archs: Vec<&str> = dram.iter().map(|r| r["arch"].as_str().unwrap()).collect();
-    assert_eq!(archs, ["three-tier", "basic-nvm-bm", "three-tier", "basic-nvm-bm"]);
+    assert_eq!(
+        archs,
+        [&["three-tier", "basic-nvm-bm", "nvm-direct"][..], &["three-tier", "basic-nvm-bm", "nvm-direct"]].concat()
+    );
 
     let text = std::fs::read_to_string(out.join("drilldown.txt")).unwrap();
-    for needle in ["Figure 10", "§5.4.2", "Figure 12", "Figure 13", "mode off", "issue 5"] {
+    for needle in
+        ["Figure 10", "§5.4.2", "Figure 12", "Figure 13", "mode off", "reference: nvm-direct", "CPU-cache model"]
+    {
         assert!(text.contains(needle), "drilldown.txt lacks {needle:?}:\n{text}");
     }
     for (name, needles) in [
         ("drilldown-fig10.svg", &["+cl-grained", "+swizzling"][..]),
-        ("drilldown-latency.svg", &["three-tier", "basic-nvm-bm"][..]),
-        ("drilldown-dram.svg", &["three-tier", "basic-nvm-bm"][..]),
+        ("drilldown-fig10.svg", &["nvm-direct throughput"][..]),
+        ("drilldown-latency.svg", &["three-tier", "basic-nvm-bm", "nvm-direct"][..]),
+        ("drilldown-dram.svg", &["three-tier", "basic-nvm-bm", "nvm-direct"][..]),
     ] {
         let svg = std::fs::read_to_string(out.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert!(svg.starts_with("<svg"), "{name}");

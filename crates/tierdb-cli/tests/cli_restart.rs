@@ -37,7 +37,7 @@ fn restart(dir: &Path, extra: &[&str]) -> Output {
 }
 
 #[test]
-fn three_architectures_restart_and_report_their_timelines() {
+fn four_architectures_restart_and_report_their_timelines() {
     let dir = tempfile::tempdir().unwrap();
     let o = restart(dir.path(), &["--seed", "7"]);
     assert!(o.status.success(), "{}", stderr(&o));
@@ -51,7 +51,7 @@ fn three_architectures_restart_and_report_their_timelines() {
 
     let series = v["series"].as_array().unwrap();
     let names: Vec<&str> = series.iter().map(|l| l["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["ssd-bm", "basic-nvm-bm", "three-tier"]);
+    assert_eq!(names, ["ssd-bm", "basic-nvm-bm", "three-tier", "nvm-direct"]);
     for l in series {
         let t = &l["timeline"];
         let ops = t["ops"].as_array().unwrap();
@@ -71,7 +71,7 @@ fn three_architectures_restart_and_report_their_timelines() {
         assert!(l["time_to_peak_secs"].as_f64().unwrap() <= t["end_secs"].as_f64().unwrap(), "{}", l["name"]);
         assert!(l["load"]["records"].as_u64().unwrap() > 0, "{}", l["name"]);
     }
-    let (ssd, basic, three) = (&series[0], &series[1], &series[2]);
+    let (ssd, basic, three, direct) = (&series[0], &series[1], &series[2], &series[3]);
     // ssd-bm: cold DRAM, every page from SSD; no NVM.
     assert!(ssd["ssd_reads"].as_u64().unwrap() > 0, "{ssd}");
     assert!(ssd["nvm_restart"].is_null(), "{ssd}");
@@ -89,14 +89,20 @@ fn three_architectures_restart_and_report_their_timelines() {
         assert!(l["nvm_hits"].as_u64().unwrap() > 0, "{}", l["name"]);
     }
     assert_eq!(three["techniques"]["mini_pages"], true);
+    // nvm-direct: the pages never left NVM; reopening read the allocation map.
+    assert_eq!(direct["arch"], "nvm-direct");
+    assert_eq!(direct["ssd_reads"], 0, "{direct}");
+    let info = &direct["nvm_restart"];
+    assert!(info["pages_reused"].as_u64().unwrap() > 0, "{info}");
 
     let text = std::fs::read_to_string(out.join("restart.txt")).unwrap();
-    for needle in ["Figure 17", "basic NVM BM (three-tier, no techniques)", "cannot reopen", "issue 5", "mode model"] {
+    for needle in ["Figure 17", "basic NVM BM (three-tier, no techniques)", "cannot reopen", "nvm-direct", "mode model"]
+    {
         assert!(text.contains(needle), "restart.txt lacks {needle:?}:\n{text}");
     }
     let svg = std::fs::read_to_string(out.join("restart.svg")).unwrap();
     assert!(svg.starts_with("<svg"));
-    for needle in ["ssd-bm", "basic NVM BM", "three-tier"] {
+    for needle in ["ssd-bm", "basic NVM BM", "three-tier", "nvm-direct"] {
         assert!(svg.contains(needle), "restart.svg lacks {needle}");
     }
     // No engine file left: only the output directory remains.
@@ -117,7 +123,7 @@ fn bad_input_is_a_clear_error_before_any_run() {
         (&["--warmup", "1"], "no warm-up"),
         (&["--techniques", "all"], "sets the techniques itself"),
         (&["--archs", ""], "--archs is empty"),
-        (&["--archs", "nvm-direct"], "unknown architecture \"nvm-direct\""),
+        (&["--archs", "fptree"], "unknown architecture \"fptree\""),
         (&["--archs", "ssd-bm,ssd-bm"], "listed twice"),
         (&["--data", "32MiB"], "larger than --nvm"),
         (&["--set", "updateproportion=0.5"], "lookups only"),

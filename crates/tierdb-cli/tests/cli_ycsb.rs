@@ -162,17 +162,17 @@ fn compare_writes_table_json_and_svg() {
     assert!(text.contains("three-tier / ssd-bm") && text.contains("mode model"), "{text}");
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("compare.json")).unwrap()).unwrap();
     let points = v["points"].as_array().unwrap();
-    assert_eq!(points.len(), 12);
+    assert_eq!(points.len(), 15);
     let skipped: Vec<_> = points
         .iter()
         .filter(|p| p["skipped"].is_string())
         .map(|p| (p["arch"].clone(), p["data_bytes"].clone()))
         .collect();
-    // main-memory holds 1 MiB, basic-nvm-bm 3 MiB.
-    assert_eq!(skipped.len(), 3, "{skipped:?}");
+    // main-memory holds 1 MiB, basic-nvm-bm and nvm-direct 3 MiB.
+    assert_eq!(skipped.len(), 4, "{skipped:?}");
     let svg = std::fs::read_to_string(out.join("compare.svg")).unwrap();
     assert!(svg.starts_with("<svg") || svg.starts_with("<?xml"), "{}", &svg[..50]);
-    for name in ["main-memory", "ssd-bm", "basic-nvm-bm", "three-tier", "DRAM 1MiB", "NVM 3MiB"] {
+    for name in ["main-memory", "ssd-bm", "basic-nvm-bm", "three-tier", "nvm-direct", "DRAM 1MiB", "NVM 3MiB"] {
         assert!(svg.contains(name), "svg lacks {name}");
     }
 }

@@ -7,6 +7,7 @@
 //! | `ssd-bm` | DRAM + SSD | [`BufferManager`], `eager` (nothing to admit to) |
 //! | `basic-nvm-bm` | DRAM + NVM | [`BufferManager`], `eager`; refuses data larger than NVM |
 //! | `three-tier` | DRAM + NVM + SSD | [`BufferManager`], `hymem`, cache-line-grained pages, mini pages, pointer swizzling |
+//! | `nvm-direct` | NVM | [`NvmDirect`]: pages read and changed in place in NVM (§2.1); refuses data larger than NVM |
 //!
 //! Code that runs a workload is written once, generic over [`PageSource`], and reaches
 //! the concrete source through [`Engine::visit`], so `main-memory` is monomorphised
@@ -14,9 +15,10 @@
 //!
 //! [`Engine::open`] creates a new database, or with [`ArchConfig::open_existing`] reopens
 //! the one a previous engine left in the same files after [`Engine::close`] (a
-//! checkpoint). Only the architectures with an SSD keep a database that can be reopened:
-//! the superblock and the catalog live on SSD. `three-tier` reopened reuses the NVM pool
-//! (the page table is rebuilt from its frame headers, [`Engine::restart_info`]).
+//! checkpoint). The architectures with an SSD keep the superblock and the catalog there;
+//! `three-tier` reopened reuses the NVM pool (the page table is rebuilt from its frame
+//! headers, [`Engine::restart_info`]). `nvm-direct` keeps everything in its NVM region
+//! and reopens it in place. `main-memory` and `basic-nvm-bm` keep nothing to reopen.
 
 use std::fmt;
 use std::path::PathBuf;
@@ -25,7 +27,8 @@ use std::str::FromStr;
 use serde::Serialize;
 
 use crate::buffer::{
-    BufferConfig, BufferError, BufferManager, MemorySource, PageSource, RestartInfo, Techniques, TierStats,
+    BufferConfig, BufferError, BufferManager, DirectConfig, MemorySource, NvmDirect, PageSource, RestartInfo,
+    Techniques, TierStats,
 };
 use crate::device::{DeviceProfile, DirectIo, DramConfig, EmulationMode, NvmConfig, OpenMode, SsdConfig};
 use crate::{ByteSize, Result};
@@ -38,11 +41,17 @@ pub enum Architecture {
     SsdBm,
     BasicNvmBm,
     ThreeTier,
+    NvmDirect,
 }
 
 impl Architecture {
-    pub const ALL: [Architecture; 4] =
-        [Architecture::MainMemory, Architecture::SsdBm, Architecture::BasicNvmBm, Architecture::ThreeTier];
+    pub const ALL: [Architecture; 5] = [
+        Architecture::MainMemory,
+        Architecture::SsdBm,
+        Architecture::BasicNvmBm,
+        Architecture::ThreeTier,
+        Architecture::NvmDirect,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -50,11 +59,22 @@ impl Architecture {
             Architecture::SsdBm => "ssd-bm",
             Architecture::BasicNvmBm => "basic-nvm-bm",
             Architecture::ThreeTier => "three-tier",
+            Architecture::NvmDirect => "nvm-direct",
         }
     }
 
     pub fn uses_nvm(self) -> bool {
-        matches!(self, Architecture::BasicNvmBm | Architecture::ThreeTier)
+        matches!(self, Architecture::BasicNvmBm | Architecture::ThreeTier | Architecture::NvmDirect)
+    }
+
+    /// True if the architecture has a buffer manager (DRAM caching a lower tier).
+    pub fn has_buffer(self) -> bool {
+        matches!(self, Architecture::SsdBm | Architecture::BasicNvmBm | Architecture::ThreeTier)
+    }
+
+    /// True if a database it made can be reopened ([`ArchConfig::open_existing`]).
+    pub fn reopens(self) -> bool {
+        self.uses_ssd() || self == Architecture::NvmDirect
     }
 
     pub fn uses_ssd(self) -> bool {
@@ -83,7 +103,7 @@ impl Architecture {
     pub fn capacity_bytes(self, dram: ByteSize, nvm: ByteSize) -> Option<u64> {
         match self {
             Architecture::MainMemory => Some(dram.bytes()),
-            Architecture::BasicNvmBm => Some(nvm.bytes()),
+            Architecture::BasicNvmBm | Architecture::NvmDirect => Some(nvm.bytes()),
             Architecture::SsdBm | Architecture::ThreeTier => None,
         }
     }
@@ -136,6 +156,10 @@ pub struct ArchConfig {
     pub techniques: Option<Techniques>,
     /// Debug mode for cache-line-grained access (slow; for tests).
     pub debug_lines: bool,
+    /// Count NVM writes per cache line (`tierdb wear`; 8 bytes of DRAM per NVM line).
+    pub wear_counters: bool,
+    /// `nvm-direct`: the CPU last-level cache its read charges model (0: none).
+    pub cpu_cache_model: ByteSize,
 }
 
 impl ArchConfig {
@@ -168,6 +192,8 @@ impl ArchConfig {
             admission_set_pages: None,
             techniques: None,
             debug_lines: false,
+            wear_counters: false,
+            cpu_cache_model: ByteSize(crate::buffer::frame::direct::CPU_CACHE_MODEL_DEFAULT_BYTES),
         })
     }
 }
@@ -176,6 +202,7 @@ impl ArchConfig {
 pub enum Engine {
     Memory(Box<MemorySource>),
     Buffer(Box<BufferManager>),
+    Direct(Box<NvmDirect>),
 }
 
 /// Code generic over the page source, run by [`Engine::visit`].
@@ -193,14 +220,31 @@ impl Engine {
     /// (`AlreadyExists`); for `open_existing` an architecture without an SSD (`Config`),
     /// a missing SSD file, or an NVM file of another size (`SizeMismatch`).
     pub fn open(cfg: &ArchConfig) -> Result<Engine> {
-        if cfg.open_existing && !cfg.arch.uses_ssd() {
+        if cfg.open_existing && !cfg.arch.reopens() {
             return Err(BufferError::Config {
                 what: format!(
-                    "{} cannot reopen a database: it has no SSD, where the superblock and the catalog are kept",
+                    "{} cannot reopen a database: it keeps no superblock or catalog (it has no SSD)",
                     cfg.arch
                 ),
             }
             .into());
+        }
+        if cfg.arch == Architecture::NvmDirect {
+            if cfg.techniques.is_some_and(|t| t != Techniques::NONE) || cfg.policy.is_some() {
+                return Err(BufferError::Config {
+                    what: "nvm-direct has no buffer manager: no policy or techniques apply".into(),
+                }
+                .into());
+            }
+            let mut n = NvmConfig::new(&cfg.nvm_path, cfg.nvm);
+            n.profile = cfg.nvm_profile.clone();
+            n.mode = cfg.mode;
+            n.open_mode = OpenMode::OpenOrCreate;
+            n.wear_counters = cfg.wear_counters;
+            let mut dc = DirectConfig::new(n, cfg.page_size);
+            dc.reuse = cfg.open_existing;
+            dc.cpu_cache_bytes = cfg.cpu_cache_model.bytes();
+            return Ok(Engine::Direct(Box::new(NvmDirect::open(&dc)?)));
         }
         let mut dram = DramConfig::new(cfg.dram);
         dram.frame_bytes = cfg.page_size;
@@ -227,6 +271,7 @@ impl Engine {
             n.profile = cfg.nvm_profile.clone();
             n.mode = cfg.mode;
             n.open_mode = OpenMode::OpenOrCreate;
+            n.wear_counters = cfg.wear_counters;
             bc.nvm = Some(n);
         }
         if cfg.arch.uses_ssd() {
@@ -249,7 +294,7 @@ impl Engine {
     /// Device errors of the checkpoint.
     pub fn close(self) -> Result<()> {
         match self {
-            Engine::Memory(_) => Ok(()),
+            Engine::Memory(_) | Engine::Direct(_) => Ok(()),
             Engine::Buffer(b) => b.close(),
         }
     }
@@ -260,6 +305,19 @@ impl Engine {
         match self {
             Engine::Memory(_) => None,
             Engine::Buffer(b) => b.restart_info(),
+            Engine::Direct(d) => d.restart_info().map(|r| {
+                let secs = r.map_scan_ms / 1e3;
+                let bytes = r.pages_in_use as f64 * d.page_size() as f64;
+                RestartInfo {
+                    nvm_frames: d.capacity_pages() as usize,
+                    pages_reused: r.pages_in_use as usize,
+                    frames_cleared: Vec::new(),
+                    frames_discarded: 0,
+                    scan_secs: secs,
+                    frames_gb_per_sec: if secs > 0.0 { bytes / secs / 1e9 } else { 0.0 },
+                    formatted_because: None,
+                }
+            }),
         }
     }
 
@@ -268,6 +326,7 @@ impl Engine {
         match self {
             Engine::Memory(m) => v.visit(&**m),
             Engine::Buffer(b) => v.visit(&**b),
+            Engine::Direct(d) => v.visit(&**d),
         }
     }
 
@@ -275,6 +334,7 @@ impl Engine {
         match self {
             Engine::Memory(m) => m.page_size(),
             Engine::Buffer(b) => b.page_size(),
+            Engine::Direct(d) => d.page_size(),
         }
     }
 
@@ -283,6 +343,7 @@ impl Engine {
         match self {
             Engine::Memory(m) => m.pages_used(),
             Engine::Buffer(b) => b.pages_in_use(),
+            Engine::Direct(d) => d.pages_in_use(),
         }
     }
 
@@ -291,10 +352,11 @@ impl Engine {
         match self {
             Engine::Memory(_) => TierStats::default(),
             Engine::Buffer(b) => b.stats(),
+            Engine::Direct(d) => d.stats(),
         }
     }
 
-    /// Frames per tier: (DRAM, NVM).
+    /// Frames per tier: (DRAM, NVM); `nvm-direct` has page slots in NVM and no DRAM frames.
     pub fn frames(&self) -> (usize, usize) {
         match self {
             Engine::Memory(m) => (m.capacity_pages() as usize, 0),
@@ -302,6 +364,7 @@ impl Engine {
                 let i = b.info();
                 (i.dram_frames, i.nvm_frames)
             }
+            Engine::Direct(d) => (0, d.capacity_pages() as usize),
         }
     }
 }
@@ -355,15 +418,19 @@ mod tests {
 
     #[test]
     fn a_closed_engine_reopens_with_its_data() {
-        for arch in [Architecture::SsdBm, Architecture::ThreeTier] {
+        for arch in [Architecture::SsdBm, Architecture::ThreeTier, Architecture::NvmDirect] {
             let dir = tempfile::tempdir().unwrap();
             let mut cfg = config(arch, dir.path());
             let engine = Engine::open(&cfg).unwrap();
-            let Engine::Buffer(bm) = &engine else { panic!("{arch} has a buffer manager") };
-            // As the YCSB driver loads: evicted and remaining pages fill free NVM frames.
-            bm.set_bulk_load(true).unwrap();
-            engine.visit(Fill).unwrap();
-            bm.set_bulk_load(false).unwrap();
+            match &engine {
+                Engine::Buffer(bm) => {
+                    // As the YCSB driver loads: evicted and remaining pages fill free NVM frames.
+                    bm.set_bulk_load(true).unwrap();
+                    engine.visit(Fill).unwrap();
+                    bm.set_bulk_load(false).unwrap();
+                }
+                _ => engine.visit(Fill).unwrap(),
+            }
             assert!(engine.restart_info().is_none(), "{arch}: a new database has no restart");
             engine.close().unwrap();
 
@@ -371,8 +438,8 @@ mod tests {
             let engine = Engine::open(&cfg).unwrap();
             let info = engine.restart_info();
             match arch {
-                Architecture::ThreeTier => {
-                    let info = info.expect("three-tier reuses its NVM pool");
+                Architecture::ThreeTier | Architecture::NvmDirect => {
+                    let info = info.expect("reopened in its NVM region");
                     assert!(info.formatted_because.is_none() && info.pages_reused > 0, "{info:?}");
                 }
                 _ => assert!(info.is_none(), "{arch} has no NVM: {info:?}"),
@@ -381,6 +448,7 @@ mod tests {
             let b = engine.stats().buffer;
             match arch {
                 Architecture::ThreeTier => assert!(b.nvm_hits > 0 && b.ssd_reads == 0, "{b:?}"),
+                Architecture::NvmDirect => assert!(engine.stats().nvm.unwrap().reads > 0),
                 _ => assert!(b.ssd_reads > 0, "{b:?}"),
             }
         }

@@ -7,6 +7,7 @@
 //! - [`frame`], [`latch`], [`table`], [`nvm_pool`]: its parts.
 
 pub mod counters;
+pub mod direct;
 pub mod frame;
 pub mod latch;
 pub mod manager;
@@ -18,6 +19,7 @@ pub mod table;
 pub mod techniques;
 
 pub use counters::BufferStats;
+pub use direct::{DirectConfig, DirectRestart, NvmDirect};
 pub use frame::{FrameId, FrameOptimistic, FramePool, FrameRead, FrameWrite};
 pub use manager::{BufferConfig, BufferInfo, BufferManager, Residency, RestartInfo, TierStats};
 pub use memory::MemorySource;
@@ -54,6 +56,9 @@ pub enum BufferError {
     /// A line-grained access outside the page.
     #[error("access to bytes {off}..{end} of {pid}, a page of {page_size} bytes")]
     OutOfPage { pid: PageId, off: usize, end: usize, page_size: usize },
+    /// The page source refuses further work after a failure it cannot undo.
+    #[error("nvm-direct stopped: {what}")]
+    Stopped { what: String },
     /// A buffer configuration that cannot work.
     #[error("buffer configuration: {what}")]
     Config { what: String },

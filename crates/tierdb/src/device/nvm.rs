@@ -251,6 +251,24 @@ impl NvmRegion {
         })
     }
 
+    /// Counts and emulates a read of `[offset, offset + len)` that the caller makes with
+    /// direct loads from [`base_ptr`](Self::base_ptr) rather than a copy (the
+    /// `nvm-direct` architecture reads pages in place): one device operation, charged
+    /// as [`copy_out`](Self::copy_out) would be.
+    #[inline]
+    pub fn charge_read(&self, offset: u64, len: u64) {
+        debug_assert!(offset + len <= self.size_bytes(), "charge_read {offset}+{len} past the region");
+        let _ = self.core.run(OpKind::Read, offset, len, || Ok::<(), DeviceError>(()));
+    }
+
+    /// The first byte of the mapping, for in-place access by the frame module (which
+    /// latches what it reads and writes). Writes through it bypass wear counting and
+    /// emulation: in-place writers use [`write_lines_shared`](Self::write_lines_shared).
+    #[inline]
+    pub fn base_ptr(&self) -> *mut u8 {
+        self.map.as_ptr()
+    }
+
     /// Copies any byte range in (e.g. a whole page from a DRAM frame): one operation.
     ///
     /// # Errors

@@ -24,6 +24,7 @@
 
 #![allow(unsafe_code)]
 
+pub mod direct;
 pub mod lines;
 pub mod mini;
 

@@ -1,0 +1,735 @@
+//! Pages read and written in place in NVM: the frames and guards of the `nvm-direct`
+//! architecture (three-tier paper §2.1), which has no DRAM buffer.
+//!
+//! Every page lives in one slot of the NVM region for good. A guard latches the slot
+//! (a [`DirectMeta`] per slot: latch, version, page LSN) and reads the page where it is:
+//! a shared or optimistic guard derefs to the NVM bytes themselves, and a line guard's
+//! [`read`](LinePage::read) returns them in place.
+//!
+//! Writes are staged. A change to NVM is persisted whenever the CPU evicts its cache
+//! line, so a page changed in place in several steps could be found half changed after a
+//! crash, with no log record yet describing it. An exclusive guard therefore writes to
+//! a *shadow*: a DRAM copy of the lines it touches (all of them for a whole-page write),
+//! loaded from NVM on first touch. When the guard is dropped, the lines that really
+//! changed are
+//! 1. logged as one after-image record and made durable ([`WriteBackLog`], when a log
+//!    is attached), then
+//! 2. copied to NVM and persisted (`clwb` + `sfence`),
+//!
+//! before the latch is released. Recovery repeats these images in log order, so a
+//! write-back cut short by a crash is completed, and no in-place change ever precedes
+//! its durable log record. The paper's engine logs the tuple's before and after image
+//! and updates it in place; staging the bytes of one latch hold in DRAM is what makes
+//! the same rule hold for changes (a node split, a compaction) that span many lines.
+//!
+//! Reads are charged to the NVM device as they happen: a line guard's `read` as one
+//! device read of the lines it covers, a shared fix (scans) as a read of the page, an
+//! optimistic fix (an inner node's binary search) as [`search_lines`] dependent line
+//! reads — the direct loads of a search cannot be intercepted, so their number is
+//! modelled. Loads from NVM go through the CPU caches, so a line read again soon (the
+//! root's, a hot leaf's) costs no NVM access on real hardware. A model of the last-level
+//! cache decides which reads are charged: a direct-mapped tag array for a cache of
+//! [`CPU_CACHE_MODEL_DEFAULT_BYTES`] unless configured (rounded down to a power of two;
+//! 0 turns the model off and charges every read); a line whose tag is present is a hit
+//! and costs nothing.
+//! Without it every load would pay NVM latency and `nvm-direct` would look several
+//! times slower than the hardware the paper measured.
+
+#![allow(unsafe_code)]
+
+use std::ops::{Deref, DerefMut};
+use std::ptr::NonNull;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering, fence};
+
+use parking_lot::{Mutex, RwLock};
+
+use crate::Result;
+use crate::buffer::BufferError;
+use crate::buffer::latch::Latch;
+use crate::buffer::source::{ExclusivePage, LinePage, OptimisticPage, SharedPage};
+use crate::device::NvmRegion;
+use crate::ids::PageId;
+use crate::limits::{CACHE_LINE_BYTES, PAGE_SIZE_MAX_BYTES};
+
+const LINE: usize = CACHE_LINE_BYTES;
+/// Words of a line mask: one bit per line of the largest page.
+const MASK_WORDS: usize = PAGE_SIZE_MAX_BYTES / LINE / 64;
+/// The last-level cache the charge model assumes by default (a server CPU's of the
+/// Optane era, as in the paper's machine).
+pub const CPU_CACHE_MODEL_DEFAULT_BYTES: u64 = 32 << 20;
+/// The largest modelled cache (its tags take an eighth of it in DRAM).
+pub const CPU_CACHE_MODEL_MAX_BYTES: u64 = 1 << 30;
+/// Shadow buffers kept for reuse.
+const SHADOWS_KEPT_MAX: usize = 64;
+
+/// The dependent NVM line reads an optimistic fix is charged with: a binary search over
+/// a node's slots touches about one line per halving until the range fits in a line,
+/// plus the header — log2(page / line) for the page size.
+pub fn search_lines(page_size: usize) -> u32 {
+    (page_size / LINE).max(2).ilog2()
+}
+
+/// Where the after-images of written-back lines go before the lines are written in
+/// place (the write-ahead rule of an engine without a buffer).
+pub trait WriteBackLog: Send + Sync {
+    /// Logs the new contents of `runs` — `(first line, bytes of whole lines)` — of page
+    /// `pid` as one record, durably; returns its LSN.
+    ///
+    /// # Errors
+    /// The log's errors: the lines are then not written and the pages are poisoned.
+    fn log_lines(&self, pid: PageId, runs: &[(usize, &[u8])]) -> Result<u64>;
+}
+
+/// Per-slot state. One cache line each.
+#[derive(Debug, Default)]
+#[repr(align(64))]
+pub struct DirectMeta {
+    pub latch: Latch,
+    /// Bumped at the end of every exclusive hold (optimistic readers compare it).
+    pub version: AtomicU64,
+    /// The last LSN a change to the page was logged at.
+    pub page_lsn: AtomicU64,
+}
+
+/// Counters of in-place writing.
+#[derive(Debug, Default)]
+pub struct DirectCounters {
+    pub write_backs: AtomicU64,
+    pub lines_written: AtomicU64,
+    pub lines_staged: AtomicU64,
+    pub images_logged: AtomicU64,
+}
+
+/// The page slots of an NVM region, with their latches and the write-back path.
+pub struct DirectPages {
+    nvm: NvmRegion,
+    /// The first slot's first byte in the mapping.
+    base: NonNull<u8>,
+    data_offset: u64,
+    page_size: usize,
+    metas: Box<[DirectMeta]>,
+    shadows: Mutex<Vec<Box<[u8]>>>,
+    /// The CPU-cache model: per set, the region line number + 1 it holds (0: none).
+    cache_tags: Box<[AtomicU64]>,
+    log: RwLock<Option<Arc<dyn WriteBackLog>>>,
+    meta_lock: Mutex<()>,
+    poisoned: AtomicBool,
+    poison_why: Mutex<Option<String>>,
+    pub counters: DirectCounters,
+}
+
+// SAFETY: the raw pointer targets the mapping `nvm` owns for the pages' whole life;
+// all access to it goes through slot latches (or the seqlock protocol of optimistic
+// guards).
+unsafe impl Send for DirectPages {}
+// SAFETY: as for Send.
+unsafe impl Sync for DirectPages {}
+
+impl DirectPages {
+    /// Slots of `page_size` bytes from `data_offset` to the end of the region, reads
+    /// charged through a CPU-cache model of `cpu_cache_bytes`.
+    ///
+    /// # Panics
+    /// If the data area is not page-aligned inside the region or `page_size` is not a
+    /// multiple of the line size up to the largest page (the source checks first).
+    pub fn new(nvm: NvmRegion, data_offset: u64, page_size: usize, cpu_cache_bytes: u64) -> DirectPages {
+        assert!(cpu_cache_bytes <= CPU_CACHE_MODEL_MAX_BYTES, "CPU cache model of {cpu_cache_bytes} bytes");
+        let tags = if cpu_cache_bytes < LINE as u64 { 0 } else { 1usize << (cpu_cache_bytes / LINE as u64).ilog2() };
+        assert!(page_size.is_multiple_of(LINE) && page_size <= PAGE_SIZE_MAX_BYTES, "page size {page_size}");
+        assert!(data_offset.is_multiple_of(LINE as u64) && data_offset <= nvm.size_bytes(), "data offset");
+        let slots = ((nvm.size_bytes() - data_offset) / page_size as u64) as usize;
+        let base = NonNull::new(nvm.base_ptr().wrapping_add(data_offset as usize)).expect("mapping is not null");
+        DirectPages {
+            metas: (0..slots).map(|_| DirectMeta::default()).collect(),
+            nvm,
+            base,
+            data_offset,
+            page_size,
+            shadows: Mutex::new(Vec::new()),
+            cache_tags: (0..tags).map(|_| AtomicU64::new(0)).collect(),
+            log: RwLock::new(None),
+            meta_lock: Mutex::new(()),
+            poisoned: AtomicBool::new(false),
+            poison_why: Mutex::new(None),
+            counters: DirectCounters::default(),
+        }
+    }
+
+    pub fn nvm(&self) -> &NvmRegion {
+        &self.nvm
+    }
+
+    pub fn slots(&self) -> usize {
+        self.metas.len()
+    }
+
+    pub fn page_size(&self) -> usize {
+        self.page_size
+    }
+
+    pub fn meta(&self, slot: u32) -> &DirectMeta {
+        &self.metas[slot as usize]
+    }
+
+    /// Attaches (or detaches) the log that write-backs go through.
+    pub fn set_log(&self, log: Option<Arc<dyn WriteBackLog>>) {
+        *self.log.write() = log;
+    }
+
+    /// An error if an earlier write-back failed: the NVM pages may then lack changes
+    /// the tree made, so nothing more is served until the database is reopened (and
+    /// recovered from the log).
+    #[inline]
+    pub fn check_poison(&self) -> Result<()> {
+        if self.poisoned.load(Ordering::Relaxed) {
+            let why = self.poison_why.lock().clone().unwrap_or_default();
+            return Err(BufferError::Stopped { what: format!("a write-back failed ({why}); reopen to recover") }.into());
+        }
+        Ok(())
+    }
+
+    fn poison(&self, why: String) {
+        *self.poison_why.lock() = Some(why);
+        self.poisoned.store(true, Ordering::Relaxed);
+    }
+
+    /// Where slot `slot` starts in the region.
+    #[inline]
+    pub fn slot_offset(&self, slot: u32) -> u64 {
+        self.data_offset + slot as u64 * self.page_size as u64
+    }
+
+    /// The slot's bytes.
+    ///
+    /// # Safety
+    /// The caller holds the slot's latch (or reads optimistically and validates).
+    #[inline]
+    unsafe fn bytes(&self, slot: u32) -> &[u8] {
+        debug_assert!((slot as usize) < self.metas.len());
+        // SAFETY: the slot lies inside the mapping (checked at construction); writers
+        // are excluded per the caller's contract.
+        unsafe { std::slice::from_raw_parts(self.base.as_ptr().add(slot as usize * self.page_size), self.page_size) }
+    }
+
+    /// Charges a read of `off..off + len` of `slot` for the lines the CPU-cache model
+    /// misses: one device read covering them (counted once, as the lines of one access
+    /// arrive together).
+    #[inline]
+    fn charge(&self, slot: u32, off: usize, len: usize) {
+        let at = self.slot_offset(slot) + off as u64;
+        let first = at / LINE as u64;
+        let last = (at + len as u64 - 1) / LINE as u64;
+        let sets = self.cache_tags.len();
+        if sets == 0 {
+            self.nvm.charge_read(at, (last + 1 - first) * LINE as u64);
+            return;
+        }
+        let mut missed = 0u64;
+        for line in first..=last {
+            let set = &self.cache_tags[(line.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 24) as usize & (sets - 1)];
+            if set.load(Ordering::Relaxed) != line + 1 {
+                set.store(line + 1, Ordering::Relaxed);
+                missed += 1;
+            }
+        }
+        if missed > 0 {
+            self.nvm.charge_read(at, missed * LINE as u64);
+        }
+    }
+
+    /// Charges the loads of a binary search of `slot`'s node: the header line, then one
+    /// line per halving of the page (the same lines each time, so a hot node's stay in
+    /// the CPU-cache model), each a dependent read.
+    fn charge_search(&self, slot: u32) {
+        let lines = self.page_size / LINE;
+        self.charge(slot, 0, LINE);
+        for k in 1..search_lines(self.page_size) {
+            self.charge(slot, (lines >> k) * LINE, LINE);
+        }
+    }
+
+    fn take_shadow(&self) -> Box<[u8]> {
+        self.shadows.lock().pop().unwrap_or_else(|| vec![0u8; self.page_size].into_boxed_slice())
+    }
+
+    fn give_shadow(&self, b: Box<[u8]>) {
+        let mut s = self.shadows.lock();
+        if s.len() < SHADOWS_KEPT_MAX {
+            s.push(b);
+        }
+    }
+
+    /// Takes the slot shared, waiting for a writer; `charge_page` charges a read of the
+    /// whole page (a shared fix is a scan's), else each line read is charged as made.
+    pub fn read(&self, slot: u32, pid: PageId, charge_page: bool) -> DirectRead<'_> {
+        self.meta(slot).latch.shared();
+        if charge_page {
+            self.charge(slot, 0, self.page_size);
+        }
+        DirectRead { pages: self, slot, pid }
+    }
+
+    /// Reads the slot optimistically, waiting while a writer holds it; charges a node
+    /// search.
+    pub fn optimistic(&self, slot: u32) -> DirectOptimistic<'_> {
+        let meta = self.meta(slot);
+        let mut spins = 0u32;
+        loop {
+            if !meta.latch.is_exclusive() {
+                let version = meta.version.load(Ordering::Acquire);
+                if !meta.latch.is_exclusive() {
+                    self.charge_search(slot);
+                    return DirectOptimistic { pages: self, slot, version };
+                }
+            }
+            crate::buffer::latch::backoff(&mut spins);
+        }
+    }
+
+    /// Takes the slot exclusive, waiting for every holder.
+    pub fn write(&self, slot: u32, pid: PageId) -> DirectWrite<'_> {
+        self.meta(slot).latch.exclusive();
+        // The exclusive mark must be visible before the write-back's stores to an
+        // optimistic reader who sees one of them.
+        fence(Ordering::Release);
+        DirectWrite {
+            pages: self,
+            slot,
+            pid,
+            shadow: None,
+            resident: [0; MASK_WORDS],
+            dirty: [0; MASK_WORDS],
+            wrote: false,
+            lines: self.page_size / LINE,
+        }
+    }
+
+    /// Takes the slot exclusive for a page being allocated: the guard starts as a zero
+    /// page, all lines to be compared with NVM at write-back.
+    pub fn write_zeroed(&self, slot: u32, pid: PageId) -> DirectWrite<'_> {
+        let mut g = self.write(slot, pid);
+        let mut shadow = self.take_shadow();
+        shadow.fill(0);
+        g.shadow = Some(shadow);
+        g.set_all(true);
+        g.wrote = true;
+        g
+    }
+
+    /// Sets byte `at` of the region's metadata area (before the first slot) to `value`
+    /// and persists its line: a read-modify-write of the line under a lock of its own.
+    ///
+    /// # Errors
+    /// An offset inside the slots; device errors.
+    pub fn set_meta_byte(&self, at: u64, value: u8) -> Result<()> {
+        if at >= self.data_offset {
+            return Err(BufferError::Config { what: format!("metadata byte {at} lies in the page slots") }.into());
+        }
+        let _held = self.meta_lock.lock();
+        let line_at = at / LINE as u64 * LINE as u64;
+        let mut line = [0u8; LINE];
+        self.nvm.copy_out(line_at, &mut line)?;
+        line[(at - line_at) as usize] = value;
+        // SAFETY: metadata lines are written only here, under `meta_lock`; they are not
+        // part of any slot, so no guard touches them.
+        unsafe { self.nvm.write_lines_shared(line_at, &line) }?;
+        self.nvm.persist(line_at, LINE as u64)?;
+        Ok(())
+    }
+
+    /// Writes `lines` (whole lines at `first`) of `slot` in place and persists them,
+    /// outside any guard: for recovery, which holds the slot itself.
+    ///
+    /// # Errors
+    /// A range outside the page; device errors.
+    pub fn redo_lines(&self, slot: u32, first: usize, bytes: &[u8]) -> Result<()> {
+        if !bytes.len().is_multiple_of(LINE) || first * LINE + bytes.len() > self.page_size {
+            return Err(BufferError::OutOfPage {
+                pid: PageId(u64::from(slot) + 1),
+                off: first * LINE,
+                end: first * LINE + bytes.len(),
+                page_size: self.page_size,
+            }
+            .into());
+        }
+        let meta = self.meta(slot);
+        meta.latch.exclusive();
+        fence(Ordering::Release);
+        let at = self.slot_offset(slot) + (first * LINE) as u64;
+        // SAFETY: the slot's exclusive latch is held; the range is inside the slot.
+        let r =
+            unsafe { self.nvm.write_lines_shared(at, bytes) }.and_then(|()| self.nvm.persist(at, bytes.len() as u64));
+        meta.version.fetch_add(1, Ordering::Relaxed);
+        meta.latch.unlock_exclusive();
+        Ok(r?)
+    }
+}
+
+/// A slot held shared: derefs to the page in NVM.
+pub struct DirectRead<'a> {
+    pages: &'a DirectPages,
+    slot: u32,
+    pid: PageId,
+}
+
+impl Deref for DirectRead<'_> {
+    type Target = [u8];
+    #[inline]
+    fn deref(&self) -> &[u8] {
+        // SAFETY: the shared latch is held for the guard's life.
+        unsafe { self.pages.bytes(self.slot) }
+    }
+}
+
+impl Drop for DirectRead<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        self.pages.meta(self.slot).latch.unlock_shared();
+    }
+}
+
+impl SharedPage for DirectRead<'_> {
+    fn page_id(&self) -> PageId {
+        self.pid
+    }
+}
+
+/// A slot read optimistically: see the frame module's seqlock.
+pub struct DirectOptimistic<'a> {
+    pages: &'a DirectPages,
+    slot: u32,
+    version: u64,
+}
+
+impl Deref for DirectOptimistic<'_> {
+    type Target = [u8];
+    #[inline]
+    fn deref(&self) -> &[u8] {
+        // SAFETY: a writer may change these bytes while they are read (the seqlock
+        // pattern, as `FrameOptimistic`): the reader never acts on them before
+        // `validate`; the mapping stays valid and any byte is a valid `u8`.
+        unsafe { self.pages.bytes(self.slot) }
+    }
+}
+
+impl OptimisticPage for DirectOptimistic<'_> {
+    #[inline]
+    fn validate(&self) -> bool {
+        fence(Ordering::Acquire);
+        let meta = self.pages.meta(self.slot);
+        !meta.latch.is_exclusive() && meta.version.load(Ordering::Relaxed) == self.version
+    }
+}
+
+/// A slot held exclusive, writing through a DRAM shadow (see the module doc).
+pub struct DirectWrite<'a> {
+    pages: &'a DirectPages,
+    slot: u32,
+    pid: PageId,
+    shadow: Option<Box<[u8]>>,
+    /// Lines copied into the shadow.
+    resident: [u64; MASK_WORDS],
+    /// Lines written in the shadow (compared with NVM at write-back).
+    dirty: [u64; MASK_WORDS],
+    wrote: bool,
+    lines: usize,
+}
+
+impl DirectWrite<'_> {
+    /// The page held (inherent, so callers need not pick between the guard traits).
+    #[inline]
+    pub fn page_id(&self) -> PageId {
+        self.pid
+    }
+
+    fn set_all(&mut self, dirty: bool) {
+        let words = self.lines.div_ceil(64);
+        for w in 0..words {
+            let bits = if (w + 1) * 64 <= self.lines { u64::MAX } else { (1u64 << (self.lines - w * 64)) - 1 };
+            self.resident[w] = bits;
+            if dirty {
+                self.dirty[w] = bits;
+            }
+        }
+    }
+
+    #[inline]
+    fn is_set(mask: &[u64; MASK_WORDS], l: usize) -> bool {
+        mask[l / 64] & (1 << (l % 64)) != 0
+    }
+
+    fn any_resident(&self, first: usize, last: usize) -> bool {
+        self.shadow.is_some() && (first..=last).any(|l| Self::is_set(&self.resident, l))
+    }
+
+    /// Copies the missing lines of `first..=last` from NVM into the shadow (one charged
+    /// device read per run of missing lines).
+    fn load(&mut self, first: usize, last: usize) {
+        if self.shadow.is_none() {
+            self.shadow = Some(self.pages.take_shadow());
+        }
+        let mut l = first;
+        while l <= last {
+            if Self::is_set(&self.resident, l) {
+                l += 1;
+                continue;
+            }
+            let start = l;
+            while l <= last && !Self::is_set(&self.resident, l) {
+                self.resident[l / 64] |= 1 << (l % 64);
+                l += 1;
+            }
+            let (off, len) = (start * LINE, (l - start) * LINE);
+            self.pages.charge(self.slot, off, len);
+            self.pages.counters.lines_staged.fetch_add((l - start) as u64, Ordering::Relaxed);
+            // SAFETY: the exclusive latch is held, so nobody writes the slot.
+            let src = unsafe { &self.pages.bytes(self.slot)[off..off + len] };
+            self.shadow.as_mut().expect("created above")[off..off + len].copy_from_slice(src);
+        }
+    }
+
+    fn lines_of(&self, off: usize, len: usize) -> Result<(usize, usize)> {
+        let ps = self.pages.page_size;
+        if len == 0 || off.checked_add(len).is_none_or(|e| e > ps) {
+            return Err(
+                BufferError::OutOfPage { pid: self.pid, off, end: off.saturating_add(len), page_size: ps }.into()
+            );
+        }
+        Ok((off / LINE, (off + len - 1) / LINE))
+    }
+
+    fn load_all(&mut self) {
+        self.load(0, self.lines - 1);
+    }
+
+    /// Drops the guard without writing anything back (a page being freed).
+    pub fn discard(mut self) {
+        self.dirty = [0; MASK_WORDS];
+    }
+
+    /// Logs and writes back the changed lines; called by drop.
+    fn write_back(&mut self) {
+        let Some(shadow) = self.shadow.take() else { return };
+        if self.dirty.iter().any(|&w| w != 0) && !self.pages.poisoned.load(Ordering::Relaxed) {
+            // SAFETY: the exclusive latch is held.
+            let nvm = unsafe { self.pages.bytes(self.slot) };
+            let mut runs: Vec<(usize, &[u8])> = Vec::new();
+            let mut l = 0;
+            while l < self.lines {
+                let changed = |l: usize| {
+                    Self::is_set(&self.dirty, l) && shadow[l * LINE..(l + 1) * LINE] != nvm[l * LINE..(l + 1) * LINE]
+                };
+                if !changed(l) {
+                    l += 1;
+                    continue;
+                }
+                let start = l;
+                while l < self.lines && changed(l) {
+                    l += 1;
+                }
+                runs.push((start, &shadow[start * LINE..l * LINE]));
+            }
+            if !runs.is_empty() {
+                self.flush_runs(&runs);
+            }
+        }
+        self.pages.give_shadow(shadow);
+    }
+
+    fn flush_runs(&self, runs: &[(usize, &[u8])]) {
+        let pages = self.pages;
+        let log = pages.log.read().clone();
+        if let Some(log) = log {
+            match log.log_lines(self.pid, runs) {
+                Ok(lsn) => {
+                    self.pages.meta(self.slot).page_lsn.fetch_max(lsn, Ordering::Relaxed);
+                    pages.counters.images_logged.fetch_add(1, Ordering::Relaxed);
+                }
+                Err(e) => {
+                    pages.poison(format!("logging lines of {}: {e}", self.pid));
+                    return;
+                }
+            }
+        }
+        let base = pages.slot_offset(self.slot);
+        let mut lines = 0u64;
+        for &(first, bytes) in runs {
+            let at = base + (first * LINE) as u64;
+            // SAFETY: the slot's exclusive latch is held; the run lies inside the slot.
+            let r = unsafe { pages.nvm.write_lines_shared(at, bytes) }
+                .and_then(|()| pages.nvm.persist(at, bytes.len() as u64));
+            if let Err(e) = r {
+                pages.poison(format!("writing {} in place: {e}", self.pid));
+                return;
+            }
+            lines += (bytes.len() / LINE) as u64;
+        }
+        pages.counters.write_backs.fetch_add(1, Ordering::Relaxed);
+        pages.counters.lines_written.fetch_add(lines, Ordering::Relaxed);
+    }
+}
+
+impl Drop for DirectWrite<'_> {
+    fn drop(&mut self) {
+        self.write_back();
+        let meta = self.pages.meta(self.slot);
+        meta.version.store(meta.version.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
+        meta.latch.unlock_exclusive();
+    }
+}
+
+impl Deref for DirectWrite<'_> {
+    type Target = [u8];
+    #[inline]
+    fn deref(&self) -> &[u8] {
+        match &self.shadow {
+            Some(s) => {
+                debug_assert!(self.resident.iter().any(|&w| w != 0), "a whole-page view of a partial shadow");
+                s
+            }
+            // SAFETY: the exclusive latch is held.
+            None => unsafe { self.pages.bytes(self.slot) },
+        }
+    }
+}
+
+impl DerefMut for DirectWrite<'_> {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut [u8] {
+        self.load_all();
+        self.set_all(true);
+        self.wrote = true;
+        self.shadow.as_mut().expect("loaded")
+    }
+}
+
+impl ExclusivePage for DirectWrite<'_> {
+    fn page_id(&self) -> PageId {
+        self.pid
+    }
+
+    fn mark_dirty(&mut self) {
+        self.wrote = true;
+    }
+
+    fn wrote(&self) -> bool {
+        self.wrote
+    }
+
+    fn set_page_lsn(&mut self, lsn: u64) {
+        self.pages.meta(self.slot).page_lsn.fetch_max(lsn, Ordering::Relaxed);
+    }
+}
+
+impl LinePage for DirectWrite<'_> {
+    fn page_id(&self) -> PageId {
+        self.pid
+    }
+
+    fn read(&mut self, off: usize, len: usize) -> Result<&[u8]> {
+        let (first, last) = self.lines_of(off, len)?;
+        if !self.any_resident(first, last) {
+            self.pages.charge(self.slot, first * LINE, (last + 1 - first) * LINE);
+            // SAFETY: the exclusive latch is held.
+            return Ok(unsafe { &self.pages.bytes(self.slot)[off..off + len] });
+        }
+        self.load(first, last);
+        Ok(&self.shadow.as_ref().expect("loaded")[off..off + len])
+    }
+
+    fn write(&mut self, off: usize, len: usize) -> Result<&mut [u8]> {
+        let (first, last) = self.lines_of(off, len)?;
+        self.load(first, last);
+        for l in first..=last {
+            self.dirty[l / 64] |= 1 << (l % 64);
+        }
+        self.wrote = true;
+        Ok(&mut self.shadow.as_mut().expect("loaded")[off..off + len])
+    }
+
+    fn whole(&mut self) -> Result<&[u8]> {
+        if self.shadow.is_none() {
+            self.pages.charge(self.slot, 0, self.pages.page_size);
+            // SAFETY: the exclusive latch is held.
+            return Ok(unsafe { self.pages.bytes(self.slot) });
+        }
+        self.load_all();
+        Ok(self.shadow.as_ref().expect("loaded"))
+    }
+
+    fn whole_mut(&mut self) -> Result<&mut [u8]> {
+        Ok(self.deref_mut())
+    }
+
+    fn set_page_lsn(&mut self, lsn: u64) {
+        ExclusivePage::set_page_lsn(self, lsn);
+    }
+}
+
+/// A line guard of `nvm-direct`: shared reads in place, or an exclusive shadowed write.
+// The exclusive guard's line masks make it large; guards live on the stack for one
+// access, and boxing would allocate on every fix.
+#[allow(clippy::large_enum_variant)]
+pub enum DirectLines<'a> {
+    Shared(DirectRead<'a>),
+    Exclusive(DirectWrite<'a>),
+}
+
+impl LinePage for DirectLines<'_> {
+    fn page_id(&self) -> PageId {
+        match self {
+            DirectLines::Shared(r) => r.pid,
+            DirectLines::Exclusive(w) => w.pid,
+        }
+    }
+
+    fn read(&mut self, off: usize, len: usize) -> Result<&[u8]> {
+        match self {
+            DirectLines::Shared(r) => {
+                let ps = r.pages.page_size;
+                if len == 0 || off.checked_add(len).is_none_or(|e| e > ps) {
+                    return Err(BufferError::OutOfPage {
+                        pid: r.pid,
+                        off,
+                        end: off.saturating_add(len),
+                        page_size: ps,
+                    }
+                    .into());
+                }
+                let (first, last) = (off / LINE, (off + len - 1) / LINE);
+                r.pages.charge(r.slot, first * LINE, (last + 1 - first) * LINE);
+                // SAFETY: the shared latch is held.
+                Ok(unsafe { &r.pages.bytes(r.slot)[off..off + len] })
+            }
+            DirectLines::Exclusive(w) => w.read(off, len),
+        }
+    }
+
+    fn write(&mut self, off: usize, len: usize) -> Result<&mut [u8]> {
+        match self {
+            DirectLines::Shared(r) => Err(BufferError::NeedsExclusive { pid: r.pid }.into()),
+            DirectLines::Exclusive(w) => w.write(off, len),
+        }
+    }
+
+    fn whole(&mut self) -> Result<&[u8]> {
+        match self {
+            DirectLines::Shared(r) => Ok(&**r),
+            DirectLines::Exclusive(w) => w.whole(),
+        }
+    }
+
+    fn whole_mut(&mut self) -> Result<&mut [u8]> {
+        match self {
+            DirectLines::Shared(r) => Err(BufferError::NeedsExclusive { pid: r.pid }.into()),
+            DirectLines::Exclusive(w) => w.whole_mut(),
+        }
+    }
+
+    fn set_page_lsn(&mut self, lsn: u64) {
+        if let DirectLines::Exclusive(w) = self {
+            ExclusivePage::set_page_lsn(w, lsn);
+        }
+    }
+}
