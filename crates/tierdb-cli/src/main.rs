@@ -14,6 +14,7 @@ mod devices;
 mod drilldown;
 mod plot;
 mod restart_bench;
+mod wear;
 mod ycsb_driver;
 
 use std::process::ExitCode;
@@ -57,6 +58,9 @@ enum Command {
     /// Throughput over time right after a clean restart, per architecture (the paper's
     /// Figure 17); writes a table, JSON and an SVG plot.
     RestartBench(restart_bench::RestartArgs),
+    /// NVM writes per cache line for three-tier and nvm-direct under 100% updates (the
+    /// paper's Figure 16); writes a table, JSON and an SVG plot.
+    Wear(wear::WearArgs),
 }
 
 #[derive(Subcommand)]
@@ -76,6 +80,7 @@ fn main() -> ExitCode {
         Command::Bench { command: BenchCommand::Wal(args) } => bench_wal::run(args),
         Command::Compare(args) => compare::run(args),
         Command::Drilldown(args) => drilldown::run(args),
+        Command::Wear(args) => wear::run(args),
         Command::Crashtest(args) => crashtest::run(args),
         Command::CrashtestChild(args) => crashtest::child(args),
         Command::WalDump(args) => crashtest::wal_dump(args),

@@ -289,6 +289,10 @@ impl SourceVisitor for Runner<'_> {
             let warm = Instant::now();
             sleep_with_progress(cfg.warmup, "warm-up", progress, &failed);
             let warmup_secs = warm.elapsed().as_secs_f64();
+            // Wear counters (when on) count the measured run only.
+            if let Some(r) = engine.nvm_region() {
+                r.reset_wear();
+            }
             let before = engine.stats();
             let start = Instant::now();
             phase.store(PHASE_MEASURE, Ordering::Release);

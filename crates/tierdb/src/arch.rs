@@ -321,6 +321,15 @@ impl Engine {
         }
     }
 
+    /// The NVM region, for its wear counters and device statistics (`None` without NVM).
+    pub fn nvm_region(&self) -> Option<&crate::device::NvmRegion> {
+        match self {
+            Engine::Memory(_) => None,
+            Engine::Buffer(b) => b.nvm().map(crate::buffer::nvm_pool::NvmPool::region),
+            Engine::Direct(d) => Some(d.pages().nvm()),
+        }
+    }
+
     /// Runs `v` over the concrete page source.
     pub fn visit<V: SourceVisitor>(&self, v: V) -> V::Output {
         match self {

@@ -347,6 +347,21 @@ impl NvmRegion {
         wear.get((offset / LINE) as usize).map(|c| c.load(Ordering::Relaxed))
     }
 
+    /// Sets every line's write count to zero (to count one phase of a run); no-op
+    /// when wear counting is off. Writes racing with it may or may not be counted.
+    pub fn reset_wear(&self) {
+        if let Some(wear) = &self.wear {
+            for c in wear.iter() {
+                c.store(0, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Every line's write count, in region order; `None` when wear counting is off.
+    pub fn wear_counts(&self) -> Option<Vec<u64>> {
+        Some(self.wear.as_ref()?.iter().map(|c| c.load(Ordering::Relaxed)).collect())
+    }
+
     /// The distribution of per-line writes; `None` when wear counting is off.
     pub fn wear_summary(&self) -> Option<WearSummary> {
         let wear = self.wear.as_ref()?;
