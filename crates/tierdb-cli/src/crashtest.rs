@@ -27,8 +27,8 @@ use clap::Args;
 use rand::prelude::*;
 use serde::Serialize;
 use tierdb::ByteSize;
-use tierdb::buffer::Techniques;
-use tierdb::db::{Db, DbConfig};
+use tierdb::buffer::{BufferManager, DirectConfig, NvmDirect, Techniques};
+use tierdb::db::{Db, DbConfig, DbStore};
 use tierdb::device::NvmConfig;
 use tierdb::wal::{Durability, LogBuffer};
 
@@ -38,7 +38,8 @@ const TABLE: &str = "crash";
 
 #[derive(Args, Debug)]
 pub struct CrashtestArgs {
-    /// ssd-bm (DRAM + SSD) or three-tier (DRAM + NVM + SSD, all techniques).
+    /// ssd-bm (DRAM + SSD), three-tier (DRAM + NVM + SSD, all techniques) or
+    /// nvm-direct (all pages in NVM, changed in place).
     #[arg(long, default_value = "three-tier")]
     arch: String,
     /// Kill points.
@@ -72,11 +73,13 @@ pub struct CrashChildArgs {
     seed: u64,
 }
 
-fn config(dir: &Path, arch: &str, log_buffer: &str) -> Result<DbConfig> {
+/// The database's configuration, and the NVM region of `nvm-direct`.
+fn config(dir: &Path, arch: &str, log_buffer: &str) -> Result<(DbConfig, Option<DirectConfig>)> {
     let mut c = DbConfig::new(dir.join("db"));
     c.buffer.page_size = 4096;
     c.buffer.dram = tierdb::device::DramConfig::new(ByteSize(64 * 4096));
     c.durability = Durability::Sync;
+    let mut direct = None;
     match arch {
         "ssd-bm" => {}
         "three-tier" => {
@@ -84,8 +87,13 @@ fn config(dir: &Path, arch: &str, log_buffer: &str) -> Result<DbConfig> {
             c.buffer.techniques = Techniques::ALL;
             c.buffer.policy = "hymem".into();
         }
+        "nvm-direct" => {
+            direct = Some(DirectConfig::new(NvmConfig::new(dir.join("data.nvm"), ByteSize(2048 * 4096)), 4096));
+        }
         other => {
-            bail!("--arch {other:?}: crashtest runs ssd-bm or three-tier (the others have no SSD to recover from yet)")
+            bail!(
+                "--arch {other:?}: crashtest runs ssd-bm, three-tier or nvm-direct (main-memory and basic-nvm-bm keep no database to recover)"
+            )
         }
     }
     match log_buffer {
@@ -93,7 +101,30 @@ fn config(dir: &Path, arch: &str, log_buffer: &str) -> Result<DbConfig> {
         "nvm" => c.wal.buffer = LogBuffer::Nvm(NvmConfig::new(dir.join("log.nvm"), ByteSize(1 << 20))),
         other => bail!("--log-buffer {other:?}: expected dram or nvm"),
     }
-    Ok(c)
+    Ok((c, direct))
+}
+
+/// An open database of either kind of store.
+enum Opened {
+    Buffer(Box<Db<BufferManager>>),
+    Direct(Box<Db<NvmDirect>>),
+}
+
+fn open(dir: &Path, arch: &str, log_buffer: &str) -> Result<Opened> {
+    Ok(match config(dir, arch, log_buffer)? {
+        (c, None) => Opened::Buffer(Box::new(Db::open(&c)?)),
+        (c, Some(d)) => Opened::Direct(Box::new(Db::open_nvm_direct(&c, &d)?)),
+    })
+}
+
+/// Runs `$body` with `$db` bound to the database, whatever its store.
+macro_rules! with_db {
+    ($opened:expr, $db:ident => $body:expr) => {
+        match $opened {
+            Opened::Buffer($db) => $body,
+            Opened::Direct($db) => $body,
+        }
+    };
 }
 
 fn value(i: u64) -> Vec<u8> {
@@ -112,12 +143,16 @@ fn rolls_back(i: u64) -> bool {
 
 /// The child: transactions until killed.
 pub fn child(args: CrashChildArgs) -> Result<()> {
-    let db = Db::open(&config(&args.dir, &args.arch, &args.log_buffer)?).context("opening the database")?;
+    let opened = open(&args.dir, &args.arch, &args.log_buffer).context("opening the database")?;
+    with_db!(&opened, db => write_until_killed(db, args.seed))
+}
+
+fn write_until_killed<S: DbStore>(db: &Db<S>, seed: u64) -> Result<()> {
     if db.tree_names().is_empty() {
         db.create_tree(TABLE)?;
     }
-    let mut next = surviving(&db)?.map_or(0, |(_, d)| d + 1);
-    let mut rng = SmallRng::seed_from_u64(args.seed);
+    let mut next = surviving(db)?.map_or(0, |(_, d)| d + 1);
+    let mut rng = SmallRng::seed_from_u64(seed);
     let out = std::io::stdout();
     loop {
         let i = next;
@@ -146,7 +181,7 @@ pub fn child(args: CrashChildArgs) -> Result<()> {
 }
 
 /// The first and last surviving markers, if any.
-fn surviving(db: &Db) -> Result<Option<(u64, u64)>> {
+fn surviving<S: DbStore>(db: &Db<S>) -> Result<Option<(u64, u64)>> {
     let mut first = None;
     let mut last = None;
     db.scan(TABLE, b"m", |k, _| {
@@ -162,7 +197,7 @@ fn surviving(db: &Db) -> Result<Option<(u64, u64)>> {
 }
 
 /// Checks the database after a kill; returns the last surviving transaction.
-fn verify(db: &Db, last_ack: Option<u64>) -> Result<Option<u64>> {
+fn verify<S: DbStore>(db: &Db<S>, last_ack: Option<u64>, check: impl FnOnce()) -> Result<Option<u64>> {
     let Some((start, d)) = surviving(db)? else {
         ensure!(last_ack.is_none(), "commit {} was acknowledged, but no transaction survived", last_ack.unwrap_or(0));
         return Ok(None);
@@ -220,7 +255,7 @@ fn verify(db: &Db, last_ack: Option<u64>) -> Result<Option<u64>> {
     if !problems.is_empty() {
         bail!("{} problem(s), first: {}", problems.len(), problems[0]);
     }
-    db.buffer().check_invariants();
+    check();
     Ok(Some(d))
 }
 
@@ -312,18 +347,25 @@ pub fn run(args: CrashtestArgs) -> Result<()> {
             let _ = std::fs::remove_dir_all(&keep);
             copy_dir(&dir, &keep)?;
         }
-        let db = Db::open(&config(&dir, &args.arch, &args.log_buffer)?)
+        let opened = open(&dir, &args.arch, &args.log_buffer)
             .with_context(|| format!("point {point}: reopening after the kill"))?;
-        recoveries.push(db.recovery().secs * 1e3);
-        losers += db.recovery().losers.len();
-        if db.tree_names().is_empty() {
+        let context =
+            || format!("point {point} (killed after {} ms, last acknowledged commit {ack:?})", kill_after.as_millis());
+        let (secs, lost) = with_db!(&opened, db => (db.recovery().secs, db.recovery().losers.len()));
+        recoveries.push(secs * 1e3);
+        losers += lost;
+        let empty = with_db!(&opened, db => db.tree_names().is_empty());
+        if empty {
             ensure!(ack.is_none(), "point {point}: the table is gone after acknowledged commits");
         } else {
-            last_surviving = verify(&db, ack).with_context(|| {
-                format!("point {point} (killed after {} ms, last acknowledged commit {ack:?})", kill_after.as_millis())
-            })?;
+            last_surviving = match &opened {
+                Opened::Buffer(db) => verify(db, ack, || db.buffer().check_invariants()),
+                Opened::Direct(db) => verify(db, ack, || ()),
+            }
+            .with_context(context)?;
+            with_db!(&opened, db => tree_invariants(db)).with_context(context)?;
         }
-        drop(db); // not closed: the next child recovers again
+        drop(opened); // not closed: the next child recovers again
     }
     recoveries.sort_by(f64::total_cmp);
     let report = Report {
@@ -356,6 +398,13 @@ pub fn run(args: CrashtestArgs) -> Result<()> {
             report.secs
         );
     }
+    Ok(())
+}
+
+/// Every node's invariants (order, fences, sizes) in the table's tree.
+fn tree_invariants<S: DbStore>(db: &Db<S>) -> Result<()> {
+    let tree = tierdb::Catalog::open_tree(db.store(), TABLE)?;
+    tree.check_invariants().context("the tree's invariants")?;
     Ok(())
 }
 

@@ -166,6 +166,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
                     if page.wrote() {
                         let lsn = log.smo_image(id, *pid, page)?;
                         NodeMut::trusted(page, *pid).set_page_lsn(lsn);
+                        page.image_logged();
                     }
                 }
                 for (pid, _) in &to_free {

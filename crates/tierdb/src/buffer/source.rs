@@ -47,6 +47,13 @@ pub trait ExclusivePage: DerefMut<Target = [u8]> {
     /// source forces the log up to it before the page is written out (the write-ahead
     /// rule). LSNs only grow; a smaller one is ignored.
     fn set_page_lsn(&mut self, lsn: u64);
+
+    /// Tells the source that a full image of the page as it is now was logged (a
+    /// structure change's). A source that logs its own write-backs (`nvm-direct`) then
+    /// logs every line written since, not only those that differ from the stored page,
+    /// because recovery installs the image before them.
+    #[inline]
+    fn image_logged(&mut self) {}
 }
 
 /// A page fixed for cache-line-grained access (three-tier paper §3.1–3.2): its bytes

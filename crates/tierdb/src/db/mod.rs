@@ -42,7 +42,8 @@ use serde::Serialize;
 pub use recovery::RecoveryReport;
 
 use crate::btree::{BTree, LeafChange, TreeLog};
-use crate::buffer::{BufferConfig, BufferManager, PageSource};
+use crate::buffer::frame::direct::WriteBackLog;
+use crate::buffer::{BufferConfig, BufferManager, DirectConfig, NvmDirect, PageSource};
 use crate::catalog::Catalog;
 use crate::device::{OpenMode, SsdConfig};
 use crate::ids::PageId;
@@ -54,6 +55,10 @@ pub const SMO_ID_BIT: u64 = 1 << 63;
 
 /// Longest wait for another transaction's key lock.
 pub const LOCK_WAIT_MS_MAX: u64 = 10_000;
+
+/// `nvm-direct`'s log segments at most: a commit truncates the log by whole segments,
+/// so this bounds what it keeps beyond the unfinished transactions.
+pub const NVM_DIRECT_LOG_SEGMENT_BYTES: u64 = 1 << 20;
 
 /// The control file's name in the database directory: where recovery starts.
 const CONTROL_FILE: &str = "CHECKPOINT";
@@ -138,9 +143,162 @@ impl Locks {
     }
 }
 
+/// What the database needs of its page storage besides [`PageSource`]. Implemented by
+/// the buffer manager (pages written out whole, after the log is forced to their LSN)
+/// and by `nvm-direct` (pages changed in place, each write-back logged as a line image
+/// first).
+pub trait DbStore: PageSource + Sized {
+    /// Connects the log: from now on no change reaches the store before its record is
+    /// durable.
+    ///
+    /// # Errors
+    /// A log is attached already.
+    fn attach_log(&self, wal: &Arc<Wal>) -> Result<()>;
+
+    /// Writes every change out (a checkpoint's flush).
+    ///
+    /// # Errors
+    /// Device errors.
+    fn flush_all(&self) -> Result<()>;
+
+    /// Flushes and closes.
+    ///
+    /// # Errors
+    /// Device errors.
+    fn close_store(self) -> Result<()>;
+
+    /// Recovery: a page the log names exists (allocated after the last checkpoint).
+    ///
+    /// # Errors
+    /// A page beyond the store; device errors.
+    fn recover_allocated(&self, pid: PageId) -> Result<()>;
+
+    /// Recovery: a page a complete structure change freed.
+    ///
+    /// # Errors
+    /// Device errors.
+    fn recover_freed(&self, pid: PageId) -> Result<()>;
+
+    /// Pages found again in NVM at open.
+    fn pages_reused(&self) -> usize;
+
+    /// Pages are changed in place and each write-back is logged as a line image before it
+    /// happens: recovery repeats those images instead of the updates, and a commit
+    /// truncates the log behind the oldest record still needed.
+    fn in_place(&self) -> bool {
+        false
+    }
+
+    /// For an in-place store: the lowest LSN a change not yet in the store may need.
+    fn oldest_pending(&self) -> Option<Lsn> {
+        None
+    }
+}
+
+impl DbStore for BufferManager {
+    fn attach_log(&self, wal: &Arc<Wal>) -> Result<()> {
+        self.set_log(wal.clone())
+    }
+    fn flush_all(&self) -> Result<()> {
+        self.checkpoint()
+    }
+    fn close_store(self) -> Result<()> {
+        self.close()
+    }
+    fn recover_allocated(&self, pid: PageId) -> Result<()> {
+        BufferManager::recover_allocated(self, pid)
+    }
+    fn recover_freed(&self, pid: PageId) -> Result<()> {
+        BufferManager::recover_freed(self, pid)
+    }
+    fn pages_reused(&self) -> usize {
+        self.restart_info().map_or(0, |r| r.pages_reused)
+    }
+}
+
+/// The log as `nvm-direct`'s write-backs see it: a line image appended and made durable
+/// before the lines are written in place.
+struct LineLog(Arc<Wal>);
+
+impl WriteBackLog for LineLog {
+    fn log_lines(&self, pid: PageId, runs: &[(usize, &[u8])]) -> Result<u64> {
+        let lines = runs.iter().map(|r| r.0 + r.1.len() / crate::limits::CACHE_LINE_BYTES).max().unwrap_or(0);
+        let payload = encode_lines(lines, runs);
+        let lsn = self.0.append(&RecordHead::new(Kind::LineImage, 0, 0).page(pid.0), &payload)?;
+        self.0.commit(lsn + 1, Durability::Sync)?;
+        Ok(lsn)
+    }
+
+    fn next_lsn(&self) -> u64 {
+        self.0.next_lsn()
+    }
+}
+
+impl DbStore for NvmDirect {
+    fn attach_log(&self, wal: &Arc<Wal>) -> Result<()> {
+        self.set_log(Some(Arc::new(LineLog(wal.clone()))));
+        Ok(())
+    }
+    fn flush_all(&self) -> Result<()> {
+        Ok(())
+    }
+    fn close_store(self) -> Result<()> {
+        Ok(())
+    }
+    fn recover_allocated(&self, pid: PageId) -> Result<()> {
+        NvmDirect::recover_allocated(self, pid)
+    }
+    fn recover_freed(&self, pid: PageId) -> Result<()> {
+        NvmDirect::recover_freed(self, pid)
+    }
+    fn pages_reused(&self) -> usize {
+        self.restart_info().map_or(0, |r| r.pages_in_use as usize)
+    }
+    fn in_place(&self) -> bool {
+        true
+    }
+    fn oldest_pending(&self) -> Option<Lsn> {
+        self.pages().oldest_pending()
+    }
+}
+
+/// A line image's payload: the page's line count (u16), a bitmap of the lines present,
+/// then those lines in order.
+pub(crate) fn encode_lines(page_lines: usize, runs: &[(usize, &[u8])]) -> Vec<u8> {
+    const LINE: usize = crate::limits::CACHE_LINE_BYTES;
+    let map_bytes = page_lines.div_ceil(8);
+    let mut p = vec![0u8; 2 + map_bytes];
+    p[0..2].copy_from_slice(&(page_lines as u16).to_le_bytes());
+    for &(first, bytes) in runs {
+        for l in first..first + bytes.len() / LINE {
+            p[2 + l / 8] |= 1 << (l % 8);
+        }
+        p.extend_from_slice(bytes);
+    }
+    p
+}
+
+/// Decodes a line image: `(line, bytes)` for each line present.
+pub(crate) fn decode_lines(lsn: Lsn, p: &[u8]) -> Result<Vec<(usize, &[u8])>> {
+    const LINE: usize = crate::limits::CACHE_LINE_BYTES;
+    let bad = |what: &str| -> crate::Error { DbError::BadRecord { lsn, what: format!("a line image {what}") }.into() };
+    let n = u16::from_le_bytes(p.get(0..2).ok_or_else(|| bad("without a header"))?.try_into().expect("2")) as usize;
+    let map = p.get(2..2 + n.div_ceil(8)).ok_or_else(|| bad("with a short bitmap"))?;
+    let mut at = 2 + map.len();
+    let mut out = Vec::new();
+    for l in (0..n).filter(|l| map[l / 8] & (1 << (l % 8)) != 0) {
+        out.push((l, p.get(at..at + LINE).ok_or_else(|| bad("shorter than its bitmap says"))?));
+        at += LINE;
+    }
+    if at != p.len() {
+        return Err(bad("longer than its bitmap says"));
+    }
+    Ok(out)
+}
+
 /// A database: see the module doc.
-pub struct Db {
-    bm: BufferManager,
+pub struct Db<S: DbStore = BufferManager> {
+    store: S,
     wal: Arc<Wal>,
     dir: PathBuf,
     durability: Durability,
@@ -153,13 +311,13 @@ pub struct Db {
     recovery: RecoveryReport,
 }
 
-impl std::fmt::Debug for Db {
+impl<S: DbStore> std::fmt::Debug for Db<S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Db").field("dir", &self.dir).field("durability", &self.durability).finish_non_exhaustive()
     }
 }
 
-impl Db {
+impl Db<BufferManager> {
     /// Opens the database in `cfg.dir` (creating it if it does not exist) and recovers
     /// it: redo of the log since the last checkpoint, undo of unfinished transactions,
     /// then a checkpoint.
@@ -169,20 +327,54 @@ impl Db {
     /// records (reported with their page id or LSN).
     pub fn open(cfg: &DbConfig) -> Result<Db> {
         let started = Instant::now();
-        std::fs::create_dir_all(&cfg.dir)
-            .map_err(|e| DbError::Open { path: cfg.dir.clone(), what: format!("cannot create it: {e}") })?;
+        create_dir(&cfg.dir)?;
         let mut bc = cfg.buffer.clone();
         let ssd_path = cfg.dir.join("data.db");
         let mut ssd = bc.ssd.clone().unwrap_or_else(|| SsdConfig::new(&ssd_path));
         ssd.path = ssd_path;
         bc.ssd = Some(ssd);
         bc.ssd_open_mode = OpenMode::OpenOrCreate;
-        let bm = BufferManager::open(&bc)?;
+        Db::open_with(cfg, BufferManager::open(&bc)?, started)
+    }
+
+    pub fn buffer(&self) -> &BufferManager {
+        &self.store
+    }
+}
+
+impl Db<NvmDirect> {
+    /// Opens an `nvm-direct` database: pages in the NVM region of `direct` (reopened if
+    /// its file exists, else formatted), the log and the control file in `cfg.dir`
+    /// (`cfg.buffer` is not used). Recovery repeats the logged line images and rolls back
+    /// unfinished transactions.
+    ///
+    /// # Errors
+    /// As [`Db::open`]; a region made with another page size; a region file that exists
+    /// but was never formatted.
+    pub fn open_nvm_direct(cfg: &DbConfig, direct: &DirectConfig) -> Result<Db<NvmDirect>> {
+        let started = Instant::now();
+        create_dir(&cfg.dir)?;
+        let mut dc = direct.clone();
+        dc.reuse = dc.nvm.path.exists();
+        // The log keeps only unfinished work; it is truncated by whole segments.
+        let mut cfg = cfg.clone();
+        cfg.wal.file.segment_bytes = cfg.wal.file.segment_bytes.min(NVM_DIRECT_LOG_SEGMENT_BYTES);
+        Db::open_with(&cfg, NvmDirect::open(&dc)?, started)
+    }
+}
+
+fn create_dir(dir: &Path) -> Result<()> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| DbError::Open { path: dir.to_path_buf(), what: format!("cannot create it: {e}") }.into())
+}
+
+impl<S: DbStore> Db<S> {
+    fn open_with(cfg: &DbConfig, store: S, started: Instant) -> Result<Db<S>> {
         let mut wc = cfg.wal.clone();
         wc.file.dir = cfg.dir.join("wal");
         let wal = Arc::new(Wal::open(&wc)?);
         let mut db = Db {
-            bm,
+            store,
             wal,
             dir: cfg.dir.clone(),
             durability: cfg.durability,
@@ -194,7 +386,7 @@ impl Db {
             recovery: RecoveryReport::default(),
         };
         db.recovery = recovery::recover(&db, started)?;
-        for e in Catalog::list(&db.bm)? {
+        for e in Catalog::list(&db.store)? {
             db.trees.write().insert(e.name, e.root);
         }
         Ok(db)
@@ -205,8 +397,9 @@ impl Db {
         &self.recovery
     }
 
-    pub fn buffer(&self) -> &BufferManager {
-        &self.bm
+    /// The page storage.
+    pub fn store(&self) -> &S {
+        &self.store
     }
 
     pub fn wal(&self) -> &Wal {
@@ -228,13 +421,14 @@ impl Db {
     /// `TreeExists`, catalog errors; the log's errors.
     pub fn create_tree(&self, name: &str) -> Result<()> {
         let mut trees = self.trees.write();
-        let tree = Catalog::create_tree(&self.bm, name)?;
+        let tree = Catalog::create_tree(&self.store, name)?;
         if self.durability != Durability::None {
             let smo = self.smo_begin();
             let mut pages = Vec::new();
-            for pid in [tree.root(), self.bm.catalog_page()] {
-                let page = self.bm.fix_exclusive(pid)?;
+            for pid in [tree.root(), self.store.catalog_page()] {
+                let mut page = self.store.fix_exclusive(pid)?;
                 self.smo_image(smo, pid, &page)?;
+                crate::buffer::ExclusivePage::image_logged(&mut page);
                 pages.push(page);
             }
             let end = self.wal.append(&RecordHead::new(Kind::SmoEnd, smo, 0), &[])?;
@@ -268,12 +462,12 @@ impl Db {
         self.trees.read().get(name).copied().ok_or_else(|| DbError::NoSuchTree { name: name.into() }.into())
     }
 
-    fn tree(&self, name: &str) -> Result<BTree<'_, BufferManager>> {
-        BTree::open(&self.bm, self.root(name)?)
+    fn tree(&self, name: &str) -> Result<BTree<'_, S>> {
+        BTree::open(&self.store, self.root(name)?)
     }
 
     /// Starts a transaction.
-    pub fn begin(&self) -> Txn<'_> {
+    pub fn begin(&self) -> Txn<'_, S> {
         let id = self.next_txn.fetch_add(1, Ordering::Relaxed);
         Txn { db: self, log: TxnLog { db: self, id, state: Mutex::new(TxnState::default()) }, done: false }
     }
@@ -317,18 +511,38 @@ impl Db {
 
     /// A checkpoint: every dirty page is written out (the log forced first), then the
     /// control file records where recovery starts, and older log segments are deleted.
+    /// Transactions may run meanwhile: recovery starts at the oldest record of one
+    /// active at the checkpoint, so that it finds every transaction to roll back.
     ///
     /// # Errors
     /// Device and log errors.
     pub fn checkpoint(&self) -> Result<()> {
         // Changes logged before `redo` are in pages written by the flush below.
         let redo = self.wal.next_lsn();
-        self.bm.checkpoint()?;
+        self.store.flush_all()?;
         let lsn = self.wal.append(&RecordHead::new(Kind::CheckpointBegin, 0, 0), &redo.to_le_bytes())?;
         self.wal.flush_until(lsn + 1)?;
-        write_control(&self.dir, redo)?;
-        let oldest_active = self.active.lock().values().copied().min().unwrap_or(redo);
-        self.wal.truncate_before(redo.min(oldest_active))?;
+        let start = self.log_needed_from(redo);
+        write_control(&self.dir, start)?;
+        self.wal.truncate_before(start)?;
+        Ok(())
+    }
+
+    /// The oldest record recovery may need, given that changes before `bound` are in
+    /// the store: the first record of every active transaction (for undo), and for an
+    /// in-place store the records of changes not yet written back.
+    fn log_needed_from(&self, bound: Lsn) -> Lsn {
+        let oldest_active = self.active.lock().values().copied().min().unwrap_or(bound);
+        bound.min(oldest_active).min(self.store.oldest_pending().unwrap_or(bound))
+    }
+
+    /// An in-place store keeps only the log of unfinished work: after a commit, the log
+    /// is truncated behind the oldest record still needed (whole segments; the NVM log
+    /// buffer's records go with them).
+    fn truncate_after_commit(&self) -> Result<()> {
+        if self.store.in_place() && self.durability != Durability::None {
+            self.wal.truncate_before(self.log_needed_from(self.wal.next_lsn()))?;
+        }
         Ok(())
     }
 
@@ -338,8 +552,8 @@ impl Db {
     /// As [`checkpoint`](Self::checkpoint).
     pub fn close(self) -> Result<()> {
         self.checkpoint()?;
-        let Db { bm, wal, .. } = self;
-        bm.close()?;
+        let Db { store, wal, .. } = self;
+        store.close_store()?;
         match Arc::try_unwrap(wal) {
             Ok(w) => w.close()?,
             Err(w) => w.flush_until(u64::MAX)?,
@@ -394,8 +608,8 @@ struct TxnState {
 }
 
 /// A transaction's log: what the trees call as they change pages.
-struct TxnLog<'db> {
-    db: &'db Db,
+struct TxnLog<'db, S: DbStore> {
+    db: &'db Db<S>,
     id: u64,
     state: Mutex<TxnState>,
 }
@@ -463,19 +677,22 @@ pub(crate) fn decode_change(lsn: Lsn, p: &[u8]) -> Result<Change> {
     Ok(Change { root, delete: op == 2, key, value, old })
 }
 
-impl TreeLog for TxnLog<'_> {
+impl<S: DbStore> TreeLog for TxnLog<'_, S> {
     fn leaf_change(&self, root: PageId, page: PageId, change: LeafChange<'_>) -> Result<u64> {
         let mut st = self.state.lock();
         let (kind, undo_next) = match st.compensating {
             Some(next) => (Kind::Compensation, next),
             None => (Kind::Update, 0),
         };
+        if st.first == 0 {
+            // Registered before the append, at a bound below the record's LSN, so that
+            // a truncation racing with it cannot drop the record.
+            let bound = self.db.wal.next_lsn();
+            st.first = bound;
+            self.db.active.lock().insert(self.id, bound);
+        }
         let head = RecordHead::new(kind, self.id, st.last).page(page.0).undo_next(undo_next);
         let lsn = self.db.wal.append(&head, &encode_change(root, &change))?;
-        if st.first == 0 {
-            st.first = lsn;
-            self.db.active.lock().insert(self.id, lsn);
-        }
         st.last = lsn;
         if st.compensating.is_none() {
             let (key, old) = match change {
@@ -505,24 +722,24 @@ impl TreeLog for TxnLog<'_> {
 }
 
 /// A transaction. Dropped without [`commit`](Self::commit), it rolls back.
-pub struct Txn<'db> {
-    db: &'db Db,
-    log: TxnLog<'db>,
+pub struct Txn<'db, S: DbStore = BufferManager> {
+    db: &'db Db<S>,
+    log: TxnLog<'db, S>,
     done: bool,
 }
 
-impl std::fmt::Debug for Txn<'_> {
+impl<S: DbStore> std::fmt::Debug for Txn<'_, S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Txn").field("id", &self.log.id).finish_non_exhaustive()
     }
 }
 
-impl<'db> Txn<'db> {
+impl<S: DbStore> Txn<'_, S> {
     pub fn id(&self) -> u64 {
         self.log.id
     }
 
-    fn logged(&self, tree: &str) -> Result<BTree<'_, BufferManager>> {
+    fn logged(&self, tree: &str) -> Result<BTree<'_, S>> {
         let t = self.db.tree(tree)?;
         Ok(if self.db.durability == Durability::None { t } else { t.logged(&self.log) })
     }
@@ -581,7 +798,7 @@ impl<'db> Txn<'db> {
             let mut st = self.log.state.lock();
             (st.last, std::mem::take(&mut st.locks))
         };
-        let result = (|| {
+        let result = (|| -> Result<()> {
             if last != 0 {
                 let lsn = self.db.wal.append(&RecordHead::new(Kind::Commit, self.log.id, last), &[])?;
                 self.db.wal.commit(lsn + 1, self.db.durability)?;
@@ -591,7 +808,8 @@ impl<'db> Txn<'db> {
         })();
         self.db.active.lock().remove(&self.log.id);
         self.db.locks.release(&locks);
-        result
+        result?;
+        self.db.truncate_after_commit()
     }
 
     /// Rolls back every change of the transaction.
@@ -622,7 +840,7 @@ impl<'db> Txn<'db> {
             }
             for ((root, key, old), undo_next) in undo.into_iter().rev().zip(chain) {
                 self.log.state.lock().compensating = Some(undo_next);
-                let tree = BTree::open(&self.db.bm, root)?.logged(&self.log);
+                let tree = BTree::open(&self.db.store, root)?.logged(&self.log);
                 match old {
                     Some(v) => tree.upsert(&key, &v)?,
                     None => {
@@ -643,7 +861,7 @@ impl<'db> Txn<'db> {
     }
 }
 
-impl Drop for Txn<'_> {
+impl<S: DbStore> Drop for Txn<'_, S> {
     fn drop(&mut self) {
         if !self.done {
             self.done = true;
@@ -663,7 +881,7 @@ pub struct DbInfo {
 
 /// A page for redo, fixed exclusive: counted as allocated first (the log may name
 /// pages created after the last checkpoint).
-pub(crate) fn page_of(bm: &BufferManager, pid: PageId) -> Result<crate::buffer::FrameWrite<'_>> {
-    bm.recover_allocated(pid)?;
-    bm.fix_exclusive(pid)
+pub(crate) fn page_of<S: DbStore>(store: &S, pid: PageId) -> Result<S::Exclusive<'_>> {
+    store.recover_allocated(pid)?;
+    store.fix_exclusive(pid)
 }

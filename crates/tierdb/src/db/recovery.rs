@@ -5,7 +5,10 @@
 //! - **Redo** repeats history. An update or compensation record is applied to its leaf
 //!   when the leaf's page LSN is older than the record; a page image is installed (and
 //!   the node's LSN set to the record's); a freed page goes back on the free list. Pages
-//!   the log created after the checkpoint are counted as allocated.
+//!   the log created after the checkpoint are counted as allocated. For an in-place
+//!   store (`nvm-direct`) history is repeated physically instead: every line image is
+//!   written again in log order and updates are not redone (a change whose line image
+//!   is not in the log never reached NVM).
 //! - **Analysis** (the same pass): a transaction is a loser if it has records and no
 //!   commit or end record.
 //! - **Undo** walks each loser's records backwards through their previous-LSN chain and
@@ -17,7 +20,7 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use super::{Db, DbError, decode_change, page_of, read_control};
+use super::{Db, DbError, DbStore, decode_change, decode_lines, page_of, read_control};
 use crate::Result;
 use crate::btree::BTree;
 use crate::btree::node::{HEADER_BYTES, NODE_MAGIC, NodeMut, NodeRef, OFF_PAGE_LSN};
@@ -38,6 +41,8 @@ pub struct RecoveryReport {
     /// Changes skipped because their page already had them.
     pub changes_skipped: u64,
     pub images_installed: u64,
+    /// `nvm-direct`: line images repeated (every one in the log, in log order).
+    pub line_images_installed: u64,
     pub pages_freed: u64,
     /// Structure changes whose end record did not reach the log: not applied (none of
     /// their pages can have been written out).
@@ -60,10 +65,11 @@ struct TxnInfo {
     finished: bool,
 }
 
-pub(super) fn recover(db: &Db, started: Instant) -> Result<RecoveryReport> {
+pub(super) fn recover<S: DbStore>(db: &Db<S>, started: Instant) -> Result<RecoveryReport> {
+    let in_place = db.store.in_place();
     let mut rep = RecoveryReport {
         log_tail: db.wal.recovered().tail.clone(),
-        nvm_pages_reused: db.bm.restart_info().map_or(0, |r| r.pages_reused),
+        nvm_pages_reused: db.store.pages_reused(),
         ..RecoveryReport::default()
     };
     let from = read_control(&db.dir)?.unwrap_or(db.wal.start_lsn()).max(db.wal.start_lsn());
@@ -103,6 +109,12 @@ pub(super) fn recover(db: &Db, started: Instant) -> Result<RecoveryReport> {
             }
         }
         match h.kind {
+            // In place: the line images carry every change that reached the pages.
+            Kind::Update | Kind::Compensation if in_place => rep.changes_skipped += 1,
+            Kind::LineImage => {
+                install_lines(db, rec.lsn, PageId(h.page), &rec.payload)?;
+                rep.line_images_installed += 1;
+            }
             Kind::Update | Kind::Compensation => {
                 if redo_change(db, rec.lsn, PageId(h.page), &rec.payload)? {
                     rep.changes_redone += 1;
@@ -118,7 +130,7 @@ pub(super) fn recover(db: &Db, started: Instant) -> Result<RecoveryReport> {
     db.next_txn.store(max_txn + 1, std::sync::atomic::Ordering::Relaxed);
     db.next_smo.store(max_smo + 1, std::sync::atomic::Ordering::Relaxed);
     // 2. From here on, pages leave DRAM only after the log is forced.
-    db.bm.set_log(db.wal.clone())?;
+    db.store.attach_log(&db.wal)?;
     // 3. Undo of the losers, newest first.
     let mut losers: Vec<(u64, Lsn)> = txns.iter().filter(|(_, t)| !t.finished).map(|(id, t)| (*id, t.last)).collect();
     losers.sort_by_key(|(_, last)| std::cmp::Reverse(*last));
@@ -133,14 +145,14 @@ pub(super) fn recover(db: &Db, started: Instant) -> Result<RecoveryReport> {
 }
 
 /// Applies a record of a complete structure change.
-fn apply_smo_record(db: &Db, r: &crate::wal::Record, rep: &mut RecoveryReport) -> Result<()> {
+fn apply_smo_record<S: DbStore>(db: &Db<S>, r: &crate::wal::Record, rep: &mut RecoveryReport) -> Result<()> {
     match r.head.kind {
         Kind::PageImage => {
             install_image(db, r.lsn, PageId(r.head.page), &r.payload)?;
             rep.images_installed += 1;
         }
         Kind::PageFree => {
-            db.bm.recover_freed(PageId(r.head.page))?;
+            db.store.recover_freed(PageId(r.head.page))?;
             rep.pages_freed += 1;
         }
         _ => {}
@@ -150,9 +162,9 @@ fn apply_smo_record(db: &Db, r: &crate::wal::Record, rep: &mut RecoveryReport) -
 
 /// Applies an update or compensation to its leaf if the leaf is older. Returns whether
 /// it applied.
-fn redo_change(db: &Db, lsn: Lsn, pid: PageId, payload: &[u8]) -> Result<bool> {
+fn redo_change<S: DbStore>(db: &Db<S>, lsn: Lsn, pid: PageId, payload: &[u8]) -> Result<bool> {
     let c = decode_change(lsn, payload)?;
-    let mut page = page_of(&db.bm, pid)?;
+    let mut page = page_of(&db.store, pid)?;
     let node = match NodeRef::parse(&page, pid) {
         Ok(node) => node,
         // Not a node on disk: a page created by a structure change whose image comes
@@ -185,8 +197,8 @@ fn redo_change(db: &Db, lsn: Lsn, pid: PageId, payload: &[u8]) -> Result<bool> {
 
 /// Installs a page image: the page's bytes become the image; a B+-tree node's LSN
 /// becomes the record's.
-fn install_image(db: &Db, lsn: Lsn, pid: PageId, image: &[u8]) -> Result<()> {
-    let mut page = page_of(&db.bm, pid)?;
+fn install_image<S: DbStore>(db: &Db<S>, lsn: Lsn, pid: PageId, image: &[u8]) -> Result<()> {
+    let mut page = page_of(&db.store, pid)?;
     if image.len() != page.len() {
         return Err(DbError::BadRecord {
             lsn,
@@ -202,10 +214,27 @@ fn install_image(db: &Db, lsn: Lsn, pid: PageId, image: &[u8]) -> Result<()> {
     Ok(())
 }
 
+/// Writes the lines of a line image into its page (unconditionally: repeating every
+/// image in log order leaves each line as the last write-back made it, whether or not
+/// that write-back reached NVM whole).
+fn install_lines<S: DbStore>(db: &Db<S>, lsn: Lsn, pid: PageId, payload: &[u8]) -> Result<()> {
+    let lines = decode_lines(lsn, payload)?;
+    let mut page = page_of(&db.store, pid)?;
+    let line = crate::limits::CACHE_LINE_BYTES;
+    if lines.last().is_some_and(|(l, _)| (l + 1) * line > page.len()) {
+        return Err(DbError::BadRecord { lsn, what: format!("a line image past the end of {pid}") }.into());
+    }
+    let bytes: &mut [u8] = &mut page;
+    for (l, b) in lines {
+        bytes[l * line..(l + 1) * line].copy_from_slice(b);
+    }
+    Ok(())
+}
+
 /// Rolls back transaction `id` from its record at `last`: every update not yet
 /// compensated is reversed through its tree, with a compensation record. Returns how
 /// many were undone.
-fn undo_loser(db: &Db, id: u64, last: Lsn) -> Result<u64> {
+fn undo_loser<S: DbStore>(db: &Db<S>, id: u64, last: Lsn) -> Result<u64> {
     let log = super::TxnLog { db, id, state: parking_lot::Mutex::new(super::TxnState::default()) };
     log.state.lock().last = last;
     let mut n = 0;
@@ -224,7 +253,7 @@ fn undo_loser(db: &Db, id: u64, last: Lsn) -> Result<u64> {
             Kind::Update => {
                 let c = decode_change(rec.lsn, &rec.payload)?;
                 log.state.lock().compensating = Some(rec.head.prev);
-                let tree = BTree::open(&db.bm, c.root)?.logged(&log);
+                let tree = BTree::open(&db.store, c.root)?.logged(&log);
                 match c.old {
                     Some(v) => tree.upsert(&c.key, &v)?,
                     None => {
@@ -234,7 +263,21 @@ fn undo_loser(db: &Db, id: u64, last: Lsn) -> Result<u64> {
                 n += 1;
                 rec.head.prev
             }
-            // Undone already: continue before what it undid.
+            // Undone already: continue before what it undid. In place, the newest
+            // record's change may not have reached NVM (its line image was not logged
+            // when the crash came): it is applied again (it only sets a key's value or
+            // removes it, so once more is harmless), logged as a new compensation.
+            Kind::Compensation if db.store.in_place() => {
+                let c = decode_change(rec.lsn, &rec.payload)?;
+                log.state.lock().compensating = Some(rec.head.undo_next);
+                let tree = BTree::open(&db.store, c.root)?.logged(&log);
+                if c.delete {
+                    tree.delete(&c.key)?;
+                } else {
+                    tree.upsert(&c.key, &c.value)?;
+                }
+                rec.head.undo_next
+            }
             Kind::Compensation => rec.head.undo_next,
             _ => rec.head.prev,
         };

@@ -63,6 +63,9 @@ pub enum Kind {
     /// The structure change whose images and frees carry this record's transaction
     /// field is complete: recovery applies them only if this record is in the log.
     SmoEnd = 11,
+    /// The new contents of some cache lines of one page, logged before they are
+    /// written in place (`nvm-direct`): redo-only, applied in log order.
+    LineImage = 12,
 }
 
 impl Kind {
@@ -79,6 +82,7 @@ impl Kind {
             9 => Kind::CheckpointEnd,
             10 => Kind::PageFree,
             11 => Kind::SmoEnd,
+            12 => Kind::LineImage,
             _ => return None,
         })
     }

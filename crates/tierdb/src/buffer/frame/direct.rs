@@ -79,6 +79,11 @@ pub trait WriteBackLog: Send + Sync {
     /// # Errors
     /// The log's errors: the lines are then not written and the pages are poisoned.
     fn log_lines(&self, pid: PageId, runs: &[(usize, &[u8])]) -> Result<u64>;
+
+    /// The LSN the next record will get: a guard that starts changing a page takes it
+    /// as a bound below every record its changes will need (see
+    /// [`DirectPages::oldest_pending`]).
+    fn next_lsn(&self) -> u64;
 }
 
 /// Per-slot state. One cache line each.
@@ -114,6 +119,9 @@ pub struct DirectPages {
     cache_tags: Box<[AtomicU64]>,
     log: RwLock<Option<Arc<dyn WriteBackLog>>>,
     meta_lock: Mutex<()>,
+    /// Guards holding changes not yet written back, by the log's next LSN when each
+    /// began changing its page → how many began there.
+    pending: Mutex<std::collections::BTreeMap<u64, u32>>,
     poisoned: AtomicBool,
     poison_why: Mutex<Option<String>>,
     pub counters: DirectCounters,
@@ -150,6 +158,7 @@ impl DirectPages {
             cache_tags: (0..tags).map(|_| AtomicU64::new(0)).collect(),
             log: RwLock::new(None),
             meta_lock: Mutex::new(()),
+            pending: Mutex::new(std::collections::BTreeMap::new()),
             poisoned: AtomicBool::new(false),
             poison_why: Mutex::new(None),
             counters: DirectCounters::default(),
@@ -175,6 +184,29 @@ impl DirectPages {
     /// Attaches (or detaches) the log that write-backs go through.
     pub fn set_log(&self, log: Option<Arc<dyn WriteBackLog>>) {
         *self.log.write() = log;
+    }
+
+    /// The lowest LSN that a change not yet written back may need in the log: records
+    /// below it describe only changes that are in NVM (the log may be truncated there).
+    /// `None` when no guard holds unwritten changes.
+    pub fn oldest_pending(&self) -> Option<u64> {
+        self.pending.lock().keys().next().copied()
+    }
+
+    fn pending_begin(&self) -> Option<u64> {
+        let lsn = self.log.read().as_ref()?.next_lsn();
+        *self.pending.lock().entry(lsn).or_insert(0) += 1;
+        Some(lsn)
+    }
+
+    fn pending_end(&self, lsn: u64) {
+        let mut p = self.pending.lock();
+        if let Some(n) = p.get_mut(&lsn) {
+            *n -= 1;
+            if *n == 0 {
+                p.remove(&lsn);
+            }
+        }
     }
 
     /// An error if an earlier write-back failed: the NVM pages may then lack changes
@@ -302,6 +334,8 @@ impl DirectPages {
             dirty: [0; MASK_WORDS],
             wrote: false,
             lines: self.page_size / LINE,
+            pending_since: None,
+            image_logged: false,
         }
     }
 
@@ -313,7 +347,7 @@ impl DirectPages {
         shadow.fill(0);
         g.shadow = Some(shadow);
         g.set_all(true);
-        g.wrote = true;
+        g.begin_changes();
         g
     }
 
@@ -434,9 +468,24 @@ pub struct DirectWrite<'a> {
     dirty: [u64; MASK_WORDS],
     wrote: bool,
     lines: usize,
+    /// Where this guard's registration in [`DirectPages::oldest_pending`] is.
+    pending_since: Option<u64>,
+    /// A full image of the page was logged during this hold: the write-back logs every
+    /// dirty line (recovery installs the image first, so lines that changed back to
+    /// what NVM holds must be logged too).
+    image_logged: bool,
 }
 
 impl DirectWrite<'_> {
+    /// Marks the guard as changing the page (first time: registers the pending bound).
+    #[inline]
+    fn begin_changes(&mut self) {
+        if !self.wrote {
+            self.wrote = true;
+            self.pending_since = self.pages.pending_begin();
+        }
+    }
+
     /// The page held (inherent, so callers need not pick between the guard traits).
     #[inline]
     pub fn page_id(&self) -> PageId {
@@ -508,40 +557,47 @@ impl DirectWrite<'_> {
         self.dirty = [0; MASK_WORDS];
     }
 
+    /// Runs of lines `keep` selects, as `(first line, bytes)` slices of `shadow`.
+    fn runs<'s>(&self, shadow: &'s [u8], keep: impl Fn(usize) -> bool) -> Vec<(usize, &'s [u8])> {
+        let mut runs = Vec::new();
+        let mut l = 0;
+        while l < self.lines {
+            if !keep(l) {
+                l += 1;
+                continue;
+            }
+            let start = l;
+            while l < self.lines && keep(l) {
+                l += 1;
+            }
+            runs.push((start, &shadow[start * LINE..l * LINE]));
+        }
+        runs
+    }
+
     /// Logs and writes back the changed lines; called by drop.
     fn write_back(&mut self) {
         let Some(shadow) = self.shadow.take() else { return };
         if self.dirty.iter().any(|&w| w != 0) && !self.pages.poisoned.load(Ordering::Relaxed) {
             // SAFETY: the exclusive latch is held.
             let nvm = unsafe { self.pages.bytes(self.slot) };
-            let mut runs: Vec<(usize, &[u8])> = Vec::new();
-            let mut l = 0;
-            while l < self.lines {
-                let changed = |l: usize| {
-                    Self::is_set(&self.dirty, l) && shadow[l * LINE..(l + 1) * LINE] != nvm[l * LINE..(l + 1) * LINE]
-                };
-                if !changed(l) {
-                    l += 1;
-                    continue;
-                }
-                let start = l;
-                while l < self.lines && changed(l) {
-                    l += 1;
-                }
-                runs.push((start, &shadow[start * LINE..l * LINE]));
-            }
-            if !runs.is_empty() {
-                self.flush_runs(&runs);
+            let dirty = |l: usize| Self::is_set(&self.dirty, l);
+            let changed = |l: usize| dirty(l) && shadow[l * LINE..(l + 1) * LINE] != nvm[l * LINE..(l + 1) * LINE];
+            let write = self.runs(&shadow, changed);
+            let log = if self.image_logged { self.runs(&shadow, dirty) } else { write.clone() };
+            if !log.is_empty() {
+                self.flush_runs(&log, &write);
             }
         }
         self.pages.give_shadow(shadow);
     }
 
-    fn flush_runs(&self, runs: &[(usize, &[u8])]) {
+    /// Logs `log` (when a log is attached), then writes `write` in place and persists it.
+    fn flush_runs(&self, log_runs: &[(usize, &[u8])], runs: &[(usize, &[u8])]) {
         let pages = self.pages;
         let log = pages.log.read().clone();
         if let Some(log) = log {
-            match log.log_lines(self.pid, runs) {
+            match log.log_lines(self.pid, log_runs) {
                 Ok(lsn) => {
                     self.pages.meta(self.slot).page_lsn.fetch_max(lsn, Ordering::Relaxed);
                     pages.counters.images_logged.fetch_add(1, Ordering::Relaxed);
@@ -573,6 +629,9 @@ impl DirectWrite<'_> {
 impl Drop for DirectWrite<'_> {
     fn drop(&mut self) {
         self.write_back();
+        if let Some(lsn) = self.pending_since.take() {
+            self.pages.pending_end(lsn);
+        }
         let meta = self.pages.meta(self.slot);
         meta.version.store(meta.version.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
         meta.latch.unlock_exclusive();
@@ -599,7 +658,7 @@ impl DerefMut for DirectWrite<'_> {
     fn deref_mut(&mut self) -> &mut [u8] {
         self.load_all();
         self.set_all(true);
-        self.wrote = true;
+        self.begin_changes();
         self.shadow.as_mut().expect("loaded")
     }
 }
@@ -610,7 +669,7 @@ impl ExclusivePage for DirectWrite<'_> {
     }
 
     fn mark_dirty(&mut self) {
-        self.wrote = true;
+        self.begin_changes();
     }
 
     fn wrote(&self) -> bool {
@@ -619,6 +678,10 @@ impl ExclusivePage for DirectWrite<'_> {
 
     fn set_page_lsn(&mut self, lsn: u64) {
         self.pages.meta(self.slot).page_lsn.fetch_max(lsn, Ordering::Relaxed);
+    }
+
+    fn image_logged(&mut self) {
+        self.image_logged = true;
     }
 }
 
@@ -644,7 +707,7 @@ impl LinePage for DirectWrite<'_> {
         for l in first..=last {
             self.dirty[l / 64] |= 1 << (l % 64);
         }
-        self.wrote = true;
+        self.begin_changes();
         Ok(&mut self.shadow.as_mut().expect("loaded")[off..off + len])
     }
 
