@@ -169,3 +169,38 @@ fn commits_truncate_the_log_and_a_reopen_finds_them_all() {
     assert!(db.recovery().losers.is_empty(), "{:?}", db.recovery());
     assert!(contents(&db, "t") == model);
 }
+
+#[test]
+fn a_failed_log_sync_stops_writes_and_reopen_recovers() {
+    let dir = tempfile::tempdir_in("/dev/shm").unwrap();
+    let plan = FaultPlan::new();
+    let mut model = BTreeMap::new();
+    {
+        let db = open(dir.path(), Some(&plan), false);
+        db.create_tree("t").unwrap();
+        for i in 0..50u32 {
+            let (k, v) = (format!("k{i:03}").into_bytes(), vec![i as u8; 100]);
+            db.put("t", &k, &v).unwrap();
+            model.insert(k, v);
+        }
+        // The next fdatasync of the log fails: the write-back that needed it is not
+        // written, and nothing commits after it.
+        plan.fail_nth_sync(1);
+        let mut t = db.begin();
+        let mut failed = false;
+        for i in 0..50u32 {
+            if t.put("t", format!("k{i:03}").as_bytes(), &[0xAB; 100]).is_err() {
+                failed = true;
+                break;
+            }
+        }
+        let commit = t.commit();
+        assert!(failed || commit.is_err(), "a failed log sync went unnoticed");
+        let e = db.put("t", b"after", b"x").err().expect("the store is stopped").to_string();
+        assert!(e.contains("stopped") || e.contains("sync") || e.contains("log"), "{e}");
+        std::mem::forget(db);
+    }
+    let db = open(dir.path(), None, false);
+    assert!(contents(&db, "t") == model, "{:?}", db.recovery());
+    db.put("t", b"after", b"x").unwrap();
+}

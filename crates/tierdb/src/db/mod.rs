@@ -193,6 +193,15 @@ pub trait DbStore: PageSource + Sized {
     fn oldest_pending(&self) -> Option<Lsn> {
         None
     }
+
+    /// An error if the store failed to keep a change it accepted (`nvm-direct` after a
+    /// failed write-back): nothing may commit on top of it until it is reopened.
+    ///
+    /// # Errors
+    /// The failure, as the store reports it.
+    fn check(&self) -> Result<()> {
+        Ok(())
+    }
 }
 
 impl DbStore for BufferManager {
@@ -259,6 +268,9 @@ impl DbStore for NvmDirect {
     }
     fn oldest_pending(&self) -> Option<Lsn> {
         self.pages().oldest_pending()
+    }
+    fn check(&self) -> Result<()> {
+        self.pages().check_poison()
     }
 }
 
@@ -540,7 +552,7 @@ impl<S: DbStore> Db<S> {
     /// is truncated behind the oldest record still needed (whole segments; the NVM log
     /// buffer's records go with them).
     fn truncate_after_commit(&self) -> Result<()> {
-        if self.store.in_place() && self.durability != Durability::None {
+        if self.store.in_place() && self.durability != Durability::None && self.store.check().is_ok() {
             self.wal.truncate_before(self.log_needed_from(self.wal.next_lsn()))?;
         }
         Ok(())
@@ -799,6 +811,7 @@ impl<S: DbStore> Txn<'_, S> {
             (st.last, std::mem::take(&mut st.locks))
         };
         let result = (|| -> Result<()> {
+            self.db.store.check()?;
             if last != 0 {
                 let lsn = self.db.wal.append(&RecordHead::new(Kind::Commit, self.log.id, last), &[])?;
                 self.db.wal.commit(lsn + 1, self.db.durability)?;
