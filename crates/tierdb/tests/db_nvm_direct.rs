@@ -196,7 +196,7 @@ fn a_failed_log_sync_stops_writes_and_reopen_recovers() {
         }
         let commit = t.commit();
         assert!(failed || commit.is_err(), "a failed log sync went unnoticed");
-        let e = db.put("t", b"after", b"x").err().expect("the store is stopped").to_string();
+        let e = db.put("t", b"after", b"x").expect_err("the store is stopped").to_string();
         assert!(e.contains("stopped") || e.contains("sync") || e.contains("log"), "{e}");
         std::mem::forget(db);
     }
