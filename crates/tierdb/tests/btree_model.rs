@@ -15,7 +15,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 
 use rand::prelude::*;
 use tierdb::btree::{BTree, BTreeError, value_bytes_max};
-use tierdb::buffer::{BufferConfig, BufferManager, MemorySource, PageSource, Techniques};
+use tierdb::buffer::{BufferConfig, BufferManager, DirectConfig, MemorySource, NvmDirect, PageSource, Techniques};
 use tierdb::device::{DramConfig, NvmConfig};
 use tierdb::limits::BTREE_KEY_BYTES_MAX;
 use tierdb::{ByteSize, Error};
@@ -217,6 +217,20 @@ fn random_operations_match_a_btreemap_on_nvm_techniques_in_debug_mode() {
         let s = bm.stats().buffer;
         assert!(s.line_faults > 0 && s.mini_promotions > 0 && s.swizzles > 0 && s.unswizzles > 0, "{s:?}");
         bm.check_invariants();
+    });
+}
+
+/// The same in place in NVM (`nvm-direct`): every change staged, compared line by line
+/// and written back at unfix.
+#[test]
+fn random_operations_match_a_btreemap_in_place_in_nvm() {
+    for_each_seed("random_operations_match_a_btreemap_in_place_in_nvm", |seed| {
+        let dir = tempfile::tempdir_in("/dev/shm").unwrap();
+        let cfg = DirectConfig::new(NvmConfig::new(dir.path().join("m.nvm"), ByteSize(8192 * PAGE as u64)), PAGE);
+        let s = NvmDirect::open(&cfg).unwrap();
+        random_operations(&s, seed, || s.pages_in_use());
+        let c = &s.pages().counters;
+        assert!(c.write_backs.load(std::sync::atomic::Ordering::Relaxed) > 0);
     });
 }
 

@@ -1,12 +1,13 @@
 //! Lookups read inner nodes optimistically (no latch, validated by version). This test
 //! runs them against a writer that splits and merges inner nodes all the time: a reader
 //! must always find the keys that are never deleted, with their exact values, and never
-//! see a torn value or an error — on main memory and on the buffer manager with pages
-//! moving between DRAM, NVM and SSD.
+//! see a torn value or an error — on main memory, on the buffer manager with pages
+//! moving between DRAM, NVM and SSD, and on nvm-direct, where writers change the pages
+//! readers are reading in NVM.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use tierdb::buffer::{BufferConfig, BufferManager, MemorySource, Techniques};
+use tierdb::buffer::{BufferConfig, BufferManager, DirectConfig, MemorySource, NvmDirect, Techniques};
 use tierdb::device::{DramConfig, NvmConfig, SsdConfig};
 use tierdb::{BTree, ByteSize, PageSource};
 
@@ -59,6 +60,13 @@ fn hammer<S: PageSource>(source: &S) {
     assert!(lookups.load(Ordering::Relaxed) > 1000, "the reader ran alongside the writer");
     let st = tree.check_invariants().unwrap();
     assert_eq!(st.entries, STABLE);
+}
+
+#[test]
+fn lookups_survive_splits_and_merges_in_place_in_nvm() {
+    let dir = tempfile::tempdir_in("/dev/shm").unwrap();
+    let cfg = DirectConfig::new(NvmConfig::new(dir.path().join("d.nvm"), ByteSize(32 << 20)), 4096);
+    hammer(&NvmDirect::open(&cfg).unwrap());
 }
 
 #[test]

@@ -400,6 +400,15 @@ impl DirectPages {
     }
 }
 
+/// The first and last line of `off..off + len` in a page of `ps` bytes; `None` for an
+/// empty range inside the page.
+fn lines_of(pid: PageId, ps: usize, off: usize, len: usize) -> Result<Option<(usize, usize)>> {
+    if off.checked_add(len).is_none_or(|e| e > ps) {
+        return Err(BufferError::OutOfPage { pid, off, end: off.saturating_add(len), page_size: ps }.into());
+    }
+    Ok((len > 0).then(|| (off / LINE, (off + len - 1) / LINE)))
+}
+
 /// A slot held shared: derefs to the page in NVM.
 pub struct DirectRead<'a> {
     pages: &'a DirectPages,
@@ -538,14 +547,10 @@ impl DirectWrite<'_> {
         }
     }
 
-    fn lines_of(&self, off: usize, len: usize) -> Result<(usize, usize)> {
-        let ps = self.pages.page_size;
-        if len == 0 || off.checked_add(len).is_none_or(|e| e > ps) {
-            return Err(
-                BufferError::OutOfPage { pid: self.pid, off, end: off.saturating_add(len), page_size: ps }.into()
-            );
-        }
-        Ok((off / LINE, (off + len - 1) / LINE))
+    /// The first and last line of `off..off + len` (`None` for an empty range inside
+    /// the page).
+    fn lines_of(&self, off: usize, len: usize) -> Result<Option<(usize, usize)>> {
+        lines_of(self.pid, self.pages.page_size, off, len)
     }
 
     fn load_all(&mut self) {
@@ -691,7 +696,7 @@ impl LinePage for DirectWrite<'_> {
     }
 
     fn read(&mut self, off: usize, len: usize) -> Result<&[u8]> {
-        let (first, last) = self.lines_of(off, len)?;
+        let Some((first, last)) = self.lines_of(off, len)? else { return Ok(&[]) };
         if !self.any_resident(first, last) {
             self.pages.charge(self.slot, first * LINE, (last + 1 - first) * LINE);
             // SAFETY: the exclusive latch is held.
@@ -702,7 +707,7 @@ impl LinePage for DirectWrite<'_> {
     }
 
     fn write(&mut self, off: usize, len: usize) -> Result<&mut [u8]> {
-        let (first, last) = self.lines_of(off, len)?;
+        let Some((first, last)) = self.lines_of(off, len)? else { return Ok(&mut []) };
         self.load(first, last);
         for l in first..=last {
             self.dirty[l / 64] |= 1 << (l % 64);
@@ -750,17 +755,7 @@ impl LinePage for DirectLines<'_> {
     fn read(&mut self, off: usize, len: usize) -> Result<&[u8]> {
         match self {
             DirectLines::Shared(r) => {
-                let ps = r.pages.page_size;
-                if len == 0 || off.checked_add(len).is_none_or(|e| e > ps) {
-                    return Err(BufferError::OutOfPage {
-                        pid: r.pid,
-                        off,
-                        end: off.saturating_add(len),
-                        page_size: ps,
-                    }
-                    .into());
-                }
-                let (first, last) = (off / LINE, (off + len - 1) / LINE);
+                let Some((first, last)) = lines_of(r.pid, r.pages.page_size, off, len)? else { return Ok(&[]) };
                 r.pages.charge(r.slot, first * LINE, (last + 1 - first) * LINE);
                 // SAFETY: the shared latch is held.
                 Ok(unsafe { &r.pages.bytes(r.slot)[off..off + len] })
