@@ -275,14 +275,6 @@ impl NvmDirect {
         self.mark(pid.0 - 1, false)
     }
 
-    /// Recovery: writes the lines of a logged after-image in place.
-    ///
-    /// # Errors
-    /// As [`DirectPages::redo_lines`]; a page that does not exist.
-    pub fn redo_lines(&self, pid: PageId, first: usize, bytes: &[u8]) -> Result<()> {
-        let slot = self.slot_of(pid)?;
-        self.pages.redo_lines(slot, first, bytes)
-    }
 }
 
 fn corrupt(path: &std::path::Path, detail: String) -> crate::Error {

@@ -372,32 +372,6 @@ impl DirectPages {
         Ok(())
     }
 
-    /// Writes `lines` (whole lines at `first`) of `slot` in place and persists them,
-    /// outside any guard: for recovery, which holds the slot itself.
-    ///
-    /// # Errors
-    /// A range outside the page; device errors.
-    pub fn redo_lines(&self, slot: u32, first: usize, bytes: &[u8]) -> Result<()> {
-        if !bytes.len().is_multiple_of(LINE) || first * LINE + bytes.len() > self.page_size {
-            return Err(BufferError::OutOfPage {
-                pid: PageId(u64::from(slot) + 1),
-                off: first * LINE,
-                end: first * LINE + bytes.len(),
-                page_size: self.page_size,
-            }
-            .into());
-        }
-        let meta = self.meta(slot);
-        meta.latch.exclusive();
-        fence(Ordering::Release);
-        let at = self.slot_offset(slot) + (first * LINE) as u64;
-        // SAFETY: the slot's exclusive latch is held; the range is inside the slot.
-        let r =
-            unsafe { self.nvm.write_lines_shared(at, bytes) }.and_then(|()| self.nvm.persist(at, bytes.len() as u64));
-        meta.version.fetch_add(1, Ordering::Relaxed);
-        meta.latch.unlock_exclusive();
-        Ok(r?)
-    }
 }
 
 /// The first and last line of `off..off + len` in a page of `ps` bytes; `None` for an
