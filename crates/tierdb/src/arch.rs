@@ -27,7 +27,9 @@ use serde::Serialize;
 use crate::buffer::{
     BufferConfig, BufferError, BufferManager, MemorySource, PageSource, RestartInfo, Techniques, TierStats,
 };
-use crate::device::{DeviceProfile, DirectIo, DramConfig, EmulationMode, NvmConfig, OpenMode, SsdConfig};
+use crate::device::{
+    DeviceProfile, DirectIo, DramConfig, EmulationMode, NvmConfig, OpenMode, SsdConfig, TornPageRecovery,
+};
 use crate::{ByteSize, Result};
 
 /// An architecture's name.
@@ -136,6 +138,9 @@ pub struct ArchConfig {
     pub techniques: Option<Techniques>,
     /// Debug mode for cache-line-grained access (slow; for tests).
     pub debug_lines: bool,
+    /// Protect SSD page writes with the double-write area (`BufferConfig::double_write`,
+    /// on by default).
+    pub double_write: bool,
 }
 
 impl ArchConfig {
@@ -168,7 +173,14 @@ impl ArchConfig {
             admission_set_pages: None,
             techniques: None,
             debug_lines: false,
+            double_write: true,
         })
+    }
+
+    /// The files the engine may create: the NVM pool, the SSD page file and its
+    /// double-write file (for callers that remove them afterwards).
+    pub fn files(&self) -> Vec<PathBuf> {
+        vec![self.nvm_path.clone(), self.ssd_path.clone(), crate::device::double_write::path_for(&self.ssd_path)]
     }
 }
 
@@ -216,6 +228,7 @@ impl Engine {
         bc.admission_set_pages = cfg.admission_set_pages;
         bc.techniques = cfg.techniques.unwrap_or(cfg.arch.default_techniques());
         bc.debug_lines = cfg.debug_lines;
+        bc.double_write = cfg.double_write;
         if bc.techniques != Techniques::NONE && !cfg.arch.uses_nvm() {
             return Err(crate::buffer::BufferError::Config {
                 what: format!("techniques {} work between DRAM and NVM; {} has no NVM", bc.techniques, cfg.arch.name()),
@@ -260,6 +273,15 @@ impl Engine {
         match self {
             Engine::Memory(_) => None,
             Engine::Buffer(b) => b.restart_info(),
+        }
+    }
+
+    /// What opening the SSD page file restored from its double-write area (`None`: no
+    /// SSD, or no double-write file was there).
+    pub fn torn_pages(&self) -> Option<TornPageRecovery> {
+        match self {
+            Engine::Memory(_) => None,
+            Engine::Buffer(b) => b.torn_pages().cloned(),
         }
     }
 
