@@ -69,10 +69,13 @@ const HEADER_CRC_AT: usize = HEADER_SLOT_BYTES - 4;
 const SLOT_CRC_AT: usize = 60;
 /// The first slot's offset: after the header block.
 const SLOTS_OFFSET: u64 = IO_ALIGN_BYTES as u64;
+/// Bytes per write when a new file is filled with zeros.
+const ZERO_FILL_BYTES: usize = 1 << 20;
 
 const _: () = assert!(2 * HEADER_SLOT_BYTES <= IO_ALIGN_BYTES);
 const _: () = assert!(SLOT_CRC_AT + 4 <= DOUBLE_WRITE_SLOT_HEADER_BYTES);
 const _: () = assert!(DOUBLE_WRITE_SLOTS as u64 <= SLOTS_MAX);
+const _: () = assert!(ZERO_FILL_BYTES.is_multiple_of(IO_ALIGN_BYTES));
 
 /// The double-write file of the page file at `page_file`: `<page file>.dwa`.
 pub fn path_for(page_file: &Path) -> PathBuf {
@@ -152,7 +155,7 @@ struct Header {
 impl DoubleWrite {
     /// Creates the double-write file at `path` for database `db_id`, replacing any file
     /// there (a double-write file belongs to its page file, and a new page file has no
-    /// pages to restore), and syncs it and its directory.
+    /// pages to restore), fills it with zeros, and syncs it and its directory.
     ///
     /// # Errors
     /// `Create`, `Io`, `Full`.
@@ -168,7 +171,15 @@ impl DoubleWrite {
         let slots = DOUBLE_WRITE_SLOTS;
         let bytes = file_bytes(slots, page_size);
         file.set_len(0).map_err(|e| DeviceError::io("truncate", path, 0, e))?;
-        super::nvm::allocate(&file, bytes).map_err(|e| DeviceError::io("fallocate", path, bytes, e))?;
+        // Zeros written, not only allocated: a slot's first write then changes no file
+        // system metadata, so its sync is a plain device flush, never a journal commit.
+        let zeros = AlignedBuf::new(ZERO_FILL_BYTES);
+        let mut at = 0u64;
+        while at < bytes {
+            let n = (bytes - at).min(ZERO_FILL_BYTES as u64) as usize;
+            file.write_all_at(&zeros[..n], at).map_err(|e| DeviceError::io("write", path, bytes - at, e))?;
+            at += n as u64;
+        }
         let h = Header { page_size: page_size as u32, generation: 1, slots: slots as u64, db_id, floor: 1 };
         let mut header = [0u8; 2 * HEADER_SLOT_BYTES];
         for slot in header.chunks_exact_mut(HEADER_SLOT_BYTES) {
