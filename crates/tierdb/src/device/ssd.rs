@@ -132,7 +132,9 @@ pub struct SsdFile {
 }
 
 impl SsdFile {
-    /// Creates a new page file holding only its superblock.
+    /// Creates a new page file holding only its superblock, and with
+    /// [`SsdConfig::double_write`] its double-write file (replacing a file of that name:
+    /// it can only belong to a page file that no longer exists).
     ///
     /// # Errors
     /// `Config` for a bad page size or profile; `AlreadyExists` if the file exists
@@ -184,8 +186,12 @@ impl SsdFile {
             Ok(ssd)
         })();
         if result.is_err() {
-            // The file is ours, made a moment ago and never acknowledged: remove it.
+            // The file is ours, made a moment ago and never acknowledged: remove it
+            // (and its double-write file, which belongs to it).
             let _ = std::fs::remove_file(&cfg.path);
+            if cfg.double_write {
+                let _ = std::fs::remove_file(double_write::path_for(&cfg.path));
+            }
         }
         result
     }
