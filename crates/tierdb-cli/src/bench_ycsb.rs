@@ -65,6 +65,11 @@ pub struct EngineArgs {
     /// again while its tag is cached costs nothing); 0 charges every read.
     #[arg(long, default_value = "32MiB")]
     pub cpu_cache: ByteSize,
+    /// Torn-page protection of SSD page writes: each write (a batch at checkpoints)
+    /// first goes to a double-write file and is synced. off: torn pages are detected
+    /// but cannot be repaired.
+    #[arg(long, value_name = "on|off", default_value = "on", value_parser = parse_on_off, action = clap::ArgAction::Set)]
+    pub double_write: bool,
     /// Worker threads.
     #[arg(long, default_value_t = 1)]
     pub threads: u32,
@@ -98,6 +103,8 @@ pub struct Setup {
     pub techniques: Option<tierdb::buffer::Techniques>,
     /// The CPU cache `nvm-direct`'s read charges model.
     pub cpu_cache_model_bytes: u64,
+    /// SSD page writes go through the double-write area.
+    pub double_write: bool,
     pub workload: YcsbSpec,
 }
 
@@ -131,6 +138,7 @@ impl EngineArgs {
             policy: self.policy.clone(),
             techniques: self.techniques,
             cpu_cache_model_bytes: self.cpu_cache.bytes(),
+            double_write: self.double_write,
             workload: spec,
         })
     }
@@ -160,6 +168,7 @@ impl EngineArgs {
         c.techniques = self.techniques;
         c.debug_lines = self.debug_lines;
         c.cpu_cache_model = ByteSize(setup.cpu_cache_model_bytes);
+        c.double_write = self.double_write;
         if self.buffered_io {
             c.direct_io = DirectIo::Off;
         }
@@ -258,7 +267,7 @@ pub fn run_one(
         );
     }
     let cfg = engine_args.arch_config(setup, arch, dram, nvm, tag)?;
-    let files = Cleanup::new(vec![cfg.nvm_path.clone(), cfg.ssd_path.clone()]);
+    let files = Cleanup::new(cfg.files());
     let engine = Engine::open(&cfg).with_context(|| format!("opening {arch}"))?;
     let (dram_frames, nvm_frames) = engine.frames();
     progress.set_prefix(&format!("{arch}{}", data.map(|d| format!(" {d}")).unwrap_or_default()));
@@ -410,10 +419,17 @@ pub fn print_report(r: &RunReport) {
         s.mode
     );
     println!(
-        "profiles: dram {} · nvm {} · ssd {} | page {} | DRAM {} ({} frames) · NVM {} ({} frames)",
+        "profiles: dram {} · nvm {} · ssd {}{} | page {} | DRAM {} ({} frames) · NVM {} ({} frames)",
         s.dram_profile.name,
         s.nvm_profile.name,
         s.ssd_profile.name,
+        if !r.arch.uses_ssd() {
+            ""
+        } else if s.double_write {
+            " (double write on)"
+        } else {
+            " (double write off)"
+        },
         ByteSize(s.page_size_bytes as u64),
         ByteSize(r.dram_bytes),
         r.dram_frames,
@@ -506,7 +522,19 @@ pub fn print_report(r: &RunReport) {
         row("SSD page reads", s.reads);
         row("SSD page writes", s.writes);
     }
+    if let Some(d) = &res.tiers.ssd_double_write {
+        row("SSD double-write writes", d.writes);
+        row("SSD double-write syncs", d.syncs);
+    }
     println!("{t}");
+}
+
+fn parse_on_off(s: &str) -> Result<bool, String> {
+    match s {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        _ => Err(format!("{s:?}: expected on or off")),
+    }
 }
 
 pub fn fmt_rate(v: f64) -> String {

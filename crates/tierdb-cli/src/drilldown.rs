@@ -834,7 +834,7 @@ fn run_full_scans(
 ) -> Result<RunReport> {
     // 1. A fresh engine whose files go away with `files`, on every path.
     let cfg = engine_args.arch_config(setup, arch, dram, nvm, tag)?;
-    let files = Cleanup::new(vec![cfg.nvm_path.clone(), cfg.ssd_path.clone()]);
+    let files = Cleanup::new(cfg.files());
     let engine = Engine::open(&cfg).with_context(|| format!("opening {arch}"))?;
     let (dram_frames, nvm_frames) = engine.frames();
     progress.set_prefix(&format!("{arch} {data} full scans"));

@@ -401,7 +401,7 @@ fn run_series(args: &RestartArgs, setup: &Setup, subject: Subject, progress: &Pr
     engine_args.techniques = Some(subject.techniques());
     let tag = format!("restart-{}", subject.name());
     let mut cfg = engine_args.arch_config(setup, subject.arch(), args.dram, args.nvm, &tag)?;
-    let files = Cleanup::new(vec![cfg.nvm_path.clone(), cfg.ssd_path.clone()]);
+    let files = Cleanup::new(cfg.files());
     progress.set_prefix(subject.name());
     let engine = Engine::open(&cfg).with_context(|| format!("creating {}", subject.arch()))?;
 

@@ -194,7 +194,7 @@ fn run_arch(args: &WearArgs, setup: &Setup, arch: Architecture, progress: &Progr
     engine_args.techniques = None;
     let mut cfg = engine_args.arch_config(setup, arch, args.dram, args.nvm, &format!("wear-{arch}"))?;
     cfg.wear_counters = true;
-    let files = Cleanup::new(vec![cfg.nvm_path.clone(), cfg.ssd_path.clone()]);
+    let files = Cleanup::new(cfg.files());
     let engine = Engine::open(&cfg).with_context(|| format!("opening {arch}"))?;
     progress.set_prefix(arch.name());
     let mut driver = engine_args.driver_config(setup, Some(args.data));

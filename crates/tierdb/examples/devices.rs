@@ -5,7 +5,9 @@
 
 use tierdb::ByteSize;
 use tierdb::device::clock;
-use tierdb::device::{DeviceProfile, DramArena, DramConfig, EmulationMode, NvmConfig, NvmRegion, SsdConfig, SsdFile};
+use tierdb::device::{
+    DeviceProfile, DramArena, DramConfig, EmulationMode, NvmConfig, NvmRegion, SsdConfig, SsdFile, page_seal,
+};
 
 fn main() -> Result<(), tierdb::Error> {
     let dir = std::env::temp_dir().join(format!("tierdb-example-{}", std::process::id()));
@@ -28,7 +30,8 @@ fn main() -> Result<(), tierdb::Error> {
     let first = ssd.grow(8)?;
 
     // A page's life: written in DRAM, admitted to NVM (made durable there), written back to SSD.
-    let page = vec![42u8; ssd.page_size()];
+    let mut page = vec![42u8; ssd.page_size()];
+    page_seal::clear(&mut page); // bytes 48..64 carry the page's seal on SSD
     dram.write(0, &page)?;
     nvm.copy_in(0, &page)?;
     nvm.persist(0, page.len() as u64)?;

@@ -30,7 +30,9 @@ use crate::buffer::{
     BufferConfig, BufferError, BufferManager, DirectConfig, MemorySource, NvmDirect, PageSource, RestartInfo,
     Techniques, TierStats,
 };
-use crate::device::{DeviceProfile, DirectIo, DramConfig, EmulationMode, NvmConfig, OpenMode, SsdConfig};
+use crate::device::{
+    DeviceProfile, DirectIo, DramConfig, EmulationMode, NvmConfig, OpenMode, SsdConfig, TornPageRecovery,
+};
 use crate::{ByteSize, Result};
 
 /// An architecture's name.
@@ -160,6 +162,9 @@ pub struct ArchConfig {
     pub wear_counters: bool,
     /// `nvm-direct`: the CPU last-level cache its read charges model (0: none).
     pub cpu_cache_model: ByteSize,
+    /// Protect SSD page writes with the double-write area (`BufferConfig::double_write`,
+    /// on by default).
+    pub double_write: bool,
 }
 
 impl ArchConfig {
@@ -194,7 +199,14 @@ impl ArchConfig {
             debug_lines: false,
             wear_counters: false,
             cpu_cache_model: ByteSize(crate::buffer::frame::direct::CPU_CACHE_MODEL_DEFAULT_BYTES),
+            double_write: true,
         })
+    }
+
+    /// The files the engine may create: the NVM pool, the SSD page file and its
+    /// double-write file (for callers that remove them afterwards).
+    pub fn files(&self) -> Vec<PathBuf> {
+        vec![self.nvm_path.clone(), self.ssd_path.clone(), crate::device::double_write::path_for(&self.ssd_path)]
     }
 }
 
@@ -260,6 +272,7 @@ impl Engine {
         bc.admission_set_pages = cfg.admission_set_pages;
         bc.techniques = cfg.techniques.unwrap_or(cfg.arch.default_techniques());
         bc.debug_lines = cfg.debug_lines;
+        bc.double_write = cfg.double_write;
         if bc.techniques != Techniques::NONE && !cfg.arch.uses_nvm() {
             return Err(crate::buffer::BufferError::Config {
                 what: format!("techniques {} work between DRAM and NVM; {} has no NVM", bc.techniques, cfg.arch.name()),
@@ -327,6 +340,15 @@ impl Engine {
             Engine::Memory(_) => None,
             Engine::Buffer(b) => b.nvm().map(crate::buffer::nvm_pool::NvmPool::region),
             Engine::Direct(d) => Some(d.pages().nvm()),
+        }
+    }
+
+    /// What opening the SSD page file restored from its double-write area (`None`: no
+    /// SSD, or no double-write file was there).
+    pub fn torn_pages(&self) -> Option<TornPageRecovery> {
+        match self {
+            Engine::Memory(_) | Engine::Direct(_) => None,
+            Engine::Buffer(b) => b.torn_pages().cloned(),
         }
     }
 

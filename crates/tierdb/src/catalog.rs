@@ -10,8 +10,9 @@
 //!     12    4 CRC-32C of bytes 16..used
 //!     16    4 used: bytes of header and entries
 //!     20    2 tree count
-//!     22    2 reserved, zero
-//!     24    . entries, back to back: name length (1 byte), name (UTF-8), root page id (8)
+//!     22   26 reserved, zero
+//!     48   16 page seal: zero here (the SSD page file's, see `device::page_seal`)
+//!     64    . entries, back to back: name length (1 byte), name (UTF-8), root page id (8)
 //!  used..   . zero
 //! ```
 //!
@@ -27,7 +28,8 @@ use crate::ids::PageId;
 use crate::limits::{CATALOG_ENTRY_OVERHEAD_BYTES, CATALOG_HEADER_BYTES, CATALOG_NAME_BYTES_MAX, CATALOG_TREES_MAX};
 
 pub const CATALOG_MAGIC: [u8; 8] = *b"TDBCATLG";
-pub const CATALOG_VERSION: u32 = 1;
+/// 2: entries start at byte 64, after the page seal's bytes.
+pub const CATALOG_VERSION: u32 = 2;
 
 /// One named tree.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -252,10 +254,11 @@ mod tests {
             (0, "magic"),
             (8, "version"),
             (12, "checksum"),
-            (16, "checksum"),
+            (16, "used"), // 74 bytes used become 10, less than the header
             (19, "used"),
             (20, "checksum"),
-            (25, "checksum"),
+            (50, "checksum"),
+            (65, "checksum"),
         ];
         for (at, what) in cases {
             let mut c = b.clone();

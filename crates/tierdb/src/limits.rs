@@ -63,6 +63,21 @@ pub const PAGE_TABLE_CHUNK_ENTRIES: usize = 1 << 14;
 /// The SSD file grows by at least this many pages, or an eighth of its size.
 pub const SSD_GROW_PAGES_MIN: u64 = 256;
 
+/// Where every page written to the SSD page file carries its seal (page id and CRC-32C,
+/// `device::page_seal`): bytes 48..64, in the first cache line. Every page format keeps
+/// them zero (the B+-tree node header and the catalog header reserve them).
+pub const PAGE_SEAL_OFFSET: usize = 48;
+pub const PAGE_SEAL_BYTES: usize = 16;
+
+/// Slots of the double-write area (`device::double_write`): the most pages one batch
+/// of protected SSD writes holds, and how many protected writes may go by between two
+/// syncs of the page file (128 pages, as InnoDB's doublewrite buffer).
+pub const DOUBLE_WRITE_SLOTS: usize = 128;
+
+/// Bytes of the header block in front of each double-write slot's page (one O_DIRECT
+/// block, so that the page stays aligned).
+pub const DOUBLE_WRITE_SLOT_HEADER_BYTES: usize = IO_ALIGN_BYTES;
+
 /// The first bytes of a freed page on SSD, which links to the next freed page.
 pub const FREE_CHAIN_MAGIC: &[u8; 8] = b"TDBFREE1";
 
@@ -94,8 +109,9 @@ pub const BTREE_UNDERFULL_DIVISOR: usize = 4;
 /// the largest allowed size must fit in the smallest page (checked below).
 pub const CATALOG_NAME_BYTES_MAX: usize = 64;
 pub const CATALOG_TREES_MAX: usize = 48;
-/// Catalog page header bytes and per-entry overhead (name length byte + root page id).
-pub const CATALOG_HEADER_BYTES: usize = 24;
+/// Catalog page header bytes (the page seal's bytes included) and per-entry overhead
+/// (name length byte + root page id).
+pub const CATALOG_HEADER_BYTES: usize = 64;
 pub const CATALOG_ENTRY_OVERHEAD_BYTES: usize = 1 + 8;
 
 const _: () = assert!(CACHE_LINE_BYTES.is_power_of_two());
@@ -109,6 +125,12 @@ const _: () = assert!(PAGE_SIZE_MIN_BYTES.is_multiple_of(CACHE_LINE_BYTES));
 const _: () = assert!(IO_ALIGN_BYTES.is_multiple_of(OS_PAGE_BYTES));
 const _: () = assert!(SUPERBLOCK_SLOT_BYTES * SUPERBLOCK_SLOTS <= IO_ALIGN_BYTES);
 const _: () = assert!(STATS_STRIPES.is_power_of_two());
+const _: () = assert!(PAGE_SEAL_OFFSET + PAGE_SEAL_BYTES <= CACHE_LINE_BYTES);
+// The free-page chain's magic and next id come before the seal.
+const _: () = assert!(FREE_CHAIN_MAGIC.len() + 8 <= PAGE_SEAL_OFFSET);
+const _: () = assert!(CATALOG_HEADER_BYTES >= PAGE_SEAL_OFFSET + PAGE_SEAL_BYTES);
+const _: () = assert!(DOUBLE_WRITE_SLOTS >= 1 && DOUBLE_WRITE_SLOTS <= 1 << 16);
+const _: () = assert!(DOUBLE_WRITE_SLOT_HEADER_BYTES.is_multiple_of(IO_ALIGN_BYTES));
 const _: () = assert!(BTREE_KEY_BYTES_MAX >= 128 && BTREE_KEY_BYTES_MAX <= u16::MAX as usize);
 const _: () = assert!(BTREE_HEIGHT_MAX <= u8::MAX as usize);
 const _: () = assert!(BTREE_UNDERFULL_DIVISOR >= 2);

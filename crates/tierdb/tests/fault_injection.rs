@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use tierdb::device::{DeviceError, FaultError, FaultPlan, SsdConfig, SsdFile};
+use tierdb::device::{DeviceError, FaultError, FaultPlan, SsdConfig, SsdFile, page_seal};
 use tierdb::ids::PageId;
 use tierdb::wal::{Durability, Kind, RecordHead, Wal, WalConfig, WalError};
 
@@ -95,7 +95,8 @@ fn the_page_file_reports_failed_and_full_writes_and_stays_poisoned() {
     cfg.faults = Some(plan.clone());
     let ssd = SsdFile::create(&cfg).unwrap();
     ssd.grow(4).unwrap();
-    let page = vec![7u8; 4096];
+    let mut page = vec![7u8; 4096];
+    page_seal::clear(&mut page); // bytes 48..64 belong to the page seal
     ssd.write_page(PageId(1), &page).unwrap();
     plan.fail_nth_write(1, FaultError::NoSpace);
     assert!(matches!(ssd.write_page(PageId(2), &page), Err(DeviceError::Full { .. })));

@@ -24,7 +24,8 @@
 //!     28    4 reserved, zero
 //!     32    8 link: leaf = right sibling page id (0 = none); inner = rightmost child
 //!     40    8 page LSN: the log record of the node's last logged change (0: none)
-//!     48   16 reserved, zero
+//!     48   16 page seal: zero here (the SSD page file's page id and checksum, added to
+//!             the copy it writes and cleared when it reads; see `device::page_seal`)
 //! ```
 //!
 //! Slot (8 bytes, 8 per cache line): key head `u32` (the first four bytes of the key
@@ -55,8 +56,8 @@ use std::cmp::Ordering;
 use super::error::BTreeError;
 use crate::ids::PageId;
 use crate::limits::{
-    BTREE_HEIGHT_MAX, BTREE_KEY_BYTES_MAX, BTREE_UNDERFULL_DIVISOR, CACHE_LINE_BYTES, PAGE_SIZE_DEFAULT_BYTES,
-    PAGE_SIZE_MAX_BYTES, PAGE_SIZE_MIN_BYTES,
+    BTREE_HEIGHT_MAX, BTREE_KEY_BYTES_MAX, BTREE_UNDERFULL_DIVISOR, CACHE_LINE_BYTES, PAGE_SEAL_BYTES,
+    PAGE_SEAL_OFFSET, PAGE_SIZE_DEFAULT_BYTES, PAGE_SIZE_MAX_BYTES, PAGE_SIZE_MIN_BYTES,
 };
 
 pub type NodeResult<T> = std::result::Result<T, BTreeError>;
@@ -113,6 +114,8 @@ pub const INNER_ENTRY_BYTES_MAX: usize = SLOT_BYTES + ENTRY_HEADER_BYTES + BTREE
 
 const _: () = assert!(HEADER_BYTES == CACHE_LINE_BYTES);
 const _: () = assert!(OFF_LINK + 8 <= HEADER_BYTES);
+// The page seal takes the header's last 16 bytes, which the node never writes.
+const _: () = assert!(OFF_PAGE_LSN + 8 <= PAGE_SEAL_OFFSET && PAGE_SEAL_OFFSET + PAGE_SEAL_BYTES <= HEADER_BYTES);
 const _: () = assert!(CACHE_LINE_BYTES.is_multiple_of(SLOT_BYTES));
 // Entry offsets are u16: every byte of the largest page must be addressable.
 const _: () = assert!(PAGE_SIZE_MAX_BYTES - 1 <= u16::MAX as usize);

@@ -274,7 +274,6 @@ impl NvmDirect {
         a.in_use -= 1;
         self.mark(pid.0 - 1, false)
     }
-
 }
 
 fn corrupt(path: &std::path::Path, detail: String) -> crate::Error {

@@ -36,7 +36,8 @@ use super::source::{ExclusivePage, PageSource};
 use super::table::{Entry, PageTable};
 use super::techniques::Techniques;
 use crate::device::{
-    AlignedBuf, DramArena, DramConfig, NvmConfig, NvmRegion, OpenMode, SsdConfig, SsdFile, StatsSnapshot,
+    AlignedBuf, DeviceError, DramArena, DramConfig, NvmConfig, NvmRegion, OpenMode, SsdConfig, SsdFile, StatsSnapshot,
+    TornPageRecovery,
 };
 use crate::ids::PageId;
 use crate::limits::{
@@ -45,6 +46,8 @@ use crate::limits::{
 };
 use crate::wal::LogForce;
 use crate::{ByteSize, Result};
+
+mod checkpoint;
 
 /// How to build a buffer manager.
 #[derive(Clone, Debug)]
@@ -75,6 +78,10 @@ pub struct BufferConfig {
     /// Reopening an existing database, reuse the NVM pool it left (rebuild the page
     /// table from the frame headers, paper §4.4) instead of formatting it.
     pub reuse_nvm: bool,
+    /// Protect SSD page writes against tearing with a double-write area next to the
+    /// page file (`device::double_write`; overrides `ssd.double_write`). On by default;
+    /// off, a torn page is still detected (its seal fails) but cannot be repaired.
+    pub double_write: bool,
 }
 
 impl BufferConfig {
@@ -93,6 +100,7 @@ impl BufferConfig {
             techniques: Techniques::NONE,
             debug_lines: false,
             reuse_nvm: true,
+            double_write: true,
         }
     }
 }
@@ -115,7 +123,10 @@ pub struct BufferInfo {
 pub struct TierStats {
     pub buffer: BufferStats,
     pub nvm: Option<StatsSnapshot>,
+    /// The SSD page file (in-place page reads and writes, syncs).
     pub ssd: Option<StatsSnapshot>,
+    /// The SSD page file's double-write area, when it is on.
+    pub ssd_double_write: Option<StatsSnapshot>,
 }
 
 impl TierStats {
@@ -128,6 +139,7 @@ impl TierStats {
             buffer: self.buffer.since(&earlier.buffer),
             nvm: d(&self.nvm, &earlier.nvm),
             ssd: d(&self.ssd, &earlier.ssd),
+            ssd_double_write: d(&self.ssd_double_write, &earlier.ssd_double_write),
         }
     }
 }
@@ -245,6 +257,7 @@ impl BufferManager {
             Some(s) => {
                 let mut s = s.clone();
                 s.page_size = ps;
+                s.double_write = cfg.double_write;
                 Some(match cfg.ssd_open_mode {
                     OpenMode::Create => SsdFile::create(&s)?,
                     OpenMode::Open => SsdFile::open(&s)?,
@@ -470,6 +483,12 @@ impl BufferManager {
         self.free(page)
     }
 
+    /// What opening the SSD page file did with the double-write file it found: the
+    /// pages it restored (`None`: no SSD, or no double-write file was there).
+    pub fn torn_pages(&self) -> Option<&TornPageRecovery> {
+        self.ssd.as_ref().and_then(|s| s.info().torn_pages.as_ref())
+    }
+
     /// What reopening found in the NVM pool (`None` for a new database, or without
     /// NVM, or with `reuse_nvm` off).
     pub fn restart_info(&self) -> Option<RestartInfo> {
@@ -571,6 +590,7 @@ impl BufferManager {
             buffer: self.counters.snapshot(),
             nvm: self.nvm.as_ref().map(|n| n.region().core().stats().snapshot()),
             ssd: self.ssd.as_ref().map(|s| s.core().stats().snapshot()),
+            ssd_double_write: self.ssd.as_ref().and_then(|s| s.double_write_core()).map(|c| c.stats().snapshot()),
         }
     }
 
@@ -992,7 +1012,7 @@ impl BufferManager {
                     // allocated with. (Only reachable after a failed write-back.)
                     g.bytes_for_load().fill(0);
                 } else {
-                    ssd.read_page(pid, g.bytes_for_load())?;
+                    self.ssd_read(ssd, pid, g.bytes_for_load())?;
                 }
                 self.counters.bump(Count::SsdReads);
                 g.meta().nvm.store(NO_NVM_FRAME, Ordering::Relaxed);
@@ -1365,8 +1385,16 @@ impl BufferManager {
         self.ssd_write_with(ssd, pid, bytes)
     }
 
-    /// Writes a page, growing the file in chunks first if the page lies past its end.
+    /// Writes a page (protected by the double-write area if it is on), growing the file
+    /// first if the page lies past its end.
     fn ssd_write_with(&self, ssd: &SsdFile, pid: PageId, bytes: &[u8]) -> Result<()> {
+        self.ssd_reserve(ssd, pid)?;
+        ssd.write_page(pid, bytes)?;
+        Ok(())
+    }
+
+    /// Grows the page file, in chunks, until it holds page `pid`.
+    fn ssd_reserve(&self, ssd: &SsdFile, pid: PageId) -> Result<()> {
         if pid.0 >= ssd.page_count() {
             let _grow = self.ssd_grow.lock();
             let count = ssd.page_count();
@@ -1375,8 +1403,18 @@ impl BufferManager {
                 ssd.grow((pid.0 + 1 - count).max(chunk))?;
             }
         }
-        ssd.write_page(pid, bytes)?;
         Ok(())
+    }
+
+    /// Reads page `pid` from SSD; a page that fails its seal is `Corrupted`, naming it
+    /// and the file.
+    fn ssd_read(&self, ssd: &SsdFile, pid: PageId, buf: &mut [u8]) -> Result<()> {
+        ssd.read_page(pid, buf).map_err(|e| match e {
+            DeviceError::Corrupted { what: "page", detail, .. } => {
+                BufferError::Corrupted { pid, location: ssd.info().path.display().to_string(), detail }.into()
+            }
+            e => e.into(),
+        })
     }
 
     // ----- allocation -----------------------------------------------------------------
@@ -1415,21 +1453,6 @@ impl BufferManager {
         }
     }
 
-    /// Writes each freed page id into its page as a chain (on SSD) and returns the head.
-    fn write_free_chain(&self) -> Result<PageId> {
-        let freed = self.freed.lock().clone();
-        let mut buf = AlignedBuf::new(self.page_size);
-        let mut next = PageId(0);
-        for pid in freed.iter().rev() {
-            buf.fill(0);
-            buf[0..8].copy_from_slice(FREE_CHAIN_MAGIC);
-            buf[8..16].copy_from_slice(&next.0.to_le_bytes());
-            self.ssd_write(*pid, &buf)?;
-            next = *pid;
-        }
-        Ok(next)
-    }
-
     fn read_free_chain(&self) -> Result<()> {
         let Some(ssd) = &self.ssd else { return Ok(()) };
         let mut pid = PageId(ssd.superblock().free_list_head);
@@ -1445,7 +1468,7 @@ impl BufferManager {
             if pid.0 >= limit || freed.len() as u64 >= limit {
                 return Err(corrupted(format!("entry {} of the chain is out of range or loops", freed.len())).into());
             }
-            ssd.read_page(pid, &mut buf)?;
+            self.ssd_read(ssd, pid, &mut buf)?;
             if &buf[0..8] != FREE_CHAIN_MAGIC {
                 return Err(corrupted("page is not marked free".into()).into());
             }
@@ -1454,156 +1477,6 @@ impl BufferManager {
         }
         freed.reverse();
         *self.freed.lock() = freed;
-        Ok(())
-    }
-
-    // ----- durability -----------------------------------------------------------------
-
-    /// Writes every dirty page to the lowest durable tier (SSD if there is one, else
-    /// NVM), syncs, and records the catalog, free chain and allocation mark in the
-    /// superblock. Call with no guards held; concurrent fixes are allowed but their
-    /// changes may miss this checkpoint.
-    ///
-    /// # Errors
-    /// Device errors (the pages stay dirty).
-    pub fn checkpoint(&self) -> Result<()> {
-        // Mini pages and cache-line-grained frames first: their dirty lines go to their
-        // NVM frames, and from there to SSD.
-        let minis = self.frames.minis();
-        for i in 0..minis.len() as u32 {
-            let m = minis.meta(i);
-            if m.pid() == NO_PAGE {
-                continue;
-            }
-            m.latch.exclusive();
-            let pid = m.pid();
-            let done = if pid == NO_PAGE {
-                Ok(())
-            } else {
-                self.flush_mini(i, PageId(pid), false)
-                    .and_then(|()| self.nvm_copy_to_ssd(PageId(pid), m.nvm.load(Ordering::Relaxed), None))
-            };
-            self.frames.unlock_mini(i);
-            done?;
-        }
-        for i in 0..self.frames.len() {
-            let f = FrameId(i as u32);
-            let meta = self.frames.meta(f);
-            if !meta.holds_page()
-                || meta.nvm.load(Ordering::Relaxed) == NO_NVM_FRAME
-                || (meta.resident_all.load(Ordering::Relaxed) && self.frames.count_set(Mask::Dirty, f) == 0)
-            {
-                continue;
-            }
-            let g = self.frames.write(f);
-            if !g.meta().holds_page() {
-                continue;
-            }
-            let pid = PageId(g.meta().pid());
-            let n = g.meta().nvm.load(Ordering::Relaxed);
-            if g.meta().dirty.load(Ordering::Relaxed) {
-                continue; // dirty as a whole (and fully resident): the pass below
-            }
-            self.write_back_lines(&g, pid, n)?;
-            let whole = g.meta().resident_all.load(Ordering::Relaxed).then_some(&*g);
-            self.nvm_copy_to_ssd(pid, n, whole)?;
-        }
-        for i in 0..self.frames.len() {
-            let f = FrameId(i as u32);
-            if !self.frames.meta(f).holds_page() {
-                continue;
-            }
-            let g = self.frames.read(f);
-            let meta = g.meta();
-            let pid = meta.pid();
-            if !meta.holds_page() || !meta.resident_all.load(Ordering::Relaxed) {
-                continue; // a partly resident page was handled above
-            }
-            let nvm_frame = meta.nvm.load(Ordering::Relaxed);
-            // A clean DRAM page equals its NVM copy, which may still be newer than SSD:
-            // the NVM pass below cannot claim it (the page is in DRAM), so write it here.
-            let nvm_dirty = nvm_frame != NO_NVM_FRAME && self.nvm.as_ref().is_some_and(|n| n.is_dirty(nvm_frame));
-            if pid == NO_PAGE || !(meta.dirty.load(Ordering::Relaxed) || (nvm_dirty && self.ssd.is_some())) {
-                continue;
-            }
-            let pid = PageId(pid);
-            self.force_log(meta.page_lsn.load(Ordering::Relaxed))?;
-            if let Some(ssd) = &self.ssd {
-                let image = self.stored_image(f, &g);
-                self.ssd_write_with(ssd, pid, &image)?;
-                if nvm_frame != NO_NVM_FRAME {
-                    self.nvm.as_ref().expect("nvm").write_page(
-                        nvm_frame,
-                        pid,
-                        &image,
-                        false,
-                        meta.page_lsn.load(Ordering::Relaxed),
-                    )?;
-                }
-            } else if let Some(nvm) = &self.nvm {
-                // The frame is owned through the DRAM latch; shared suffices, as no
-                // writer can hold the page.
-                let n = if nvm_frame != NO_NVM_FRAME {
-                    nvm_frame
-                } else {
-                    self.nvm_frame()?.ok_or_else(|| self.full_error())?
-                };
-                nvm.write_page(n, pid, &self.stored_image(f, &g), true, meta.page_lsn.load(Ordering::Relaxed))?;
-                meta.nvm.store(n, Ordering::Relaxed);
-            } else {
-                continue; // main memory only: nothing to write to
-            }
-            meta.dirty.store(false, Ordering::Relaxed);
-            self.frames.clear_mask(Mask::Dirty, f);
-        }
-        if let (Some(nvm), Some(ssd)) = (&self.nvm, &self.ssd) {
-            for n in 0..nvm.len() as u32 {
-                let Some(pid) = nvm.pid(n) else { continue };
-                if !nvm.is_dirty(n) || !self.table.claim(pid, Entry::Nvm(n))? {
-                    continue; // clean, or in DRAM (written above, NVM copy refreshed)
-                }
-                let mut buf = AlignedBuf::new(self.page_size);
-                let done = nvm.read_page(n, pid, &mut buf).map_err(crate::Error::from).and_then(|()| {
-                    self.ssd_write_with(ssd, pid, &buf)?;
-                    nvm.mark_clean(n)?;
-                    Ok(())
-                });
-                self.table.set(pid, Entry::Nvm(n));
-                done?;
-            }
-        }
-        if let Some(ssd) = &self.ssd {
-            let head = self.write_free_chain()?;
-            ssd.sync()?;
-            let allocated = self.next_pid.load(Ordering::Acquire);
-            if allocated > ssd.page_count() {
-                ssd.grow(allocated - ssd.page_count())?;
-            }
-            ssd.set_roots(PageId::CATALOG, head, allocated)?;
-        }
-        Ok(())
-    }
-
-    /// Copies page `pid`'s NVM copy (frame `n`, owned by the caller through the DRAM
-    /// latch it holds) to SSD if it is newer, and marks it clean. `whole` is the page's
-    /// current bytes if the caller has them all.
-    fn nvm_copy_to_ssd(&self, pid: PageId, n: u32, whole: Option<&[u8]>) -> Result<()> {
-        let (Some(nvm), Some(ssd)) = (&self.nvm, &self.ssd) else { return Ok(()) };
-        if !nvm.is_dirty(n) {
-            return Ok(());
-        }
-        match whole {
-            Some(bytes) => {
-                self.ssd_write_with(ssd, pid, bytes)?;
-                nvm.write_page(n, pid, bytes, false, 0)?; // refreshes the CRC, clean
-            }
-            None => {
-                let mut buf = AlignedBuf::new(self.page_size);
-                nvm.read_page(n, pid, &mut buf)?;
-                self.ssd_write_with(ssd, pid, &buf)?;
-                nvm.mark_clean(n)?;
-            }
-        }
         Ok(())
     }
 

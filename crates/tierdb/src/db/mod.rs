@@ -182,6 +182,11 @@ pub trait DbStore: PageSource + Sized {
     /// Pages found again in NVM at open.
     fn pages_reused(&self) -> usize;
 
+    /// Torn SSD pages the store restored from its double-write area at open.
+    fn pages_restored(&self) -> usize {
+        0
+    }
+
     /// Pages are changed in place and each write-back is logged as a line image before it
     /// happens: recovery repeats those images instead of the updates, and a commit
     /// truncates the log behind the oldest record still needed.
@@ -222,6 +227,9 @@ impl DbStore for BufferManager {
     }
     fn pages_reused(&self) -> usize {
         self.restart_info().map_or(0, |r| r.pages_reused)
+    }
+    fn pages_restored(&self) -> usize {
+        self.torn_pages().map_or(0, |t| t.pages_restored())
     }
 }
 

@@ -56,6 +56,9 @@ pub struct RecoveryReport {
     pub log_tail: Option<String>,
     /// Pages found again in NVM.
     pub nvm_pages_reused: usize,
+    /// SSD pages restored from the double-write area when the page file was opened
+    /// (torn in place by the crash, or older than their copy).
+    pub pages_restored: usize,
     pub secs: f64,
 }
 
@@ -70,6 +73,7 @@ pub(super) fn recover<S: DbStore>(db: &Db<S>, started: Instant) -> Result<Recove
     let mut rep = RecoveryReport {
         log_tail: db.wal.recovered().tail.clone(),
         nvm_pages_reused: db.store.pages_reused(),
+        pages_restored: db.store.pages_restored(),
         ..RecoveryReport::default()
     };
     let from = read_control(&db.dir)?.unwrap_or(db.wal.start_lsn()).max(db.wal.start_lsn());

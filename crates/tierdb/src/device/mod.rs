@@ -1,4 +1,5 @@
-//! The device layer: DRAM arena, NVM region, SSD page file, log segments.
+//! The device layer: DRAM arena, NVM region, SSD page file (with its page seals and
+//! double-write area), log segments.
 //!
 //! Every operation on a device goes through its [`DeviceCore`], which counts it
 //! ([`stats`]) and applies the device's profile in the chosen emulation mode
@@ -10,6 +11,7 @@
 
 pub mod aligned;
 pub mod clock;
+pub mod double_write;
 pub mod dram;
 pub mod emulation;
 mod error;
@@ -19,6 +21,7 @@ pub mod log_ring;
 mod mapping;
 pub mod numa;
 pub mod nvm;
+pub mod page_seal;
 pub mod persist;
 pub mod probe;
 pub mod profile;
@@ -27,6 +30,7 @@ pub mod stats;
 pub mod superblock;
 
 pub use aligned::AlignedBuf;
+pub use double_write::TornPageRecovery;
 pub use dram::{DramArena, DramConfig};
 pub use emulation::{CostModel, EmulationMode, OpKind};
 pub use error::DeviceError;

@@ -7,12 +7,19 @@
 //! file system refuses `O_DIRECT` (or it is turned off) the file is opened buffered
 //! and [`SsdInfo`] says so; on tmpfs `O_DIRECT` is accepted but served from RAM.
 //!
+//! Every data page is written with a seal (page id and CRC-32C, [`super::page_seal`])
+//! on a copy, and checked and cleared on every read: a torn, corrupted or misplaced
+//! page is a `Corrupted` error, never bytes. With [`SsdConfig::double_write`], every
+//! batch of page writes first goes to the double-write area ([`super::double_write`]),
+//! and opening the file restores pages torn in place from there ([`SsdInfo::torn_pages`]).
+//!
 //! Failure: after a failed write or `fdatasync` the handle is poisoned, as the state of
 //! the page cache and the device is then unknown; later writes and syncs return
 //! `Poisoned` until the file is reopened (reads still work).
 //!
 //! Concurrency: reads and writes of different pages may run from many threads; growth
-//! and superblock updates are serialised by one mutex.
+//! and superblock updates are serialised by one mutex. With the double-write area,
+//! page writes and syncs are serialised by its lock.
 
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
@@ -23,6 +30,8 @@ use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use serde::Serialize;
 
 use super::aligned::{AlignedBuf, is_io_aligned};
+use super::double_write::{self, DoubleWrite, SlotCopy, TornPageRecovery};
+use super::page_seal::{self, Sealed};
 use super::profile::DeviceProfile;
 use super::superblock::{FORMAT_VERSION, MAGIC, SlotError, Superblock};
 use super::{DeviceCore, DeviceError, EmulationMode, OpKind, Tier};
@@ -36,6 +45,7 @@ const DEVICE: &str = "ssd";
 const POISON_NONE: u8 = 0;
 const POISON_WRITE: u8 = 1;
 const POISON_SYNC: u8 = 2;
+const POISON_DOUBLE_WRITE: u8 = 3;
 
 /// Whether to use `O_DIRECT`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
@@ -61,6 +71,11 @@ pub struct SsdConfig {
     pub mode: EmulationMode,
     /// Faults to inject (tests).
     pub faults: Option<std::sync::Arc<super::FaultPlan>>,
+    /// Protect page writes with the double-write area `<path>.dwa` (off by default for
+    /// the bare device; the buffer manager sets it from `BufferConfig::double_write`,
+    /// on by default). Opening restores pages from an existing double-write file
+    /// whatever this says; with it off, the file is removed afterwards.
+    pub double_write: bool,
 }
 
 impl SsdConfig {
@@ -73,6 +88,7 @@ impl SsdConfig {
             profile: DeviceProfile::preset("nvme-ssd").expect("built-in nvme preset is valid"),
             mode: EmulationMode::Off,
             faults: None,
+            double_write: false,
         }
     }
 }
@@ -89,6 +105,10 @@ pub struct SsdInfo {
     pub direct_io_note: String,
     /// Set when one superblock slot was unreadable and the other was used.
     pub superblock_note: Option<String>,
+    /// The double-write file protecting page writes; `None` when that is off.
+    pub double_write: Option<PathBuf>,
+    /// What opening did with the double-write file it found (`None`: there was none).
+    pub torn_pages: Option<TornPageRecovery>,
 }
 
 struct Meta {
@@ -107,10 +127,14 @@ pub struct SsdFile {
     poisoned: AtomicU8,
     core: DeviceCore,
     faults: Option<std::sync::Arc<super::FaultPlan>>,
+    /// The double-write area, when page writes are protected.
+    dwa: Option<DoubleWrite>,
 }
 
 impl SsdFile {
-    /// Creates a new page file holding only its superblock.
+    /// Creates a new page file holding only its superblock, and with
+    /// [`SsdConfig::double_write`] its double-write file (replacing a file of that name:
+    /// it can only belong to a page file that no longer exists).
     ///
     /// # Errors
     /// `Config` for a bad page size or profile; `AlreadyExists` if the file exists
@@ -130,13 +154,14 @@ impl SsdFile {
             let now =
                 std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
             let sb = Superblock::new(cfg.page_size as u32, random_id(), now);
+            let db_id = sb.db_id;
             let mut slots = [0u8; SUPERBLOCK_SLOT_BYTES * SUPERBLOCK_SLOTS];
             for slot in slots.chunks_exact_mut(SUPERBLOCK_SLOT_BYTES) {
                 slot.copy_from_slice(&sb.encode());
             }
             super::nvm::allocate(&file, cfg.page_size as u64)
                 .map_err(|e| DeviceError::io("fallocate", &cfg.path, cfg.page_size as u64, e))?;
-            let ssd = SsdFile {
+            let mut ssd = SsdFile {
                 file,
                 info,
                 page_size: cfg.page_size,
@@ -145,26 +170,44 @@ impl SsdFile {
                 poisoned: AtomicU8::new(POISON_NONE),
                 core,
                 faults: cfg.faults.clone(),
+                dwa: None,
             };
             {
                 let meta = ssd.meta.lock().expect("superblock lock");
                 ssd.write_superblock(&meta)?;
             }
+            if cfg.double_write {
+                let path = double_write::path_for(&cfg.path);
+                let direct = ssd.info.direct_io;
+                ssd.dwa =
+                    Some(DoubleWrite::create(&path, cfg.page_size, db_id, direct, dwa_core(cfg)?, cfg.faults.clone())?);
+                ssd.info.double_write = Some(path);
+            }
             Ok(ssd)
         })();
         if result.is_err() {
-            // The file is ours, made a moment ago and never acknowledged: remove it.
+            // The file is ours, made a moment ago and never acknowledged: remove it
+            // (and its double-write file, which belongs to it).
             let _ = std::fs::remove_file(&cfg.path);
+            if cfg.double_write {
+                let _ = std::fs::remove_file(double_write::path_for(&cfg.path));
+            }
         }
         result
     }
 
-    /// Opens an existing page file and checks its superblock. Nothing is written.
+    /// Opens an existing page file and checks its superblock. If a double-write file
+    /// is next to it, the pages it holds copies of are checked in place and restored
+    /// where they are torn or older ([`SsdInfo::torn_pages`] says which); then it is
+    /// reset for this run (double write on) or removed (off), or created if missing
+    /// (on). Nothing else is written, and nothing at all when a check of the page file
+    /// fails.
     ///
     /// # Errors
     /// `Io` if it cannot be opened; `BadMagic`, `VersionMismatch`, `PageSizeMismatch`
     /// or `Corrupted` (bad checksum, truncated file) for a file that is not what the
-    /// configuration expects.
+    /// configuration expects; `Io`/`Full` restoring pages or writing the double-write
+    /// file.
     pub fn open(cfg: &SsdConfig) -> Result<SsdFile, DeviceError> {
         let core = validate(cfg)?;
         let (file, mut info) = open_file(cfg)?;
@@ -201,7 +244,8 @@ impl SsdFile {
         info.superblock_note = note;
         let mut slots = [0u8; SUPERBLOCK_SLOT_BYTES * SUPERBLOCK_SLOTS];
         slots.copy_from_slice(&buf[..SUPERBLOCK_SLOT_BYTES * SUPERBLOCK_SLOTS]);
-        Ok(SsdFile {
+        let db_id = sb.db_id;
+        let mut ssd = SsdFile {
             file,
             info,
             page_size: cfg.page_size,
@@ -210,7 +254,80 @@ impl SsdFile {
             poisoned: AtomicU8::new(POISON_NONE),
             core,
             faults: cfg.faults.clone(),
-        })
+            dwa: None,
+        };
+        ssd.open_double_write(cfg, db_id)?;
+        Ok(ssd)
+    }
+
+    /// Opening, after the superblock checks: restores pages from the double-write file
+    /// if there is one, then sets it up for this run as `cfg.double_write` says.
+    fn open_double_write(&mut self, cfg: &SsdConfig, db_id: u64) -> Result<(), DeviceError> {
+        let path = double_write::path_for(&cfg.path);
+        let direct = self.info.direct_io;
+        let mut dwa = None;
+        if path.exists() {
+            let started = std::time::Instant::now();
+            let mut report = TornPageRecovery { path: path.clone(), ..TornPageRecovery::default() };
+            match DoubleWrite::open(&path, self.page_size, db_id, direct, dwa_core(cfg)?, cfg.faults.clone())? {
+                Ok((d, copies)) => {
+                    report.copies = copies.len();
+                    self.restore(&copies, &mut report)?;
+                    dwa = Some(d);
+                }
+                Err(why) => report.unusable = Some(why),
+            }
+            report.secs = started.elapsed().as_secs_f64();
+            self.info.torn_pages = Some(report);
+        }
+        if cfg.double_write {
+            let d = match dwa {
+                Some(d) => {
+                    // The restored pages are synced: the copies are no longer needed.
+                    d.end_period(&mut d.lock()).inspect_err(|_| self.poison(POISON_DOUBLE_WRITE))?;
+                    d
+                }
+                None => DoubleWrite::create(&path, self.page_size, db_id, direct, dwa_core(cfg)?, cfg.faults.clone())?,
+            };
+            self.dwa = Some(d);
+            self.info.double_write = Some(path);
+        } else if path.exists() {
+            drop(dwa);
+            std::fs::remove_file(&path).map_err(|e| DeviceError::io("remove", &path, 0, e))?;
+        }
+        Ok(())
+    }
+
+    /// Writes the newest copy of each page in `copies` (oldest first) in place where
+    /// the page there fails its seal or differs, then syncs.
+    fn restore(&self, copies: &[SlotCopy], report: &mut TornPageRecovery) -> Result<(), DeviceError> {
+        let mut newest = std::collections::BTreeMap::new();
+        for c in copies {
+            newest.insert(c.pid, c);
+        }
+        let mut buf = AlignedBuf::new(self.page_size);
+        for (pid, copy) in newest {
+            debug_assert_eq!(page_seal::check(&copy.page, pid), Ok(Sealed::Valid), "copies are checked when read");
+            if pid.0 >= self.page_count() {
+                // Growth is durable before a page past the old end is written: a bug.
+                return Err(DeviceError::Corrupted {
+                    what: "double-write copy",
+                    location: report.path.display().to_string(),
+                    detail: format!("a copy of {pid}, past the page file's {} pages", self.page_count()),
+                });
+            }
+            self.read_raw(pid, &mut buf)?;
+            match page_seal::check(&buf, pid) {
+                Err(_) => report.restored_torn.push(pid),
+                Ok(_) if buf[..] != copy.page[..] => report.restored_older.push(pid),
+                Ok(_) => continue,
+            }
+            self.write_raw(pid, &copy.page)?;
+        }
+        if report.pages_restored() > 0 {
+            self.sync_file()?;
+        }
+        Ok(())
     }
 
     /// Reads the superblock of the page file at `path` without opening it for use
@@ -279,17 +396,45 @@ impl SsdFile {
             POISON_NONE => Ok(()),
             p => Err(DeviceError::Poisoned {
                 path: self.info.path.clone(),
-                cause: if p == POISON_WRITE { "write" } else { "fdatasync" },
+                cause: match p {
+                    POISON_WRITE => "write",
+                    POISON_SYNC => "fdatasync",
+                    _ => "write or fdatasync of the double-write area",
+                },
             }),
         }
     }
 
-    /// Reads data page `id` into `buf` (`buf.len()` = page size).
+    fn poison(&self, cause: u8) {
+        self.poisoned.store(cause, Ordering::Release);
+    }
+
+    /// Reads data page `id` into `buf` (`buf.len()` = page size) and checks its seal;
+    /// `buf` then holds the bytes that were written, with the seal's bytes zero. A page
+    /// never written reads as zeros.
     ///
     /// # Errors
     /// `OutOfRange` for page 0 or a page past the end; `Config` for a buffer of the
-    /// wrong size; `Io`.
+    /// wrong size; `Io`; `Corrupted` (`what: "page"`) for a page whose seal fails (torn,
+    /// corrupted, or another page's bytes): `buf` then holds those bytes, which must not
+    /// be used.
     pub fn read_page(&self, id: PageId, buf: &mut [u8]) -> Result<(), DeviceError> {
+        self.read_raw(id, buf)?;
+        match page_seal::check(buf, id) {
+            Ok(_) => {
+                page_seal::clear(buf);
+                Ok(())
+            }
+            Err(e) => Err(DeviceError::Corrupted {
+                what: "page",
+                location: format!("{id} of {}", self.info.path.display()),
+                detail: e.to_string(),
+            }),
+        }
+    }
+
+    /// Reads page `id`'s bytes as they are on the device.
+    fn read_raw(&self, id: PageId, buf: &mut [u8]) -> Result<(), DeviceError> {
         let offset = self.check_page(id, buf.len())?;
         self.core.run(OpKind::Read, offset, buf.len() as u64, || {
             let r = if self.info.direct_io && !is_io_aligned(buf) {
@@ -302,14 +447,66 @@ impl SsdFile {
         })
     }
 
-    /// Writes data page `id` from `buf` (not durable until [`sync`](Self::sync)).
+    /// Writes data page `id` from `buf` (not durable until [`sync`](Self::sync));
+    /// as [`write_pages`](Self::write_pages) with one page.
     ///
     /// # Errors
-    /// As [`read_page`](Self::read_page); `Full` when the device is full; `Poisoned`
-    /// after an earlier failed write or sync. A failed write poisons the handle.
+    /// As [`write_pages`](Self::write_pages).
+    ///
+    /// # Panics
+    /// As [`write_pages`](Self::write_pages).
     pub fn write_page(&self, id: PageId, buf: &[u8]) -> Result<(), DeviceError> {
+        self.write_pages(&[(id, buf)])
+    }
+
+    /// Writes data pages, each sealed (page id and checksum in its bytes 48..64). With
+    /// the double-write area, the batch (in pieces of at most its slot count) is first
+    /// written there and synced, then in place. The pages are not durable in place
+    /// until [`sync`](Self::sync).
+    ///
+    /// # Errors
+    /// `OutOfRange`, `Config` as for [`read_page`](Self::read_page); `Io`; `Full` when
+    /// the device is full; `Poisoned` after an earlier failed write or sync. A failed
+    /// write or sync poisons the handle.
+    ///
+    /// # Panics
+    /// If a page's bytes 48..64 are not zero: they belong to the seal, and every page
+    /// format leaves them free (a page format that does not is a bug that would lose
+    /// those bytes).
+    pub fn write_pages(&self, pages: &[(PageId, &[u8])]) -> Result<(), DeviceError> {
+        self.check_poison()?;
+        for (id, buf) in pages {
+            self.check_page(*id, buf.len())?;
+        }
+        let Some(dwa) = &self.dwa else {
+            let mut sealed = AlignedBuf::new(self.page_size);
+            for (id, buf) in pages {
+                sealed.copy_from_slice(buf);
+                page_seal::seal(&mut sealed, *id);
+                self.write_raw(*id, &sealed)?;
+            }
+            return Ok(());
+        };
+        let mut st = dwa.lock();
+        for batch in pages.chunks(dwa.slots()) {
+            if dwa.free_slots(&st) < batch.len() {
+                self.sync_locked(dwa, &mut st)?;
+            }
+            // 1. The copies, durable before any page of the batch is touched in place.
+            dwa.write(&mut st, batch).inspect_err(|_| self.poison(POISON_DOUBLE_WRITE))?;
+            // 2. The pages in place: a tear now leaves a good copy.
+            for (j, (id, _)) in batch.iter().enumerate() {
+                self.write_raw(*id, dwa.staged(&st, j))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes page `id`'s bytes as they go on the device (sealed).
+    fn write_raw(&self, id: PageId, buf: &[u8]) -> Result<(), DeviceError> {
         self.check_poison()?;
         let offset = self.check_page(id, buf.len())?;
+        debug_assert_eq!(page_seal::check(buf, id), Ok(Sealed::Valid), "{id} is written sealed");
         self.core.run(OpKind::Write, offset, buf.len() as u64, || {
             let faults = self.faults.as_deref();
             let r = if self.info.direct_io && !is_io_aligned(buf) {
@@ -320,24 +517,47 @@ impl SsdFile {
                 super::fault::write_at(faults, &self.info.path, &self.file, buf, offset)
             };
             r.map_err(|e| {
-                self.poisoned.store(POISON_WRITE, Ordering::Release);
+                self.poison(POISON_WRITE);
                 DeviceError::io("write", &self.info.path, buf.len() as u64, e)
             })
         })
     }
 
-    /// Makes all written pages durable (`fdatasync`).
+    /// Makes all written pages durable (`fdatasync`). With the double-write area, this
+    /// also ends its period: the copies are no longer needed (one more header write and
+    /// `fdatasync` of the double-write file, if it holds any).
     ///
     /// # Errors
     /// `Io`, `Poisoned`. A failed sync poisons the handle.
     pub fn sync(&self) -> Result<(), DeviceError> {
         self.check_poison()?;
+        match &self.dwa {
+            None => self.sync_file(),
+            Some(dwa) => self.sync_locked(dwa, &mut dwa.lock()),
+        }
+    }
+
+    /// Step 3 of the double-write protocol, under its lock: sync the page file, then
+    /// free the slots.
+    fn sync_locked(&self, dwa: &DoubleWrite, st: &mut double_write::State) -> Result<(), DeviceError> {
+        self.sync_file()?;
+        dwa.end_period(st).inspect_err(|_| self.poison(POISON_DOUBLE_WRITE))
+    }
+
+    fn sync_file(&self) -> Result<(), DeviceError> {
+        self.check_poison()?;
         self.core.run(OpKind::Sync, 0, 0, || {
             super::fault::sync(self.faults.as_deref(), &self.info.path, &self.file).map_err(|e| {
-                self.poisoned.store(POISON_SYNC, Ordering::Release);
+                self.poison(POISON_SYNC);
                 DeviceError::io("fdatasync", &self.info.path, 0, e)
             })
         })
+    }
+
+    /// The double-write area's device (for its counters), when page writes are
+    /// protected.
+    pub fn double_write_core(&self) -> Option<&DeviceCore> {
+        self.dwa.as_ref().map(DoubleWrite::core)
     }
 
     /// Adds `pages` zeroed pages at the end of the file and records them in the
@@ -420,6 +640,13 @@ impl SsdFile {
     }
 }
 
+/// The double-write file's device: the same profile and mode as the page file's, its
+/// own counters.
+fn dwa_core(cfg: &SsdConfig) -> Result<DeviceCore, DeviceError> {
+    DeviceCore::new(Tier::Ssd, cfg.profile.clone(), cfg.mode)
+        .map_err(|e| DeviceError::Config { device: DEVICE, what: e.to_string() })
+}
+
 fn validate(cfg: &SsdConfig) -> Result<DeviceCore, DeviceError> {
     let ps = cfg.page_size;
     if !ps.is_power_of_two() || !(PAGE_SIZE_MIN_BYTES..=PAGE_SIZE_MAX_BYTES).contains(&ps) {
@@ -472,6 +699,8 @@ fn open_file(cfg: &SsdConfig) -> Result<(File, SsdInfo), DeviceError> {
         direct_io,
         direct_io_note: note,
         superblock_note: None,
+        double_write: None,
+        torn_pages: None,
     };
     Ok((file, info))
 }
@@ -529,6 +758,7 @@ fn random_id() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::limits::DOUBLE_WRITE_SLOTS;
 
     fn dir() -> tempfile::TempDir {
         // The root file system takes O_DIRECT (PLATFORM.md); /tmp is on it here.
@@ -554,8 +784,10 @@ mod tests {
             assert_eq!(first, PageId(1));
             let mut page = AlignedBuf::new(4096);
             page.iter_mut().enumerate().for_each(|(i, b)| *b = i as u8);
+            page_seal::clear(&mut page);
             f.write_page(PageId(2), &page).unwrap();
-            let unaligned = vec![0xabu8; 4096];
+            let mut unaligned = vec![0xabu8; 4096];
+            page_seal::clear(&mut unaligned);
             f.write_page(PageId(3), &unaligned).unwrap();
             f.sync().unwrap();
             let s = f.core().stats().snapshot();
@@ -568,11 +800,154 @@ mod tests {
         assert!(f.info().superblock_note.is_none());
         let mut back = vec![0u8; 4096];
         f.read_page(PageId(2), &mut back).unwrap();
-        assert!(back.iter().enumerate().all(|(i, &b)| b == i as u8));
+        assert!(
+            back.iter().enumerate().all(|(i, &b)| b == if page_seal::SEAL_RANGE.contains(&i) { 0 } else { i as u8 })
+        );
         f.read_page(PageId(3), &mut back).unwrap();
-        assert!(back.iter().all(|&b| b == 0xab));
+        assert_eq!(back, unaligned_page(0xab));
         f.read_page(PageId(1), &mut back).unwrap();
-        assert!(back.iter().all(|&b| b == 0));
+        assert!(back.iter().all(|&b| b == 0), "a page never written reads as zeros");
+    }
+
+    /// A page of `fill` bytes with the seal's bytes zero, as page formats leave them.
+    fn unaligned_page(fill: u8) -> Vec<u8> {
+        let mut p = vec![fill; 4096];
+        page_seal::clear(&mut p);
+        p
+    }
+
+    #[test]
+    fn a_corrupted_or_misplaced_page_is_an_error_naming_it() {
+        let d = dir();
+        let c = cfg(&d);
+        {
+            let f = SsdFile::create(&c).unwrap();
+            f.grow(3).unwrap();
+            f.write_page(PageId(1), &unaligned_page(1)).unwrap();
+            f.write_page(PageId(2), &unaligned_page(2)).unwrap();
+            f.sync().unwrap();
+        }
+        let all = std::fs::read(&c.path).unwrap();
+        patch(&c.path, 4096 + 3000, &[all[4096 + 3000] ^ 0x10]); // page 1
+        patch(&c.path, 3 * 4096, &all[2 * 4096..3 * 4096]); // page 2's bytes at page 3
+        let f = SsdFile::open(&c).unwrap();
+        let mut buf = vec![0u8; 4096];
+        for (pid, what) in [(1, "checksum"), (3, "sealed as page 2")] {
+            let e = f.read_page(PageId(pid), &mut buf).unwrap_err();
+            assert!(matches!(e, DeviceError::Corrupted { what: "page", .. }), "{e}");
+            let msg = e.to_string();
+            assert!(msg.contains(&format!("page {pid} of")) && msg.contains("pages.db") && msg.contains(what), "{msg}");
+        }
+        f.read_page(PageId(2), &mut buf).unwrap();
+        assert_eq!(buf, unaligned_page(2));
+    }
+
+    fn dwa_cfg(d: &tempfile::TempDir, plan: Option<&std::sync::Arc<super::super::FaultPlan>>) -> SsdConfig {
+        let mut c = cfg(d);
+        c.double_write = true;
+        c.faults = plan.cloned();
+        c
+    }
+
+    #[test]
+    fn a_page_torn_in_place_is_restored_from_its_copy_on_open() {
+        let d = dir();
+        let plan = super::super::FaultPlan::new();
+        let c = dwa_cfg(&d, Some(&plan));
+        {
+            let f = SsdFile::create(&c).unwrap();
+            assert_eq!(f.info().double_write.as_deref(), Some(double_write::path_for(&c.path).as_path()));
+            f.grow(4).unwrap();
+            let old: Vec<Vec<u8>> = (1..=3).map(unaligned_page).collect();
+            f.write_pages(&[(PageId(1), &old[0]), (PageId(2), &old[1]), (PageId(3), &old[2])]).unwrap();
+            f.sync().unwrap();
+            let new: Vec<Vec<u8>> = (11..=13).map(unaligned_page).collect();
+            // Writes: the batch's copies (1), then pages 1, 2, 3 in place: tear page 2's.
+            plan.tear_nth_write(3);
+            let e = f.write_pages(&[(PageId(1), &new[0]), (PageId(2), &new[1]), (PageId(3), &new[2])]).unwrap_err();
+            assert!(matches!(e, DeviceError::Io { .. }), "{e}");
+            assert!(matches!(f.write_page(PageId(4), &new[0]), Err(DeviceError::Poisoned { .. })));
+        }
+        let mut plain = c.clone();
+        plain.double_write = false;
+        plain.faults = None;
+        // Without the copies the tear shows: a scratch copy of the files opened with the
+        // double-write file left out.
+        let scratch = dir();
+        let sp = scratch.path().join("pages.db");
+        std::fs::copy(&c.path, &sp).unwrap();
+        let mut sc = plain.clone();
+        sc.path = sp;
+        let f = SsdFile::open(&sc).unwrap();
+        assert!(f.info().torn_pages.is_none());
+        let mut buf = vec![0u8; 4096];
+        let e = f.read_page(PageId(2), &mut buf).unwrap_err();
+        assert!(e.to_string().contains("page 2 of"), "{e}");
+        drop(f);
+        // With them, page 2 is restored, and page 3 (never written in place) too.
+        let f = SsdFile::open(&dwa_cfg(&d, None)).unwrap();
+        let r = f.info().torn_pages.clone().unwrap();
+        assert_eq!(
+            (r.copies, r.restored_torn.clone(), r.restored_older.clone()),
+            (3, vec![PageId(2)], vec![PageId(3)]),
+            "{r:?}"
+        );
+        for pid in 1..=3u8 {
+            f.read_page(PageId(u64::from(pid)), &mut buf).unwrap();
+            assert_eq!(buf, unaligned_page(10 + pid), "page {pid}");
+        }
+        drop(f);
+        // The copies are spent: the next open finds none; opened without double write,
+        // the file is removed.
+        let f = SsdFile::open(&plain).unwrap();
+        let r = f.info().torn_pages.clone().unwrap();
+        assert_eq!((r.copies, r.pages_restored()), (0, 0), "{r:?}");
+        assert!(!double_write::path_for(&c.path).exists());
+        assert!(f.info().double_write.is_none());
+    }
+
+    #[test]
+    fn a_double_write_file_of_another_database_is_not_applied() {
+        let d = dir();
+        let c = dwa_cfg(&d, None);
+        SsdFile::create(&c).unwrap().grow(1).unwrap();
+        let other = dir();
+        let mut oc = dwa_cfg(&other, None);
+        oc.path = other.path().join("pages.db");
+        {
+            let f = SsdFile::create(&oc).unwrap();
+            f.grow(1).unwrap();
+            f.write_page(PageId(1), &unaligned_page(9)).unwrap();
+        }
+        std::fs::copy(double_write::path_for(&oc.path), double_write::path_for(&c.path)).unwrap();
+        let f = SsdFile::open(&c).unwrap();
+        let r = f.info().torn_pages.clone().unwrap();
+        assert!(r.unusable.as_deref().is_some_and(|w| w.contains("belongs to database")), "{r:?}");
+        let mut buf = vec![0u8; 4096];
+        f.read_page(PageId(1), &mut buf).unwrap();
+        assert!(buf.iter().all(|&b| b == 0), "nothing of the other database was restored");
+        drop(f);
+        let f = SsdFile::open(&c).unwrap();
+        assert!(f.info().torn_pages.as_ref().unwrap().unusable.is_none(), "formatted for this database");
+    }
+
+    #[test]
+    fn a_full_batch_ends_the_period_and_syncs_first() {
+        let d = dir();
+        let c = dwa_cfg(&d, None);
+        let f = SsdFile::create(&c).unwrap();
+        let n = DOUBLE_WRITE_SLOTS as u64 + 5;
+        f.grow(n).unwrap();
+        let page = unaligned_page(3);
+        let batch: Vec<(PageId, &[u8])> = (1..=n).map(|p| (PageId(p), &page[..])).collect();
+        let before = f.core().stats().snapshot();
+        f.write_pages(&batch).unwrap();
+        let s = f.core().stats().snapshot().since(&before);
+        assert_eq!((s.writes, s.syncs), (n, 1), "one page-file sync before the second piece");
+        let w = f.double_write_core().unwrap().stats().snapshot();
+        // Creation: header write + sync; two pieces: two writes and syncs; one period
+        // ended: a header write and sync.
+        assert_eq!((w.writes, w.syncs), (4, 4), "{w:?}");
     }
 
     #[test]
@@ -636,7 +1011,10 @@ mod tests {
             patch(&c.path, slot * 512, &sb.encode());
         }
         let e = open_fails(&c);
-        assert!(matches!(e, DeviceError::VersionMismatch { found: 2, expected: 1, .. }), "{e}");
+        assert!(
+            matches!(e, DeviceError::VersionMismatch { found, expected: FORMAT_VERSION, .. } if found == FORMAT_VERSION + 1),
+            "{e}"
+        );
     }
 
     #[test]

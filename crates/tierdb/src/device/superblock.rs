@@ -28,7 +28,8 @@
 use crate::limits::SUPERBLOCK_SLOT_BYTES;
 
 pub const MAGIC: [u8; 8] = *b"TIERDBPF";
-pub const FORMAT_VERSION: u32 = 1;
+/// 2: every data page carries a seal (page id, CRC-32C) in bytes 48..64.
+pub const FORMAT_VERSION: u32 = 2;
 const CHECKSUM_AT: usize = SUPERBLOCK_SLOT_BYTES - 4;
 const CREATOR_BYTES: usize = 32;
 
@@ -180,8 +181,8 @@ mod tests {
         m[0] = b'X';
         assert!(matches!(Superblock::decode(&m), Err(SlotError::BadMagic(_))));
         let mut v = b;
-        v[8] = 2;
-        assert_eq!(Superblock::decode(&v), Err(SlotError::Version(2)));
+        v[8] = 1; // the format before page seals
+        assert_eq!(Superblock::decode(&v), Err(SlotError::Version(1)));
         let mut c = b;
         c[40] ^= 1;
         assert!(matches!(Superblock::decode(&c), Err(SlotError::Checksum { .. })));

@@ -371,7 +371,6 @@ impl DirectPages {
         self.nvm.persist(line_at, LINE as u64)?;
         Ok(())
     }
-
 }
 
 /// The first and last line of `off..off + len` in a page of `ps` bytes; `None` for an

@@ -1,0 +1,393 @@
+//! Checkpoints: every dirty page to SSD (or to NVM without SSD), then the free-page
+//! chain and the superblock.
+//!
+//! Pages go to SSD in batches ([`SsdBatch`]): the page file writes a batch to its
+//! double-write area with one write and one sync before it writes the pages in place
+//! (`device::double_write`), so a checkpoint pays one double-write sync per batch, not
+//! per page.
+//!
+//! A page stays *held* from the moment its bytes are taken until its batch is written
+//! and the page marked clean: its DRAM frame or mini page latched, or its page-table
+//! entry claimed (BUSY). No newer version of it can therefore be written out in between
+//! and then be overwritten by this older one, and no change made meanwhile is marked
+//! clean unwritten. While a batch holds latches, further latches are only *tried*: when
+//! one is busy the batch is written first, so the checkpoint never waits for a latch
+//! while it holds one, and adds no cycle to the callers' latch order. A batch that
+//! holds DRAM frames holds at most a quarter of them, so concurrent fixes still find
+//! victims.
+
+use std::borrow::Cow;
+use std::sync::atomic::Ordering;
+
+use super::{BufferManager, NO_NVM_FRAME, NO_PAGE};
+use crate::Result;
+use crate::buffer::frame::{FrameId, FrameRead, FrameWrite, Mask};
+use crate::buffer::table::Entry;
+use crate::device::{AlignedBuf, SsdFile};
+use crate::ids::PageId;
+use crate::limits::{DOUBLE_WRITE_SLOTS, FREE_CHAIN_MAGIC};
+
+/// What keeps a page of a batch from changing or moving until the batch is written.
+enum Hold<'a> {
+    /// A DRAM page dirty as a whole, its frame latched shared; its bytes are the frame's.
+    Shared(FrameRead<'a>),
+    /// A cache-line-grained DRAM page latched exclusive, whose NVM copy is dirty.
+    Exclusive(FrameWrite<'a>),
+    /// A mini page latched exclusive, whose NVM copy is dirty.
+    Mini(u32),
+    /// A page in NVM only, its page-table entry claimed.
+    Table,
+}
+
+/// One page of a batch.
+struct Pending<'a> {
+    pid: PageId,
+    /// The page's NVM frame, whose copy is clean once the page is on SSD
+    /// (`NO_NVM_FRAME`: none).
+    nvm: u32,
+    /// The bytes to write; `None` for [`Hold::Shared`], whose frame holds them.
+    bytes: Option<AlignedBuf>,
+    /// `bytes` are the whole page as DRAM holds it: its NVM copy is rewritten from them
+    /// (which refreshes the copy's CRC), not only marked clean.
+    refresh_nvm: bool,
+    /// The page's LSN: the log is forced up to it before the batch is written.
+    lsn: u64,
+    hold: Hold<'a>,
+}
+
+/// Pages on their way to SSD together; see the module doc. Dropping a batch releases
+/// what it holds without writing it.
+struct SsdBatch<'a> {
+    bm: &'a BufferManager,
+    ssd: &'a SsdFile,
+    /// Pages at which the batch is written.
+    cap: usize,
+    entries: Vec<Pending<'a>>,
+}
+
+impl<'a> SsdBatch<'a> {
+    fn new(bm: &'a BufferManager, ssd: &'a SsdFile, cap: usize) -> SsdBatch<'a> {
+        debug_assert!((1..=DOUBLE_WRITE_SLOTS).contains(&cap), "batch of {cap} pages");
+        SsdBatch { bm, ssd, cap, entries: Vec::with_capacity(cap) }
+    }
+
+    /// Adds a page; writes the batch once it is full.
+    fn push(&mut self, p: Pending<'a>) -> Result<()> {
+        debug_assert!(self.entries.iter().all(|e| e.pid != p.pid), "{} twice in one batch", p.pid);
+        self.entries.push(p);
+        if self.entries.len() >= self.cap { self.flush() } else { Ok(()) }
+    }
+
+    /// Writes the batch and marks its pages clean; releases them either way.
+    ///
+    /// # Errors
+    /// The log's force, the page file's write, or NVM's rewrite: the pages not marked
+    /// clean stay dirty.
+    fn flush(&mut self) -> Result<()> {
+        if self.entries.is_empty() {
+            return Ok(());
+        }
+        let entries = std::mem::take(&mut self.entries);
+        let mut error = self.write(&entries).err();
+        for p in entries {
+            if error.is_none() {
+                error = self.finish(p).err();
+            } else {
+                self.release(p);
+            }
+        }
+        error.map_or(Ok(()), Err)
+    }
+
+    /// Forces the log, grows the file if needed, and writes the pages: one
+    /// double-write batch.
+    fn write(&self, entries: &[Pending<'a>]) -> Result<()> {
+        let bm = self.bm;
+        bm.force_log(entries.iter().map(|p| p.lsn).max().unwrap_or(0))?;
+        let last = entries.iter().map(|p| p.pid).max().expect("a batch is not empty");
+        bm.ssd_reserve(self.ssd, last)?;
+        let images: Vec<Cow<'_, [u8]>> = entries
+            .iter()
+            .map(|p| match (&p.bytes, &p.hold) {
+                (Some(b), _) => Cow::Borrowed(&b[..]),
+                (None, Hold::Shared(g)) => bm.stored_image(g.frame(), g),
+                (None, _) => unreachable!("{}: only a shared frame's page has no copy", p.pid),
+            })
+            .collect();
+        let pages: Vec<(PageId, &[u8])> = entries.iter().zip(&images).map(|(p, b)| (p.pid, &**b)).collect();
+        self.ssd.write_pages(&pages)?;
+        Ok(())
+    }
+
+    /// After the write: the page is clean in DRAM and NVM; releases it.
+    fn finish(&self, p: Pending<'a>) -> Result<()> {
+        let bm = self.bm;
+        let nvm = || bm.nvm.as_ref().expect("an NVM frame implies an NVM pool");
+        match p.hold {
+            Hold::Shared(g) => {
+                if p.nvm != NO_NVM_FRAME {
+                    nvm().write_page(p.nvm, p.pid, &bm.stored_image(g.frame(), &g), false, p.lsn)?;
+                }
+                g.meta().dirty.store(false, Ordering::Relaxed);
+                bm.frames.clear_mask(Mask::Dirty, g.frame());
+                Ok(())
+            }
+            Hold::Exclusive(g) => {
+                let done = match &p.bytes {
+                    Some(b) if p.refresh_nvm => nvm().write_page(p.nvm, p.pid, b, false, p.lsn),
+                    _ => nvm().mark_clean(p.nvm),
+                };
+                drop(g);
+                Ok(done?)
+            }
+            Hold::Mini(i) => {
+                let done = nvm().mark_clean(p.nvm);
+                bm.frames.unlock_mini(i);
+                Ok(done?)
+            }
+            Hold::Table => {
+                let done = nvm().mark_clean(p.nvm);
+                bm.table.set(p.pid, Entry::Nvm(p.nvm));
+                Ok(done?)
+            }
+        }
+    }
+
+    /// Lets the page go unwritten (it stays dirty).
+    fn release(&self, p: Pending<'a>) {
+        match p.hold {
+            Hold::Shared(_) | Hold::Exclusive(_) => {} // the guard unlatches
+            Hold::Mini(i) => self.bm.frames.unlock_mini(i),
+            Hold::Table => self.bm.table.set(p.pid, Entry::Nvm(p.nvm)),
+        }
+    }
+}
+
+impl Drop for SsdBatch<'_> {
+    fn drop(&mut self) {
+        for p in std::mem::take(&mut self.entries) {
+            self.release(p);
+        }
+    }
+}
+
+impl BufferManager {
+    /// Writes every dirty page to the lowest durable tier (SSD if there is one, else
+    /// NVM), syncs, and records the catalog, free chain and allocation mark in the
+    /// superblock. Pages go to SSD in batches: one double-write sync per batch (see
+    /// the module doc). Call with no guards held; concurrent fixes are allowed but
+    /// their changes may miss this checkpoint.
+    ///
+    /// # Errors
+    /// Device errors (the pages not written stay dirty).
+    pub fn checkpoint(&self) -> Result<()> {
+        // Holding DRAM frames, a batch keeps three quarters of them for other threads.
+        let frames_cap = (self.frames.len() / 4).clamp(1, DOUBLE_WRITE_SLOTS);
+        // 1. Mini pages: their dirty lines go to their NVM frames, and from there to SSD.
+        let mut batch = self.ssd.as_ref().map(|ssd| SsdBatch::new(self, ssd, frames_cap));
+        let minis = self.frames.minis();
+        for i in 0..minis.len() as u32 {
+            let m = minis.meta(i);
+            if m.pid() == NO_PAGE {
+                continue;
+            }
+            if !self.frames.try_write_mini(i) {
+                if let Some(b) = &mut batch {
+                    b.flush()?;
+                }
+                m.latch.exclusive();
+            }
+            let pid = m.pid();
+            let n = m.nvm.load(Ordering::Relaxed);
+            let pending = if pid == NO_PAGE {
+                Ok(None)
+            } else {
+                self.flush_mini(i, PageId(pid), false).and_then(|()| self.nvm_copy(PageId(pid), n, &batch))
+            };
+            match (pending, &mut batch) {
+                (Ok(Some(bytes)), Some(b)) => b.push(Pending {
+                    pid: PageId(pid),
+                    nvm: n,
+                    bytes: Some(bytes),
+                    refresh_nvm: false,
+                    lsn: 0,
+                    hold: Hold::Mini(i),
+                })?,
+                (pending, _) => {
+                    self.frames.unlock_mini(i);
+                    pending?;
+                }
+            }
+        }
+        if let Some(b) = &mut batch {
+            b.flush()?;
+        }
+        // 2. Cache-line-grained frames: dirty lines to NVM, the NVM copy to SSD.
+        for i in 0..self.frames.len() {
+            let f = FrameId(i as u32);
+            let meta = self.frames.meta(f);
+            if !meta.holds_page()
+                || meta.nvm.load(Ordering::Relaxed) == NO_NVM_FRAME
+                || (meta.resident_all.load(Ordering::Relaxed) && self.frames.count_set(Mask::Dirty, f) == 0)
+            {
+                continue;
+            }
+            let g = match self.frames.try_write(f) {
+                Some(g) => g,
+                None => {
+                    if let Some(b) = &mut batch {
+                        b.flush()?;
+                    }
+                    self.frames.write(f)
+                }
+            };
+            if !g.meta().holds_page() || g.meta().dirty.load(Ordering::Relaxed) {
+                continue; // gone, or dirty as a whole (and fully resident): step 3
+            }
+            let pid = PageId(g.meta().pid());
+            let n = g.meta().nvm.load(Ordering::Relaxed);
+            self.write_back_lines(&g, pid, n)?;
+            if batch.is_none() {
+                continue;
+            }
+            let whole = g.meta().resident_all.load(Ordering::Relaxed);
+            let bytes = if whole {
+                self.nvm.as_ref().is_some_and(|nvm| nvm.is_dirty(n)).then(|| {
+                    let mut copy = AlignedBuf::new(self.page_size);
+                    copy.copy_from_slice(&self.stored_image(f, &g));
+                    copy
+                })
+            } else {
+                self.nvm_copy(pid, n, &batch)?
+            };
+            let Some(bytes) = bytes else { continue };
+            let lsn = g.meta().page_lsn.load(Ordering::Relaxed);
+            let b = batch.as_mut().expect("checked above");
+            b.push(Pending { pid, nvm: n, bytes: Some(bytes), refresh_nvm: whole, lsn, hold: Hold::Exclusive(g) })?;
+        }
+        if let Some(b) = &mut batch {
+            b.flush()?;
+        }
+        // 3. Pages dirty as a whole in DRAM (and clean ones whose NVM copy is newer than
+        //    SSD: the NVM pass below cannot claim them, as they are in DRAM).
+        for i in 0..self.frames.len() {
+            let f = FrameId(i as u32);
+            if !self.frames.meta(f).holds_page() {
+                continue;
+            }
+            let g = match self.frames.try_read(f) {
+                Some(g) => g,
+                None => {
+                    if let Some(b) = &mut batch {
+                        b.flush()?;
+                    }
+                    self.frames.read(f)
+                }
+            };
+            let meta = g.meta();
+            let pid = meta.pid();
+            if !meta.holds_page() || !meta.resident_all.load(Ordering::Relaxed) {
+                continue; // a partly resident page was handled above
+            }
+            let nvm_frame = meta.nvm.load(Ordering::Relaxed);
+            let nvm_dirty = nvm_frame != NO_NVM_FRAME && self.nvm.as_ref().is_some_and(|n| n.is_dirty(nvm_frame));
+            if pid == NO_PAGE || !(meta.dirty.load(Ordering::Relaxed) || (nvm_dirty && self.ssd.is_some())) {
+                continue;
+            }
+            let pid = PageId(pid);
+            let lsn = meta.page_lsn.load(Ordering::Relaxed);
+            if let Some(b) = &mut batch {
+                b.push(Pending { pid, nvm: nvm_frame, bytes: None, refresh_nvm: true, lsn, hold: Hold::Shared(g) })?;
+            } else if let Some(nvm) = &self.nvm {
+                // No SSD: NVM is the durable tier. The frame is owned through the DRAM
+                // latch; shared suffices, as no writer can hold the page.
+                self.force_log(lsn)?;
+                let n = if nvm_frame != NO_NVM_FRAME {
+                    nvm_frame
+                } else {
+                    self.nvm_frame()?.ok_or_else(|| self.full_error())?
+                };
+                nvm.write_page(n, pid, &self.stored_image(f, &g), true, lsn)?;
+                meta.nvm.store(n, Ordering::Relaxed);
+                meta.dirty.store(false, Ordering::Relaxed);
+                self.frames.clear_mask(Mask::Dirty, f);
+            }
+            // Main memory only: nothing to write to.
+        }
+        if let Some(b) = &mut batch {
+            b.flush()?;
+        }
+        drop(batch);
+        let Some(ssd) = &self.ssd else { return Ok(()) };
+        // 4. Pages in NVM only whose copy is newer than SSD. They hold no DRAM frame.
+        if let Some(nvm) = &self.nvm {
+            let mut batch = SsdBatch::new(self, ssd, DOUBLE_WRITE_SLOTS);
+            for n in 0..nvm.len() as u32 {
+                let Some(pid) = nvm.pid(n) else { continue };
+                if !nvm.is_dirty(n) || !self.table.claim(pid, Entry::Nvm(n))? {
+                    continue; // clean, or in DRAM (written above, NVM copy refreshed)
+                }
+                let mut bytes = AlignedBuf::new(self.page_size);
+                if let Err(e) = nvm.read_page(n, pid, &mut bytes) {
+                    self.table.set(pid, Entry::Nvm(n));
+                    return Err(e.into());
+                }
+                batch.push(Pending {
+                    pid,
+                    nvm: n,
+                    bytes: Some(bytes),
+                    refresh_nvm: false,
+                    lsn: 0,
+                    hold: Hold::Table,
+                })?;
+            }
+            batch.flush()?;
+        }
+        // 5. The free-page chain, the sync, and the superblock that names them.
+        let head = self.write_free_chain(ssd)?;
+        ssd.sync()?;
+        let allocated = self.next_pid.load(Ordering::Acquire);
+        if allocated > ssd.page_count() {
+            ssd.grow(allocated - ssd.page_count())?;
+        }
+        ssd.set_roots(PageId::CATALOG, head, allocated)?;
+        Ok(())
+    }
+
+    /// The bytes of page `pid`'s NVM copy (frame `n`, owned by the caller through the
+    /// DRAM latch it holds) if it is newer than SSD and there is an SSD batch to take
+    /// them; `None` otherwise.
+    fn nvm_copy(&self, pid: PageId, n: u32, batch: &Option<SsdBatch<'_>>) -> Result<Option<AlignedBuf>> {
+        let Some(nvm) = &self.nvm else { return Ok(None) };
+        if batch.is_none() || !nvm.is_dirty(n) {
+            return Ok(None);
+        }
+        let mut buf = AlignedBuf::new(self.page_size);
+        nvm.read_page(n, pid, &mut buf)?;
+        Ok(Some(buf))
+    }
+
+    /// Writes each freed page id into its page as a chain (on SSD), in batches, and
+    /// returns the head.
+    fn write_free_chain(&self, ssd: &SsdFile) -> Result<PageId> {
+        let freed = self.freed.lock().clone();
+        let next = |i: usize| freed.get(i + 1).copied().unwrap_or(PageId(0));
+        for (k, chunk) in freed.chunks(DOUBLE_WRITE_SLOTS).enumerate() {
+            let pages: Vec<(PageId, AlignedBuf)> = chunk
+                .iter()
+                .enumerate()
+                .map(|(j, pid)| {
+                    let mut buf = AlignedBuf::new(self.page_size);
+                    buf[0..8].copy_from_slice(FREE_CHAIN_MAGIC);
+                    buf[8..16].copy_from_slice(&next(k * DOUBLE_WRITE_SLOTS + j).0.to_le_bytes());
+                    (*pid, buf)
+                })
+                .collect();
+            let last = chunk.iter().copied().max().expect("chunks are not empty");
+            self.ssd_reserve(ssd, last)?;
+            let refs: Vec<(PageId, &[u8])> = pages.iter().map(|(p, b)| (*p, &b[..])).collect();
+            ssd.write_pages(&refs)?;
+        }
+        Ok(freed.first().copied().unwrap_or(PageId(0)))
+    }
+}
