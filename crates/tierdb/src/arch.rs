@@ -17,8 +17,10 @@
 //! the one a previous engine left in the same files after [`Engine::close`] (a
 //! checkpoint). The architectures with an SSD keep the superblock and the catalog there;
 //! `three-tier` reopened reuses the NVM pool (the page table is rebuilt from its frame
-//! headers, [`Engine::restart_info`]). `nvm-direct` keeps everything in its NVM region
-//! and reopens it in place. `main-memory` and `basic-nvm-bm` keep nothing to reopen.
+//! headers, [`Engine::restart_info`]). `basic-nvm-bm` has every page in its NVM pool
+//! after a close and reopens from the frame headers alone (the catalog is page 1).
+//! `nvm-direct` keeps everything in its NVM region and reopens it in place.
+//! `main-memory` keeps nothing to reopen.
 
 use std::fmt;
 use std::path::PathBuf;
@@ -74,9 +76,10 @@ impl Architecture {
         matches!(self, Architecture::SsdBm | Architecture::BasicNvmBm | Architecture::ThreeTier)
     }
 
-    /// True if a database it made can be reopened ([`ArchConfig::open_existing`]).
+    /// True if a database it made can be reopened ([`ArchConfig::open_existing`]): all
+    /// but `main-memory`.
     pub fn reopens(self) -> bool {
-        self.uses_ssd() || self == Architecture::NvmDirect
+        self != Architecture::MainMemory
     }
 
     pub fn uses_ssd(self) -> bool {
@@ -229,15 +232,12 @@ impl Engine {
     ///
     /// # Errors
     /// Configuration and device errors; for a new database an existing SSD file
-    /// (`AlreadyExists`); for `open_existing` an architecture without an SSD (`Config`),
-    /// a missing SSD file, or an NVM file of another size (`SizeMismatch`).
+    /// (`AlreadyExists`); for `open_existing` `main-memory` (`Config`), a missing SSD
+    /// file or NVM pool, or an NVM file of another size (`SizeMismatch`).
     pub fn open(cfg: &ArchConfig) -> Result<Engine> {
         if cfg.open_existing && !cfg.arch.reopens() {
             return Err(BufferError::Config {
-                what: format!(
-                    "{} cannot reopen a database: it keeps no superblock or catalog (it has no SSD)",
-                    cfg.arch
-                ),
+                what: format!("{} cannot reopen a database: it keeps nothing beyond DRAM", cfg.arch),
             }
             .into());
         }
@@ -286,6 +286,7 @@ impl Engine {
             n.open_mode = OpenMode::OpenOrCreate;
             n.wear_counters = cfg.wear_counters;
             bc.nvm = Some(n);
+            bc.reopen_nvm_only = cfg.open_existing && !cfg.arch.uses_ssd();
         }
         if cfg.arch.uses_ssd() {
             let mut s = SsdConfig::new(&cfg.ssd_path);
@@ -449,7 +450,7 @@ mod tests {
 
     #[test]
     fn a_closed_engine_reopens_with_its_data() {
-        for arch in [Architecture::SsdBm, Architecture::ThreeTier, Architecture::NvmDirect] {
+        for arch in [Architecture::SsdBm, Architecture::BasicNvmBm, Architecture::ThreeTier, Architecture::NvmDirect] {
             let dir = tempfile::tempdir().unwrap();
             let mut cfg = config(arch, dir.path());
             let engine = Engine::open(&cfg).unwrap();
@@ -469,7 +470,7 @@ mod tests {
             let engine = Engine::open(&cfg).unwrap();
             let info = engine.restart_info();
             match arch {
-                Architecture::ThreeTier | Architecture::NvmDirect => {
+                Architecture::BasicNvmBm | Architecture::ThreeTier | Architecture::NvmDirect => {
                     let info = info.expect("reopened in its NVM region");
                     assert!(info.formatted_because.is_none() && info.pages_reused > 0, "{info:?}");
                 }
@@ -478,22 +479,58 @@ mod tests {
             assert_eq!(engine.visit(Check).unwrap(), RECORDS, "{arch}");
             let b = engine.stats().buffer;
             match arch {
-                Architecture::ThreeTier => assert!(b.nvm_hits > 0 && b.ssd_reads == 0, "{b:?}"),
+                Architecture::ThreeTier | Architecture::BasicNvmBm => {
+                    assert!(b.nvm_hits > 0 && b.ssd_reads == 0, "{b:?}")
+                }
                 Architecture::NvmDirect => assert!(engine.stats().nvm.unwrap().reads > 0),
                 _ => assert!(b.ssd_reads > 0, "{b:?}"),
             }
         }
     }
 
-    #[test]
-    fn only_architectures_with_an_ssd_reopen() {
-        let dir = tempfile::tempdir().unwrap();
-        for arch in [Architecture::MainMemory, Architecture::BasicNvmBm] {
-            let mut cfg = config(arch, dir.path());
-            cfg.open_existing = true;
-            let e = Engine::open(&cfg).err().expect("no database to reopen").to_string();
-            assert!(e.contains("cannot reopen"), "{arch}: {e}");
+    /// Deletes three keys in four (the tree merges and frees pages).
+    struct Thin;
+
+    impl SourceVisitor for Thin {
+        type Output = Result<()>;
+        fn visit<S: PageSource>(self, source: &S) -> Result<()> {
+            let tree = Catalog::open_tree(source, "t")?;
+            for i in (0..RECORDS).filter(|i| i % 4 != 0) {
+                assert!(tree.delete(&i.to_be_bytes())?, "record {i} missing");
+            }
+            Ok(())
         }
+    }
+
+    #[test]
+    fn basic_nvm_bm_reopens_from_its_pool_with_its_free_pages() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cfg = config(Architecture::BasicNvmBm, dir.path());
+        let engine = Engine::open(&cfg).unwrap();
+        engine.visit(Fill).unwrap();
+        engine.visit(Thin).unwrap();
+        let in_use = engine.pages_in_use();
+        engine.close().unwrap();
+        cfg.open_existing = true;
+        let engine = Engine::open(&cfg).unwrap();
+        assert_eq!(engine.pages_in_use(), in_use, "freed pages are free again, the others in use");
+        assert_eq!(engine.visit(Check).unwrap(), RECORDS.div_ceil(4));
+        let Engine::Buffer(bm) = &engine else { panic!("a buffer manager") };
+        bm.check_invariants();
+    }
+
+    #[test]
+    fn main_memory_does_not_reopen_and_reopening_needs_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cfg = config(Architecture::MainMemory, dir.path());
+        cfg.open_existing = true;
+        let e = Engine::open(&cfg).err().expect("no database to reopen").to_string();
+        assert!(e.contains("cannot reopen"), "{e}");
+        // basic-nvm-bm needs a pool that holds a database.
+        let mut cfg = config(Architecture::BasicNvmBm, dir.path());
+        cfg.open_existing = true;
+        let e = Engine::open(&cfg).err().expect("no database to reopen").to_string();
+        assert!(e.contains("cannot reopen") || e.contains("no page"), "{e}");
         // An SSD architecture needs the file.
         let mut cfg = config(Architecture::SsdBm, dir.path());
         cfg.open_existing = true;

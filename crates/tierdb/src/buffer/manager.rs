@@ -78,6 +78,10 @@ pub struct BufferConfig {
     /// Reopening an existing database, reuse the NVM pool it left (rebuild the page
     /// table from the frame headers, paper §4.4) instead of formatting it.
     pub reuse_nvm: bool,
+    /// Without an SSD: reopen the database the NVM pool holds (the catalog is page 1;
+    /// the allocated pages are those with a frame; the rest below the highest are
+    /// free) instead of formatting the pool. Every page is in NVM after `close`.
+    pub reopen_nvm_only: bool,
     /// Protect SSD page writes against tearing with a double-write area next to the
     /// page file (`device::double_write`; overrides `ssd.double_write`). On by default;
     /// off, a torn page is still detected (its seal fails) but cannot be repaired.
@@ -100,6 +104,7 @@ impl BufferConfig {
             techniques: Techniques::NONE,
             debug_lines: false,
             reuse_nvm: true,
+            reopen_nvm_only: false,
             double_write: true,
         }
     }
@@ -267,7 +272,8 @@ impl BufferManager {
             }
         };
         let db_id = ssd.as_ref().map_or(0, |s| s.superblock().db_id);
-        let existing = ssd.as_ref().is_some_and(|s| s.superblock().catalog_root != 0);
+        let nvm_only = ssd.is_none() && cfg.nvm.is_some() && cfg.reopen_nvm_only;
+        let existing = ssd.as_ref().is_some_and(|s| s.superblock().catalog_root != 0) || nvm_only;
         let mut restart = None;
         let mut nvm_pages = Vec::new();
         let nvm = match &cfg.nvm {
@@ -275,7 +281,7 @@ impl BufferManager {
             Some(n) => {
                 let region = NvmRegion::open(n)?;
                 let verify = cfg.verify_nvm_checksums;
-                if existing && cfg.reuse_nvm {
+                if existing && (cfg.reuse_nvm || nvm_only) {
                     match NvmPool::reopen(region, ps, db_id, verify)? {
                         Ok(r) => {
                             let frames = r.pool.len();
@@ -290,6 +296,13 @@ impl BufferManager {
                             });
                             nvm_pages = r.pages;
                             Some(r.pool)
+                        }
+                        Err((_, why)) if nvm_only => {
+                            // The pool is the database: formatting it would lose it.
+                            return Err(BufferError::Config {
+                                what: format!("cannot reopen the database in {}: {why}", n.path.display()),
+                            }
+                            .into());
                         }
                         Err((region, why)) => {
                             restart = Some(RestartInfo { formatted_because: Some(why), ..RestartInfo::default() });
@@ -315,6 +328,17 @@ impl BufferManager {
             Some(s) if s.superblock().catalog_root != 0 => {
                 let sb = s.superblock();
                 (sb.pages_allocated, sb.pages_allocated)
+            }
+            // Without SSD, the pages are those the pool holds.
+            None if nvm_only => {
+                let high = nvm_pages.iter().map(|(_, h)| h.pid.0).max().unwrap_or(0);
+                if high < PageId::CATALOG.0 {
+                    return Err(BufferError::Config {
+                        what: "the NVM pool holds no page: no database to reopen (it was never closed?)".into(),
+                    }
+                    .into());
+                }
+                (high + 1, high + 1)
             }
             _ => (PageId::CATALOG.0, 0),
         };
@@ -350,6 +374,19 @@ impl BufferManager {
         if pages_allocated == 0 {
             let catalog = bm.allocate()?.page_id();
             assert_eq!(catalog, PageId::CATALOG, "the first page allocated is the catalog");
+        } else if nvm_only {
+            // Page ids below the highest that no frame holds were freed.
+            let held: std::collections::HashSet<u64> = nvm_pages.iter().map(|(_, h)| h.pid.0).collect();
+            if !held.contains(&PageId::CATALOG.0) {
+                return Err(BufferError::Corrupted {
+                    pid: PageId::CATALOG,
+                    location: "the NVM pool".into(),
+                    detail: "the catalog page is in no frame".into(),
+                }
+                .into());
+            }
+            *bm.freed.lock() =
+                (PageId::CATALOG.0 + 1..next_pid).rev().filter(|p| !held.contains(p)).map(PageId).collect();
         } else {
             bm.read_free_chain()?;
         }
