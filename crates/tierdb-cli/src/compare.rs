@@ -13,7 +13,7 @@ use tierdb::ByteSize;
 use tierdb::arch::Architecture;
 
 use crate::bench_ycsb::{EngineArgs, Progress, RunReport, fmt_rate, remove_files_on_interrupt, run_one};
-use crate::plot::{AxisFormat, Chart, LegendPosition, Marker, Series, write_svg};
+use crate::plot::{AxisFormat, Chart, LegendPosition, Marker, Series, write_outputs};
 
 const RUNS_MAX: usize = 25;
 const SIZES_MAX: usize = 64;
@@ -120,15 +120,7 @@ pub fn run(args: CompareArgs) -> Result<()> {
         points,
     };
     let text = render_table(&report, &archs);
-    print!("{text}");
-    let json_path = args.out.join("compare.json");
-    std::fs::write(&json_path, serde_json::to_string_pretty(&report)?)
-        .with_context(|| format!("writing {}", json_path.display()))?;
-    let txt_path = args.out.join("compare.txt");
-    std::fs::write(&txt_path, &text).with_context(|| format!("writing {}", txt_path.display()))?;
-    let svg_path = args.out.join("compare.svg");
-    write_svg(&chart(&report, &archs), &svg_path).with_context(|| format!("writing {}", svg_path.display()))?;
-    println!("wrote {}, {} and {}", txt_path.display(), json_path.display(), svg_path.display());
+    write_outputs(&args.out, "compare", &text, &report, &[("compare.svg".into(), chart(&report, &archs))])?;
     Ok(())
 }
 

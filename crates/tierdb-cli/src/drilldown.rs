@@ -46,7 +46,7 @@ use crate::bench_ycsb::{
     Cleanup, EngineArgs, Progress, RunReport, Setup, fmt_rate, remove_files_on_interrupt, run_one,
 };
 use crate::compare::{is_full, value};
-use crate::plot::{AxisFormat, Chart, LegendPosition, Marker, Series, write_svg};
+use crate::plot::{AxisFormat, Chart, LegendPosition, Marker, Series, write_outputs};
 use crate::ycsb_driver::{self, Latency};
 
 const RUNS_MAX: usize = 25;
@@ -422,21 +422,8 @@ pub fn run(args: DrilldownArgs) -> Result<()> {
     // 3. Report.
     let report = report(&args, &plan, lookups, scans, jobs, &mut notes);
     let text = render_text(&report);
-    print!("{text}");
-    let mut written = Vec::new();
-    let txt_path = args.out.join("drilldown.txt");
-    std::fs::write(&txt_path, &text).with_context(|| format!("writing {}", txt_path.display()))?;
-    written.push(txt_path);
-    let json_path = args.out.join("drilldown.json");
-    std::fs::write(&json_path, serde_json::to_string_pretty(&report)?)
-        .with_context(|| format!("writing {}", json_path.display()))?;
-    written.push(json_path);
-    for (name, chart) in charts(&report) {
-        let path = args.out.join(name);
-        write_svg(&chart, &path).with_context(|| format!("writing {}", path.display()))?;
-        written.push(path);
-    }
-    println!("wrote {}", written.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "));
+    let charts: Vec<(String, Chart)> = charts(&report).into_iter().map(|(n, c)| (n.to_string(), c)).collect();
+    write_outputs(&args.out, "drilldown", &text, &report, &charts)?;
     Ok(())
 }
 

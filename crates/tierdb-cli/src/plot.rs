@@ -893,6 +893,49 @@ fn point_glyph<DB: DrawingBackend>(shape: Shape, color: RGBColor) -> DynElement<
     }
 }
 
+/// Prints `text` and writes it to `<dir>/<stem>.txt`, `report` to `<dir>/<stem>.json` and
+/// each chart to its file name in `dir`; then prints what it wrote.
+///
+/// # Errors
+/// A file that cannot be written (named in the error).
+pub fn write_outputs(
+    dir: &std::path::Path,
+    stem: &str,
+    text: &str,
+    report: &impl serde::Serialize,
+    charts: &[(String, Chart)],
+) -> anyhow::Result<()> {
+    use anyhow::Context as _;
+    print!("{text}");
+    let mut written = Vec::new();
+    let txt = dir.join(format!("{stem}.txt"));
+    std::fs::write(&txt, text).with_context(|| format!("writing {}", txt.display()))?;
+    written.push(txt);
+    let json = dir.join(format!("{stem}.json"));
+    std::fs::write(&json, serde_json::to_string_pretty(report)?)
+        .with_context(|| format!("writing {}", json.display()))?;
+    written.push(json);
+    for (name, chart) in charts {
+        let path = dir.join(name);
+        write_svg(chart, &path).with_context(|| format!("writing {}", path.display()))?;
+        written.push(path);
+    }
+    println!("wrote {}", written.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "));
+    Ok(())
+}
+
+/// Appends a "notes:" list to `out` (nothing if there are none).
+pub fn write_notes(out: &mut String, notes: &[String]) {
+    use std::fmt::Write as _;
+    if notes.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "\nnotes:");
+    for n in notes {
+        let _ = writeln!(out, "- {n}");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -55,7 +55,7 @@ use tierdb_workload::{KeySpace, OpGenerator, YcsbSpec, value_rng};
 
 use crate::bench_ycsb::{Cleanup, DURATION_SECS_MAX, EngineArgs, Progress, Setup, fmt_rate, remove_files_on_interrupt};
 use crate::drilldown::{Machine, median};
-use crate::plot::{Chart, LegendPosition, Series, write_svg};
+use crate::plot::{Chart, LegendPosition, Series, write_notes, write_outputs};
 use crate::ycsb_driver::{self, Loaded, TABLE};
 
 /// Timeline bucket width, milliseconds.
@@ -304,15 +304,7 @@ pub fn run(args: RestartArgs) -> Result<()> {
         series: reports,
     };
     let text = render_text(&report);
-    print!("{text}");
-    let txt_path = args.out.join("restart.txt");
-    std::fs::write(&txt_path, &text).with_context(|| format!("writing {}", txt_path.display()))?;
-    let json_path = args.out.join("restart.json");
-    std::fs::write(&json_path, serde_json::to_string_pretty(&report)?)
-        .with_context(|| format!("writing {}", json_path.display()))?;
-    let svg_path = args.out.join("restart.svg");
-    write_svg(&chart(&report), &svg_path).with_context(|| format!("writing {}", svg_path.display()))?;
-    println!("wrote {}, {} and {}", txt_path.display(), json_path.display(), svg_path.display());
+    write_outputs(&args.out, "restart", &text, &report, &[("restart.svg".into(), chart(&report))])?;
     Ok(())
 }
 
@@ -788,12 +780,7 @@ fn render_text(r: &RestartReport) -> String {
         out,
         "\nFigure 17: lookups right after a clean restart (times from the reopen's start; counters from the reopen's end to the run's end)\n{t}"
     );
-    if !r.notes.is_empty() {
-        let _ = writeln!(out, "\nnotes:");
-        for n in &r.notes {
-            let _ = writeln!(out, "- {n}");
-        }
-    }
+    write_notes(&mut out, &r.notes);
     out
 }
 

@@ -28,7 +28,7 @@ use tierdb::arch::{Architecture, Engine};
 
 use crate::bench_ycsb::{Cleanup, EngineArgs, Progress, Setup, fmt_rate, remove_files_on_interrupt};
 use crate::drilldown::Machine;
-use crate::plot::{Chart, LegendPosition, Series, write_svg};
+use crate::plot::{Chart, LegendPosition, Series, write_notes, write_outputs};
 use crate::ycsb_driver::{self, YcsbReport};
 
 /// Updates of one run, at most.
@@ -172,20 +172,7 @@ pub fn run(args: WearArgs) -> Result<()> {
         series,
     };
     let text = render_text(&report);
-    print!("{text}");
-    let path = args.out.join("wear.txt");
-    std::fs::write(&path, &text).with_context(|| format!("writing {}", path.display()))?;
-    let path = args.out.join("wear.json");
-    std::fs::write(&path, serde_json::to_string_pretty(&report)?)
-        .with_context(|| format!("writing {}", path.display()))?;
-    let path = args.out.join("wear.svg");
-    write_svg(&chart(&report), &path).with_context(|| format!("writing {}", path.display()))?;
-    println!(
-        "wrote {}, {} and {}",
-        args.out.join("wear.txt").display(),
-        args.out.join("wear.json").display(),
-        path.display()
-    );
+    write_outputs(&args.out, "wear", &text, &report, &[("wear.svg".into(), chart(&report))])?;
     Ok(())
 }
 
@@ -309,10 +296,7 @@ fn render_text(r: &WearReport) -> String {
         ]);
     }
     let _ = writeln!(out, "\nFigure 16: NVM writes per cache line\n{t}");
-    let _ = writeln!(out, "\nnotes:");
-    for n in &r.notes {
-        let _ = writeln!(out, "- {n}");
-    }
+    write_notes(&mut out, &r.notes);
     out
 }
 

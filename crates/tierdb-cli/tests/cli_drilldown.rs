@@ -6,7 +6,7 @@ use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{stderr, tierdb};
+use common::{stderr, tierdb_with};
 
 /// `drilldown` at tiny sizes with engine files and output under `dir`; `extra` replaces
 /// a default option of the same name or adds one.
@@ -27,14 +27,7 @@ fn drilldown(dir: &Path, extra: &[&str]) -> Output {
         ("--nvm-dir", &d),
         ("--out", &out),
     ];
-    let mut args = vec!["drilldown", "--quiet"];
-    for (flag, value) in defaults {
-        if !extra.contains(&flag) {
-            args.extend([flag, value]);
-        }
-    }
-    args.extend_from_slice(extra);
-    tierdb(&args)
+    tierdb_with("drilldown", &defaults, extra)
 }
 
 #[test]

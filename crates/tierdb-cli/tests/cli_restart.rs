@@ -6,7 +6,7 @@ use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{stderr, tierdb};
+use common::{stderr, tierdb_with};
 
 /// `restart-bench` at tiny sizes with engine files and output under `dir`; `extra`
 /// replaces a default option of the same name (`--flag value` or `--flag=value`) or adds
@@ -26,14 +26,7 @@ fn restart(dir: &Path, extra: &[&str]) -> Output {
         ("--nvm-dir", &d),
         ("--out", &out),
     ];
-    let mut args = vec!["restart-bench", "--quiet"];
-    for (flag, value) in defaults {
-        if !extra.iter().any(|e| e.split('=').next() == Some(flag)) {
-            args.extend([flag, value]);
-        }
-    }
-    args.extend_from_slice(extra);
-    tierdb(&args)
+    tierdb_with("restart-bench", &defaults, extra)
 }
 
 #[test]

@@ -4,7 +4,7 @@ use std::path::Path;
 use std::process::Output;
 
 mod common;
-use common::{stderr, tierdb};
+use common::{stderr, tierdb_with};
 
 /// `wear` at tiny sizes with files under `dir`; `extra` replaces a default option of
 /// the same name or adds one.
@@ -20,14 +20,7 @@ fn wear(dir: &Path, extra: &[&str]) -> Output {
         ("--nvm-dir", &d),
         ("--out", &out),
     ];
-    let mut args = vec!["wear", "--quiet"];
-    for (flag, value) in defaults {
-        if !extra.contains(&flag) {
-            args.extend([flag, value]);
-        }
-    }
-    args.extend_from_slice(extra);
-    tierdb(&args)
+    tierdb_with("wear", &defaults, extra)
 }
 
 #[test]

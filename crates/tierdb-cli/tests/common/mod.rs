@@ -19,3 +19,16 @@ pub fn json(o: &Output) -> serde_json::Value {
     assert!(o.status.success(), "{}", stderr(o));
     serde_json::from_slice(&o.stdout).expect("JSON report")
 }
+
+/// Runs `tierdb <command> --quiet` with each `(flag, value)` of `defaults` that `extra`
+/// does not name (as `--flag value` or `--flag=value`), then `extra`.
+pub fn tierdb_with(command: &str, defaults: &[(&str, &str)], extra: &[&str]) -> Output {
+    let mut args = vec![command, "--quiet"];
+    for &(flag, value) in defaults {
+        if !extra.iter().any(|e| e.split('=').next() == Some(flag)) {
+            args.extend([flag, value]);
+        }
+    }
+    args.extend_from_slice(extra);
+    tierdb(&args)
+}
