@@ -77,6 +77,12 @@ struct WearSeries {
     line_writes_total: u64,
     lines_written: u64,
     line_writes_max: u64,
+    /// Line writes to the metadata below the pages (`three-tier`: pool and frame
+    /// headers; `nvm-direct`: header and allocation map), and the most to one such line.
+    metadata_line_writes: u64,
+    metadata_line_writes_max: u64,
+    /// The most writes to one line of page data.
+    page_line_writes_max: u64,
     /// Line writes per update.
     line_writes_per_op: f64,
     /// `log2_buckets[0]`: lines never written; `[i]`, i ≥ 1: written more than 2^(i-2)
@@ -191,6 +197,10 @@ fn run_arch(args: &WearArgs, setup: &Setup, arch: Architecture, progress: &Progr
     let region = engine.nvm_region().context("an architecture with NVM has a region")?;
     let mut counts = region.wear_counts().context("wear counters were switched on")?;
     let summary = region.wear_summary().context("wear counters were switched on")?;
+    let meta_lines = (engine.nvm_data_offset().unwrap_or(0) / 64) as usize;
+    let (meta, pages) = counts.split_at(meta_lines.min(counts.len()));
+    let (metadata_line_writes, metadata_line_writes_max) = (meta.iter().sum(), meta.iter().copied().max().unwrap_or(0));
+    let page_line_writes_max = pages.iter().copied().max().unwrap_or(0);
     drop(engine);
     drop(files);
     counts.sort_unstable_by(|a, b| b.cmp(a));
@@ -202,6 +212,9 @@ fn run_arch(args: &WearArgs, setup: &Setup, arch: Architecture, progress: &Progr
         line_writes_total: summary.writes_total,
         lines_written: summary.lines_written,
         line_writes_max: summary.writes_max,
+        metadata_line_writes,
+        metadata_line_writes_max,
+        page_line_writes_max,
         line_writes_per_op: summary.writes_total as f64 / run.ops.max(1) as f64,
         log2_buckets: summary.log2_buckets,
         sorted: log_spaced(&counts[..written as usize]),
@@ -280,6 +293,8 @@ fn render_text(r: &WearReport) -> String {
         "lines written",
         "of lines",
         "max writes of a line",
+        "of a page line",
+        "metadata line writes (max)",
         "NVM persists",
     ]);
     for s in &r.series {
@@ -292,6 +307,8 @@ fn render_text(r: &WearReport) -> String {
             s.lines_written.to_string(),
             s.lines.to_string(),
             s.line_writes_max.to_string(),
+            s.page_line_writes_max.to_string(),
+            format!("{} ({})", s.metadata_line_writes, s.metadata_line_writes_max),
             s.nvm_persists.to_string(),
         ]);
     }

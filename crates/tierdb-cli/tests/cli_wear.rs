@@ -45,6 +45,12 @@ fn both_architectures_count_their_line_writes() {
             s["line_writes_max"].as_u64().unwrap(),
         );
         assert!(total >= written && written > 0 && max >= 1, "{name}: {total} {written} {max}");
+        let (meta, meta_max, page_max) = (
+            s["metadata_line_writes"].as_u64().unwrap(),
+            s["metadata_line_writes_max"].as_u64().unwrap(),
+            s["page_line_writes_max"].as_u64().unwrap(),
+        );
+        assert!(meta <= total && meta_max.max(page_max) == max, "{name}: {meta} {meta_max} {page_max} {max}");
         // The buckets account for every line, the curve starts at the maximum and falls.
         let buckets: u64 = s["log2_buckets"].as_array().unwrap().iter().map(|b| b.as_u64().unwrap()).sum();
         assert_eq!(buckets, s["lines"].as_u64().unwrap(), "{name}");

@@ -344,6 +344,16 @@ impl Engine {
         }
     }
 
+    /// Where pages start in the NVM region: the bytes below hold metadata (pool and frame
+    /// headers, or `nvm-direct`'s header and allocation map). `None` without NVM.
+    pub fn nvm_data_offset(&self) -> Option<u64> {
+        match self {
+            Engine::Memory(_) => None,
+            Engine::Buffer(b) => b.nvm().map(crate::buffer::nvm_pool::NvmPool::frames_offset),
+            Engine::Direct(d) => Some(d.pages().data_offset()),
+        }
+    }
+
     /// What opening the SSD page file restored from its double-write area (`None`: no
     /// SSD, or no double-write file was there).
     pub fn torn_pages(&self) -> Option<TornPageRecovery> {

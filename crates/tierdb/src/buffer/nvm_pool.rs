@@ -277,6 +277,11 @@ impl NvmPool {
         self.metas.is_empty()
     }
 
+    /// Where the frames start in the region: below are the pool and frame headers.
+    pub fn frames_offset(&self) -> u64 {
+        self.data_offset
+    }
+
     pub fn region(&self) -> &NvmRegion {
         &self.region
     }

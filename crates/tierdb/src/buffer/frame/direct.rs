@@ -169,6 +169,11 @@ impl DirectPages {
         &self.nvm
     }
 
+    /// Where the slots start in the region: below are the header and allocation map.
+    pub fn data_offset(&self) -> u64 {
+        self.data_offset
+    }
+
     pub fn slots(&self) -> usize {
         self.metas.len()
     }
