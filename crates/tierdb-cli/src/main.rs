@@ -15,6 +15,7 @@ mod drilldown;
 mod plot;
 mod restart_bench;
 mod ycsb_driver;
+mod ycsb_txn;
 
 use std::process::ExitCode;
 
@@ -61,7 +62,8 @@ enum Command {
 
 #[derive(Subcommand)]
 enum BenchCommand {
-    /// YCSB: load, warm up, run; --arch main-memory|ssd-bm|basic-nvm-bm|three-tier.
+    /// YCSB: load, warm up, run; --arch main-memory|ssd-bm|basic-nvm-bm|three-tier;
+    /// with --durability sync|group|none through a database's transactions.
     Ycsb(bench_ycsb::YcsbArgs),
     /// Commit throughput and latency of the write-ahead log alone (log buffer in DRAM
     /// or NVM, durability sync or group).

@@ -31,6 +31,7 @@
 mod recovery;
 
 use std::collections::HashMap;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -41,6 +42,7 @@ use serde::Serialize;
 
 pub use recovery::RecoveryReport;
 
+use crate::arch::ArchConfig;
 use crate::btree::{BTree, LeafChange, TreeLog};
 use crate::buffer::{BufferConfig, BufferManager, PageSource};
 use crate::catalog::Catalog;
@@ -83,6 +85,34 @@ impl DbConfig {
             dir,
         }
     }
+
+    /// A database in `dir` on the buffer manager of architecture `arch` (its tiers,
+    /// profiles, emulation mode, policy and techniques; [`ArchConfig::buffer_config`]).
+    /// The page file is `dir/data.db`, not `arch.ssd_path`; the NVM pool stays at
+    /// `arch.nvm_path`. The log is on a device of the architecture's SSD profile and
+    /// emulation mode, with a DRAM log buffer and durability `sync` until changed.
+    ///
+    /// # Errors
+    /// `Config` for an architecture without a buffer manager or without an SSD (the
+    /// page file holds the catalog and what checkpoints write).
+    pub fn from_arch(arch: &ArchConfig, dir: impl Into<PathBuf>) -> Result<DbConfig> {
+        if !arch.arch.uses_ssd() {
+            return Err(DbError::Config {
+                what: format!(
+                    "a database needs an SSD for its page file, catalog and checkpoints; {} has none \
+                     (ssd-bm and three-tier have one)",
+                    arch.arch
+                ),
+            }
+            .into());
+        }
+        let mut cfg = DbConfig::new(dir);
+        cfg.buffer = arch.buffer_config()?;
+        cfg.buffer.ssd_open_mode = OpenMode::OpenOrCreate;
+        cfg.wal.file.profile = arch.ssd_profile.clone();
+        cfg.wal.file.mode = arch.mode;
+        Ok(cfg)
+    }
 }
 
 /// Errors of the database layer.
@@ -97,6 +127,8 @@ pub enum DbError {
     Open { path: PathBuf, what: String },
     #[error("log record at LSN {lsn}: {what}")]
     BadRecord { lsn: Lsn, what: String },
+    #[error("database configuration: {what}")]
+    Config { what: String },
 }
 
 /// Key locks: (tree root, key) → owning transaction.
@@ -284,6 +316,22 @@ impl Db {
     /// `NoSuchTree`; the tree's errors.
     pub fn get(&self, tree: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
         self.tree(tree)?.get(key, <[u8]>::to_vec)
+    }
+
+    /// Calls `f` with bytes `part` of the value of `key` (clipped to the value), in
+    /// place in the leaf under its shared latch (read uncommitted; `f` must not use the
+    /// database). On cache-line-grained pages only the lines of `part` are loaded.
+    ///
+    /// # Errors
+    /// As [`get`](Self::get).
+    pub fn get_part<R>(
+        &self,
+        tree: &str,
+        key: &[u8],
+        part: Range<usize>,
+        f: impl FnOnce(&[u8]) -> R,
+    ) -> Result<Option<R>> {
+        self.tree(tree)?.get_part(key, part, f)
     }
 
     /// Calls `f(key, value)` for keys `>= start` in order until it returns false.
@@ -555,12 +603,39 @@ impl<'db> Txn<'db> {
         self.logged(tree)?.delete(key)
     }
 
+    /// Overwrites `bytes.len()` bytes of `key`'s value at `offset`, in place (the
+    /// value keeps its length; [`BTree::update_in_place`]). Returns false, locking the
+    /// key but changing nothing, if `key` is absent.
+    ///
+    /// # Errors
+    /// `OffsetOutOfRange` if the range is not inside the value; as [`put`](Self::put).
+    pub fn update_in_place(&mut self, tree: &str, key: &[u8], offset: usize, bytes: &[u8]) -> Result<bool> {
+        let root = self.db.root(tree)?;
+        self.lock(root, key)?;
+        self.logged(tree)?.update_in_place(key, offset, bytes)
+    }
+
     /// The value of `key` (this transaction's own changes included).
     ///
     /// # Errors
     /// As [`Db::get`].
     pub fn get(&self, tree: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
         self.db.get(tree, key)
+    }
+
+    /// Calls `f` with bytes `part` of the value of `key` in place, without copying the
+    /// value ([`Db::get_part`]).
+    ///
+    /// # Errors
+    /// As [`Db::get`].
+    pub fn get_part<R>(
+        &self,
+        tree: &str,
+        key: &[u8],
+        part: Range<usize>,
+        f: impl FnOnce(&[u8]) -> R,
+    ) -> Result<Option<R>> {
+        self.db.get_part(tree, key, part, f)
     }
 
     /// Scans tree `tree` from `start` (see [`Db::scan`]).
