@@ -285,7 +285,7 @@ fn run(
 
     // 4. Summaries.
     let tiers = m.after.0.since(&m.before.0);
-    let wal = wal_since(&m.after.1, &m.before.1);
+    let wal = m.after.1.since(&m.before.1);
     let commit_latency = ycsb_driver::commit_latency(&m.results);
     let commits = commit_latency.as_ref().map_or(0, |l| l.ops);
     let per_commit = |v: u64| if commits == 0 { 0.0 } else { v as f64 / commits as f64 };
@@ -305,16 +305,6 @@ fn run(
     };
     let report = ycsb_driver::summary(&spec, cfg, (records, load_secs, data_bytes), bm.page_size(), &m, tiers);
     Ok((report, txn_report))
-}
-
-/// The log's counters from `before` to `after`.
-fn wal_since(after: &WalStats, before: &WalStats) -> WalStats {
-    WalStats {
-        records: after.records - before.records,
-        bytes: after.bytes - before.bytes,
-        flushes: after.flushes - before.flushes,
-        syncs: after.syncs - before.syncs,
-    }
 }
 
 /// One worker's operations, each a transaction of `db`.
@@ -435,7 +425,14 @@ pub fn print(t: &TxnReport, run_secs: f64) {
         None => println!(),
     }
     println!(
-        "log (measured run): {} records, {} bytes, {} flushes, {} syncs; per commit {:.2} records, {:.0} bytes",
-        t.wal.records, t.wal.bytes, t.wal.flushes, t.wal.syncs, t.wal_records_per_commit, t.wal_bytes_per_commit
+        "log (measured run): {} records, {} bytes, {} flushes ({} forced by a waiting caller), {} syncs; \
+         per commit {:.2} records, {:.0} bytes",
+        t.wal.records,
+        t.wal.bytes,
+        t.wal.flushes,
+        t.wal.forced_flushes,
+        t.wal.syncs,
+        t.wal_records_per_commit,
+        t.wal_bytes_per_commit
     );
 }
