@@ -14,6 +14,10 @@
 //!    per-kind HDR histograms in TSC ticks. Buffer and device counters are diffed over
 //!    this phase only. In `model` mode each thread also diffs its virtual device clock,
 //!    and the modelled throughput is Σ ops / (wall time + device time) over threads.
+//!
+//! Phases 2 and 3 ([`run_phases`]) run any [`Executor`]: operations straight on the tree
+//! here, a database's transactions in [`crate::ycsb_txn`], which also loads through
+//! [`fill_table`] and reports through [`summary`].
 
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::time::{Duration, Instant};

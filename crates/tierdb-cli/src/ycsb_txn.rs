@@ -425,13 +425,14 @@ pub fn print(t: &TxnReport, run_secs: f64) {
         None => println!(),
     }
     println!(
-        "log (measured run): {} records, {} bytes, {} flushes ({} forced by a waiting caller), {} syncs; \
-         per commit {:.2} records, {:.0} bytes",
+        "log (measured run): {} records, {} bytes, {} flushes ({} by a waiting caller), {} syncs, {} waits for \
+         durability; per commit {:.2} records, {:.0} bytes",
         t.wal.records,
         t.wal.bytes,
         t.wal.flushes,
         t.wal.forced_flushes,
         t.wal.syncs,
+        t.wal.waits,
         t.wal_records_per_commit,
         t.wal_bytes_per_commit
     );

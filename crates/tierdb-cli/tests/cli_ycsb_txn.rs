@@ -76,8 +76,9 @@ fn every_durability_commits_and_reports_its_log() {
             assert_eq!(records, 0, "{what}: nothing is logged: {wal}");
             assert_eq!(wal["bytes"], 0, "{what}");
         } else {
-            // An update, a commit and an end record per transaction, at least.
-            assert!(records >= 3 * commits, "{what}: {records} records for {commits} commits");
+            // An update, a commit and an end record per transaction (the counters are
+            // read at the measured run's ends, where each thread may be mid-transaction).
+            assert!(records + 3 * 2 >= 3 * commits, "{what}: {records} records for {commits} commits");
             assert!(wal["bytes"].as_u64().unwrap() > records * 56, "{what}: {wal}");
             // A one-field update logs the field, not the record.
             let per_commit = t["wal_bytes_per_commit"].as_f64().unwrap();
@@ -104,7 +105,7 @@ fn bad_transactional_options_are_clear_errors() {
         (&["--durability", "group", "--flush-interval-us", "0"], "--flush-interval-us"),
         (&["--durability", "sync", "--arch", "main-memory"], "main-memory has none"),
         (&["--durability", "sync", "--arch", "basic-nvm-bm"], "needs an SSD"),
-        (&["--durability", "group", "--log-buffer", "nvm", "--log-buffer-size", "64KiB"], "largest records"),
+        (&["--durability", "group", "--log-buffer", "nvm", "--log-buffer-size", "100KiB"], "largest records"),
     ];
     for (args, want) in cases {
         let o = bench(dir.path(), args);

@@ -181,9 +181,11 @@ pub struct WalStats {
     /// Writes of the log buffer to the log file (each followed by a sync).
     pub flushes: u64,
     pub syncs: u64,
-    /// Flushes made while a caller waited for them (a `sync` commit, the write-ahead
-    /// rule before a page is written out, a checkpoint, a full buffer), not by the
-    /// background flusher.
+    /// Calls that found their records not yet durable and waited for a flush, their
+    /// own or one in progress (a `sync` commit, the write-ahead rule before a page is
+    /// written out, a checkpoint, a full DRAM buffer).
+    pub waits: u64,
+    /// Flushes made by such callers themselves, not by the background flusher.
     pub forced_flushes: u64,
 }
 
@@ -195,6 +197,7 @@ impl WalStats {
             bytes: self.bytes - before.bytes,
             flushes: self.flushes - before.flushes,
             syncs: self.syncs - before.syncs,
+            waits: self.waits - before.waits,
             forced_flushes: self.forced_flushes - before.forced_flushes,
         }
     }
@@ -207,6 +210,7 @@ struct Counters {
     bytes: AtomicU64,
     flushes: AtomicU64,
     syncs: AtomicU64,
+    waits: AtomicU64,
     forced_flushes: AtomicU64,
 }
 
@@ -218,6 +222,7 @@ impl Counters {
             bytes: get(&self.bytes),
             flushes: get(&self.flushes),
             syncs: get(&self.syncs),
+            waits: get(&self.waits),
             forced_flushes: get(&self.forced_flushes),
         }
     }
@@ -560,6 +565,9 @@ impl Inner {
             // Everything appended is durable already; `lsn` past the end asks for a
             // flush of the ring into the file (closing).
             return self.flush_ring(by);
+        }
+        if by == By::Waiter {
+            self.stats.waits.fetch_add(1, Ordering::Relaxed);
         }
         let _f = self.flush_lock.lock();
         if self.durable.load(Ordering::Acquire) >= lsn {
