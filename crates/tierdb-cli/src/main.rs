@@ -64,7 +64,7 @@ enum Command {
 enum BenchCommand {
     /// YCSB: load, warm up, run; --arch main-memory|ssd-bm|basic-nvm-bm|three-tier;
     /// with --durability sync|group|none through a database's transactions.
-    Ycsb(bench_ycsb::YcsbArgs),
+    Ycsb(Box<bench_ycsb::YcsbArgs>),
     /// Commit throughput and latency of the write-ahead log alone (log buffer in DRAM
     /// or NVM, durability sync or group).
     Wal(bench_wal::WalArgs),
@@ -74,7 +74,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Devices { command } => devices::run(command),
-        Command::Bench { command: BenchCommand::Ycsb(args) } => bench_ycsb::run(args),
+        Command::Bench { command: BenchCommand::Ycsb(args) } => bench_ycsb::run(*args),
         Command::Bench { command: BenchCommand::Wal(args) } => bench_wal::run(args),
         Command::Compare(args) => compare::run(args),
         Command::Drilldown(args) => drilldown::run(args),
