@@ -1,4 +1,6 @@
-//! `tierdb bench ycsb`: one YCSB run on one architecture, with a full report.
+//! `tierdb bench ycsb`: one YCSB run on one architecture, with a full report; straight
+//! on the B+-tree (the raw mode), or with `--durability` through a database's
+//! transactions ([`crate::ycsb_txn`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -15,6 +17,7 @@ use tierdb::device::{DeviceProfile, DirectIo, EmulationMode};
 use tierdb_workload::YcsbSpec;
 
 use crate::ycsb_driver::{self, DriverConfig, YcsbReport};
+use crate::ycsb_txn::{self, TxnArgs, TxnReport};
 
 /// Bounds on the knobs, so a typo cannot start an hour-long run.
 const THREADS_MAX: u32 = 256;
@@ -204,6 +207,8 @@ pub struct YcsbArgs {
     workload: String,
     #[command(flatten)]
     engine: EngineArgs,
+    #[command(flatten)]
+    txn: TxnArgs,
     /// Print the report as JSON instead of tables.
     #[arg(long)]
     json: bool,
@@ -228,14 +233,23 @@ pub struct RunReport {
     pub debug_lines: bool,
     pub setup: Setup,
     pub result: YcsbReport,
+    /// The transactional mode's settings and measurements (absent in the raw mode).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub txn: Option<TxnReport>,
 }
 
 pub fn run(args: YcsbArgs) -> Result<()> {
     remove_files_on_interrupt()?;
     let arch: Architecture = args.arch.parse()?;
+    let txn = args.txn.resolve()?;
     let setup = args.engine.setup(&args.workload)?;
     let progress = Progress::new(!args.quiet && !args.json);
-    let report = run_one(&args.engine, &setup, arch, args.dram, args.nvm, args.data, "bench", &progress)?;
+    let report = match &txn {
+        None => run_one(&args.engine, &setup, arch, args.dram, args.nvm, args.data, "bench", &progress)?,
+        Some(t) => {
+            ycsb_txn::run_one(&args.engine, &setup, t, arch, args.dram, args.nvm, args.data, "bench", &progress)?
+        }
+    };
     progress.finish();
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
@@ -303,6 +317,7 @@ impl RunReport {
             debug_lines: cfg.debug_lines,
             setup: setup.clone(),
             result,
+            txn: None,
         }
     }
 }
@@ -328,7 +343,8 @@ pub fn remove_files_on_interrupt() -> Result<()> {
     .context("installing the Ctrl-C handler")
 }
 
-/// Removes files when dropped (also on error paths), and on Ctrl-C meanwhile.
+/// Removes files and directories (with their contents) when dropped (also on error
+/// paths), and on Ctrl-C meanwhile.
 pub(crate) struct Cleanup(Vec<PathBuf>);
 
 impl Cleanup {
@@ -348,9 +364,14 @@ impl Drop for Cleanup {
 }
 
 fn remove_quietly(p: &Path) {
-    if p.exists()
-        && let Err(e) = std::fs::remove_file(p)
-    {
+    let removed = if p.is_dir() {
+        std::fs::remove_dir_all(p)
+    } else if p.exists() {
+        std::fs::remove_file(p)
+    } else {
+        Ok(())
+    };
+    if let Err(e) = removed {
         eprintln!("warning: could not remove {}: {e}", p.display());
     }
 }
@@ -410,9 +431,10 @@ pub fn print_report(r: &RunReport) {
     let s = &r.setup;
     let res = &r.result;
     println!(
-        "tierdb {} bench ycsb: {} | workload {} | {} thread(s) | seed {} | mode {}",
+        "tierdb {} bench ycsb: {}{} | workload {} | {} thread(s) | seed {} | mode {}",
         r.version,
         r.arch,
+        r.txn.as_ref().map(|t| format!(" through transactions (durability {})", t.durability)).unwrap_or_default(),
         s.workload.origin(),
         s.threads,
         s.seed,
@@ -485,6 +507,9 @@ pub fn print_report(r: &RunReport) {
         ]);
     }
     println!("{t}");
+    if let Some(txn) = &r.txn {
+        ycsb_txn::print(txn, res.run_secs);
+    }
     if r.arch == Architecture::MainMemory {
         println!("main-memory has no buffer manager: no tier counters");
         return;

@@ -16,6 +16,7 @@ mod plot;
 mod restart_bench;
 mod wear;
 mod ycsb_driver;
+mod ycsb_txn;
 
 use std::process::ExitCode;
 
@@ -65,8 +66,9 @@ enum Command {
 
 #[derive(Subcommand)]
 enum BenchCommand {
-    /// YCSB: load, warm up, run; --arch main-memory|ssd-bm|basic-nvm-bm|three-tier|nvm-direct.
-    Ycsb(bench_ycsb::YcsbArgs),
+    /// YCSB: load, warm up, run; --arch main-memory|ssd-bm|basic-nvm-bm|three-tier|nvm-direct;
+    /// with --durability sync|group|none through a database's transactions.
+    Ycsb(Box<bench_ycsb::YcsbArgs>),
     /// Commit throughput and latency of the write-ahead log alone (log buffer in DRAM
     /// or NVM, durability sync or group).
     Wal(bench_wal::WalArgs),
@@ -76,7 +78,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Devices { command } => devices::run(command),
-        Command::Bench { command: BenchCommand::Ycsb(args) } => bench_ycsb::run(args),
+        Command::Bench { command: BenchCommand::Ycsb(args) } => bench_ycsb::run(*args),
         Command::Bench { command: BenchCommand::Wal(args) } => bench_wal::run(args),
         Command::Compare(args) => compare::run(args),
         Command::Drilldown(args) => drilldown::run(args),

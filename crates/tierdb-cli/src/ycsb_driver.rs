@@ -14,6 +14,10 @@
 //!    per-kind HDR histograms in TSC ticks. Buffer and device counters are diffed over
 //!    this phase only. In `model` mode each thread also diffs its virtual device clock,
 //!    and the modelled throughput is Σ ops / (wall time + device time) over threads.
+//!
+//! Phases 2 and 3 ([`run_phases`]) run any [`Executor`]: operations straight on the tree
+//! here, a database's transactions in [`crate::ycsb_txn`], which also loads through
+//! [`fill_table`] and reports through [`summary`].
 
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -146,7 +150,7 @@ pub fn load(engine: &Engine, spec: &YcsbSpec, cfg: &DriverConfig, progress: Prog
 }
 
 /// `spec` with its record count set from the target data size, if there is one.
-fn sized(spec: &YcsbSpec, cfg: &DriverConfig) -> Result<YcsbSpec> {
+pub(crate) fn sized(spec: &YcsbSpec, cfg: &DriverConfig) -> Result<YcsbSpec> {
     let mut spec = spec.clone();
     let mut key = Vec::new();
     build_key(&spec, spec.record_count().saturating_sub(1), &mut key);
@@ -201,6 +205,25 @@ fn load_table<'s, S: PageSource>(
     progress: ProgressFn<'_>,
 ) -> Result<(BTree<'s, S>, u64, f64)> {
     let tree = Catalog::create_tree(source, TABLE).context("creating the table")?;
+    let bulk = |on: bool| match engine {
+        Engine::Buffer(b) => b.set_bulk_load(on).context("switching bulk-load mode"),
+        Engine::Memory(_) | Engine::Direct(_) => Ok(()),
+    };
+    let (records, secs) = fill_table(&tree, &bulk, spec, cfg, progress)?;
+    Ok((tree, records, secs))
+}
+
+/// Inserts the load's records into the empty `tree` in key order, with `bulk(true)`
+/// before and `bulk(false)` after (the buffer manager's bulk-load mode, where there is
+/// one). Inserts go straight to the tree: if it is a database's, they bypass its log.
+/// Returns the record count and the load's seconds.
+pub(crate) fn fill_table<S: PageSource>(
+    tree: &BTree<'_, S>,
+    bulk: &dyn Fn(bool) -> Result<()>,
+    spec: &YcsbSpec,
+    cfg: &DriverConfig,
+    progress: ProgressFn<'_>,
+) -> Result<(u64, f64)> {
     let keyspace = KeySpace::new(spec);
     let load = keyspace.load_range();
     let records = load.end - load.start;
@@ -212,10 +235,6 @@ fn load_table<'s, S: PageSource>(
         })
         .collect();
     keys.sort_unstable();
-    let bulk = |on: bool| match engine {
-        Engine::Buffer(b) => b.set_bulk_load(on).context("switching bulk-load mode"),
-        Engine::Memory(_) | Engine::Direct(_) => Ok(()),
-    };
     bulk(true)?;
     let started = Instant::now();
     let mut rng = value_rng(cfg.seed, u32::MAX);
@@ -234,7 +253,7 @@ fn load_table<'s, S: PageSource>(
     bulk(false)?;
     drop(keys);
     progress("load", records, records);
-    Ok((tree, records, load_secs))
+    Ok((records, load_secs))
 }
 
 struct Runner<'a> {
@@ -248,12 +267,45 @@ const PHASE_WARMUP: u8 = 0;
 const PHASE_MEASURE: u8 = 1;
 const PHASE_STOP: u8 = 2;
 
+/// What one operation did.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Done {
+    /// The operation found its key (inserts and scans that saw a record count as found).
+    pub found: bool,
+    /// TSC ticks of the commit of a transaction that changed something; `None` when
+    /// nothing was committed (raw trees, read-only transactions).
+    pub commit_ticks: Option<u64>,
+}
+
+/// Runs one worker thread's operations (the tree directly, or a database's
+/// transactions).
+pub(crate) trait Executor {
+    /// Runs `op`.
+    ///
+    /// # Errors
+    /// The engine's errors; they stop the run.
+    fn execute(&mut self, op: Op) -> Result<Done>;
+}
+
 /// What one worker thread measured.
-struct ThreadResult {
-    ops: u64,
-    not_found: u64,
-    virtual_ps: u64,
-    hist: Vec<Histogram<u64>>,
+pub(crate) struct ThreadResult {
+    pub ops: u64,
+    pub not_found: u64,
+    pub virtual_ps: u64,
+    /// Per operation kind.
+    pub hist: Vec<Histogram<u64>>,
+    /// Commits of transactions that changed something.
+    pub commits: Histogram<u64>,
+}
+
+/// The warm-up and measured phases: each thread's results, the phases' seconds, and a
+/// snapshot of the counters taken before and after the measured phase.
+pub(crate) struct Measured<T> {
+    pub results: Vec<ThreadResult>,
+    pub warmup_secs: f64,
+    pub run_secs: f64,
+    pub before: T,
+    pub after: T,
 }
 
 impl SourceVisitor for Runner<'_> {
@@ -267,104 +319,158 @@ impl SourceVisitor for Runner<'_> {
         let data_bytes = engine.pages_in_use() * engine.page_size() as u64;
 
         // 2 + 3. Warm-up and run on N threads.
-        let phase = AtomicU8::new(PHASE_WARMUP);
-        let remaining = AtomicU64::new(spec.operation_count());
-        let failed = AtomicBool::new(false);
-        let counted = cfg.duration.is_none();
-        let tsc = clock::rate();
-        let (results, warmup_secs, run_secs, before, after) = std::thread::scope(|s| {
-            let workers: Vec<_> = (0..cfg.threads)
-                .map(|t| {
-                    let (tree, keyspace, phase, remaining, failed) = (&tree, &keyspace, &phase, &remaining, &failed);
-                    s.spawn(move || -> Result<ThreadResult> {
-                        let r = worker(tree, spec, keyspace, cfg.seed, t, phase, counted.then_some(remaining));
-                        if r.is_err() {
-                            failed.store(true, Ordering::Relaxed);
-                            phase.store(PHASE_STOP, Ordering::Relaxed);
-                        }
-                        r
-                    })
-                })
-                .collect();
-            let warm = Instant::now();
-            sleep_with_progress(cfg.warmup, "warm-up", progress, &failed);
-            let warmup_secs = warm.elapsed().as_secs_f64();
-            // Wear counters (when on) count the measured run only.
-            if let Some(r) = engine.nvm_region() {
+        // Wear counters (when on) count the measured run only: they restart with the
+        // snapshot taken right before it (the first one).
+        let first = std::sync::atomic::AtomicBool::new(true);
+        let snapshot = || {
+            if first.swap(false, Ordering::Relaxed)
+                && let Some(r) = engine.nvm_region()
+            {
                 r.reset_wear();
             }
-            let before = engine.stats();
-            let start = Instant::now();
-            phase.store(PHASE_MEASURE, Ordering::Release);
-            match cfg.duration {
-                Some(d) => sleep_with_progress(d, "run", progress, &failed),
-                None => {
-                    let total = spec.operation_count();
-                    while remaining.load(Ordering::Relaxed) > 0 && !failed.load(Ordering::Relaxed) {
-                        progress("run", total - remaining.load(Ordering::Relaxed), total);
-                        std::thread::sleep(Duration::from_millis(50));
+            engine.stats()
+        };
+        let m = run_phases(spec, &keyspace, cfg, progress, &snapshot, &|t| TreeOps {
+            tree: &tree,
+            spec,
+            keyspace: &keyspace,
+            key: Vec::new(),
+            value: Vec::new(),
+            out: vec![0u8; spec.record_length_bytes()],
+            rng: value_rng(cfg.seed, t),
+        })?;
+        let tiers = m.after.since(&m.before);
+        Ok(summary(spec, cfg, (records, load_secs, data_bytes), engine.page_size(), &m, tiers))
+    }
+}
+
+/// Runs the warm-up and the measured phase on `cfg.threads` threads, each with the
+/// executor `make(thread)` makes; `snapshot` is taken right before and right after the
+/// measured phase.
+///
+/// # Errors
+/// The first error of a worker (the others stop at once).
+pub(crate) fn run_phases<X: Executor, T>(
+    spec: &YcsbSpec,
+    keyspace: &KeySpace,
+    cfg: &DriverConfig,
+    progress: ProgressFn<'_>,
+    snapshot: &(dyn Fn() -> T + Sync),
+    make: &(dyn Fn(u32) -> X + Sync),
+) -> Result<Measured<T>> {
+    let phase = AtomicU8::new(PHASE_WARMUP);
+    let remaining = AtomicU64::new(spec.operation_count());
+    let failed = AtomicBool::new(false);
+    let counted = cfg.duration.is_none();
+    let (results, warmup_secs, run_secs, before, after) = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..cfg.threads)
+            .map(|t| {
+                let (phase, remaining, failed) = (&phase, &remaining, &failed);
+                s.spawn(move || -> Result<ThreadResult> {
+                    let r = worker(make(t), spec, keyspace, cfg.seed, t, phase, counted.then_some(remaining));
+                    if r.is_err() {
+                        failed.store(true, Ordering::Relaxed);
+                        phase.store(PHASE_STOP, Ordering::Relaxed);
                     }
+                    r
+                })
+            })
+            .collect();
+        let warm = Instant::now();
+        sleep_with_progress(cfg.warmup, "warm-up", progress, &failed);
+        let warmup_secs = warm.elapsed().as_secs_f64();
+        let before = snapshot();
+        let start = Instant::now();
+        phase.store(PHASE_MEASURE, Ordering::Release);
+        match cfg.duration {
+            Some(d) => sleep_with_progress(d, "run", progress, &failed),
+            None => {
+                let total = spec.operation_count();
+                while remaining.load(Ordering::Relaxed) > 0 && !failed.load(Ordering::Relaxed) {
+                    progress("run", total - remaining.load(Ordering::Relaxed), total);
+                    std::thread::sleep(Duration::from_millis(50));
                 }
             }
-            phase.store(PHASE_STOP, Ordering::Release);
-            let run_secs = start.elapsed().as_secs_f64();
-            let after = engine.stats();
-            let results: Vec<Result<ThreadResult>> = workers
-                .into_iter()
-                .map(|w| w.join().unwrap_or_else(|_| Err(anyhow!("a worker thread panicked"))))
-                .collect();
-            (results, warmup_secs, run_secs, before, after)
-        });
-        let results: Vec<ThreadResult> = results.into_iter().collect::<Result<_>>()?;
+        }
+        phase.store(PHASE_STOP, Ordering::Release);
+        let run_secs = start.elapsed().as_secs_f64();
+        let after = snapshot();
+        let results: Vec<Result<ThreadResult>> = workers
+            .into_iter()
+            .map(|w| w.join().unwrap_or_else(|_| Err(anyhow!("a worker thread panicked"))))
+            .collect();
+        (results, warmup_secs, run_secs, before, after)
+    });
+    let results: Vec<ThreadResult> = results.into_iter().collect::<Result<_>>()?;
+    Ok(Measured { results, warmup_secs, run_secs, before, after })
+}
 
-        // 4. Summaries.
-        let ops: u64 = results.iter().map(|r| r.ops).sum();
-        let not_found = results.iter().map(|r| r.not_found).sum();
-        let modelled_device_secs = results.iter().map(|r| r.virtual_ps as f64 * 1e-12).sum::<f64>();
-        let modelled = results
-            .iter()
-            .any(|r| r.virtual_ps > 0)
-            .then(|| results.iter().map(|r| r.ops as f64 / (run_secs + r.virtual_ps as f64 * 1e-12)).sum::<f64>());
-        let mut latency = Vec::new();
-        let mut all = new_histogram();
-        for kind in OpKind::ALL {
-            let mut h = new_histogram();
-            for r in &results {
-                h.add(&r.hist[kind as usize]).expect("same bounds");
-            }
-            if h.is_empty() {
-                continue;
-            }
-            all.add(&h).expect("same bounds");
-            latency.push(summarise(kind.name(), &h, tsc));
+/// The report of a run: `(records, load seconds, data bytes)` of the load, the measured
+/// phases and the tier counters over the measured one.
+pub(crate) fn summary<T>(
+    spec: &YcsbSpec,
+    cfg: &DriverConfig,
+    (records, load_secs, data_bytes): (u64, f64, u64),
+    page_size: usize,
+    m: &Measured<T>,
+    tiers: TierStats,
+) -> YcsbReport {
+    let tsc = clock::rate();
+    let (results, run_secs) = (&m.results, m.run_secs);
+    let ops: u64 = results.iter().map(|r| r.ops).sum();
+    let not_found = results.iter().map(|r| r.not_found).sum();
+    let modelled_device_secs = results.iter().map(|r| r.virtual_ps as f64 * 1e-12).sum::<f64>();
+    let modelled = results
+        .iter()
+        .any(|r| r.virtual_ps > 0)
+        .then(|| results.iter().map(|r| r.ops as f64 / (run_secs + r.virtual_ps as f64 * 1e-12)).sum::<f64>());
+    let mut latency = Vec::new();
+    let mut all = new_histogram();
+    for kind in OpKind::ALL {
+        let mut h = new_histogram();
+        for r in results {
+            h.add(&r.hist[kind as usize]).expect("same bounds");
         }
-        if !all.is_empty() {
-            latency.insert(0, summarise("ALL", &all, tsc));
+        if h.is_empty() {
+            continue;
         }
-        let tiers = after.since(&before);
-        let lines_per_page = (engine.page_size() / tierdb::limits::CACHE_LINE_BYTES) as u64;
-        Ok(YcsbReport {
-            workload: spec.clone(),
-            records,
-            record_bytes: spec.record_length_bytes(),
-            data_bytes_target: cfg.data_bytes,
-            data_bytes,
-            load_secs,
-            load_records_per_sec: records as f64 / load_secs.max(1e-9),
-            warmup_secs,
-            run_secs,
-            ops,
-            throughput_ops_per_sec: ops as f64 / run_secs.max(1e-9),
-            modelled_ops_per_sec: modelled,
-            modelled_device_secs,
-            latency,
-            not_found,
-            lines_nvm_to_dram: tiers.buffer.nvm_lines_loaded,
-            lines_dram_to_nvm: tiers.buffer.nvm_lines_written,
-            lines_ssd_to_dram: tiers.buffer.ssd_reads * lines_per_page,
-            tiers,
-        })
+        all.add(&h).expect("same bounds");
+        latency.push(summarise(kind.name(), &h, tsc));
     }
+    if !all.is_empty() {
+        latency.insert(0, summarise("ALL", &all, tsc));
+    }
+    let lines_per_page = (page_size / tierdb::limits::CACHE_LINE_BYTES) as u64;
+    YcsbReport {
+        workload: spec.clone(),
+        records,
+        record_bytes: spec.record_length_bytes(),
+        data_bytes_target: cfg.data_bytes,
+        data_bytes,
+        load_secs,
+        load_records_per_sec: records as f64 / load_secs.max(1e-9),
+        warmup_secs: m.warmup_secs,
+        run_secs,
+        ops,
+        throughput_ops_per_sec: ops as f64 / run_secs.max(1e-9),
+        modelled_ops_per_sec: modelled,
+        modelled_device_secs,
+        latency,
+        not_found,
+        lines_nvm_to_dram: tiers.buffer.nvm_lines_loaded,
+        lines_dram_to_nvm: tiers.buffer.nvm_lines_written,
+        lines_ssd_to_dram: tiers.buffer.ssd_reads * lines_per_page,
+        tiers,
+    }
+}
+
+/// The latency percentiles of the commits in `results`, `None` if there were none.
+pub(crate) fn commit_latency(results: &[ThreadResult]) -> Option<Latency> {
+    let mut h = new_histogram();
+    for r in results {
+        h.add(&r.commits).expect("same bounds");
+    }
+    (!h.is_empty()).then(|| summarise("COMMIT", &h, clock::rate()))
 }
 
 /// A histogram of TSC ticks from 1 to ~2^42 (over half an hour at 2 GHz), 3 digits.
@@ -397,8 +503,8 @@ fn sleep_with_progress(d: Duration, name: &str, progress: ProgressFn<'_>, failed
 }
 
 /// One worker: runs operations until the phase says stop; measures in the run phase.
-fn worker<S: PageSource>(
-    tree: &BTree<'_, S>,
+fn worker<X: Executor>(
+    mut exec: X,
     spec: &YcsbSpec,
     keyspace: &KeySpace,
     seed: u64,
@@ -407,9 +513,8 @@ fn worker<S: PageSource>(
     remaining: Option<&AtomicU64>,
 ) -> Result<ThreadResult> {
     let mut generator = OpGenerator::new(spec, keyspace, seed, thread);
-    let mut rng = value_rng(seed, thread);
     let mut hist: Vec<Histogram<u64>> = OpKind::ALL.iter().map(|_| new_histogram()).collect();
-    let (mut key, mut value, mut out) = (Vec::new(), Vec::new(), vec![0u8; spec.record_length_bytes()]);
+    let mut commits = new_histogram();
     let (mut ops, mut not_found) = (0u64, 0u64);
     let mut measuring = false;
     let mut virtual_start = 0;
@@ -437,16 +542,47 @@ fn worker<S: PageSource>(
         }
         let op = generator.next();
         let t0 = clock::ticks();
-        let found = execute(tree, spec, keyspace, op, &mut key, &mut value, &mut out, &mut rng)?;
+        let done = exec.execute(op)?;
         let t1 = clock::ticks();
         if measuring {
             ops += 1;
-            not_found += u64::from(!found);
+            not_found += u64::from(!done.found);
             hist[op.kind() as usize].saturating_record(t1.saturating_sub(t0).max(1));
+            if let Some(c) = done.commit_ticks {
+                commits.saturating_record(c.max(1));
+            }
         }
     }
     let virtual_ps = if measuring { clock::virtual_now_ps() - virtual_start } else { 0 };
-    Ok(ThreadResult { ops, not_found, virtual_ps, hist })
+    Ok(ThreadResult { ops, not_found, virtual_ps, hist, commits })
+}
+
+/// Operations straight on a tree: no log, no transactions.
+struct TreeOps<'t, 's, S: PageSource, R: rand::Rng> {
+    tree: &'t BTree<'s, S>,
+    spec: &'t YcsbSpec,
+    keyspace: &'t KeySpace,
+    key: Vec<u8>,
+    value: Vec<u8>,
+    out: Vec<u8>,
+    rng: R,
+}
+
+impl<S: PageSource, R: rand::Rng> Executor for TreeOps<'_, '_, S, R> {
+    #[inline]
+    fn execute(&mut self, op: Op) -> Result<Done> {
+        let found = execute(
+            self.tree,
+            self.spec,
+            self.keyspace,
+            op,
+            &mut self.key,
+            &mut self.value,
+            &mut self.out,
+            &mut self.rng,
+        )?;
+        Ok(Done { found, commit_ticks: None })
+    }
 }
 
 /// Runs one operation; false if its key was missing.

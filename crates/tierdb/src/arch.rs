@@ -211,6 +211,64 @@ impl ArchConfig {
     pub fn files(&self) -> Vec<PathBuf> {
         vec![self.nvm_path.clone(), self.ssd_path.clone(), crate::device::double_write::path_for(&self.ssd_path)]
     }
+
+    /// The DRAM tier: page-sized frames, this configuration's profile and mode.
+    fn dram_config(&self) -> DramConfig {
+        let mut dram = DramConfig::new(self.dram);
+        dram.frame_bytes = self.page_size;
+        dram.profile = self.dram_profile.clone();
+        dram.mode = self.mode;
+        dram
+    }
+
+    /// The buffer manager this architecture runs on: tiers, profiles, policy and
+    /// techniques as [`Engine::open`] opens them (a [`crate::db::Db`] opens the same).
+    ///
+    /// # Errors
+    /// `Config` for `main-memory` and `nvm-direct` (no buffer manager) and for techniques
+    /// asked of an architecture without NVM.
+    pub fn buffer_config(&self) -> Result<BufferConfig> {
+        if !self.arch.has_buffer() {
+            return Err(BufferError::Config { what: format!("{} has no buffer manager", self.arch) }.into());
+        }
+        let mut bc = BufferConfig::new(self.dram);
+        bc.page_size = self.page_size;
+        bc.dram = self.dram_config();
+        bc.policy = self.policy.clone().unwrap_or_else(|| self.arch.default_policy().into());
+        bc.admission_set_pages = self.admission_set_pages;
+        bc.techniques = self.techniques.unwrap_or(self.arch.default_techniques());
+        bc.debug_lines = self.debug_lines;
+        bc.double_write = self.double_write;
+        if bc.techniques != Techniques::NONE && !self.arch.uses_nvm() {
+            return Err(BufferError::Config {
+                what: format!(
+                    "techniques {} work between DRAM and NVM; {} has no NVM",
+                    bc.techniques,
+                    self.arch.name()
+                ),
+            }
+            .into());
+        }
+        if self.arch.uses_nvm() {
+            let mut n = NvmConfig::new(&self.nvm_path, self.nvm);
+            n.profile = self.nvm_profile.clone();
+            n.mode = self.mode;
+            n.open_mode = OpenMode::OpenOrCreate;
+            n.wear_counters = self.wear_counters;
+            bc.nvm = Some(n);
+            bc.reopen_nvm_only = self.open_existing && !self.arch.uses_ssd();
+        }
+        if self.arch.uses_ssd() {
+            let mut s = SsdConfig::new(&self.ssd_path);
+            s.page_size = self.page_size;
+            s.profile = self.ssd_profile.clone();
+            s.mode = self.mode;
+            s.direct_io = self.direct_io;
+            bc.ssd = Some(s);
+            bc.ssd_open_mode = if self.open_existing { OpenMode::Open } else { OpenMode::Create };
+        }
+        Ok(bc)
+    }
 }
 
 /// An open architecture.
@@ -258,45 +316,10 @@ impl Engine {
             dc.cpu_cache_bytes = cfg.cpu_cache_model.bytes();
             return Ok(Engine::Direct(Box::new(NvmDirect::open(&dc)?)));
         }
-        let mut dram = DramConfig::new(cfg.dram);
-        dram.frame_bytes = cfg.page_size;
-        dram.profile = cfg.dram_profile.clone();
-        dram.mode = cfg.mode;
         if cfg.arch == Architecture::MainMemory {
-            return Ok(Engine::Memory(Box::new(MemorySource::new(&dram)?)));
+            return Ok(Engine::Memory(Box::new(MemorySource::new(&cfg.dram_config())?)));
         }
-        let mut bc = BufferConfig::new(cfg.dram);
-        bc.page_size = cfg.page_size;
-        bc.dram = dram;
-        bc.policy = cfg.policy.clone().unwrap_or_else(|| cfg.arch.default_policy().into());
-        bc.admission_set_pages = cfg.admission_set_pages;
-        bc.techniques = cfg.techniques.unwrap_or(cfg.arch.default_techniques());
-        bc.debug_lines = cfg.debug_lines;
-        bc.double_write = cfg.double_write;
-        if bc.techniques != Techniques::NONE && !cfg.arch.uses_nvm() {
-            return Err(crate::buffer::BufferError::Config {
-                what: format!("techniques {} work between DRAM and NVM; {} has no NVM", bc.techniques, cfg.arch.name()),
-            }
-            .into());
-        }
-        if cfg.arch.uses_nvm() {
-            let mut n = NvmConfig::new(&cfg.nvm_path, cfg.nvm);
-            n.profile = cfg.nvm_profile.clone();
-            n.mode = cfg.mode;
-            n.open_mode = OpenMode::OpenOrCreate;
-            n.wear_counters = cfg.wear_counters;
-            bc.nvm = Some(n);
-            bc.reopen_nvm_only = cfg.open_existing && !cfg.arch.uses_ssd();
-        }
-        if cfg.arch.uses_ssd() {
-            let mut s = SsdConfig::new(&cfg.ssd_path);
-            s.page_size = cfg.page_size;
-            s.profile = cfg.ssd_profile.clone();
-            s.mode = cfg.mode;
-            s.direct_io = cfg.direct_io;
-            bc.ssd = Some(s);
-            bc.ssd_open_mode = if cfg.open_existing { OpenMode::Open } else { OpenMode::Create };
-        }
+        let bc = cfg.buffer_config()?;
         Ok(Engine::Buffer(Box::new(BufferManager::open(&bc)?)))
     }
 

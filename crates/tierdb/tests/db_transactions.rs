@@ -56,10 +56,22 @@ fn commit_rollback_and_drop_over_two_trees() {
     let mut t = db.begin();
     t.put("a", b"k1", b"changed").unwrap();
     t.put("a", b"k3", b"new").unwrap();
+    assert!(t.update_in_place("a", b"k3", 1, b"EW").unwrap());
+    assert!(t.update_in_place("a", b"k1", 6, b"D").unwrap());
+    assert!(!t.update_in_place("a", b"k4", 0, b"x").unwrap(), "no such key");
+    assert!(t.update_in_place("a", b"k1", 6, b"DD").is_err(), "past the value's end");
     assert!(t.delete("b", b"k2").unwrap());
-    assert_eq!(t.get("a", b"k1").unwrap().as_deref(), Some(&b"changed"[..]), "a transaction sees its changes");
+    assert_eq!(t.get("a", b"k1").unwrap().as_deref(), Some(&b"changeD"[..]), "a transaction sees its changes");
+    assert_eq!(t.get_part("a", b"k3", 1..3, <[u8]>::to_vec).unwrap().as_deref(), Some(&b"EW"[..]));
     t.rollback().unwrap();
     assert_eq!(db.get("a", b"k1").unwrap().as_deref(), Some(&b"v1"[..]));
+    let mut t = db.begin();
+    assert!(t.update_in_place("b", b"k2", 1, b"9").unwrap());
+    t.commit().unwrap();
+    assert_eq!(db.get("b", b"k2").unwrap().as_deref(), Some(&b"v9"[..]));
+    let mut t = db.begin();
+    assert!(t.update_in_place("b", b"k2", 1, b"2").unwrap());
+    t.commit().unwrap();
     assert_eq!(db.get("a", b"k3").unwrap(), None);
     assert_eq!(db.get("b", b"k2").unwrap().as_deref(), Some(&b"v2"[..]));
     {
@@ -92,13 +104,27 @@ fn power_loss(nvm: bool, nvm_log: bool, seed: u64) {
             let mut staged = model.clone();
             for _ in 0..rng.random_range(1..40) {
                 let k = format!("key{:05}", rng.random_range(0..3000)).into_bytes();
-                if rng.random_bool(0.8) {
-                    let v = vec![rng.random::<u8>(); rng.random_range(10..300)];
-                    t.put("t", &k, &v).unwrap();
-                    staged.insert(k, v);
-                } else {
-                    let had = staged.remove(&k).is_some();
-                    assert_eq!(t.delete("t", &k).unwrap(), had);
+                match rng.random_range(0..10) {
+                    0..6 => {
+                        let v = vec![rng.random::<u8>(); rng.random_range(10..300)];
+                        t.put("t", &k, &v).unwrap();
+                        staged.insert(k, v);
+                    }
+                    // A patch: logged as the bytes written and those they replace.
+                    6..8 => match staged.get_mut(&k) {
+                        Some(v) => {
+                            let offset = rng.random_range(0..v.len());
+                            let bytes: Vec<u8> =
+                                (0..rng.random_range(1..=v.len() - offset)).map(|_| rng.random()).collect();
+                            assert!(t.update_in_place("t", &k, offset, &bytes).unwrap());
+                            v[offset..offset + bytes.len()].copy_from_slice(&bytes);
+                        }
+                        None => assert!(!t.update_in_place("t", &k, 0, b"x").unwrap()),
+                    },
+                    _ => {
+                        let had = staged.remove(&k).is_some();
+                        assert_eq!(t.delete("t", &k).unwrap(), had);
+                    }
                 }
             }
             match round % 5 {
@@ -114,6 +140,9 @@ fn power_loss(nvm: bool, nvm_log: bool, seed: u64) {
         }
         // Transactions in flight at the power loss: never committed.
         let mut open = db.begin();
+        for (k, v) in model.iter().take(50) {
+            assert!(open.update_in_place("t", k, v.len() / 2, &vec![0xDD; v.len() - v.len() / 2]).unwrap());
+        }
         for i in 0..300 {
             open.put("t", format!("key{:05}", i * 7).as_bytes(), &[0xEE; 200]).unwrap();
         }

@@ -84,6 +84,10 @@ pub enum LeafChange<'a> {
     Put { key: &'a [u8], value: &'a [u8], old: Option<&'a [u8]> },
     /// `key`, which mapped to `old`, is gone.
     Delete { key: &'a [u8], old: &'a [u8] },
+    /// Bytes `offset..offset + value.len()` of `key`'s value are now `value`; before,
+    /// `old` (as long as `value`). The rest of the value, and its length, did not change:
+    /// an in-place update logs only the bytes it wrote.
+    Patch { key: &'a [u8], offset: usize, value: &'a [u8], old: &'a [u8] },
 }
 
 /// Where a tree logs its changes (the database's transactions implement it). Every
@@ -412,11 +416,11 @@ impl<'s, S: PageSource> BTree<'s, S> {
         if offset.checked_add(bytes.len()).is_none_or(|end| end > value_len) {
             return Err(BTreeError::OffsetOutOfRange { offset, len: bytes.len(), value_len }.into());
         }
-        let old = self.old_for_log(&mut leaf, vs, value_len)?;
+        // Only the bytes written are logged (and, on cache-line-grained pages, loaded).
+        let old = self.old_for_log(&mut leaf, vs + offset, bytes.len())?;
         leaf.write(vs + offset, bytes.len())?.copy_from_slice(bytes);
         if let Some(old) = old {
-            let new = leaf.read(vs, value_len)?.to_vec();
-            self.log_leaf_lines(pid, &mut leaf, LeafChange::Put { key, value: &new, old: Some(&old) })?;
+            self.log_leaf_lines(pid, &mut leaf, LeafChange::Patch { key, offset, value: bytes, old: &old })?;
         }
         Ok(true)
     }

@@ -31,6 +31,7 @@
 mod recovery;
 
 use std::collections::HashMap;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -41,6 +42,7 @@ use serde::Serialize;
 
 pub use recovery::RecoveryReport;
 
+use crate::arch::ArchConfig;
 use crate::btree::{BTree, LeafChange, TreeLog};
 use crate::buffer::frame::direct::WriteBackLog;
 use crate::buffer::{BufferConfig, BufferManager, DirectConfig, NvmDirect, PageSource};
@@ -88,6 +90,34 @@ impl DbConfig {
             dir,
         }
     }
+
+    /// A database in `dir` on the buffer manager of architecture `arch` (its tiers,
+    /// profiles, emulation mode, policy and techniques; [`ArchConfig::buffer_config`]).
+    /// The page file is `dir/data.db`, not `arch.ssd_path`; the NVM pool stays at
+    /// `arch.nvm_path`. The log is on a device of the architecture's SSD profile and
+    /// emulation mode, with a DRAM log buffer and durability `sync` until changed.
+    ///
+    /// # Errors
+    /// `Config` for an architecture without a buffer manager or without an SSD (the
+    /// page file holds the catalog and what checkpoints write).
+    pub fn from_arch(arch: &ArchConfig, dir: impl Into<PathBuf>) -> Result<DbConfig> {
+        if !arch.arch.uses_ssd() {
+            return Err(DbError::Config {
+                what: format!(
+                    "a buffer-managed database needs an SSD for its page file, catalog and checkpoints; {} has none \
+                     (ssd-bm and three-tier have one; an nvm-direct database opens with Db::open_nvm_direct)",
+                    arch.arch
+                ),
+            }
+            .into());
+        }
+        let mut cfg = DbConfig::new(dir);
+        cfg.buffer = arch.buffer_config()?;
+        cfg.buffer.ssd_open_mode = OpenMode::OpenOrCreate;
+        cfg.wal.file.profile = arch.ssd_profile.clone();
+        cfg.wal.file.mode = arch.mode;
+        Ok(cfg)
+    }
 }
 
 /// Errors of the database layer.
@@ -102,6 +132,8 @@ pub enum DbError {
     Open { path: PathBuf, what: String },
     #[error("log record at LSN {lsn}: {what}")]
     BadRecord { lsn: Lsn, what: String },
+    #[error("database configuration: {what}")]
+    Config { what: String },
 }
 
 /// Key locks: (tree root, key) → owning transaction.
@@ -500,6 +532,22 @@ impl<S: DbStore> Db<S> {
         self.tree(tree)?.get(key, <[u8]>::to_vec)
     }
 
+    /// Calls `f` with bytes `part` of the value of `key` (clipped to the value), in
+    /// place in the leaf under its shared latch (read uncommitted; `f` must not use the
+    /// database). On cache-line-grained pages only the lines of `part` are loaded.
+    ///
+    /// # Errors
+    /// As [`get`](Self::get).
+    pub fn get_part<R>(
+        &self,
+        tree: &str,
+        key: &[u8],
+        part: Range<usize>,
+        f: impl FnOnce(&[u8]) -> R,
+    ) -> Result<Option<R>> {
+        self.tree(tree)?.get_part(key, part, f)
+    }
+
     /// Calls `f(key, value)` for keys `>= start` in order until it returns false.
     ///
     /// # Errors
@@ -619,12 +667,32 @@ fn read_control(dir: &Path) -> Result<Option<Lsn>> {
 struct TxnState {
     first: Lsn,
     last: Lsn,
-    /// For rollback: (tree root, key, old value or none), in order of change.
-    undo: Vec<(PageId, Vec<u8>, Option<Vec<u8>>)>,
+    /// For rollback: (tree root, key, how to undo), in order of change.
+    undo: Vec<(PageId, Vec<u8>, Undo)>,
     /// Keys locked.
     locks: Vec<(u64, Vec<u8>)>,
     /// Rolling back: changes are compensations.
     compensating: Option<Lsn>,
+}
+
+/// How to undo one change of a key.
+enum Undo {
+    /// Put the old value back, or delete the key if it had none.
+    Restore(Option<Vec<u8>>),
+    /// Write the old bytes back at `offset` in the value.
+    Patch { offset: usize, old: Vec<u8> },
+}
+
+impl Undo {
+    /// Applies the undo to `key` through `tree` (a logged tree: compensation records).
+    /// False if it patches a key that is gone (which the key lock rules out).
+    fn apply<S: PageSource>(self, tree: &BTree<'_, S>, key: &[u8]) -> Result<bool> {
+        match self {
+            Undo::Restore(Some(v)) => tree.upsert(key, &v).map(|()| true),
+            Undo::Restore(None) => tree.delete(key).map(|_| true),
+            Undo::Patch { offset, old } => tree.update_in_place(key, offset, &old),
+        }
+    }
 }
 
 /// A transaction's log: what the trees call as they change pages.
@@ -634,17 +702,39 @@ struct TxnLog<'db, S: DbStore> {
     state: Mutex<TxnState>,
 }
 
-/// Encodes an update or compensation payload: root, operation, key, new value, old.
+/// Operation byte of a change payload.
+const OP_PUT: u8 = 1;
+const OP_DELETE: u8 = 2;
+const OP_PATCH: u8 = 3;
+
+/// Encodes an update or compensation payload (little-endian):
+///
+/// ```text
+/// root u64 | op u8 (1 put, 2 delete, 3 patch) | key length u16 | key
+///   | patch only: offset u32 | value length u32 | value
+///   | old present u8 (0 | 1) | if 1: old length u32 | old
+/// ```
+///
+/// A put carries the whole new value and the old one (or none: an insert); a delete
+/// the old value; a patch the bytes written at `offset` and the bytes they replaced.
 pub(crate) fn encode_change(root: PageId, change: &LeafChange<'_>) -> Vec<u8> {
-    let (op, key, value, old) = match change {
-        LeafChange::Put { key, value, old } => (1u8, *key, *value, *old),
-        LeafChange::Delete { key, old } => (2u8, *key, &[][..], Some(*old)),
+    let (op, key, offset, value, old) = match change {
+        LeafChange::Put { key, value, old } => (OP_PUT, *key, None, *value, *old),
+        LeafChange::Delete { key, old } => (OP_DELETE, *key, None, &[][..], Some(*old)),
+        LeafChange::Patch { key, offset, value, old } => {
+            assert_eq!(value.len(), old.len(), "a patch replaces as many bytes as it writes");
+            (OP_PATCH, *key, Some(*offset), *value, Some(*old))
+        }
     };
-    let mut p = Vec::with_capacity(24 + key.len() + value.len() + old.map_or(0, <[u8]>::len));
+    let mut p = Vec::with_capacity(28 + key.len() + value.len() + old.map_or(0, <[u8]>::len));
     p.extend_from_slice(&root.0.to_le_bytes());
     p.push(op);
     p.extend_from_slice(&(key.len() as u16).to_le_bytes());
     p.extend_from_slice(key);
+    if let Some(offset) = offset {
+        let offset = u32::try_from(offset).expect("an offset inside a value on one page");
+        p.extend_from_slice(&offset.to_le_bytes());
+    }
     p.extend_from_slice(&(value.len() as u32).to_le_bytes());
     p.extend_from_slice(value);
     match old {
@@ -663,6 +753,9 @@ pub(crate) fn encode_change(root: PageId, change: &LeafChange<'_>) -> Vec<u8> {
 pub(crate) struct Change {
     pub root: PageId,
     pub delete: bool,
+    /// A patch: `value` replaced bytes `offset..offset + value.len()` of the value,
+    /// which were `old` (as long as `value`).
+    pub patch_offset: Option<usize>,
     pub key: Vec<u8>,
     pub value: Vec<u8>,
     pub old: Option<Vec<u8>>,
@@ -679,8 +772,15 @@ pub(crate) fn decode_change(lsn: Lsn, p: &[u8]) -> Result<Change> {
     };
     let root = PageId(u64::from_le_bytes(take(8)?.try_into().expect("8")));
     let op = take(1)?[0];
+    if !(OP_PUT..=OP_PATCH).contains(&op) {
+        return Err(bad());
+    }
     let klen = u16::from_le_bytes(take(2)?.try_into().expect("2")) as usize;
     let key = take(klen)?.to_vec();
+    let patch_offset = match op {
+        OP_PATCH => Some(u32::from_le_bytes(take(4)?.try_into().expect("4")) as usize),
+        _ => None,
+    };
     let vlen = u32::from_le_bytes(take(4)?.try_into().expect("4")) as usize;
     let value = take(vlen)?.to_vec();
     let old = match take(1)?[0] {
@@ -691,10 +791,10 @@ pub(crate) fn decode_change(lsn: Lsn, p: &[u8]) -> Result<Change> {
         }
         _ => return Err(bad()),
     };
-    if !(op == 1 || op == 2) {
+    if op == OP_PATCH && old.as_ref().is_none_or(|o| o.len() != value.len()) {
         return Err(bad());
     }
-    Ok(Change { root, delete: op == 2, key, value, old })
+    Ok(Change { root, delete: op == OP_DELETE, patch_offset, key, value, old })
 }
 
 impl<S: DbStore> TreeLog for TxnLog<'_, S> {
@@ -715,11 +815,12 @@ impl<S: DbStore> TreeLog for TxnLog<'_, S> {
         let lsn = self.db.wal.append(&head, &encode_change(root, &change))?;
         st.last = lsn;
         if st.compensating.is_none() {
-            let (key, old) = match change {
-                LeafChange::Put { key, old, .. } => (key, old.map(<[u8]>::to_vec)),
-                LeafChange::Delete { key, old } => (key, Some(old.to_vec())),
+            let (key, undo) = match change {
+                LeafChange::Put { key, old, .. } => (key, Undo::Restore(old.map(<[u8]>::to_vec))),
+                LeafChange::Delete { key, old } => (key, Undo::Restore(Some(old.to_vec()))),
+                LeafChange::Patch { key, offset, old, .. } => (key, Undo::Patch { offset, old: old.to_vec() }),
             };
-            st.undo.push((root, key.to_vec(), old));
+            st.undo.push((root, key.to_vec(), undo));
         }
         Ok(lsn)
     }
@@ -792,12 +893,39 @@ impl<S: DbStore> Txn<'_, S> {
         self.logged(tree)?.delete(key)
     }
 
+    /// Overwrites `bytes.len()` bytes of `key`'s value at `offset`, in place (the
+    /// value keeps its length; [`BTree::update_in_place`]). Returns false, locking the
+    /// key but changing nothing, if `key` is absent.
+    ///
+    /// # Errors
+    /// `OffsetOutOfRange` if the range is not inside the value; as [`put`](Self::put).
+    pub fn update_in_place(&mut self, tree: &str, key: &[u8], offset: usize, bytes: &[u8]) -> Result<bool> {
+        let root = self.db.root(tree)?;
+        self.lock(root, key)?;
+        self.logged(tree)?.update_in_place(key, offset, bytes)
+    }
+
     /// The value of `key` (this transaction's own changes included).
     ///
     /// # Errors
     /// As [`Db::get`].
     pub fn get(&self, tree: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
         self.db.get(tree, key)
+    }
+
+    /// Calls `f` with bytes `part` of the value of `key` in place, without copying the
+    /// value ([`Db::get_part`]).
+    ///
+    /// # Errors
+    /// As [`Db::get`].
+    pub fn get_part<R>(
+        &self,
+        tree: &str,
+        key: &[u8],
+        part: Range<usize>,
+        f: impl FnOnce(&[u8]) -> R,
+    ) -> Result<Option<R>> {
+        self.db.get_part(tree, key, part, f)
     }
 
     /// Scans tree `tree` from `start` (see [`Db::scan`]).
@@ -859,15 +987,12 @@ impl<S: DbStore> Txn<'_, S> {
                     lsn = r.head.prev;
                 }
             }
-            for ((root, key, old), undo_next) in undo.into_iter().rev().zip(chain) {
+            for ((root, key, undo), undo_next) in undo.into_iter().rev().zip(chain) {
                 self.log.state.lock().compensating = Some(undo_next);
                 let tree = BTree::open(&self.db.store, root)?.logged(&self.log);
-                match old {
-                    Some(v) => tree.upsert(&key, &v)?,
-                    None => {
-                        tree.delete(&key)?;
-                    }
-                }
+                let applied = undo.apply(&tree, &key)?;
+                // The transaction holds the key's lock: nobody removed the key.
+                assert!(applied, "transaction {}: undo of a patch of {key:?}, a key that is gone", self.log.id);
             }
             let last = self.log.state.lock().last;
             if last != 0 {

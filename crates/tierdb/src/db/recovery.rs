@@ -181,6 +181,22 @@ fn redo_change<S: DbStore>(db: &Db<S>, lsn: Lsn, pid: PageId, payload: &[u8]) ->
         return Ok(false);
     }
     let (pos, found) = node.lower_bound(&c.key)?;
+    // A patch rewrites part of the value the page holds.
+    let patched = match (c.patch_offset, found) {
+        (Some(offset), true) => {
+            let mut v = node.value(pos)?.to_vec();
+            let Some(range) = v.get_mut(offset..offset.saturating_add(c.value.len())) else {
+                let what = format!("a patch of bytes {offset}.. past a {}-byte value in {pid}", v.len());
+                return Err(DbError::BadRecord { lsn, what }.into());
+            };
+            range.copy_from_slice(&c.value);
+            Some(v)
+        }
+        (Some(_), false) => {
+            return Err(DbError::BadRecord { lsn, what: format!("a patch of a key {pid} does not hold") }.into());
+        }
+        (None, _) => None,
+    };
     let mut m = NodeMut::trusted(&mut page, pid);
     let fits = match (c.delete, found) {
         (true, true) => {
@@ -188,7 +204,7 @@ fn redo_change<S: DbStore>(db: &Db<S>, lsn: Lsn, pid: PageId, payload: &[u8]) ->
             true
         }
         (true, false) => true,
-        (false, true) => m.set_value(pos, &c.value)?,
+        (false, true) => m.set_value(pos, patched.as_deref().unwrap_or(&c.value))?,
         (false, false) => m.insert(pos, &c.key, &c.value)?,
     };
     if !fits {
@@ -258,11 +274,16 @@ fn undo_loser<S: DbStore>(db: &Db<S>, id: u64, last: Lsn) -> Result<u64> {
                 let c = decode_change(rec.lsn, &rec.payload)?;
                 log.state.lock().compensating = Some(rec.head.prev);
                 let tree = BTree::open(&db.store, c.root)?.logged(&log);
-                match c.old {
-                    Some(v) => tree.upsert(&c.key, &v)?,
-                    None => {
-                        tree.delete(&c.key)?;
+                let undo = match (c.patch_offset, c.old) {
+                    (Some(offset), Some(old)) => super::Undo::Patch { offset, old },
+                    (_, old) => super::Undo::Restore(old),
+                };
+                if !undo.apply(&tree, &c.key)? {
+                    return Err(DbError::BadRecord {
+                        lsn: rec.lsn,
+                        what: "the undo of a patch of a missing key".into(),
                     }
+                    .into());
                 }
                 n += 1;
                 rec.head.prev
@@ -275,11 +296,12 @@ fn undo_loser<S: DbStore>(db: &Db<S>, id: u64, last: Lsn) -> Result<u64> {
                 let c = decode_change(rec.lsn, &rec.payload)?;
                 log.state.lock().compensating = Some(rec.head.undo_next);
                 let tree = BTree::open(&db.store, c.root)?.logged(&log);
-                if c.delete {
-                    tree.delete(&c.key)?;
-                } else {
-                    tree.upsert(&c.key, &c.value)?;
-                }
+                let redo = match (c.delete, c.patch_offset) {
+                    (true, _) => super::Undo::Restore(None),
+                    (false, Some(offset)) => super::Undo::Patch { offset, old: c.value },
+                    (false, None) => super::Undo::Restore(Some(c.value)),
+                };
+                redo.apply(&tree, &c.key)?;
                 rec.head.undo_next
             }
             Kind::Compensation => rec.head.undo_next,

@@ -142,6 +142,8 @@ pub const FLUSH_INTERVAL_DEFAULT: Duration = Duration::from_millis(1);
 pub const BUFFER_BYTES_DEFAULT: usize = 4 << 20;
 /// Bytes read from the log file at a time while scanning it.
 const SCAN_CHUNK_BYTES: usize = 1 << 20;
+/// NVM ring: records up to this size are encoded on the stack.
+const SMALL_RECORD_BYTES: usize = 512;
 
 impl WalConfig {
     /// A WAL in directory `dir` with a DRAM log buffer.
@@ -172,12 +174,74 @@ pub struct Recovered {
 }
 
 /// Counters of a WAL.
-#[derive(Clone, Copy, Debug, Default, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct WalStats {
     pub records: u64,
     pub bytes: u64,
+    /// Writes of the log buffer to the log file (each followed by a sync).
     pub flushes: u64,
     pub syncs: u64,
+    /// Calls that found their records not yet durable and waited for a flush, their
+    /// own or one in progress (a `sync` commit, the write-ahead rule before a page is
+    /// written out, a checkpoint, a full DRAM buffer).
+    pub waits: u64,
+    /// Flushes made by such callers themselves, not by the background flusher.
+    pub forced_flushes: u64,
+}
+
+impl WalStats {
+    /// The counts from `before` to `self`.
+    pub fn since(&self, before: &WalStats) -> WalStats {
+        WalStats {
+            records: self.records - before.records,
+            bytes: self.bytes - before.bytes,
+            flushes: self.flushes - before.flushes,
+            syncs: self.syncs - before.syncs,
+            waits: self.waits - before.waits,
+            forced_flushes: self.forced_flushes - before.forced_flushes,
+        }
+    }
+}
+
+/// [`WalStats`] as the log counts them: atomics, so that appends share no lock for them.
+#[derive(Default)]
+struct Counters {
+    records: AtomicU64,
+    bytes: AtomicU64,
+    flushes: AtomicU64,
+    syncs: AtomicU64,
+    waits: AtomicU64,
+    forced_flushes: AtomicU64,
+}
+
+impl Counters {
+    fn snapshot(&self) -> WalStats {
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        WalStats {
+            records: get(&self.records),
+            bytes: get(&self.bytes),
+            flushes: get(&self.flushes),
+            syncs: get(&self.syncs),
+            waits: get(&self.waits),
+            forced_flushes: get(&self.forced_flushes),
+        }
+    }
+
+    /// A flush and its sync, by `by`.
+    fn flushed(&self, by: By) {
+        self.flushes.fetch_add(1, Ordering::Relaxed);
+        self.syncs.fetch_add(1, Ordering::Relaxed);
+        if by == By::Waiter {
+            self.forced_flushes.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Who flushes: the background flusher, or a caller that waits for it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum By {
+    Flusher,
+    Waiter,
 }
 
 struct Tail {
@@ -186,6 +250,9 @@ struct Tail {
     /// DRAM buffer: encoded records from `pending_start` to `next`.
     pending: Vec<u8>,
     pending_start: Lsn,
+    /// DRAM buffer: an empty buffer with the capacity of an earlier `pending`, swapped
+    /// in when a flush takes `pending` (appends do not regrow it after every flush).
+    spare: Vec<u8>,
 }
 
 struct Inner {
@@ -207,7 +274,7 @@ struct Inner {
     is_poisoned: AtomicBool,
     stop: AtomicBool,
     wake: (Mutex<bool>, Condvar),
-    stats: Mutex<WalStats>,
+    stats: Counters,
 }
 
 /// The write-ahead log.
@@ -262,7 +329,7 @@ impl Wal {
             file,
             ring,
             buffer_bytes: cfg.buffer_bytes,
-            tail: Mutex::new(Tail { next: end, pending: Vec::new(), pending_start: end }),
+            tail: Mutex::new(Tail { next: end, pending: Vec::new(), pending_start: end, spare: Vec::new() }),
             flush_lock: Mutex::new(()),
             durable: AtomicU64::new(end),
             appended: AtomicU64::new(end),
@@ -271,7 +338,7 @@ impl Wal {
             is_poisoned: AtomicBool::new(false),
             stop: AtomicBool::new(false),
             wake: (Mutex::new(false), Condvar::new()),
-            stats: Mutex::new(WalStats::default()),
+            stats: Counters::default(),
         });
         let bg = Arc::clone(&inner);
         let interval = cfg.flush_interval;
@@ -308,7 +375,7 @@ impl Wal {
     }
 
     pub fn stats(&self) -> WalStats {
-        *self.inner.stats.lock()
+        self.inner.stats.snapshot()
     }
 
     /// The log device (its counters, its directory).
@@ -331,7 +398,7 @@ impl Wal {
     /// # Errors
     /// `Poisoned`; device errors (which poison).
     pub fn flush_until(&self, lsn: Lsn) -> Result<(), WalError> {
-        self.inner.flush_until(lsn)
+        self.inner.flush_until(lsn, By::Waiter)
     }
 
     /// Makes a commit whose commit record ends at `lsn_end` as durable as `durability`
@@ -373,7 +440,7 @@ impl Wal {
     /// # Errors
     /// As [`flush_until`](Self::flush_until).
     pub fn close(mut self) -> Result<(), WalError> {
-        let r = self.inner.flush_until(u64::MAX);
+        let r = self.inner.flush_until(u64::MAX, By::Waiter);
         self.stop_flusher();
         r
     }
@@ -456,15 +523,23 @@ impl Inner {
                 (lsn, t.pending.len() > self.buffer_bytes)
             }
             Some(ring) => {
-                let mut buf = vec![0u8; len];
                 let mut t = self.tail.lock();
                 let lsn = t.next;
-                record::encode_into(lsn, head, payload, &mut buf);
                 // Room: the ring holds the stream from the flushed LSN on.
                 if lsn + len as u64 > self.ring_flushed.load(Ordering::Acquire) + ring.capacity() {
-                    self.flush_ring()?;
+                    self.flush_ring(By::Waiter)?;
                 }
-                if let Err(e) = ring.write(lsn, &buf) {
+                // Small records are encoded on the stack.
+                let mut small = [0u8; SMALL_RECORD_BYTES];
+                let mut large = Vec::new();
+                let buf = if len <= SMALL_RECORD_BYTES {
+                    &mut small[..len]
+                } else {
+                    large.resize(len, 0);
+                    &mut large[..]
+                };
+                record::encode_into(lsn, head, payload, buf);
+                if let Err(e) = ring.write(lsn, buf) {
                     return self.poison(e);
                 }
                 t.next += len as u64;
@@ -473,18 +548,15 @@ impl Inner {
                 (lsn, false)
             }
         };
-        {
-            let mut s = self.stats.lock();
-            s.records += 1;
-            s.bytes += len as u64;
-        }
+        self.stats.records.fetch_add(1, Ordering::Relaxed);
+        self.stats.bytes.fetch_add(len as u64, Ordering::Relaxed);
         if flush {
-            self.flush_until(lsn + len as u64)?;
+            self.flush_until(lsn + len as u64, By::Waiter)?;
         }
         Ok(lsn)
     }
 
-    fn flush_until(&self, lsn: Lsn) -> Result<(), WalError> {
+    fn flush_until(&self, lsn: Lsn, by: By) -> Result<(), WalError> {
         self.check_poison()?;
         if self.durable.load(Ordering::Acquire) >= lsn {
             return Ok(());
@@ -492,16 +564,20 @@ impl Inner {
         if self.ring.is_some() {
             // Everything appended is durable already; `lsn` past the end asks for a
             // flush of the ring into the file (closing).
-            return self.flush_ring();
+            return self.flush_ring(by);
+        }
+        if by == By::Waiter {
+            self.stats.waits.fetch_add(1, Ordering::Relaxed);
         }
         let _f = self.flush_lock.lock();
         if self.durable.load(Ordering::Acquire) >= lsn {
             return Ok(()); // a flush that ran while we waited covered us
         }
         self.check_poison()?;
-        let (start, bytes, end) = {
+        let (start, mut bytes, end) = {
             let mut t = self.tail.lock();
-            let bytes = std::mem::take(&mut t.pending);
+            let spare = std::mem::take(&mut t.spare);
+            let bytes = std::mem::replace(&mut t.pending, spare);
             let start = t.pending_start;
             t.pending_start = t.next;
             (start, bytes, t.next)
@@ -513,16 +589,16 @@ impl Inner {
             if let Err(e) = self.file.sync() {
                 return self.poison(e);
             }
-            let mut s = self.stats.lock();
-            s.flushes += 1;
-            s.syncs += 1;
+            self.stats.flushed(by);
         }
         self.durable.store(end, Ordering::Release);
+        bytes.clear();
+        self.tail.lock().spare = bytes;
         Ok(())
     }
 
     /// Moves the ring's unflushed bytes to the log file, syncs, and frees them.
-    fn flush_ring(&self) -> Result<(), WalError> {
+    fn flush_ring(&self, by: By) -> Result<(), WalError> {
         let ring = self.ring.as_ref().expect("flush_ring needs the ring");
         let _f = self.flush_lock.lock();
         let from = self.file.end();
@@ -547,9 +623,7 @@ impl Inner {
             return self.poison(e);
         }
         self.ring_flushed.store(to, Ordering::Release);
-        let mut s = self.stats.lock();
-        s.flushes += 1;
-        s.syncs += 1;
+        self.stats.flushed(by);
         Ok(())
     }
 
@@ -570,9 +644,9 @@ impl Inner {
             let _ = match &self.ring {
                 None => {
                     let next = self.tail.lock().next;
-                    self.flush_until(next)
+                    self.flush_until(next, By::Flusher)
                 }
-                Some(_) => self.flush_ring(),
+                Some(_) => self.flush_ring(By::Flusher),
             };
         }
     }

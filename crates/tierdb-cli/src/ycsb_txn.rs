@@ -1,0 +1,439 @@
+//! `tierdb bench ycsb --durability sync|group|none`: the YCSB driver through a
+//! database's transactions ([`tierdb::db::Db`]) instead of straight on a B+-tree.
+//!
+//! The database runs on the buffer manager of the chosen architecture (its tiers,
+//! profiles, emulation mode, policy and techniques), in a fresh directory next to where
+//! the raw mode puts its page file; its NVM pool is where the raw mode's is, and an NVM
+//! log buffer is a file beside it. All of them are removed after the run, on error and
+//! on Ctrl-C. Only architectures with an SSD run: the database keeps its page file,
+//! catalog and checkpoints there (`main-memory` and `basic-nvm-bm` are refused).
+//!
+//! Phases:
+//! 1. **Load**: the table is created through the database (logged), then the records
+//!    are inserted in key order straight into its tree in the buffer manager's
+//!    bulk-load mode, **bypassing the log**, as the raw mode loads; a checkpoint follows,
+//!    so every loaded page is durable without a log record. Its time is reported apart.
+//! 2. **Warm-up** and 3. **run**: as the raw driver ([`ycsb_driver::run_phases`]),
+//!    with each operation one transaction:
+//!    - read: `get` of the field (or the record), then `commit` (nothing to log);
+//!    - update: of one field, [`Txn::update_in_place`] (the value keeps its length, as
+//!      the raw mode's in-place update); of all fields, `put` of a new record; then
+//!      `commit`;
+//!    - insert: `put` + `commit`; read-modify-write: `get` + update + `commit`;
+//!    - scan: `scan` + `commit`.
+//!
+//!    Operation latencies include the commit. Commit latencies are recorded apart, for
+//!    the transactions that changed something. The log's counters are diffed over the
+//!    measured run.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use serde::Serialize;
+use tierdb::arch::Architecture;
+use tierdb::db::{Db, DbConfig, Txn};
+use tierdb::device::{NvmConfig, clock};
+use tierdb::wal::{self, Durability, LogBuffer, WalStats};
+use tierdb::{ByteSize, Catalog, PageSource};
+use tierdb_workload::{KeySpace, Op, YcsbSpec, build_key, field_range, fill_record, value_rng};
+
+use crate::bench_ycsb::{Cleanup, EngineArgs, Progress, RunReport, Setup};
+use crate::ycsb_driver::{self, Done, Executor, Latency, TABLE, YcsbReport};
+
+/// Bounds on the log options, so a typo cannot make a useless run.
+const FLUSH_INTERVAL_US_MIN: u64 = 1;
+const FLUSH_INTERVAL_US_MAX: u64 = 1_000_000;
+const LOG_BUFFER_BYTES_MAX: u64 = 1 << 30;
+/// The NVM log ring's default size (the DRAM buffer's is [`wal::BUFFER_BYTES_DEFAULT`]).
+const NVM_LOG_BUFFER_BYTES_DEFAULT: u64 = 16 << 20;
+
+const _: () = assert!(FLUSH_INTERVAL_US_MIN > 0 && FLUSH_INTERVAL_US_MIN <= FLUSH_INTERVAL_US_MAX);
+const _: () = assert!(wal::FLUSH_INTERVAL_DEFAULT.as_micros() as u64 >= FLUSH_INTERVAL_US_MIN);
+const _: () = assert!(wal::FLUSH_INTERVAL_DEFAULT.as_micros() as u64 <= FLUSH_INTERVAL_US_MAX);
+const _: () = assert!(wal::BUFFER_BYTES_DEFAULT as u64 <= LOG_BUFFER_BYTES_MAX);
+const _: () = assert!(NVM_LOG_BUFFER_BYTES_DEFAULT <= LOG_BUFFER_BYTES_MAX);
+
+/// The transactional mode's options (`bench ycsb`).
+#[derive(Args, Debug, Clone, Default)]
+pub struct TxnArgs {
+    /// Run each operation as a transaction of a database with this durability: sync (a
+    /// commit waits until its log records are durable), group (a commit returns at once;
+    /// the log buffer is made durable every --flush-interval-us) or none (nothing is
+    /// logged). Absent: the operations run straight on the B+-tree, without log or
+    /// transactions. Needs ssd-bm or three-tier.
+    #[arg(long)]
+    pub durability: Option<Durability>,
+    /// With --durability: where the log buffer lives, dram (durable after the log
+    /// file's fdatasync) or nvm (a ring in a file in the NVM directory, durable when
+    /// appended) [default: dram].
+    #[arg(long)]
+    pub log_buffer: Option<String>,
+    /// With --durability: the period of the log's background flusher, in microseconds
+    /// [default: 1000].
+    #[arg(long)]
+    pub flush_interval_us: Option<u64>,
+    /// With --durability: the log buffer's size [default: 4MiB in DRAM, where an append
+    /// that leaves more pending flushes; 16MiB in NVM].
+    #[arg(long)]
+    pub log_buffer_size: Option<ByteSize>,
+}
+
+/// Where the log buffer lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LogPlace {
+    Dram,
+    Nvm,
+}
+
+impl LogPlace {
+    pub fn name(self) -> &'static str {
+        match self {
+            LogPlace::Dram => "dram",
+            LogPlace::Nvm => "nvm",
+        }
+    }
+}
+
+/// The transactional mode's resolved settings.
+#[derive(Clone, Debug, Serialize)]
+pub struct TxnSetup {
+    pub durability: Durability,
+    pub log_buffer: LogPlace,
+    pub log_buffer_bytes: u64,
+    pub flush_interval_us: u64,
+}
+
+impl TxnArgs {
+    /// The transactional settings, `None` for the raw mode.
+    ///
+    /// # Errors
+    /// A log option without `--durability`; an unknown log buffer place; values out of
+    /// bounds.
+    pub fn resolve(&self) -> Result<Option<TxnSetup>> {
+        let Some(durability) = self.durability else {
+            for (name, given) in [
+                ("--log-buffer", self.log_buffer.is_some()),
+                ("--flush-interval-us", self.flush_interval_us.is_some()),
+                ("--log-buffer-size", self.log_buffer_size.is_some()),
+            ] {
+                if given {
+                    bail!("{name} configures the log of the transactional mode: it needs --durability sync|group|none");
+                }
+            }
+            return Ok(None);
+        };
+        let log_buffer = match self.log_buffer.as_deref().unwrap_or("dram") {
+            "dram" => LogPlace::Dram,
+            "nvm" => LogPlace::Nvm,
+            other => bail!("--log-buffer {other:?}: expected dram or nvm"),
+        };
+        let flush_interval_us = self.flush_interval_us.unwrap_or(wal::FLUSH_INTERVAL_DEFAULT.as_micros() as u64);
+        if !(FLUSH_INTERVAL_US_MIN..=FLUSH_INTERVAL_US_MAX).contains(&flush_interval_us) {
+            bail!(
+                "--flush-interval-us {flush_interval_us} is outside {FLUSH_INTERVAL_US_MIN}..={FLUSH_INTERVAL_US_MAX}"
+            );
+        }
+        let log_buffer_bytes = match (self.log_buffer_size, log_buffer) {
+            (Some(s), _) => s.bytes(),
+            (None, LogPlace::Dram) => wal::BUFFER_BYTES_DEFAULT as u64,
+            (None, LogPlace::Nvm) => NVM_LOG_BUFFER_BYTES_DEFAULT,
+        };
+        if log_buffer_bytes == 0 || log_buffer_bytes > LOG_BUFFER_BYTES_MAX {
+            bail!("--log-buffer-size {} is outside 1..={}", ByteSize(log_buffer_bytes), ByteSize(LOG_BUFFER_BYTES_MAX));
+        }
+        Ok(Some(TxnSetup { durability, log_buffer, log_buffer_bytes, flush_interval_us }))
+    }
+}
+
+/// What the transactional mode adds to a run's report.
+#[derive(Clone, Debug, Serialize)]
+pub struct TxnReport {
+    pub durability: Durability,
+    pub log_buffer: LogPlace,
+    pub log_buffer_bytes: u64,
+    pub flush_interval_us: u64,
+    /// The load went through the log (it does not: it inserts into the tree directly and
+    /// ends with a checkpoint).
+    pub load_logged: bool,
+    /// The checkpoint after the load.
+    pub load_checkpoint_secs: f64,
+    /// Transactions that changed something and committed, in the measured run.
+    pub commits: u64,
+    pub commits_per_sec: f64,
+    /// Latency of `commit` alone for those transactions (`None` without any).
+    pub commit_latency: Option<Latency>,
+    /// The log's counters over the measured run.
+    pub wal: WalStats,
+    pub wal_records_per_commit: f64,
+    pub wal_bytes_per_commit: f64,
+}
+
+/// Opens a database on `arch`, loads it, runs the workload through transactions, and
+/// removes its files.
+///
+/// # Errors
+/// An architecture the database cannot run on; files that exist already; the engine's
+/// errors.
+#[allow(clippy::too_many_arguments)]
+pub fn run_one(
+    engine_args: &EngineArgs,
+    setup: &Setup,
+    txn: &TxnSetup,
+    arch: Architecture,
+    dram: ByteSize,
+    nvm: ByteSize,
+    data: Option<ByteSize>,
+    tag: &str,
+    progress: &Progress,
+) -> Result<RunReport> {
+    if arch == Architecture::MainMemory {
+        bail!(
+            "--durability runs YCSB through a database's transactions and log, on a buffer manager; \
+             main-memory has none (use ssd-bm or three-tier)"
+        );
+    }
+    let acfg = engine_args.arch_config(setup, arch, dram, nvm, tag)?;
+    let mut cfg = DbConfig::from_arch(&acfg, db_dir(&acfg.ssd_path)).with_context(|| format!("--arch {arch}"))?;
+    cfg.durability = txn.durability;
+    cfg.wal.flush_interval = Duration::from_micros(txn.flush_interval_us);
+    let mut files = vec![acfg.nvm_path.clone()];
+    match txn.log_buffer {
+        LogPlace::Dram => {
+            cfg.wal.buffer_bytes = usize::try_from(txn.log_buffer_bytes).context("--log-buffer-size")?;
+        }
+        LogPlace::Nvm => {
+            let ring = log_ring_path(&acfg.nvm_path);
+            let mut n = NvmConfig::new(&ring, ByteSize(txn.log_buffer_bytes));
+            n.profile = setup.nvm_profile.clone();
+            n.mode = setup.mode;
+            cfg.wal.buffer = LogBuffer::Nvm(n);
+            files.push(ring);
+        }
+    }
+    files.push(cfg.dir.clone());
+    for f in &files {
+        if f.exists() {
+            bail!("{} exists already: it is not overwritten", f.display());
+        }
+    }
+    let files = Cleanup::new(files);
+    let db = Db::open(&cfg).with_context(|| format!("opening a database on {arch} in {}", cfg.dir.display()))?;
+    let info = db.buffer().info();
+    progress.set_prefix(&format!("{arch} txn{}", data.map(|d| format!(" {d}")).unwrap_or_default()));
+    let driver = engine_args.driver_config(setup, data);
+    let (result, txn_report) = run(&db, &setup.workload, &driver, txn, &|p, d, t| progress.update(p, d, t))
+        .with_context(|| format!("running {arch}"))?;
+    drop(db);
+    drop(files);
+    let mut report =
+        RunReport::new("bench ycsb", &acfg, (dram, nvm), (info.dram_frames, info.nvm_frames), setup, result);
+    report.txn = Some(txn_report);
+    Ok(report)
+}
+
+/// The database directory beside the raw mode's page file `ssd_path`.
+fn db_dir(ssd_path: &std::path::Path) -> PathBuf {
+    let stem = ssd_path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    ssd_path.with_file_name(format!("{stem}-db"))
+}
+
+/// The NVM log buffer's file beside the NVM pool `nvm_path`.
+fn log_ring_path(nvm_path: &std::path::Path) -> PathBuf {
+    let stem = nvm_path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    nvm_path.with_file_name(format!("{stem}-log.nvm"))
+}
+
+/// Loads, warms up and runs `spec` through `db`'s transactions.
+fn run(
+    db: &Db,
+    spec: &YcsbSpec,
+    cfg: &ycsb_driver::DriverConfig,
+    txn: &TxnSetup,
+    progress: ycsb_driver::ProgressFn<'_>,
+) -> Result<(YcsbReport, TxnReport)> {
+    if cfg.threads == 0 {
+        bail!("--threads must be at least 1");
+    }
+    let spec = ycsb_driver::sized(spec, cfg)?;
+    let bm = db.buffer();
+    // 1. Load: the table through the database, its records straight into its tree (no
+    //    log), then a checkpoint.
+    db.create_tree(TABLE).context("creating the table")?;
+    let tree = Catalog::open_tree(bm, TABLE).context("opening the table")?;
+    let bulk = |on: bool| bm.set_bulk_load(on).context("switching bulk-load mode");
+    let (records, load_secs) = ycsb_driver::fill_table(&tree, &bulk, &spec, cfg, progress)?;
+    let started = Instant::now();
+    db.checkpoint().context("the checkpoint after the load")?;
+    let load_checkpoint_secs = started.elapsed().as_secs_f64();
+    let data_bytes = bm.pages_in_use() * bm.page_size() as u64;
+
+    // 2 + 3. Warm-up and run, one transaction per operation.
+    let keyspace = KeySpace::new(&spec);
+    let m =
+        ycsb_driver::run_phases(&spec, &keyspace, cfg, progress, &|| (bm.stats(), db.wal().stats()), &|t| TxnOps {
+            db,
+            spec: &spec,
+            keyspace: &keyspace,
+            key: Vec::new(),
+            value: Vec::new(),
+            out: vec![0u8; spec.record_length_bytes()],
+            rng: value_rng(cfg.seed, t),
+        })?;
+
+    // 4. Summaries.
+    let tiers = m.after.0.since(&m.before.0);
+    let wal = m.after.1.since(&m.before.1);
+    let commit_latency = ycsb_driver::commit_latency(&m.results);
+    let commits = commit_latency.as_ref().map_or(0, |l| l.ops);
+    let per_commit = |v: u64| if commits == 0 { 0.0 } else { v as f64 / commits as f64 };
+    let txn_report = TxnReport {
+        durability: txn.durability,
+        log_buffer: txn.log_buffer,
+        log_buffer_bytes: txn.log_buffer_bytes,
+        flush_interval_us: txn.flush_interval_us,
+        load_logged: false,
+        load_checkpoint_secs,
+        commits,
+        commits_per_sec: commits as f64 / m.run_secs.max(1e-9),
+        commit_latency,
+        wal_records_per_commit: per_commit(wal.records),
+        wal_bytes_per_commit: per_commit(wal.bytes),
+        wal,
+    };
+    let report = ycsb_driver::summary(&spec, cfg, (records, load_secs, data_bytes), bm.page_size(), &m, tiers);
+    Ok((report, txn_report))
+}
+
+/// One worker's operations, each a transaction of `db`.
+struct TxnOps<'a, R: rand::Rng> {
+    db: &'a Db,
+    spec: &'a YcsbSpec,
+    keyspace: &'a KeySpace,
+    key: Vec<u8>,
+    value: Vec<u8>,
+    out: Vec<u8>,
+    rng: R,
+}
+
+impl<R: rand::Rng> Executor for TxnOps<'_, R> {
+    fn execute(&mut self, op: Op) -> Result<Done> {
+        let TxnOps { db, spec, keyspace, key, value, out, rng } = self;
+        let spec: &YcsbSpec = spec;
+        let read_range = |field: Option<u32>| match field {
+            Some(f) => field_range(spec, f),
+            None => 0..spec.record_length_bytes(),
+        };
+        let mut t = db.begin();
+        let mut wrote = false;
+        let found = match op {
+            Op::Read { key: n, field } => {
+                build_key(spec, n, key);
+                t.get_part(TABLE, key, read_range(field), |v| out[..v.len()].copy_from_slice(v))?.is_some()
+            }
+            Op::Update { key: n, field } => {
+                build_key(spec, n, key);
+                wrote = update(&mut t, spec, key, field, value, rng)?;
+                wrote
+            }
+            Op::ReadModifyWrite { key: n, field } => {
+                build_key(spec, n, key);
+                let r = read_range(if spec.read_all_fields() { None } else { field });
+                let found = t.get_part(TABLE, key, r, |v| out[..v.len()].copy_from_slice(v))?.is_some();
+                wrote = found && update(&mut t, spec, key, field, value, rng)?;
+                wrote
+            }
+            Op::Insert { key: n } => {
+                build_key(spec, n, key);
+                fill_record(spec, rng, value);
+                let r = t.put(TABLE, key, value);
+                keyspace.acknowledge_insert(n);
+                r?;
+                wrote = true;
+                true
+            }
+            Op::Scan { start, len, field } => {
+                build_key(spec, start, key);
+                let r = read_range(field);
+                let mut seen = 0u32;
+                t.scan(TABLE, key, |_, v| {
+                    let end = r.end.min(v.len());
+                    let start = r.start.min(end);
+                    out[..end - start].copy_from_slice(&v[start..end]);
+                    seen += 1;
+                    seen < len
+                })?;
+                seen > 0
+            }
+        };
+        let t0 = clock::ticks();
+        t.commit()?;
+        let commit_ticks = wrote.then(|| clock::ticks().saturating_sub(t0));
+        Ok(Done { found, commit_ticks })
+    }
+}
+
+/// Writes one field in place, or a whole new record, in transaction `t`; false if the
+/// key is absent.
+fn update(
+    t: &mut Txn<'_>,
+    spec: &YcsbSpec,
+    key: &[u8],
+    field: Option<u32>,
+    value: &mut Vec<u8>,
+    rng: &mut impl rand::Rng,
+) -> Result<bool> {
+    Ok(match field {
+        Some(f) => {
+            let r = field_range(spec, f);
+            value.resize(r.len(), 0);
+            tierdb_workload::ycsb::fill_printable(rng, value);
+            t.update_in_place(TABLE, key, r.start, value)?
+        }
+        None => {
+            fill_record(spec, rng, value);
+            t.put(TABLE, key, value)?;
+            true
+        }
+    })
+}
+
+/// Prints the transactional part of a report (text mode).
+pub fn print(t: &TxnReport, run_secs: f64) {
+    println!(
+        "transactions: durability {} · log buffer {} ({}) · flush interval {} µs · the load bypassed the log, \
+         then a checkpoint ({:.1} s)",
+        t.durability,
+        t.log_buffer.name(),
+        ByteSize(t.log_buffer_bytes),
+        t.flush_interval_us,
+        t.load_checkpoint_secs
+    );
+    print!("commits: {} in {:.1} s ({:.0}/s)", t.commits, run_secs, t.commits_per_sec);
+    match &t.commit_latency {
+        Some(l) => println!(
+            "; commit latency µs: mean {:.2} · p50 {:.2} · p90 {:.2} · p99 {:.2} · p99.9 {:.2} · max {:.2}",
+            l.mean_ns / 1e3,
+            l.p50_ns / 1e3,
+            l.p90_ns / 1e3,
+            l.p99_ns / 1e3,
+            l.p999_ns / 1e3,
+            l.max_ns / 1e3
+        ),
+        None => println!(),
+    }
+    println!(
+        "log (measured run): {} records, {} bytes, {} flushes ({} by a waiting caller), {} syncs, {} waits for \
+         durability; per commit {:.2} records, {:.0} bytes",
+        t.wal.records,
+        t.wal.bytes,
+        t.wal.flushes,
+        t.wal.forced_flushes,
+        t.wal.syncs,
+        t.wal.waits,
+        t.wal_records_per_commit,
+        t.wal_bytes_per_commit
+    );
+}

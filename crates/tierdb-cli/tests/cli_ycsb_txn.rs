@@ -1,0 +1,165 @@
+//! `tierdb bench ycsb --durability …` end to end: YCSB through a database's
+//! transactions at tiny sizes in `model` mode, every durability and both log buffers,
+//! and the options it refuses.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+mod common;
+use common::{json, stderr, tierdb};
+
+fn bench(dir: &Path, extra: &[&str]) -> Output {
+    let d = dir.display().to_string();
+    let mut args = vec![
+        "bench",
+        "ycsb",
+        "--mode",
+        "model",
+        "--dram",
+        "2MiB",
+        "--nvm",
+        "8MiB",
+        "--data",
+        "4MiB",
+        "--workload",
+        "rw:50",
+        "--warmup",
+        "0.1",
+        "--duration",
+        "0.4",
+        "--quiet",
+        "--ssd-dir",
+        &d,
+        "--nvm-dir",
+        &d,
+    ];
+    args.extend_from_slice(extra);
+    tierdb(&args)
+}
+
+#[test]
+fn every_durability_commits_and_reports_its_log() {
+    let dir = tempfile::tempdir().unwrap();
+    for (arch, durability, buffer) in [
+        ("three-tier", "sync", "dram"),
+        ("three-tier", "group", "dram"),
+        ("three-tier", "group", "nvm"),
+        ("ssd-bm", "group", "nvm"),
+        ("three-tier", "none", "dram"),
+    ] {
+        let what = format!("{arch} {durability} {buffer}");
+        let v = json(&bench(
+            dir.path(),
+            &["--arch", arch, "--durability", durability, "--log-buffer", buffer, "--threads", "2", "--json"],
+        ));
+        assert_eq!(v["arch"], arch, "{what}");
+        assert_eq!(v["setup"]["mode"], "model", "{what}");
+        assert_eq!(v["setup"]["threads"], 2, "{what}");
+        let r = &v["result"];
+        assert!(r["ops"].as_u64().unwrap() > 0, "{what}: {r}");
+        assert_eq!(r["not_found"], 0, "{what}");
+        let t = &v["txn"];
+        assert_eq!(t["durability"], durability, "{what}");
+        assert_eq!(t["log_buffer"], buffer, "{what}");
+        assert_eq!(t["load_logged"], false, "{what}");
+        assert!(t["flush_interval_us"].as_u64().unwrap() > 0, "{what}");
+        // rw:50: every update found its key and committed.
+        let updates = r["latency"].as_array().unwrap().iter().find(|l| l["kind"] == "UPDATE").expect("updates ran");
+        let commits = t["commits"].as_u64().unwrap();
+        assert!(commits > 0, "{what}: {t}");
+        assert_eq!(commits, updates["ops"].as_u64().unwrap(), "{what}: one commit per update");
+        assert_eq!(t["commit_latency"]["ops"].as_u64().unwrap(), commits, "{what}");
+        assert!(t["commit_latency"]["p50_ns"].as_f64().unwrap() > 0.0, "{what}");
+        let wal = &t["wal"];
+        let records = wal["records"].as_u64().unwrap();
+        if durability == "none" {
+            assert_eq!(records, 0, "{what}: nothing is logged: {wal}");
+            assert_eq!(wal["bytes"], 0, "{what}");
+        } else {
+            // An update, a commit and an end record per transaction (the counters are
+            // read at the measured run's ends, where each thread may be mid-transaction).
+            assert!(records + 3 * 2 >= 3 * commits, "{what}: {records} records for {commits} commits");
+            assert!(wal["bytes"].as_u64().unwrap() > records * 56, "{what}: {wal}");
+            // A one-field update logs the field, not the record.
+            let per_commit = t["wal_bytes_per_commit"].as_f64().unwrap();
+            assert!(per_commit < 1000.0, "{what}: {per_commit} log bytes per commit");
+        }
+        if (durability, buffer) == ("sync", "dram") {
+            assert!(wal["syncs"].as_u64().unwrap() > 0, "{what}: a sync commit waits for an fdatasync");
+        }
+    }
+    // The raw mode's report has no transactional part.
+    let v = json(&bench(dir.path(), &["--arch", "three-tier", "--json"]));
+    assert!(v.get("txn").is_none(), "{v}");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "files left behind");
+}
+
+#[test]
+fn bad_transactional_options_are_clear_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: &[(&[&str], &str)] = &[
+        (&["--durability", "maybe"], "expected sync, group or none"),
+        (&["--durability", "group", "--log-buffer", "tape"], "expected dram or nvm"),
+        (&["--log-buffer", "nvm"], "needs --durability"),
+        (&["--flush-interval-us", "500"], "needs --durability"),
+        (&["--durability", "group", "--flush-interval-us", "0"], "--flush-interval-us"),
+        (&["--durability", "sync", "--arch", "main-memory"], "main-memory has none"),
+        (&["--durability", "sync", "--arch", "basic-nvm-bm"], "needs an SSD"),
+        (&["--durability", "group", "--log-buffer", "nvm", "--log-buffer-size", "100KiB"], "largest records"),
+    ];
+    for (args, want) in cases {
+        let o = bench(dir.path(), args);
+        assert!(!o.status.success(), "{args:?} should fail");
+        assert_eq!(o.status.code(), Some(if want.contains("expected sync") { 2 } else { 1 }), "{args:?}");
+        assert!(stderr(&o).contains(want), "{args:?}: {}", stderr(&o));
+        assert!(!stderr(&o).contains("panicked"), "{args:?}: {}", stderr(&o));
+    }
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "files left behind");
+}
+
+#[test]
+fn an_interrupted_transactional_run_removes_its_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display().to_string();
+    let child = Command::new(env!("CARGO_BIN_EXE_tierdb"))
+        .args([
+            "bench",
+            "ycsb",
+            "--arch",
+            "three-tier",
+            "--durability",
+            "group",
+            "--log-buffer",
+            "nvm",
+            "--mode",
+            "model",
+            "--dram",
+            "2MiB",
+            "--nvm",
+            "8MiB",
+            "--data",
+            "4MiB",
+            "--warmup",
+            "60",
+            "--quiet",
+            "--ssd-dir",
+            &d,
+            "--nvm-dir",
+            &d,
+        ])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The pool, the log ring and the database directory; then interrupt.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while std::fs::read_dir(dir.path()).unwrap().count() < 3 {
+        assert!(std::time::Instant::now() < deadline, "the database's files never appeared");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let kill = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(kill.success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "files left behind");
+}
