@@ -61,7 +61,13 @@ fn power_loss(nvm_log: bool, tear: bool, seed: u64) {
             let mut staged = model.clone();
             for _ in 0..rng.random_range(1..30) {
                 let k = format!("key{:05}", rng.random_range(0..2000)).into_bytes();
-                if rng.random_bool(0.8) {
+                if let Some(v) = staged.get_mut(&k).filter(|_| rng.random_bool(0.3)) {
+                    // A patch of part of the value, logged as offset and bytes.
+                    let off = rng.random_range(0..v.len());
+                    let bytes = vec![rng.random::<u8>(); rng.random_range(1..=v.len() - off)];
+                    assert!(t.update_in_place("t", &k, off, &bytes).unwrap());
+                    v[off..off + bytes.len()].copy_from_slice(&bytes);
+                } else if rng.random_bool(0.8) {
                     let v = vec![rng.random::<u8>(); rng.random_range(10..300)];
                     t.put("t", &k, &v).unwrap();
                     staged.insert(k, v);
@@ -81,6 +87,9 @@ fn power_loss(nvm_log: bool, tear: bool, seed: u64) {
         let mut open = db.begin();
         for i in 0..200 {
             open.put("t", format!("key{:05}", i * 7).as_bytes(), &[0xEE; 150]).unwrap();
+        }
+        if let Some(k) = model.keys().find(|k| !k.ends_with(b"0") && !k.ends_with(b"7")) {
+            assert!(open.update_in_place("t", k, 0, &[0xDD; 8]).unwrap());
         }
         // The open transaction's changes are in NVM already (that is nvm-direct).
         assert_eq!(
