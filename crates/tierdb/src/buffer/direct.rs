@@ -147,14 +147,16 @@ impl NvmDirect {
         let map_offset = ps as u64;
         let data_offset = map_offset + map_bytes;
         let path = cfg.nvm.path.clone();
-        if !cfg.reuse {
+        let mut header = vec![0u8; CACHE_LINE_BYTES];
+        nvm.copy_out(0, &mut header)?;
+        // A region whose header line is all zeros was never formatted (a crash while
+        // the database was being created): nothing can have been committed in it.
+        if !cfg.reuse || header.iter().all(|&b| b == 0) {
             let mut nvm = nvm;
             format(&mut nvm, ps, slots, map_offset, map_bytes)?;
             return Self::finish_new(DirectPages::new(nvm, data_offset, ps, cfg.cpu_cache_bytes), path, map_offset);
         }
         let started = Instant::now();
-        let mut header = vec![0u8; CACHE_LINE_BYTES];
-        nvm.copy_out(0, &mut header)?;
         check_header(&header, ps, slots, &path)?;
         let mut map = vec![0u8; map_bytes as usize];
         nvm.copy_out(map_offset, &mut map)?;
@@ -509,10 +511,18 @@ mod tests {
     }
 
     #[test]
-    fn a_region_never_formatted_is_refused() {
+    fn a_region_never_formatted_is_formatted_and_a_damaged_header_refused() {
         let dir = tempfile::tempdir().unwrap();
         let mut cfg = config(dir.path(), 16);
         cfg.reuse = true;
+        // All zeros: a creation cut short; formatting it loses nothing.
+        let s = NvmDirect::open(&cfg).unwrap();
+        assert!(s.restart_info().is_none(), "a fresh format is not a restart");
+        drop(s);
+        // Another file's bytes where the header goes: refused, not formatted.
+        let mut f = std::fs::OpenOptions::new().write(true).open(dir.path().join("d.nvm")).unwrap();
+        std::io::Write::write_all(&mut f, b"NOTOURS!").unwrap();
+        drop(f);
         let e = NvmDirect::open(&cfg).err().unwrap().to_string();
         assert!(e.contains("no nvm-direct header"), "{e}");
     }
