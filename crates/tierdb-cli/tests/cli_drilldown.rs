@@ -2,11 +2,10 @@
 //! input, and the removal of engine files on Ctrl-C.
 
 use std::path::Path;
-use std::process::{Command, Output};
-use std::time::{Duration, Instant};
+use std::process::Output;
 
 mod common;
-use common::{stderr, tierdb_with};
+use common::{interrupt_once_files_exist, stderr, tierdb_with};
 
 /// `drilldown` at tiny sizes with engine files and output under `dir`; `extra` replaces
 /// a default option of the same name or adds one.
@@ -153,42 +152,31 @@ fn bad_input_is_a_clear_error_before_any_run() {
 fn an_interrupted_drilldown_removes_its_files() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().display().to_string();
-    let child = Command::new(env!("CARGO_BIN_EXE_tierdb"))
-        .args([
-            "drilldown",
-            "--parts",
-            "fig10",
-            "--dram",
-            "1MiB",
-            "--nvm",
-            "4MiB",
-            "--data",
-            "3MiB",
-            "--mode",
-            "off",
-            "--warmup",
-            "60",
-            "--quiet",
-            "--ssd-dir",
-            &d,
-            "--nvm-dir",
-            &d,
-            "--out",
-            &dir.path().join("out").display().to_string(),
-        ])
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Wait for the engine's two files beside the output directory, then interrupt.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while std::fs::read_dir(dir.path()).unwrap().count() < 3 {
-        assert!(Instant::now() < deadline, "the engine's files never appeared");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    std::thread::sleep(Duration::from_millis(200));
-    let kill = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
-    assert!(kill.success());
-    let out = child.wait_with_output().unwrap();
+    let out_dir = dir.path().join("out").display().to_string();
+    let args = [
+        "drilldown",
+        "--parts",
+        "fig10",
+        "--dram",
+        "1MiB",
+        "--nvm",
+        "4MiB",
+        "--data",
+        "3MiB",
+        "--mode",
+        "off",
+        "--warmup",
+        "60",
+        "--quiet",
+        "--ssd-dir",
+        &d,
+        "--nvm-dir",
+        &d,
+        "--out",
+        &out_dir,
+    ];
+    // The engine's two files beside the output directory; then interrupt.
+    let out = interrupt_once_files_exist(&args, dir.path(), 3, 200);
     assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
     let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(left, ["out"], "files left behind");

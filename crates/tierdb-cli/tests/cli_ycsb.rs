@@ -1,10 +1,10 @@
 //! `tierdb bench ycsb` and `tierdb compare` end to end, at tiny sizes in `model` mode.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 mod common;
-use common::{stderr, tierdb};
+use common::{interrupt_once_files_exist, stderr, tierdb};
 
 fn bench(dir: &Path, extra: &[&str]) -> Output {
     let d = dir.display().to_string();
@@ -181,41 +181,10 @@ fn compare_writes_table_json_and_svg() {
 fn an_interrupted_run_removes_its_files() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().display().to_string();
-    let child = Command::new(env!("CARGO_BIN_EXE_tierdb"))
-        .args([
-            "bench",
-            "ycsb",
-            "--arch",
-            "three-tier",
-            "--mode",
-            "model",
-            "--dram",
-            "2MiB",
-            "--nvm",
-            "8MiB",
-            "--data",
-            "4MiB",
-            "--warmup",
-            "60",
-            "--quiet",
-            "--ssd-dir",
-            &d,
-            "--nvm-dir",
-            &d,
-        ])
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Wait for the engine's files, then interrupt.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while std::fs::read_dir(dir.path()).unwrap().count() < 2 {
-        assert!(std::time::Instant::now() < deadline, "the engine's files never appeared");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    std::thread::sleep(std::time::Duration::from_millis(200));
-    let kill = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
-    assert!(kill.success());
-    let out = child.wait_with_output().unwrap();
+    let args = ["bench", "ycsb", "--arch", "three-tier", "--mode", "model", "--dram", "2MiB", "--nvm", "8MiB"];
+    let more = ["--data", "4MiB", "--warmup", "60", "--quiet", "--ssd-dir", &d, "--nvm-dir", &d];
+    // Once the engine's files exist.
+    let out = interrupt_once_files_exist(&[&args[..], &more[..]].concat(), dir.path(), 2, 200);
     assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
     assert!(stderr(&out).contains("interrupted"), "{}", stderr(&out));
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "files left behind");

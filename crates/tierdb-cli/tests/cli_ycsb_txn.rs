@@ -3,10 +3,10 @@
 //! and the options it refuses.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 mod common;
-use common::{json, stderr, tierdb};
+use common::{interrupt_once_files_exist, json, stderr, tierdb};
 
 fn bench(dir: &Path, extra: &[&str]) -> Output {
     let d = dir.display().to_string();
@@ -121,45 +121,11 @@ fn bad_transactional_options_are_clear_errors() {
 fn an_interrupted_transactional_run_removes_its_files() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().display().to_string();
-    let child = Command::new(env!("CARGO_BIN_EXE_tierdb"))
-        .args([
-            "bench",
-            "ycsb",
-            "--arch",
-            "three-tier",
-            "--durability",
-            "group",
-            "--log-buffer",
-            "nvm",
-            "--mode",
-            "model",
-            "--dram",
-            "2MiB",
-            "--nvm",
-            "8MiB",
-            "--data",
-            "4MiB",
-            "--warmup",
-            "60",
-            "--quiet",
-            "--ssd-dir",
-            &d,
-            "--nvm-dir",
-            &d,
-        ])
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let args = ["bench", "ycsb", "--arch", "three-tier", "--durability", "group", "--log-buffer", "nvm"];
+    let more = ["--mode", "model", "--dram", "2MiB", "--nvm", "8MiB", "--data", "4MiB", "--warmup", "60"];
+    let dirs = ["--quiet", "--ssd-dir", &d, "--nvm-dir", &d];
     // The pool, the log ring and the database directory; then interrupt.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while std::fs::read_dir(dir.path()).unwrap().count() < 3 {
-        assert!(std::time::Instant::now() < deadline, "the database's files never appeared");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    std::thread::sleep(std::time::Duration::from_millis(300));
-    let kill = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
-    assert!(kill.success());
-    let out = child.wait_with_output().unwrap();
+    let out = interrupt_once_files_exist(&[&args[..], &more[..], &dirs[..]].concat(), dir.path(), 3, 300);
     assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "files left behind");
 }

@@ -32,3 +32,24 @@ pub fn tierdb_with(command: &str, defaults: &[(&str, &str)], extra: &[&str]) -> 
     args.extend_from_slice(extra);
     tierdb(&args)
 }
+
+/// Starts `tierdb args`, waits until `dir` holds `entries` entries (its files exist),
+/// lets it run `settle_ms` more, sends SIGINT and returns what it printed. The caller
+/// checks the exit status (130) and what is left in `dir`.
+pub fn interrupt_once_files_exist(args: &[&str], dir: &std::path::Path, entries: usize, settle_ms: u64) -> Output {
+    use std::time::{Duration, Instant};
+    let child = Command::new(env!("CARGO_BIN_EXE_tierdb"))
+        .args(args)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start tierdb");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while std::fs::read_dir(dir).expect("read the directory").count() < entries {
+        assert!(Instant::now() < deadline, "the engine's files never appeared in {}", dir.display());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(settle_ms));
+    let kill = Command::new("kill").args(["-INT", &child.id().to_string()]).status().expect("run kill");
+    assert!(kill.success());
+    child.wait_with_output().expect("wait for tierdb")
+}
