@@ -521,7 +521,9 @@ fn worker<X: Executor>(
     let mut budget = 0u64; // operations claimed from `remaining` and not yet run
     loop {
         match phase.load(Ordering::Acquire) {
-            PHASE_STOP => break,
+            // Operations already claimed from the count still run: the main thread stops
+            // the phase once the count is all claimed, not once it is all done.
+            PHASE_STOP if budget == 0 => break,
             PHASE_MEASURE if !measuring => {
                 measuring = true;
                 virtual_start = clock::virtual_now_ps();
