@@ -644,6 +644,14 @@ pub(crate) fn execute<S: PageSource>(
     })
 }
 
+/// Fills `value` with new printable bytes for field `f`; returns the field's offset.
+pub(crate) fn new_field(spec: &YcsbSpec, f: u32, value: &mut Vec<u8>, rng: &mut impl rand::Rng) -> usize {
+    let r = field_range(spec, f);
+    value.resize(r.len(), 0);
+    tierdb_workload::ycsb::fill_printable(rng, value);
+    r.start
+}
+
 /// Writes one field in place, or the whole record.
 fn update<S: PageSource>(
     tree: &BTree<'_, S>,
@@ -654,12 +662,7 @@ fn update<S: PageSource>(
     rng: &mut impl rand::Rng,
 ) -> Result<bool> {
     Ok(match field {
-        Some(f) => {
-            let r = field_range(spec, f);
-            value.resize(r.len(), 0);
-            tierdb_workload::ycsb::fill_printable(rng, value);
-            tree.update_in_place(key, r.start, value)?
-        }
+        Some(f) => tree.update_in_place(key, new_field(spec, f, value, rng), value)?,
         None => {
             fill_record(spec, rng, value);
             tree.update(key, value)?

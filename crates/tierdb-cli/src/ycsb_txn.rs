@@ -386,12 +386,7 @@ fn update(
     rng: &mut impl rand::Rng,
 ) -> Result<bool> {
     Ok(match field {
-        Some(f) => {
-            let r = field_range(spec, f);
-            value.resize(r.len(), 0);
-            tierdb_workload::ycsb::fill_printable(rng, value);
-            t.update_in_place(TABLE, key, r.start, value)?
-        }
+        Some(f) => t.update_in_place(TABLE, key, ycsb_driver::new_field(spec, f, value, rng), value)?,
         None => {
             fill_record(spec, rng, value);
             t.put(TABLE, key, value)?;
