@@ -16,9 +16,11 @@
 
 pub mod eager;
 pub mod hymem;
+pub mod knobs;
 
 pub use eager::Eager;
 pub use hymem::Hymem;
+pub use knobs::MigrationKnobs;
 
 use crate::ids::PageId;
 
@@ -101,6 +103,17 @@ pub trait Policy: Send + Sync {
 
     /// A page was freed; forget it.
     fn page_freed(&self, _pid: PageId) {}
+
+    /// The migration knobs of a probabilistic policy (`spitfire`), `None` for others.
+    fn knobs(&self) -> Option<MigrationKnobs> {
+        None
+    }
+
+    /// Sets the migration knobs at run time (the online tuner's lever). Returns false
+    /// if the policy has none.
+    fn set_knobs(&self, _knobs: MigrationKnobs) -> bool {
+        false
+    }
 }
 
 /// The policies selectable by name.
