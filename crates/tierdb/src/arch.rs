@@ -187,7 +187,8 @@ pub struct ArchConfig {
     pub debug_lines: bool,
     /// Count NVM writes per cache line (`tierdb wear`; 8 bytes of DRAM per NVM line).
     pub wear_counters: bool,
-    /// `nvm-direct`: the CPU last-level cache its read charges model (0: none).
+    /// The CPU last-level cache that charges for reads made in place in NVM model
+    /// (`nvm-direct`, `spitfire`'s and SE2's in-place reads; 0: none).
     pub cpu_cache_model: ByteSize,
     /// Protect SSD page writes with the double-write area (`BufferConfig::double_write`,
     /// on by default).
@@ -262,6 +263,7 @@ impl ArchConfig {
         bc.policy = self.policy.clone().unwrap_or_else(|| self.arch.default_policy().into());
         bc.admission_set_pages = self.admission_set_pages;
         bc.policy_seed = self.policy_seed;
+        bc.cpu_cache_model_bytes = self.cpu_cache_model.bytes();
         bc.techniques = self.techniques.unwrap_or(self.arch.default_techniques());
         bc.debug_lines = self.debug_lines;
         bc.double_write = self.double_write;

@@ -68,6 +68,9 @@ pub struct BufferConfig {
     pub admission_set_pages: Option<usize>,
     /// Seed of a probabilistic policy's coins (`spitfire`).
     pub policy_seed: u64,
+    /// The CPU last-level cache that charges for reads made in place in NVM model
+    /// (`frame::cpu_cache`; 0: every such read is charged).
+    pub cpu_cache_model_bytes: u64,
     /// Check the CRC-32C of every page copied out of NVM.
     pub verify_nvm_checksums: bool,
     /// Largest page id + 1 the page table can map.
@@ -102,6 +105,7 @@ impl BufferConfig {
             policy: "eager".into(),
             admission_set_pages: None,
             policy_seed: POLICY_SEED_DEFAULT,
+            cpu_cache_model_bytes: super::frame::cpu_cache::CPU_CACHE_MODEL_DEFAULT_BYTES,
             verify_nvm_checksums: true,
             max_pages: PAGE_TABLE_PAGES_DEFAULT,
             techniques: Techniques::NONE,
@@ -328,6 +332,19 @@ impl BufferManager {
         let admission = cfg.admission_set_pages.unwrap_or(policy::Hymem::default_capacity(nvm_frames));
         let policy = policy::by_name(&cfg.policy, admission, cfg.policy_seed)?;
         let in_place_reads = nvm_frames > 0 && policy.may_access_in_place();
+        if in_place_reads && let Some(nvm) = &nvm {
+            if cfg.cpu_cache_model_bytes > super::frame::cpu_cache::CPU_CACHE_MODEL_MAX_BYTES {
+                return Err(BufferError::Config {
+                    what: format!(
+                        "a CPU cache model of {} is larger than {}",
+                        ByteSize(cfg.cpu_cache_model_bytes),
+                        ByteSize(super::frame::cpu_cache::CPU_CACHE_MODEL_MAX_BYTES)
+                    ),
+                }
+                .into());
+            }
+            nvm.set_cpu_cache_model(cfg.cpu_cache_model_bytes);
+        }
         let tiers = Tiers { has_nvm: nvm.is_some(), has_ssd: ssd.is_some(), dram_frames: frames.len(), nvm_frames };
         // Without SSD every page must have a home in NVM; without both, in DRAM.
         let capacity_pages = match (&ssd, &nvm) {

@@ -31,6 +31,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use parking_lot::Mutex;
 
 use super::BufferError;
+use super::frame::cpu_cache::CpuCacheModel;
 use super::latch::Latch;
 use crate::device::{DeviceError, NvmRegion};
 use crate::ids::PageId;
@@ -130,6 +131,8 @@ pub struct NvmPool {
     /// Whole pages move with `pread`/`pwrite` on the file instead of `memcpy` on the
     /// mapping (the `mmap-read` architecture's file I/O).
     file_io: AtomicBool,
+    /// Charges reads made in place (set when the policy may read in place).
+    cpu_cache: std::sync::OnceLock<CpuCacheModel>,
 }
 
 impl NvmPool {
@@ -198,6 +201,7 @@ impl NvmPool {
             hand: AtomicUsize::new(0),
             verify_checksums,
             file_io: AtomicBool::new(false),
+            cpu_cache: std::sync::OnceLock::new(),
         })
     }
 
@@ -276,6 +280,7 @@ impl NvmPool {
             hand: AtomicUsize::new(0),
             verify_checksums,
             file_io: AtomicBool::new(false),
+            cpu_cache: std::sync::OnceLock::new(),
         };
         for (n, _) in &cleared {
             pool.write_header_bytes(*n, &[0u8; HEADER_BYTES])?;
@@ -386,10 +391,32 @@ impl NvmPool {
         unsafe { std::ptr::NonNull::new_unchecked(self.region.base_ptr().add(self.data_offset(n) as usize)) }
     }
 
-    /// Page offset `off` of frame `n` as a region offset (to charge in-place reads).
+    /// Reads made in place are charged through a model of a CPU cache of `bytes`
+    /// (`frame::cpu_cache`); without one, every such read is charged. Set once.
+    pub fn set_cpu_cache_model(&self, bytes: u64) {
+        let _ = self.cpu_cache.set(CpuCacheModel::new(bytes));
+    }
+
+    /// Charges a read made in place of bytes `off..off + len` of frame `n`.
     #[inline]
-    pub fn region_offset(&self, n: u32, off: usize) -> u64 {
-        self.data_offset(n) + off as u64
+    pub fn charge_in_place(&self, n: u32, off: usize, len: usize) {
+        let at = self.data_offset(n) + off as u64;
+        match self.cpu_cache.get() {
+            Some(m) => m.charge(&self.region, at, len as u64),
+            None => self.region.charge_read(at, len as u64),
+        }
+    }
+
+    /// Charges the loads of a binary search made in place in frame `n`'s node.
+    pub fn charge_search_in_place(&self, n: u32) {
+        let at = self.data_offset(n);
+        match self.cpu_cache.get() {
+            Some(m) => m.charge_search(&self.region, at, self.page_size),
+            None => {
+                let lines = super::frame::cpu_cache::search_lines(self.page_size) as u64;
+                self.region.charge_read(at, lines * CACHE_LINE_BYTES as u64);
+            }
+        }
     }
 
     /// Takes a free frame, if any.

@@ -52,23 +52,14 @@ use crate::device::NvmRegion;
 use crate::ids::PageId;
 use crate::limits::{CACHE_LINE_BYTES, PAGE_SIZE_MAX_BYTES};
 
+use super::cpu_cache::CpuCacheModel;
+pub use super::cpu_cache::{CPU_CACHE_MODEL_DEFAULT_BYTES, CPU_CACHE_MODEL_MAX_BYTES, search_lines};
+
 const LINE: usize = CACHE_LINE_BYTES;
 /// Words of a line mask: one bit per line of the largest page.
 const MASK_WORDS: usize = PAGE_SIZE_MAX_BYTES / LINE / 64;
-/// The last-level cache the charge model assumes by default (a server CPU's of the
-/// Optane era, as in the paper's machine).
-pub const CPU_CACHE_MODEL_DEFAULT_BYTES: u64 = 32 << 20;
-/// The largest modelled cache (its tags take an eighth of it in DRAM).
-pub const CPU_CACHE_MODEL_MAX_BYTES: u64 = 1 << 30;
 /// Shadow buffers kept for reuse.
 const SHADOWS_KEPT_MAX: usize = 64;
-
-/// The dependent NVM line reads an optimistic fix is charged with: a binary search over
-/// a node's slots touches about one line per halving until the range fits in a line,
-/// plus the header — log2(page / line) for the page size.
-pub fn search_lines(page_size: usize) -> u32 {
-    (page_size / LINE).max(2).ilog2()
-}
 
 /// Where the after-images of written-back lines go before the lines are written in
 /// place (the write-ahead rule of an engine without a buffer).
@@ -115,8 +106,7 @@ pub struct DirectPages {
     page_size: usize,
     metas: Box<[DirectMeta]>,
     shadows: Mutex<Vec<Box<[u8]>>>,
-    /// The CPU-cache model: per set, the region line number + 1 it holds (0: none).
-    cache_tags: Box<[AtomicU64]>,
+    cpu_cache: CpuCacheModel,
     log: RwLock<Option<Arc<dyn WriteBackLog>>>,
     meta_lock: Mutex<()>,
     /// Guards holding changes not yet written back, by the log's next LSN when each
@@ -142,8 +132,6 @@ impl DirectPages {
     /// If the data area is not page-aligned inside the region or `page_size` is not a
     /// multiple of the line size up to the largest page (the source checks first).
     pub fn new(nvm: NvmRegion, data_offset: u64, page_size: usize, cpu_cache_bytes: u64) -> DirectPages {
-        assert!(cpu_cache_bytes <= CPU_CACHE_MODEL_MAX_BYTES, "CPU cache model of {cpu_cache_bytes} bytes");
-        let tags = if cpu_cache_bytes < LINE as u64 { 0 } else { 1usize << (cpu_cache_bytes / LINE as u64).ilog2() };
         assert!(page_size.is_multiple_of(LINE) && page_size <= PAGE_SIZE_MAX_BYTES, "page size {page_size}");
         assert!(data_offset.is_multiple_of(LINE as u64) && data_offset <= nvm.size_bytes(), "data offset");
         let slots = ((nvm.size_bytes() - data_offset) / page_size as u64) as usize;
@@ -155,7 +143,7 @@ impl DirectPages {
             data_offset,
             page_size,
             shadows: Mutex::new(Vec::new()),
-            cache_tags: (0..tags).map(|_| AtomicU64::new(0)).collect(),
+            cpu_cache: CpuCacheModel::new(cpu_cache_bytes),
             log: RwLock::new(None),
             meta_lock: Mutex::new(()),
             pending: Mutex::new(std::collections::BTreeMap::new()),
@@ -249,41 +237,15 @@ impl DirectPages {
         unsafe { std::slice::from_raw_parts(self.base.as_ptr().add(slot as usize * self.page_size), self.page_size) }
     }
 
-    /// Charges a read of `off..off + len` of `slot` for the lines the CPU-cache model
-    /// misses: one device read covering them (counted once, as the lines of one access
-    /// arrive together).
+    /// Charges a read of `off..off + len` of `slot` through the CPU-cache model.
     #[inline]
     fn charge(&self, slot: u32, off: usize, len: usize) {
-        let at = self.slot_offset(slot) + off as u64;
-        let first = at / LINE as u64;
-        let last = (at + len as u64 - 1) / LINE as u64;
-        let sets = self.cache_tags.len();
-        if sets == 0 {
-            self.nvm.charge_read(at, (last + 1 - first) * LINE as u64);
-            return;
-        }
-        let mut missed = 0u64;
-        for line in first..=last {
-            let set = &self.cache_tags[(line.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 24) as usize & (sets - 1)];
-            if set.load(Ordering::Relaxed) != line + 1 {
-                set.store(line + 1, Ordering::Relaxed);
-                missed += 1;
-            }
-        }
-        if missed > 0 {
-            self.nvm.charge_read(at, missed * LINE as u64);
-        }
+        self.cpu_cache.charge(&self.nvm, self.slot_offset(slot) + off as u64, len as u64);
     }
 
-    /// Charges the loads of a binary search of `slot`'s node: the header line, then one
-    /// line per halving of the page (the same lines each time, so a hot node's stay in
-    /// the CPU-cache model), each a dependent read.
+    /// Charges the loads of a binary search of `slot`'s node.
     fn charge_search(&self, slot: u32) {
-        let lines = self.page_size / LINE;
-        self.charge(slot, 0, LINE);
-        for k in 1..search_lines(self.page_size) {
-            self.charge(slot, (lines >> k) * LINE, LINE);
-        }
+        self.cpu_cache.charge_search(&self.nvm, self.slot_offset(slot), self.page_size);
     }
 
     fn take_shadow(&self) -> Box<[u8]> {

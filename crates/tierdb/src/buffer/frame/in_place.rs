@@ -12,14 +12,13 @@
 //! in the frame (a guard re-checks the entry after latching) and an optimistic reader
 //! sees a changed version. In-place writers bump the version too.
 //!
-//! Whole-page shared and optimistic reads are charged to the NVM device when the page
-//! is fixed: a shared fix as a read of the whole page (a scan reads it all), an
-//! optimistic fix as the dependent line reads of a binary search
-//! (`direct::search_lines`), as `nvm-direct` charges them.
+//! Reads in place are charged to the NVM device as `nvm-direct` charges them, through
+//! the same model of the CPU cache (`cpu_cache`): a line guard's read as the lines it
+//! covers, a shared fix as a read of the whole page (a scan reads it all), an
+//! optimistic fix as the dependent line reads of a binary search.
 //!
 //! - **Reads** of a shared guard return the NVM bytes themselves; each read is charged
-//!   to the NVM device as a read of the lines it covers (loads from the mapping cannot
-//!   be intercepted, so they are charged as they are handed out).
+//!   as it is handed out (loads from the mapping cannot be intercepted).
 //! - **Writes** are staged, as `nvm-direct`'s are: an exclusive guard copies the lines
 //!   it touches into a DRAM *shadow* and hands those out; at unfix it forces the log up
 //!   to the page LSN (the write-ahead rule), then writes the changed lines into the
@@ -143,8 +142,7 @@ impl<'a> NvmLines<'a> {
 
     /// The NVM bytes `off..off + len`, charged as a read of their lines.
     fn in_place(&self, off: usize, len: usize) -> &[u8] {
-        let (first, last) = (off / LINE, (off + len - 1) / LINE);
-        self.nvm.region().charge_read(self.nvm.region_offset(self.n, first * LINE), ((last - first + 1) * LINE) as u64);
+        self.nvm.charge_in_place(self.n, off, len);
         // SAFETY: `off + len` is inside frame `n`'s page (`span` checked it); the
         // in-place latch held by this guard keeps every writer of the frame out (in-place
         // writers hold it exclusive; movers claim the page only while holding it), and
@@ -348,7 +346,7 @@ impl<'a> NvmRead<'a> {
     /// that the frame holds `pid`. Charges the read of the page.
     pub(crate) fn new(nvm: &'a NvmPool, n: u32, pid: PageId, page_size: usize) -> NvmRead<'a> {
         debug_assert_eq!(nvm.pid(n), Some(pid));
-        nvm.region().charge_read(nvm.region_offset(n, 0), page_size as u64);
+        nvm.charge_in_place(n, 0, page_size);
         NvmRead { nvm, n, pid, page_size, _not_send: PhantomData }
     }
 }
@@ -393,8 +391,7 @@ impl<'a> NvmOptimistic<'a> {
         if nvm.latch(n).is_exclusive() {
             return None;
         }
-        let lines = crate::buffer::frame::direct::search_lines(page_size) as usize;
-        nvm.region().charge_read(nvm.region_offset(n, 0), (lines.min(page_size / LINE) * LINE) as u64);
+        nvm.charge_search_in_place(n);
         Some(NvmOptimistic { nvm, n, version, page_size, _not_send: PhantomData })
     }
 }

@@ -24,6 +24,7 @@
 
 #![allow(unsafe_code)]
 
+pub mod cpu_cache;
 pub mod direct;
 pub mod in_place;
 pub mod lines;
