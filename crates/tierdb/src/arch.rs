@@ -8,6 +8,7 @@
 //! | `basic-nvm-bm` | DRAM + NVM | [`BufferManager`], `eager`; refuses data larger than NVM |
 //! | `three-tier` | DRAM + NVM + SSD | [`BufferManager`], `hymem`, cache-line-grained pages, mini pages, pointer swizzling |
 //! | `nvm-direct` | NVM | [`NvmDirect`]: pages read and changed in place in NVM (§2.1); refuses data larger than NVM |
+//! | `nvcache` | DRAM + NVM + SSD | [`BufferManager`], `nvcache`: NVM a volatile cache of clean SSD pages under DRAM (NVCache, §3) |
 //!
 //! Code that runs a workload is written once, generic over [`PageSource`], and reaches
 //! the concrete source through [`Engine::visit`], so `main-memory` is monomorphised
@@ -19,7 +20,8 @@
 //! `three-tier` reopened reuses the NVM pool (the page table is rebuilt from its frame
 //! headers, [`Engine::restart_info`]). `basic-nvm-bm` has every page in its NVM pool
 //! after a close and reopens from the frame headers alone (the catalog is page 1).
-//! `nvm-direct` keeps everything in its NVM region and reopens it in place.
+//! `nvm-direct` keeps everything in its NVM region and reopens it in place. `nvcache`
+//! reopens from SSD with an empty NVM cache (it is volatile by design).
 //! `main-memory` keeps nothing to reopen.
 
 use std::fmt;
@@ -46,15 +48,17 @@ pub enum Architecture {
     BasicNvmBm,
     ThreeTier,
     NvmDirect,
+    Nvcache,
 }
 
 impl Architecture {
-    pub const ALL: [Architecture; 5] = [
+    pub const ALL: [Architecture; 6] = [
         Architecture::MainMemory,
         Architecture::SsdBm,
         Architecture::BasicNvmBm,
         Architecture::ThreeTier,
         Architecture::NvmDirect,
+        Architecture::Nvcache,
     ];
 
     pub fn name(self) -> &'static str {
@@ -64,16 +68,20 @@ impl Architecture {
             Architecture::BasicNvmBm => "basic-nvm-bm",
             Architecture::ThreeTier => "three-tier",
             Architecture::NvmDirect => "nvm-direct",
+            Architecture::Nvcache => "nvcache",
         }
     }
 
     pub fn uses_nvm(self) -> bool {
-        matches!(self, Architecture::BasicNvmBm | Architecture::ThreeTier | Architecture::NvmDirect)
+        matches!(
+            self,
+            Architecture::BasicNvmBm | Architecture::ThreeTier | Architecture::NvmDirect | Architecture::Nvcache
+        )
     }
 
     /// True if the architecture has a buffer manager (DRAM caching a lower tier).
     pub fn has_buffer(self) -> bool {
-        matches!(self, Architecture::SsdBm | Architecture::BasicNvmBm | Architecture::ThreeTier)
+        matches!(self, Architecture::SsdBm | Architecture::BasicNvmBm | Architecture::ThreeTier | Architecture::Nvcache)
     }
 
     /// True if a database it made can be reopened ([`ArchConfig::open_existing`]): all
@@ -83,13 +91,14 @@ impl Architecture {
     }
 
     pub fn uses_ssd(self) -> bool {
-        matches!(self, Architecture::SsdBm | Architecture::ThreeTier)
+        matches!(self, Architecture::SsdBm | Architecture::ThreeTier | Architecture::Nvcache)
     }
 
     /// The policy the paper's version of this architecture uses.
     pub fn default_policy(self) -> &'static str {
         match self {
             Architecture::ThreeTier => "hymem",
+            Architecture::Nvcache => "nvcache",
             _ => "eager",
         }
     }
@@ -109,7 +118,7 @@ impl Architecture {
         match self {
             Architecture::MainMemory => Some(dram.bytes()),
             Architecture::BasicNvmBm | Architecture::NvmDirect => Some(nvm.bytes()),
-            Architecture::SsdBm | Architecture::ThreeTier => None,
+            Architecture::SsdBm | Architecture::ThreeTier | Architecture::Nvcache => None,
         }
     }
 }
@@ -157,6 +166,8 @@ pub struct ArchConfig {
     /// Overrides the architecture's default policy.
     pub policy: Option<String>,
     pub admission_set_pages: Option<usize>,
+    /// The `nvcache` policy's tunables (OBP mode, target and window, small-bypass, LFRU).
+    pub nvcache: crate::buffer::policy::NvcacheConfig,
     /// Overrides the architecture's default techniques ([`Architecture::default_techniques`]).
     pub techniques: Option<Techniques>,
     /// Debug mode for cache-line-grained access (slow; for tests).
@@ -198,6 +209,7 @@ impl ArchConfig {
             direct_io: DirectIo::Auto,
             policy: None,
             admission_set_pages: None,
+            nvcache: crate::buffer::policy::NvcacheConfig::default(),
             techniques: None,
             debug_lines: false,
             wear_counters: false,
@@ -236,6 +248,7 @@ impl ArchConfig {
         bc.dram = self.dram_config();
         bc.policy = self.policy.clone().unwrap_or_else(|| self.arch.default_policy().into());
         bc.admission_set_pages = self.admission_set_pages;
+        bc.nvcache = self.nvcache.clone();
         bc.techniques = self.techniques.unwrap_or(self.arch.default_techniques());
         bc.debug_lines = self.debug_lines;
         bc.double_write = self.double_write;
