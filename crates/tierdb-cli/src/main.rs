@@ -12,6 +12,7 @@ mod crashtest;
 mod device_bench;
 mod devices;
 mod drilldown;
+mod nvcache_obp;
 mod plot;
 mod restart_bench;
 mod wear;
@@ -62,11 +63,15 @@ enum Command {
     /// NVM writes per cache line for three-tier and nvm-direct under 100% updates (the
     /// paper's Figure 16); writes a table, JSON and an SVG plot.
     Wear(wear::WearArgs),
+    /// The NVCache paper's admission experiment: always-admit against cumulative and
+    /// windowed OBP on YCSB A and C (NVM writes, throughput, hit ratio); writes a
+    /// table, JSON and SVG plots.
+    NvcacheObp(nvcache_obp::NvcacheObpArgs),
 }
 
 #[derive(Subcommand)]
 enum BenchCommand {
-    /// YCSB: load, warm up, run; --arch main-memory|ssd-bm|basic-nvm-bm|three-tier|nvm-direct;
+    /// YCSB: load, warm up, run; --arch main-memory|ssd-bm|basic-nvm-bm|three-tier|nvm-direct|nvcache;
     /// with --durability sync|group|none through a database's transactions.
     Ycsb(Box<bench_ycsb::YcsbArgs>),
     /// Commit throughput and latency of the write-ahead log alone (log buffer in DRAM
@@ -87,6 +92,7 @@ fn main() -> ExitCode {
         Command::CrashtestChild(args) => crashtest::child(args),
         Command::WalDump(args) => crashtest::wal_dump(args),
         Command::RestartBench(args) => restart_bench::run(args),
+        Command::NvcacheObp(args) => nvcache_obp::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
