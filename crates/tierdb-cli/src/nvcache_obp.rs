@@ -128,8 +128,17 @@ pub fn run(args: NvcacheObpArgs) -> Result<()> {
             let mut runs = Vec::new();
             for r in 0..args.runs {
                 let tag = format!("obp{r}");
-                let rep = run_one(&engine, &setup, Architecture::Nvcache, args.dram, args.nvm, Some(args.data), &tag, &progress)
-                    .with_context(|| format!("workload {w}, OBP {}", obp.name()))?;
+                let rep = run_one(
+                    &engine,
+                    &setup,
+                    Architecture::Nvcache,
+                    args.dram,
+                    args.nvm,
+                    Some(args.data),
+                    &tag,
+                    &progress,
+                )
+                .with_context(|| format!("workload {w}, OBP {}", obp.name()))?;
                 runs.push(rep);
             }
             let cache = |r: &RunReport| r.result.tiers.nvm_cache.unwrap_or_default();
@@ -253,7 +262,11 @@ fn render(r: &ObpReport) -> String {
         let always = r.rows.iter().find(|x| x.workload == row.workload && x.obp == ObpMode::Off);
         let (vs, fewer) = match always {
             Some(a) if row.obp != ObpMode::Off => (
-                if a.ops_per_sec > 0.0 { format!("{:+.1}%", 100.0 * (row.ops_per_sec / a.ops_per_sec - 1.0)) } else { "—".into() },
+                if a.ops_per_sec > 0.0 {
+                    format!("{:+.1}%", 100.0 * (row.ops_per_sec / a.ops_per_sec - 1.0))
+                } else {
+                    "—".into()
+                },
                 if row.nvm_line_writes > 0 {
                     format!("{:.1}×", a.nvm_line_writes as f64 / row.nvm_line_writes as f64)
                 } else {

@@ -67,8 +67,31 @@ fn bench_ycsb_reports_the_nvm_cache_counters() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().display().to_string();
     let args = [
-        "bench", "ycsb", "--arch", "nvcache", "--dram", "512KiB", "--nvm", "2MiB", "--data", "6MiB", "--workload", "c", "--mode", "model", "--warmup", "0", "--duration", "0.3", "--obp", "cumulative",
-        "--ssd-dir", &d, "--nvm-dir", &d, "--quiet",
+        "bench",
+        "ycsb",
+        "--arch",
+        "nvcache",
+        "--dram",
+        "512KiB",
+        "--nvm",
+        "2MiB",
+        "--data",
+        "6MiB",
+        "--workload",
+        "c",
+        "--mode",
+        "model",
+        "--warmup",
+        "0",
+        "--duration",
+        "0.3",
+        "--obp",
+        "cumulative",
+        "--ssd-dir",
+        &d,
+        "--nvm-dir",
+        &d,
+        "--quiet",
     ];
     let mut with_json = args.to_vec();
     with_json.push("--json");

@@ -38,8 +38,9 @@ fn for_each_seed(name: &str, f: impl Fn(u64)) {
 
 /// DRAM of 16 pages, NVM of about 64 frames, a database of a few hundred pages.
 fn config(dir: &std::path::Path, mode: ObpMode) -> ArchConfig {
-    let mut c = ArchConfig::new(Architecture::Nvcache, ByteSize(16 * PAGE as u64), ByteSize(72 * PAGE as u64), "nvc", dir)
-        .unwrap();
+    let mut c =
+        ArchConfig::new(Architecture::Nvcache, ByteSize(16 * PAGE as u64), ByteSize(72 * PAGE as u64), "nvc", dir)
+            .unwrap();
     c.nvm_path = dir.join("nvc.nvm");
     c.page_size = PAGE;
     // A short reuse window, so that LFRU evicts within the test.

@@ -25,7 +25,7 @@ pub mod nvcache;
 
 pub use eager::Eager;
 pub use hymem::Hymem;
-pub use nvcache::{NvcacheConfig, NvmCacheStats, Nvcache, ObpMode};
+pub use nvcache::{Nvcache, NvcacheConfig, NvmCacheStats, ObpMode};
 
 use crate::ids::PageId;
 

@@ -200,7 +200,11 @@ impl NvmCacheStats {
     /// (inserts + removals + evictions) / lookups over the counted interval.
     pub fn obp(&self) -> f64 {
         let overhead = (self.inserts() + self.removals + self.evictions) as f64;
-        if self.lookups == 0 { if overhead == 0.0 { 0.0 } else { f64::INFINITY } } else { overhead / self.lookups as f64 }
+        if self.lookups == 0 {
+            if overhead == 0.0 { 0.0 } else { f64::INFINITY }
+        } else {
+            overhead / self.lookups as f64
+        }
     }
 }
 
@@ -314,7 +318,8 @@ impl Nvcache {
     }
 
     fn obp_over_target(&self, s: &State) -> bool {
-        self.cfg.obp_mode != ObpMode::Off && Self::obp_of(&self.cfg, s) * 1000.0 > f64::from(self.cfg.obp_target_permille)
+        self.cfg.obp_mode != ObpMode::Off
+            && Self::obp_of(&self.cfg, s) * 1000.0 > f64::from(self.cfg.obp_target_permille)
     }
 
     fn lookup(&self, s: &mut State) {
@@ -497,7 +502,8 @@ impl Policy for Nvcache {
         let mut st = s.stats;
         st.bypass_full = s.attempts.saturating_sub(st.read_inserts + st.write_inserts);
         st.cached_pages = s.cached.len() as u64;
-        st.obp_permille = if obp.is_finite() { ((obp * 1000.0).round() as u64).min(OBP_PERMILLE_CAP) } else { OBP_PERMILLE_CAP };
+        st.obp_permille =
+            if obp.is_finite() { ((obp * 1000.0).round() as u64).min(OBP_PERMILLE_CAP) } else { OBP_PERMILLE_CAP };
         Some(st)
     }
 }
