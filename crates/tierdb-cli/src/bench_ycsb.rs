@@ -13,7 +13,9 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
 use tierdb::ByteSize;
 use tierdb::arch::{ArchConfig, Architecture, Engine};
+use tierdb::buffer::policy::{NvcacheConfig, ObpMode};
 use tierdb::device::{DeviceProfile, DirectIo, EmulationMode};
+use tierdb::limits::{NVCACHE_OBP_WINDOW_LOOKUPS_DEFAULT, NVCACHE_SMALL_BYPASS_DRAM_PERCENT_DEFAULT};
 use tierdb_workload::YcsbSpec;
 
 use crate::ycsb_driver::{self, DriverConfig, YcsbReport};
@@ -50,6 +52,7 @@ pub struct EngineArgs {
     /// Placement policy instead of the architecture's own: eager, hymem, or
     /// spitfire:KNOBS (a preset eager, a, b, c, d — the Spitfire paper's Table 3 — or
     /// dr=X,dw=X,nr=X,nw=X; plain spitfire is eager).
+    /// Placement policy instead of the architecture's own (eager, hymem, nvcache).
     #[arg(long)]
     pub policy: Option<String>,
     /// Pages in hymem's admission set (default: half the NVM frames).
@@ -75,6 +78,25 @@ pub struct EngineArgs {
     /// but cannot be repaired.
     #[arg(long, value_name = "on|off", default_value = "on", value_parser = parse_on_off, action = clap::ArgAction::Set)]
     pub double_write: bool,
+    /// nvcache: the overhead-bypass ratio (inserted + removed) / looked-up taken over a
+    /// sliding window of lookups (window), since start-up (cumulative), or not at all
+    /// (off: always admit).
+    #[arg(long, default_value = "window")]
+    pub obp: ObpMode,
+    /// nvcache: OBP above this percentage stops admissions and evictions.
+    #[arg(long, default_value_t = 10.0)]
+    pub obp_target: f64,
+    /// nvcache: lookups the OBP window spans.
+    #[arg(long, default_value_t = NVCACHE_OBP_WINDOW_LOOKUPS_DEFAULT)]
+    pub obp_window: u64,
+    /// nvcache small-bypass: admit nothing while the database is smaller than this
+    /// percentage of DRAM (0: off).
+    #[arg(long, default_value_t = NVCACHE_SMALL_BYPASS_DRAM_PERCENT_DEFAULT)]
+    pub small_bypass: u32,
+    /// nvcache LFRU: lookups within which a cached page must be hit again to stay safe
+    /// from eviction (default: one per NVM frame).
+    #[arg(long)]
+    pub lfru_window: Option<u64>,
     /// Worker threads.
     #[arg(long, default_value_t = 1)]
     pub threads: u32,
@@ -110,6 +132,8 @@ pub struct Setup {
     pub cpu_cache_model_bytes: u64,
     /// SSD page writes go through the double-write area.
     pub double_write: bool,
+    /// The `nvcache` policy's tunables (used by `--arch nvcache` or `--policy nvcache`).
+    pub nvcache: NvcacheConfig,
     pub workload: YcsbSpec,
 }
 
@@ -130,6 +154,17 @@ impl EngineArgs {
             spec.set(k.trim(), v.trim())?;
         }
         let page_size = usize::try_from(self.page_size.bytes()).context("page size")?;
+        if !(self.obp_target > 0.0 && self.obp_target <= 100.0) {
+            bail!("--obp-target {} is outside (0, 100] percent", self.obp_target);
+        }
+        let nvcache = NvcacheConfig {
+            obp_mode: self.obp,
+            obp_target_permille: (self.obp_target * 10.0).round().max(1.0) as u32,
+            obp_window_lookups: self.obp_window,
+            small_bypass_dram_percent: self.small_bypass,
+            reuse_window_lookups: self.lfru_window,
+        };
+        nvcache.validate().map_err(anyhow::Error::msg)?;
         Ok(Setup {
             mode: self.mode,
             page_size_bytes: page_size,
@@ -144,6 +179,7 @@ impl EngineArgs {
             techniques: self.techniques,
             cpu_cache_model_bytes: self.cpu_cache.bytes(),
             double_write: self.double_write,
+            nvcache,
             workload: spec,
         })
     }
@@ -171,6 +207,7 @@ impl EngineArgs {
         c.policy = self.policy.clone();
         c.admission_set_pages = self.admission_set;
         c.policy_seed = setup.seed;
+        c.nvcache = setup.nvcache.clone();
         c.techniques = self.techniques;
         c.debug_lines = self.debug_lines;
         c.cpu_cache_model = ByteSize(setup.cpu_cache_model_bytes);
@@ -194,7 +231,7 @@ impl EngineArgs {
 
 #[derive(Args, Debug)]
 pub struct YcsbArgs {
-    /// Architecture: main-memory, ssd-bm, basic-nvm-bm, three-tier, nvm-direct.
+    /// Architecture: main-memory, ssd-bm, basic-nvm-bm, three-tier, nvm-direct, nvcache.
     #[arg(long, default_value = "three-tier")]
     arch: String,
     #[arg(long, default_value = "256MiB")]
@@ -481,7 +518,13 @@ pub fn print_report(r: &RunReport) {
         res.data_bytes_target.map(|b| ByteSize(b).to_string()).unwrap_or_else(|| "recordcount".into()),
         res.load_secs,
         res.load_records_per_sec,
-        if r.arch.uses_nvm() && r.arch.uses_ssd() { "; the load admits DRAM victims to free NVM frames" } else { "" }
+        if r.arch == Architecture::Nvcache {
+            "; nvcache admits by its own policy during the load"
+        } else if r.arch.uses_nvm() && r.arch.uses_ssd() {
+            "; the load admits DRAM victims to free NVM frames"
+        } else {
+            ""
+        }
     );
     println!(
         "run: {:.1} s after {:.1} s warm-up: {} ops, {} ops/s{}",
@@ -558,6 +601,42 @@ pub fn print_report(r: &RunReport) {
         row("SSD double-write writes", d.writes);
         row("SSD double-write syncs", d.syncs);
     }
+    println!("{t}");
+    if let Some(c) = &res.tiers.nvm_cache {
+        print_nvm_cache(c, &s.nvcache);
+    }
+}
+
+/// The NVM cache's counters over the measured run, as a production cache reports them.
+pub fn print_nvm_cache(c: &tierdb::buffer::policy::NvmCacheStats, cfg: &NvcacheConfig) {
+    println!(
+        "NVM cache (nvcache): OBP {} (target {}%, window {} lookups), small-bypass below {}% of DRAM, LFRU window {}",
+        cfg.obp_mode.name(),
+        f64::from(cfg.obp_target_permille) / 10.0,
+        cfg.obp_window_lookups,
+        cfg.small_bypass_dram_percent,
+        cfg.reuse_window_lookups.map_or_else(|| "1 lookup per frame".to_string(), |w| format!("{w} lookups")),
+    );
+    let mut t = Table::new();
+    t.set_header(["NVM cache (measured run)", "count"]);
+    for (name, v) in [
+        ("lookups (DRAM misses)", c.lookups),
+        ("hits", c.hits),
+        ("misses", c.misses),
+        ("inserts on read", c.read_inserts),
+        ("inserts on write (write-through)", c.write_inserts),
+        ("removals (stale or freed)", c.removals),
+        ("evictions (LFRU)", c.evictions),
+        ("bypassed: small database", c.bypass_small_db),
+        ("bypassed: OBP over target", c.bypass_obp),
+        ("bypassed: full, nothing stale", c.bypass_full),
+        ("sweeps", c.sweeps),
+        ("pages cached at the end", c.cached_pages),
+    ] {
+        t.add_row([name.to_string(), v.to_string()]);
+    }
+    t.add_row(["hit ratio".to_string(), format!("{:.1}%", 100.0 * c.hit_ratio())]);
+    t.add_row(["OBP over the run".to_string(), format!("{:.1}%", 100.0 * c.obp())]);
     println!("{t}");
 }
 

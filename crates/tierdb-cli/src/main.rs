@@ -13,6 +13,7 @@ mod device_bench;
 mod devices;
 mod drilldown;
 mod mmap_bench;
+mod nvcache_obp;
 mod plot;
 mod restart_bench;
 mod wear;
@@ -67,11 +68,15 @@ enum Command {
     /// from the mapping (SE1) or read in place (SE2), on scan- and lookup-heavy
     /// workloads over buffer-pool sizes; writes a table, JSON and SVG plots.
     MmapBench(mmap_bench::MmapBenchArgs),
+    /// The NVCache paper's admission experiment: always-admit against cumulative and
+    /// windowed OBP on YCSB A and C (NVM writes, throughput, hit ratio); writes a
+    /// table, JSON and SVG plots.
+    NvcacheObp(nvcache_obp::NvcacheObpArgs),
 }
 
 #[derive(Subcommand)]
 enum BenchCommand {
-    /// YCSB: load, warm up, run; --arch main-memory|ssd-bm|basic-nvm-bm|three-tier|nvm-direct;
+    /// YCSB: load, warm up, run; --arch main-memory|ssd-bm|basic-nvm-bm|three-tier|nvm-direct|nvcache;
     /// with --durability sync|group|none through a database's transactions.
     Ycsb(Box<bench_ycsb::YcsbArgs>),
     /// Commit throughput and latency of the write-ahead log alone (log buffer in DRAM
@@ -93,6 +98,7 @@ fn main() -> ExitCode {
         Command::CrashtestChild(args) => crashtest::child(args),
         Command::WalDump(args) => crashtest::wal_dump(args),
         Command::RestartBench(args) => restart_bench::run(args),
+        Command::NvcacheObp(args) => nvcache_obp::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -11,6 +11,7 @@
 //! | `mmap-read` | DRAM + NVM | [`BufferManager`], `eager`: the database file on NVM, pages copied into the buffer with `pread`/`pwrite` (the PostgreSQL study's unmodified engine) |
 //! | `mmap-se1` | DRAM + NVM | the same with the file mapped: pages copied with `memcpy` (SE1) |
 //! | `mmap-se2` | DRAM + NVM | the same, but reads go to the mapping in place and a page is copied into DRAM only before it is changed (SE2, policy `se2`) |
+//! | `nvcache` | DRAM + NVM + SSD | [`BufferManager`], `nvcache`: NVM a volatile cache of clean SSD pages under DRAM (NVCache, §3) |
 //!
 //! Code that runs a workload is written once, generic over [`PageSource`], and reaches
 //! the concrete source through [`Engine::visit`], so `main-memory` is monomorphised
@@ -22,7 +23,8 @@
 //! `three-tier` reopened reuses the NVM pool (the page table is rebuilt from its frame
 //! headers, [`Engine::restart_info`]). `basic-nvm-bm` has every page in its NVM pool
 //! after a close and reopens from the frame headers alone (the catalog is page 1).
-//! `nvm-direct` keeps everything in its NVM region and reopens it in place.
+//! `nvm-direct` keeps everything in its NVM region and reopens it in place. `nvcache`
+//! reopens from SSD with an empty NVM cache (it is volatile by design).
 //! `main-memory` keeps nothing to reopen.
 
 use std::fmt;
@@ -52,10 +54,11 @@ pub enum Architecture {
     MmapRead,
     MmapSe1,
     MmapSe2,
+    Nvcache,
 }
 
 impl Architecture {
-    pub const ALL: [Architecture; 8] = [
+    pub const ALL: [Architecture; 9] = [
         Architecture::MainMemory,
         Architecture::SsdBm,
         Architecture::BasicNvmBm,
@@ -64,6 +67,7 @@ impl Architecture {
         Architecture::MmapRead,
         Architecture::MmapSe1,
         Architecture::MmapSe2,
+        Architecture::Nvcache,
     ];
 
     /// The memory-mapped engines of the PostgreSQL study.
@@ -79,11 +83,15 @@ impl Architecture {
             Architecture::MmapRead => "mmap-read",
             Architecture::MmapSe1 => "mmap-se1",
             Architecture::MmapSe2 => "mmap-se2",
+            Architecture::Nvcache => "nvcache",
         }
     }
 
     pub fn uses_nvm(self) -> bool {
-        matches!(self, Architecture::BasicNvmBm | Architecture::ThreeTier | Architecture::NvmDirect) || self.is_mmap()
+        matches!(
+            self,
+            Architecture::BasicNvmBm | Architecture::ThreeTier | Architecture::NvmDirect | Architecture::Nvcache
+        ) || self.is_mmap()
     }
 
     /// One of the memory-mapped engines ([`Architecture::MMAP`]).
@@ -93,7 +101,8 @@ impl Architecture {
 
     /// True if the architecture has a buffer manager (DRAM caching a lower tier).
     pub fn has_buffer(self) -> bool {
-        matches!(self, Architecture::SsdBm | Architecture::BasicNvmBm | Architecture::ThreeTier) || self.is_mmap()
+        matches!(self, Architecture::SsdBm | Architecture::BasicNvmBm | Architecture::ThreeTier | Architecture::Nvcache)
+            || self.is_mmap()
     }
 
     /// True if a database it made can be reopened ([`ArchConfig::open_existing`]): all
@@ -103,7 +112,7 @@ impl Architecture {
     }
 
     pub fn uses_ssd(self) -> bool {
-        matches!(self, Architecture::SsdBm | Architecture::ThreeTier)
+        matches!(self, Architecture::SsdBm | Architecture::ThreeTier | Architecture::Nvcache)
     }
 
     /// The policy the paper's version of this architecture uses.
@@ -111,6 +120,7 @@ impl Architecture {
         match self {
             Architecture::ThreeTier => "hymem",
             Architecture::MmapSe2 => "se2",
+            Architecture::Nvcache => "nvcache",
             _ => "eager",
         }
     }
@@ -131,7 +141,7 @@ impl Architecture {
             Architecture::MainMemory => Some(dram.bytes()),
             Architecture::BasicNvmBm | Architecture::NvmDirect => Some(nvm.bytes()),
             Architecture::MmapRead | Architecture::MmapSe1 | Architecture::MmapSe2 => Some(nvm.bytes()),
-            Architecture::SsdBm | Architecture::ThreeTier => None,
+            Architecture::SsdBm | Architecture::ThreeTier | Architecture::Nvcache => None,
         }
     }
 }
@@ -181,6 +191,8 @@ pub struct ArchConfig {
     pub admission_set_pages: Option<usize>,
     /// Seed of a probabilistic policy's coins (`spitfire`).
     pub policy_seed: u64,
+    /// The `nvcache` policy's tunables (OBP mode, target and window, small-bypass, LFRU).
+    pub nvcache: crate::buffer::policy::NvcacheConfig,
     /// Overrides the architecture's default techniques ([`Architecture::default_techniques`]).
     pub techniques: Option<Techniques>,
     /// Debug mode for cache-line-grained access (slow; for tests).
@@ -224,6 +236,7 @@ impl ArchConfig {
             policy: None,
             admission_set_pages: None,
             policy_seed: crate::limits::POLICY_SEED_DEFAULT,
+            nvcache: crate::buffer::policy::NvcacheConfig::default(),
             techniques: None,
             debug_lines: false,
             wear_counters: false,
@@ -264,6 +277,7 @@ impl ArchConfig {
         bc.admission_set_pages = self.admission_set_pages;
         bc.policy_seed = self.policy_seed;
         bc.cpu_cache_model_bytes = self.cpu_cache_model.bytes();
+        bc.nvcache = self.nvcache.clone();
         bc.techniques = self.techniques.unwrap_or(self.arch.default_techniques());
         bc.debug_lines = self.debug_lines;
         bc.double_write = self.double_write;

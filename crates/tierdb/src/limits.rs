@@ -117,6 +117,23 @@ pub const CATALOG_TREES_MAX: usize = 48;
 pub const CATALOG_HEADER_BYTES: usize = 64;
 pub const CATALOG_ENTRY_OVERHEAD_BYTES: usize = 1 + 8;
 
+/// `nvcache` (the NVM block cache, `buffer::policy::nvcache`): the overhead-bypass
+/// ratio's target, (inserted + removed) / looked-up, in parts per thousand (the
+/// paper's 10%), and the lookups its sliding window spans, in epochs of equal length.
+pub const NVCACHE_OBP_TARGET_PERMILLE_DEFAULT: u32 = 100;
+pub const NVCACHE_OBP_WINDOW_LOOKUPS_DEFAULT: u64 = 8192;
+pub const NVCACHE_OBP_EPOCHS: usize = 16;
+/// `nvcache` small-bypass: nothing is admitted while the database is smaller than this
+/// share of DRAM, in percent (the paper: until the data outgrows DRAM).
+pub const NVCACHE_SMALL_BYPASS_DRAM_PERCENT_DEFAULT: u32 = 100;
+/// `nvcache` LFRU: a cached block not reused within this many NVM-cache lookups per
+/// NVM frame (so the window scales with the cache) may be evicted; a sweep frees at
+/// most 1/`NVCACHE_SWEEP_BATCH_DIVISOR` of the frames, and a sweep that found too few
+/// stale blocks is not repeated for 1/`NVCACHE_SWEEP_INTERVAL_DIVISOR` of the window.
+pub const NVCACHE_REUSE_WINDOW_LOOKUPS_PER_FRAME_DEFAULT: u64 = 1;
+pub const NVCACHE_SWEEP_BATCH_DIVISOR: usize = 64;
+pub const NVCACHE_SWEEP_INTERVAL_DIVISOR: u64 = 16;
+
 const _: () = assert!(CACHE_LINE_BYTES.is_power_of_two());
 const _: () = assert!(PAGE_SIZE_MIN_BYTES.is_power_of_two());
 const _: () = assert!(PAGE_SIZE_DEFAULT_BYTES.is_power_of_two());
@@ -134,6 +151,9 @@ const _: () = assert!(FREE_CHAIN_MAGIC.len() + 8 <= PAGE_SEAL_OFFSET);
 const _: () = assert!(CATALOG_HEADER_BYTES >= PAGE_SEAL_OFFSET + PAGE_SEAL_BYTES);
 const _: () = assert!(DOUBLE_WRITE_SLOTS >= 1 && DOUBLE_WRITE_SLOTS <= 1 << 16);
 const _: () = assert!(DOUBLE_WRITE_SLOT_HEADER_BYTES.is_multiple_of(IO_ALIGN_BYTES));
+const _: () = assert!(NVCACHE_OBP_EPOCHS >= 2 && NVCACHE_OBP_WINDOW_LOOKUPS_DEFAULT >= NVCACHE_OBP_EPOCHS as u64);
+const _: () = assert!(NVCACHE_OBP_TARGET_PERMILLE_DEFAULT > 0 && NVCACHE_OBP_TARGET_PERMILLE_DEFAULT <= 1000);
+const _: () = assert!(NVCACHE_SWEEP_BATCH_DIVISOR >= 1 && NVCACHE_SWEEP_INTERVAL_DIVISOR >= 1);
 const _: () = assert!(BTREE_KEY_BYTES_MAX >= 128 && BTREE_KEY_BYTES_MAX <= u16::MAX as usize);
 const _: () = assert!(BTREE_HEIGHT_MAX <= u8::MAX as usize);
 const _: () = assert!(BTREE_UNDERFULL_DIVISOR >= 2);

@@ -71,6 +71,8 @@ pub struct BufferConfig {
     /// The CPU last-level cache that charges for reads made in place in NVM model
     /// (`frame::cpu_cache`; 0: every such read is charged).
     pub cpu_cache_model_bytes: u64,
+    /// The tunables of the `nvcache` policy (OBP, small-bypass, LFRU).
+    pub nvcache: policy::NvcacheConfig,
     /// Check the CRC-32C of every page copied out of NVM.
     pub verify_nvm_checksums: bool,
     /// Largest page id + 1 the page table can map.
@@ -106,6 +108,7 @@ impl BufferConfig {
             admission_set_pages: None,
             policy_seed: POLICY_SEED_DEFAULT,
             cpu_cache_model_bytes: super::frame::cpu_cache::CPU_CACHE_MODEL_DEFAULT_BYTES,
+            nvcache: policy::NvcacheConfig::default(),
             verify_nvm_checksums: true,
             max_pages: PAGE_TABLE_PAGES_DEFAULT,
             techniques: Techniques::NONE,
@@ -139,6 +142,9 @@ pub struct TierStats {
     pub ssd: Option<StatsSnapshot>,
     /// The SSD page file's double-write area, when it is on.
     pub ssd_double_write: Option<StatsSnapshot>,
+    /// The NVM cache's counters, for a policy that runs NVM as a cache (`nvcache`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nvm_cache: Option<policy::NvmCacheStats>,
 }
 
 impl TierStats {
@@ -152,6 +158,10 @@ impl TierStats {
             nvm: d(&self.nvm, &earlier.nvm),
             ssd: d(&self.ssd, &earlier.ssd),
             ssd_double_write: d(&self.ssd_double_write, &earlier.ssd_double_write),
+            nvm_cache: match (&self.nvm_cache, &earlier.nvm_cache) {
+                (Some(a), Some(b)) => Some(a.since(b)),
+                (a, _) => *a,
+            },
         }
     }
 }
@@ -286,6 +296,19 @@ impl BufferManager {
             }
         };
         let db_id = ssd.as_ref().map_or(0, |s| s.superblock().db_id);
+        // A policy that keeps clean copies only runs NVM as a volatile cache: it needs
+        // SSD below it, no technique that writes NVM in place, and never reuses the pool.
+        let volatile_nvm =
+            policy::by_name(&cfg.policy, 1, &cfg.nvcache, cfg.policy_seed)?.nvm_clean_only() && cfg.nvm.is_some();
+        if volatile_nvm && (ssd.is_none() || cfg.techniques != Techniques::NONE) {
+            return Err(BufferError::Config {
+                what: format!(
+                    "policy {} keeps only clean copies in NVM: it needs an SSD tier and no techniques (got {})",
+                    cfg.policy, cfg.techniques
+                ),
+            }
+            .into());
+        }
         let nvm_only = ssd.is_none() && cfg.nvm.is_some() && cfg.reopen_nvm_only;
         let existing = ssd.as_ref().is_some_and(|s| s.superblock().catalog_root != 0) || nvm_only;
         let mut restart = None;
@@ -295,7 +318,13 @@ impl BufferManager {
             Some(n) => {
                 let region = NvmRegion::open(n)?;
                 let verify = cfg.verify_nvm_checksums;
-                if existing && (cfg.reuse_nvm || nvm_only) {
+                if existing && volatile_nvm {
+                    restart = Some(RestartInfo {
+                        formatted_because: Some(format!("policy {}: the NVM cache is volatile", cfg.policy)),
+                        ..RestartInfo::default()
+                    });
+                    Some(NvmPool::format(region, ps, db_id, verify)?)
+                } else if existing && (cfg.reuse_nvm || nvm_only) {
                     match NvmPool::reopen(region, ps, db_id, verify)? {
                         Ok(r) => {
                             let frames = r.pool.len();
@@ -330,7 +359,7 @@ impl BufferManager {
         };
         let nvm_frames = nvm.as_ref().map_or(0, NvmPool::len);
         let admission = cfg.admission_set_pages.unwrap_or(policy::Hymem::default_capacity(nvm_frames));
-        let policy = policy::by_name(&cfg.policy, admission, cfg.policy_seed)?;
+        let policy = policy::by_name(&cfg.policy, admission, &cfg.nvcache, cfg.policy_seed)?;
         let in_place_reads = nvm_frames > 0 && policy.may_access_in_place();
         if in_place_reads && let Some(nvm) = &nvm {
             if cfg.cpu_cache_model_bytes > super::frame::cpu_cache::CPU_CACHE_MODEL_MAX_BYTES {
@@ -402,6 +431,7 @@ impl BufferManager {
             stop_reason: Mutex::new(None),
             in_place_reads,
         };
+        bm.policy.database_size(next_pid.saturating_sub(1));
         if pages_allocated == 0 {
             let catalog = bm.allocate()?.page_id();
             assert_eq!(catalog, PageId::CATALOG, "the first page allocated is the catalog");
@@ -460,6 +490,9 @@ impl BufferManager {
     pub fn set_bulk_load(&self, on: bool) -> Result<()> {
         self.bulk_load.store(on, Ordering::Relaxed);
         let (Some(nvm), Some(_), false) = (&self.nvm, &self.ssd, on) else { return Ok(()) };
+        if self.policy.nvm_clean_only() {
+            return Ok(()); // dirty pages never go to a clean-only NVM cache
+        }
         for i in 0..self.frames.len() {
             let f = FrameId(i as u32);
             let meta = self.frames.meta(f);
@@ -716,6 +749,7 @@ impl BufferManager {
             nvm: self.nvm.as_ref().map(|n| n.region().core().stats().snapshot()),
             ssd: self.ssd.as_ref().map(|s| s.core().stats().snapshot()),
             ssd_double_write: self.ssd.as_ref().and_then(|s| s.double_write_core()).map(|c| c.stats().snapshot()),
+            nvm_cache: self.policy.cache_stats(),
         }
     }
 
@@ -824,11 +858,16 @@ impl BufferManager {
                     self.check_allocated(pid)?;
                     let info = PageInfo { pid, dirty: false, nvm_copy: false, referenced: true };
                     let miss = self.policy.ssd_miss(&info, &self.tiers);
-                    // Into NVM only; the next turn asks whether it goes on to DRAM. If
-                    // NVM has no frame to give, into DRAM.
-                    let retry = miss == MissTarget::Nvm && self.nvm.is_some() && self.load_into_nvm(pid)?;
-                    if retry {
-                    } else if let Some(g) = self.load_to(pid, entry, Some(MissTarget::Dram))? {
+                    // `Nvm`: into NVM only, and the next turn asks whether it goes on
+                    // to DRAM; if NVM has no frame to give, into DRAM.
+                    let to = match miss {
+                        MissTarget::Nvm if self.nvm.is_some() && self.load_into_nvm(pid)? => None,
+                        MissTarget::Nvm => Some(MissTarget::Dram),
+                        other => Some(other),
+                    };
+                    if let Some(to) = to
+                        && let Some(g) = self.load_to(pid, entry, Some(to))?
+                    {
                         return Ok(BmLines::Dram(LineGuard::new(self, pid, Place::Full(g.into_held()), true)));
                     }
                     None
@@ -1261,6 +1300,7 @@ impl BufferManager {
                     g.meta().nvm.store(n, Ordering::Relaxed);
                     self.count_page_to_nvm();
                     self.counters.bump(Count::NvmAdmissions);
+                    self.policy.nvm_admitted(pid, false);
                 }
             }
             Entry::Dram(_) | Entry::Mini(_) | Entry::Busy => unreachable!("fill from {from:?}"),
@@ -1471,10 +1511,13 @@ impl BufferManager {
             || (nvm_frame != NO_NVM_FRAME && self.frames.count_set(Mask::Dirty, g.frame()) > 0);
         let info = PageInfo { pid, dirty, nvm_copy: nvm_frame != NO_NVM_FRAME, referenced: false };
         let mut to = self.policy.dram_eviction(&info, &self.tiers);
+        let clean_only = self.policy.nvm_clean_only();
+        debug_assert!(!(clean_only && dirty && to == EvictTo::Nvm), "{pid}: a dirty page sent to a clean-only NVM");
         let bulk_to_free_nvm = to == EvictTo::Ssd
+            && !clean_only
             && self.bulk_load.load(Ordering::Relaxed)
             && self.nvm.as_ref().is_some_and(|n| n.free_frames() > 0);
-        if self.nvm.is_none() {
+        if self.nvm.is_none() || (to == EvictTo::SsdAndNvm && self.ssd.is_none()) {
             to = EvictTo::Ssd;
         } else if self.ssd.is_none() || bulk_to_free_nvm || partial {
             // A partly resident page is whole only together with its NVM copy.
@@ -1488,6 +1531,7 @@ impl BufferManager {
         let landed = match to {
             EvictTo::Nvm => self.evict_to_nvm(g, pid, dirty, nvm_frame),
             EvictTo::Ssd => self.evict_to_ssd(g, pid, dirty, nvm_frame),
+            EvictTo::SsdAndNvm => self.evict_through(g, pid, dirty, nvm_frame),
         };
         match landed {
             Ok(entry) => {
@@ -1533,6 +1577,41 @@ impl BufferManager {
         }
         self.count_page_to_nvm();
         self.counters.bump(Count::NvmAdmissions);
+        self.policy.nvm_admitted(pid, true);
+        Ok(Entry::Nvm(n))
+    }
+
+    /// [`EvictTo::SsdAndNvm`]: writes a dirty page to SSD, then keeps a clean copy in
+    /// NVM — its own frame, rewritten if the page changed, else a new frame if
+    /// [`nvm_frame`](Self::nvm_frame) can give one (else the page lives on SSD only).
+    fn evict_through(&self, g: &FrameWrite<'_>, pid: PageId, dirty: bool, nvm_frame: u32) -> Result<Entry> {
+        let nvm = self.nvm.as_ref().expect("evict_through needs NVM");
+        debug_assert!(g.meta().resident_all.load(Ordering::Relaxed), "{pid}: write-through of a partial page");
+        debug_assert!(nvm_frame == NO_NVM_FRAME || !nvm.is_dirty(nvm_frame), "{pid}: a dirty copy in a clean cache");
+        if !dirty {
+            self.counters.bump(Count::CleanDrops);
+            return Ok(if nvm_frame == NO_NVM_FRAME { Entry::Empty } else { Entry::Nvm(nvm_frame) });
+        }
+        // 1. SSD first: the NVM copy is clean only once SSD holds the same bytes.
+        self.ssd_write(pid, g)?;
+        self.counters.bump(Count::DramToSsd);
+        let lsn = g.meta().page_lsn.load(Ordering::Relaxed);
+        // 2. The page's own frame holds a stale copy: overwrite it.
+        if nvm_frame != NO_NVM_FRAME {
+            nvm.write_page(nvm_frame, pid, &self.stored_image(g.frame(), g), false, lsn)?;
+            self.count_page_to_nvm();
+            self.policy.nvm_admitted(pid, true);
+            return Ok(Entry::Nvm(nvm_frame));
+        }
+        // 3. Else a new frame, if there is one to have.
+        let Some(n) = self.nvm_frame()? else { return Ok(Entry::Empty) };
+        if let Err(e) = nvm.write_page(n, pid, &self.stored_image(g.frame(), g), false, lsn) {
+            nvm.detach(n);
+            return Err(e.into());
+        }
+        self.count_page_to_nvm();
+        self.counters.bump(Count::NvmAdmissions);
+        self.policy.nvm_admitted(pid, true);
         Ok(Entry::Nvm(n))
     }
 
@@ -1566,6 +1645,11 @@ impl BufferManager {
             // Without SSD nothing leaves NVM; capacity checks keep a frame free.
             return Ok(None);
         };
+        let mut sweep = Vec::new();
+        if self.policy.nvm_sweep(&self.tiers, &mut sweep) {
+            self.evict_from_nvm(ssd, &sweep)?;
+            return Ok(nvm.pop_free());
+        }
         for _ in 0..nvm.len() * CLOCK_ROUNDS_MAX {
             let n = nvm.advance_hand();
             let Some(pid) = nvm.pid(n) else { continue };
@@ -1610,6 +1694,39 @@ impl BufferManager {
             return Ok(Some(n));
         }
         Ok(nvm.pop_free())
+    }
+
+    /// Evicts the pages `pids` from NVM (a policy's sweep), each if it is in NVM only and
+    /// not moving: written to SSD if dirty, its frame freed.
+    fn evict_from_nvm(&self, ssd: &SsdFile, pids: &[PageId]) -> Result<()> {
+        let nvm = self.nvm.as_ref().expect("evict_from_nvm needs NVM");
+        for &pid in pids {
+            let Entry::Nvm(n) = self.table.get(pid)? else { continue };
+            if !self.claim(pid, Entry::Nvm(n))? {
+                continue;
+            }
+            debug_assert_eq!(nvm.pid(n), Some(pid));
+            if nvm.is_dirty(n) {
+                let mut buf = AlignedBuf::new(self.page_size);
+                let written = nvm.read_page(n, pid, &mut buf).map_err(crate::Error::from).and_then(|()| {
+                    self.ssd_write_with(ssd, pid, &buf)?;
+                    Ok(())
+                });
+                if let Err(e) = written {
+                    self.table.set(pid, Entry::Nvm(n));
+                    return Err(e);
+                }
+                self.counters.bump(Count::NvmToSsd);
+            }
+            if let Err(e) = nvm.release(n) {
+                self.table.set(pid, Entry::Nvm(n));
+                return Err(e.into());
+            }
+            self.policy.nvm_evicted(pid);
+            self.counters.bump(Count::NvmEvictions);
+            self.table.set(pid, Entry::Empty);
+        }
+        Ok(())
     }
 
     // ----- SSD ------------------------------------------------------------------------
@@ -1662,6 +1779,7 @@ impl BufferManager {
             .next_pid
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n <= cap).then_some(n + 1))
             .map_err(|_| self.full_error())?;
+        self.policy.database_size(n);
         Ok(PageId(n))
     }
 

@@ -12,17 +12,24 @@
 //! 3. [`Policy::dram_victim`] — the clock hand offers a DRAM frame: evict it or not;
 //! 4. [`Policy::dram_eviction`] — the evicted page goes to NVM or to SSD (dropped if
 //!    clean);
-//! 5. [`Policy::nvm_victim`] — the NVM clock hand offers a frame: evict it or not.
+//! 5. [`Policy::nvm_victim`] — the NVM clock hand offers a frame: evict it or not; or,
+//!    for a policy that picks NVM victims itself, [`Policy::nvm_sweep`].
+//!
+//! A policy may run NVM as a volatile cache of clean SSD pages
+//! ([`Policy::nvm_clean_only`], `nvcache`): the manager then never writes a dirty page
+//! to NVM and formats the pool on open.
 
 pub mod eager;
 pub mod hymem;
 pub mod knobs;
+pub mod nvcache;
 pub mod se2;
 pub mod spitfire;
 
 pub use eager::Eager;
 pub use hymem::Hymem;
 pub use knobs::MigrationKnobs;
+pub use nvcache::{Nvcache, NvcacheConfig, NvmCacheStats, ObpMode};
 pub use se2::Se2;
 pub use spitfire::Spitfire;
 
@@ -87,6 +94,10 @@ pub enum EvictTo {
     Nvm,
     /// To SSD if dirty, else dropped; an NVM copy is released.
     Ssd,
+    /// To SSD if dirty (write-through), and a *clean* copy kept in NVM: its own NVM
+    /// frame (rewritten if the page changed), else a new frame if one can be had
+    /// (else none). For policies whose NVM holds clean copies only.
+    SsdAndNvm,
 }
 
 /// A placement policy. Implementations are `Send + Sync` and cheap to call.
@@ -131,18 +142,53 @@ pub trait Policy: Send + Sync {
     fn set_knobs(&self, _knobs: MigrationKnobs) -> bool {
         false
     }
+
+    /// NVM holds only clean copies of SSD pages, as a volatile cache: the manager never
+    /// writes a dirty page there (no bulk-load placement, no write-back to NVM) and
+    /// formats the pool on open instead of reusing it.
+    fn nvm_clean_only(&self) -> bool {
+        false
+    }
+
+    /// The NVM pool is full and a frame is needed. A policy that chooses NVM victims
+    /// itself appends the pages to evict, in order, to `out` (perhaps none: a veto) and
+    /// returns true; the manager evicts those that are in NVM only and does not run its
+    /// clock. False (the default): the clock asks [`nvm_victim`](Self::nvm_victim).
+    fn nvm_sweep(&self, _tiers: &Tiers, _out: &mut Vec<PageId>) -> bool {
+        false
+    }
+
+    /// A page was written into NVM as a new copy or over its stale one: on a read from
+    /// SSD (`on_eviction` false) or on its eviction from DRAM.
+    fn nvm_admitted(&self, _pid: PageId, _on_eviction: bool) {}
+
+    /// The database spans `pages` pages (its file's size): called at open and whenever
+    /// it grows.
+    fn database_size(&self, _pages: u64) {}
+
+    /// Counters of a policy that runs NVM as a cache (`None` for the others).
+    fn cache_stats(&self) -> Option<NvmCacheStats> {
+        None
+    }
 }
 
 /// The policies selectable by name. `spitfire` takes its knobs after a colon:
 /// `spitfire:b`, `spitfire:dr=0.1,dw=0.1` (plain `spitfire` is eager).
-pub const POLICY_NAMES: &[&str] = &["eager", "hymem", "spitfire", "se2"];
+pub const POLICY_NAMES: &[&str] = &["eager", "hymem", "nvcache", "spitfire", "se2"];
 
-/// Builds a policy by name. `admission_set_pages` sizes `hymem`'s admission set;
-/// `seed` seeds the probabilistic policies.
+/// Builds a policy by name. `admission_set_pages` sizes `hymem`'s admission set,
+/// `nvcache` configures `nvcache`, `seed` seeds the probabilistic policies; each policy
+/// ignores what is not its own.
 ///
 /// # Errors
-/// `Config` for an unknown name or bad knobs.
-pub fn by_name(name: &str, admission_set_pages: usize, seed: u64) -> Result<Box<dyn Policy>, super::BufferError> {
+/// `Config` for an unknown name, bad knobs, or an `nvcache` configuration that cannot
+/// work.
+pub fn by_name(
+    name: &str,
+    admission_set_pages: usize,
+    nvcache: &NvcacheConfig,
+    seed: u64,
+) -> Result<Box<dyn Policy>, super::BufferError> {
     let (base, args) = match name.split_once(':') {
         Some((b, a)) => (b, Some(a)),
         None => (name, None),
@@ -151,6 +197,10 @@ pub fn by_name(name: &str, admission_set_pages: usize, seed: u64) -> Result<Box<
         ("eager", None) => Ok(Box::new(Eager)),
         ("hymem", None) => Ok(Box::new(Hymem::new(admission_set_pages))),
         ("se2", None) => Ok(Box::new(Se2)),
+        ("nvcache", None) => {
+            nvcache.validate().map_err(|what| super::BufferError::Config { what })?;
+            Ok(Box::new(Nvcache::new(nvcache.clone())))
+        }
         ("spitfire", knobs) => {
             let knobs = knobs.map(str::parse).transpose()?.unwrap_or(MigrationKnobs::EAGER);
             Ok(Box::new(Spitfire::new(knobs, seed)))

@@ -1,0 +1,343 @@
+//! `tierdb nvcache-obp`: the NVCache paper's admission experiment (§3.2.3, the shape of
+//! its Table 1) on the `nvcache` architecture — always-admit against the overhead
+//! bypass ratio computed since start-up and over a sliding window, on YCSB A (50%
+//! updates) and C (read only). Each row reports throughput, NVM writes (device lines and
+//! pages written), the NVM hit ratio, admissions and bypasses.
+//!
+//! The NVM profile's write-to-read interference (`optane-dcpmm`: a read within 1 µs of
+//! a write costs 3.5×) is what makes admissions expensive; the command runs in `model`
+//! mode by default, where every device cost is the profile's, charged on a virtual
+//! clock. SSD page writes skip the double-write area by default (the paper's engine
+//! writes new blocks and has none); `--double-write on` restores it.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use comfy_table::Table;
+use serde::Serialize;
+use tierdb::ByteSize;
+use tierdb::arch::Architecture;
+use tierdb::buffer::policy::{NvmCacheStats, ObpMode};
+
+use crate::bench_ycsb::{EngineArgs, Progress, RunReport, Setup, fmt_rate, remove_files_on_interrupt, run_one};
+use crate::compare::value;
+use crate::drilldown::Machine;
+use crate::plot::{Chart, LegendPosition, Series, write_notes, write_outputs};
+
+const RUNS_MAX: usize = 25;
+const WORKLOADS_MAX: usize = 8;
+
+#[derive(Args, Debug)]
+#[command(mut_arg("mode", |a| a.default_value("model")))]
+#[command(mut_arg("double_write", |a| a.default_value("off")))]
+#[command(mut_arg("obp", |a| a.hide(true).help("Refused: every row sets its own")))]
+pub struct NvcacheObpArgs {
+    /// YCSB workloads, comma-separated (a..f or a property file).
+    #[arg(long, value_delimiter = ',', default_value = "a,c")]
+    workloads: Vec<String>,
+    #[arg(long, default_value = "16MiB")]
+    dram: ByteSize,
+    #[arg(long, default_value = "64MiB")]
+    nvm: ByteSize,
+    /// Size of the B+-tree after loading.
+    #[arg(long, default_value = "192MiB")]
+    data: ByteSize,
+    /// Runs of each row; the table and plots show medians.
+    #[arg(long, default_value_t = 3)]
+    runs: usize,
+    /// Directory for nvcache-obp.txt, .json and the SVG plots.
+    #[arg(long, default_value = "tierdb-nvcache-obp")]
+    out: PathBuf,
+    #[command(flatten)]
+    engine: EngineArgs,
+    /// No progress bar.
+    #[arg(long)]
+    quiet: bool,
+}
+
+/// One row: a workload under one admission mode.
+#[derive(Serialize)]
+struct Row {
+    workload: String,
+    /// `off` is always-admit.
+    obp: ObpMode,
+    /// Medians over the runs.
+    ops_per_sec: f64,
+    nvm_line_writes: u64,
+    nvm_page_writes: u64,
+    nvm_hit_ratio: f64,
+    nvm_cache: NvmCacheStats,
+    runs: Vec<RunReport>,
+}
+
+#[derive(Serialize)]
+struct ObpReport {
+    command: &'static str,
+    version: &'static str,
+    machine: Machine,
+    dram_bytes: u64,
+    nvm_bytes: u64,
+    data_bytes: u64,
+    runs: usize,
+    setup: Setup,
+    notes: Vec<String>,
+    rows: Vec<Row>,
+}
+
+fn median_f(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(0.0)
+}
+
+fn median_u(mut v: Vec<u64>) -> u64 {
+    v.sort_unstable();
+    v.get(v.len() / 2).copied().unwrap_or(0)
+}
+
+pub fn run(args: NvcacheObpArgs) -> Result<()> {
+    if args.runs == 0 || args.runs > RUNS_MAX {
+        bail!("--runs {} is outside 1..={RUNS_MAX}", args.runs);
+    }
+    if args.workloads.is_empty() || args.workloads.len() > WORKLOADS_MAX {
+        bail!("--workloads takes 1..={WORKLOADS_MAX} workloads");
+    }
+    if args.engine.obp != ObpMode::Window {
+        bail!("--obp does not apply: the rows are always-admit, cumulative and windowed OBP");
+    }
+    if args.engine.policy.as_deref().is_some_and(|p| p != "nvcache") {
+        bail!("--policy does not apply: the experiment runs the nvcache policy");
+    }
+    remove_files_on_interrupt()?;
+    std::fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
+    let mut engine = args.engine.clone();
+    // The SSD page file on /dev/shm unless told otherwise: in `model` mode its profile is
+    // charged, and the medium's own time (small there) stays out of the way.
+    if engine.ssd_dir.is_none() && args.engine.mode == tierdb::device::EmulationMode::Model {
+        engine.ssd_dir = Some(PathBuf::from("/dev/shm"));
+    }
+    let progress = Progress::new(!args.quiet);
+    let mut rows = Vec::new();
+    let mut first_setup = None;
+    for w in &args.workloads {
+        let base = engine.setup(w)?;
+        for obp in ObpMode::ALL {
+            let mut setup = base.clone();
+            setup.nvcache.obp_mode = obp;
+            let mut runs = Vec::new();
+            for r in 0..args.runs {
+                let tag = format!("obp{r}");
+                let rep = run_one(
+                    &engine,
+                    &setup,
+                    Architecture::Nvcache,
+                    args.dram,
+                    args.nvm,
+                    Some(args.data),
+                    &tag,
+                    &progress,
+                )
+                .with_context(|| format!("workload {w}, OBP {}", obp.name()))?;
+                runs.push(rep);
+            }
+            let cache = |r: &RunReport| r.result.tiers.nvm_cache.unwrap_or_default();
+            let nvm_lines = |r: &RunReport| r.result.tiers.nvm.map_or(0, |n| n.write_lines);
+            let med = |f: &dyn Fn(&NvmCacheStats) -> u64| median_u(runs.iter().map(|r| f(&cache(r))).collect());
+            let nvm_cache = NvmCacheStats {
+                lookups: med(&|c| c.lookups),
+                hits: med(&|c| c.hits),
+                misses: med(&|c| c.misses),
+                read_inserts: med(&|c| c.read_inserts),
+                write_inserts: med(&|c| c.write_inserts),
+                removals: med(&|c| c.removals),
+                evictions: med(&|c| c.evictions),
+                bypass_small_db: med(&|c| c.bypass_small_db),
+                bypass_obp: med(&|c| c.bypass_obp),
+                bypass_full: med(&|c| c.bypass_full),
+                sweeps: med(&|c| c.sweeps),
+                cached_pages: med(&|c| c.cached_pages),
+                obp_permille: med(&|c| c.obp_permille),
+            };
+            rows.push(Row {
+                workload: w.clone(),
+                obp,
+                ops_per_sec: median_f(runs.iter().map(value).collect()),
+                nvm_line_writes: median_u(runs.iter().map(nvm_lines).collect()),
+                nvm_page_writes: median_u(runs.iter().map(|r| r.result.tiers.buffer.dram_to_nvm_pages).collect()),
+                nvm_hit_ratio: median_f(runs.iter().map(|r| cache(r).hit_ratio()).collect()),
+                nvm_cache,
+                runs,
+            });
+            first_setup.get_or_insert(setup);
+        }
+    }
+    progress.finish();
+    let mut setup = first_setup.expect("at least one workload ran");
+    setup.nvcache.obp_mode = ObpMode::Window;
+    let notes = vec![
+        format!(
+            "always-admit = OBP off; cumulative = OBP since start-up; window = OBP over the last {} lookups; target {}%",
+            setup.nvcache.obp_window_lookups,
+            f64::from(setup.nvcache.obp_target_permille) / 10.0
+        ),
+        "NVM line writes: the NVM device's written cache lines in the measured run (pages, frame headers); page writes: pages copied DRAM → NVM".into(),
+        format!(
+            "interference: NVM reads within {} ns of an NVM write cost {}× ({} profile)",
+            setup.nvm_profile.interference_window_ns, setup.nvm_profile.write_read_interference, setup.nvm_profile.name
+        ),
+        format!(
+            "SSD page file in {}; double write {}",
+            engine.ssd_dir.as_ref().map_or_else(|| std::env::temp_dir().display().to_string(), |d| d.display().to_string()),
+            if setup.double_write { "on" } else { "off" }
+        ),
+    ];
+    let report = ObpReport {
+        command: "nvcache-obp",
+        version: env!("CARGO_PKG_VERSION"),
+        machine: Machine::probe(),
+        dram_bytes: args.dram.bytes(),
+        nvm_bytes: args.nvm.bytes(),
+        data_bytes: args.data.bytes(),
+        runs: args.runs,
+        setup,
+        notes,
+        rows,
+    };
+    let text = render(&report);
+    let charts = [
+        ("nvcache-obp-throughput.svg".to_string(), chart(&report, false)),
+        ("nvcache-obp-nvm-writes.svg".to_string(), chart(&report, true)),
+    ];
+    write_outputs(&args.out, "nvcache-obp", &text, &report, &charts)
+}
+
+fn describe(r: &ObpReport) -> String {
+    let s = &r.setup;
+    format!(
+        "nvcache · mode {} · profiles dram {}, nvm {}, ssd {} · DRAM {} · NVM {} · data {} · page {} · {} thread(s) · seed {} · {} s warm-up + {} · median of {} run(s)",
+        s.mode,
+        s.dram_profile.name,
+        s.nvm_profile.name,
+        s.ssd_profile.name,
+        ByteSize(r.dram_bytes),
+        ByteSize(r.nvm_bytes),
+        ByteSize(r.data_bytes),
+        ByteSize(s.page_size_bytes as u64),
+        s.threads,
+        s.seed,
+        s.warmup_secs,
+        s.duration_secs.map(|d| format!("{d} s run")).unwrap_or_else(|| "operationcount".into()),
+        r.runs,
+    )
+}
+
+fn label(m: ObpMode) -> &'static str {
+    match m {
+        ObpMode::Off => "always-admit",
+        ObpMode::Cumulative => "OBP cumulative",
+        ObpMode::Window => "OBP window",
+    }
+}
+
+fn render(r: &ObpReport) -> String {
+    let mut t = Table::new();
+    t.set_header([
+        "workload",
+        "admission",
+        "ops/s",
+        "vs always",
+        "NVM line writes",
+        "NVM page writes",
+        "writes ÷",
+        "NVM hit ratio",
+        "inserts r/w",
+        "removals",
+        "evictions",
+        "bypass OBP",
+        "bypass full",
+        "OBP",
+    ]);
+    for row in &r.rows {
+        let always = r.rows.iter().find(|x| x.workload == row.workload && x.obp == ObpMode::Off);
+        let (vs, fewer) = match always {
+            Some(a) if row.obp != ObpMode::Off => (
+                if a.ops_per_sec > 0.0 {
+                    format!("{:+.1}%", 100.0 * (row.ops_per_sec / a.ops_per_sec - 1.0))
+                } else {
+                    "—".into()
+                },
+                if row.nvm_line_writes > 0 {
+                    format!("{:.1}×", a.nvm_line_writes as f64 / row.nvm_line_writes as f64)
+                } else {
+                    "∞".into()
+                },
+            ),
+            _ => ("—".into(), "—".into()),
+        };
+        let c = &row.nvm_cache;
+        t.add_row([
+            row.workload.clone(),
+            label(row.obp).into(),
+            fmt_rate(row.ops_per_sec),
+            vs,
+            row.nvm_line_writes.to_string(),
+            row.nvm_page_writes.to_string(),
+            fewer,
+            format!("{:.1}%", 100.0 * row.nvm_hit_ratio),
+            format!("{}/{}", c.read_inserts, c.write_inserts),
+            c.removals.to_string(),
+            c.evictions.to_string(),
+            c.bypass_obp.to_string(),
+            c.bypass_full.to_string(),
+            format!("{:.1}%", 100.0 * c.obp()),
+        ]);
+    }
+    let mut out = format!("tierdb nvcache-obp: {}\n{t}\n", describe(r));
+    write_notes(&mut out, &r.notes);
+    let _ = writeln!(out);
+    out
+}
+
+fn chart(r: &ObpReport, writes: bool) -> Chart {
+    let workloads: Vec<String> = {
+        let mut w: Vec<String> = Vec::new();
+        for row in &r.rows {
+            if !w.contains(&row.workload) {
+                w.push(row.workload.clone());
+            }
+        }
+        w
+    };
+    let mut c = Chart::new(if writes {
+        "NVM cache: NVM line writes by admission policy"
+    } else {
+        "NVM cache: throughput by admission policy"
+    });
+    c.subtitle = describe(r);
+    c.x_label = "YCSB workload".into();
+    c.y_label = if writes {
+        "NVM lines written in the measured run".into()
+    } else if r.setup.mode == tierdb::device::EmulationMode::Model {
+        "modelled operations / s".into()
+    } else {
+        "operations / s".into()
+    };
+    c.y_log10 = writes;
+    c.x_categories = workloads.clone();
+    c.legend = LegendPosition::Auto;
+    for m in ObpMode::ALL {
+        let points = r
+            .rows
+            .iter()
+            .filter(|row| row.obp == m)
+            .filter_map(|row| {
+                let x = workloads.iter().position(|w| *w == row.workload)? as f64;
+                let y = if writes { row.nvm_line_writes.max(1) as f64 } else { row.ops_per_sec };
+                Some((x, y))
+            })
+            .collect();
+        c.series.push(Series { name: label(m).into(), points });
+    }
+    c
+}

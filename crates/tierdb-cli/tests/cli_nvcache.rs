@@ -1,0 +1,124 @@
+//! `nvcache` from the command line: the `nvcache-obp` experiment at a tiny size, the
+//! NVM cache's counters in `bench ycsb`, and bad input.
+
+mod common;
+use common::{json, stderr, tierdb, tierdb_with};
+
+#[test]
+fn nvcache_obp_writes_a_row_per_workload_and_admission_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display().to_string();
+    let out = dir.path().join("out");
+    let o = tierdb_with(
+        "nvcache-obp",
+        &[
+            ("--dram", "512KiB"),
+            ("--nvm", "2MiB"),
+            ("--data", "6MiB"),
+            ("--runs", "1"),
+            ("--warmup", "0.1"),
+            ("--duration", "0.4"),
+            ("--ssd-dir", &d),
+            ("--nvm-dir", &d),
+            ("--out", &out.display().to_string()),
+        ],
+        &[],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    for f in ["nvcache-obp.txt", "nvcache-obp.json", "nvcache-obp-throughput.svg", "nvcache-obp-nvm-writes.svg"] {
+        assert!(out.join(f).exists(), "{f} missing");
+    }
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("nvcache-obp.json")).unwrap()).unwrap();
+    assert_eq!(v["command"], "nvcache-obp");
+    assert_eq!(v["setup"]["mode"], "model");
+    let rows = v["rows"].as_array().unwrap();
+    let shape: Vec<(&str, &str)> =
+        rows.iter().map(|r| (r["workload"].as_str().unwrap(), r["obp"].as_str().unwrap())).collect();
+    assert_eq!(
+        shape,
+        [("a", "off"), ("a", "cumulative"), ("a", "window"), ("c", "off"), ("c", "cumulative"), ("c", "window")]
+    );
+    for r in rows {
+        let c = &r["nvm_cache"];
+        assert!(r["ops_per_sec"].as_f64().unwrap() > 0.0, "{r}");
+        assert!(c["lookups"].as_u64().unwrap() > 0, "{c}");
+        assert_eq!(c["lookups"].as_u64(), Some(c["hits"].as_u64().unwrap() + c["misses"].as_u64().unwrap()));
+        if r["obp"] == "off" {
+            assert_eq!(c["bypass_obp"], 0, "{c}");
+        }
+    }
+    // Windowed OBP bypasses admissions on both workloads; always-admit writes at least
+    // as much to NVM per operation on the read-only one (the runs are timed, so compare
+    // per operation).
+    for w in [0, 3] {
+        assert!(rows[w + 2]["nvm_cache"]["bypass_obp"].as_u64().unwrap() > 0, "{}", rows[w + 2]);
+    }
+    let per_op = |r: &serde_json::Value| {
+        r["nvm_line_writes"].as_f64().unwrap() / r["runs"][0]["result"]["ops"].as_f64().unwrap().max(1.0)
+    };
+    assert!(per_op(&rows[3]) >= per_op(&rows[5]), "c: {} vs {}", per_op(&rows[3]), per_op(&rows[5]));
+    let text = std::fs::read_to_string(out.join("nvcache-obp.txt")).unwrap();
+    assert!(text.contains("OBP window") && text.contains("always-admit") && text.contains("optane-dcpmm"), "{text}");
+}
+
+#[test]
+fn bench_ycsb_reports_the_nvm_cache_counters() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display().to_string();
+    let args = [
+        "bench",
+        "ycsb",
+        "--arch",
+        "nvcache",
+        "--dram",
+        "512KiB",
+        "--nvm",
+        "2MiB",
+        "--data",
+        "6MiB",
+        "--workload",
+        "c",
+        "--mode",
+        "model",
+        "--warmup",
+        "0",
+        "--duration",
+        "0.3",
+        "--obp",
+        "cumulative",
+        "--ssd-dir",
+        &d,
+        "--nvm-dir",
+        &d,
+        "--quiet",
+    ];
+    let mut with_json = args.to_vec();
+    with_json.push("--json");
+    let v = json(&tierdb(&with_json));
+    assert_eq!(v["arch"], "nvcache");
+    assert_eq!(v["setup"]["nvcache"]["obp_mode"], "cumulative");
+    let c = &v["result"]["tiers"]["nvm_cache"];
+    assert!(c["lookups"].as_u64().unwrap() > 0 && c["misses"].as_u64().unwrap() > 0, "{c}");
+    let o = tierdb(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("bypassed: OBP over target") && text.contains("inserts on write"), "{text}");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "engine files left behind");
+}
+
+#[test]
+fn bad_nvcache_options_are_refused() {
+    for (args, what) in [
+        (&["--obp", "sometimes"][..], "OBP mode"),
+        (&["--obp-target", "0"][..], "--obp-target"),
+        (&["--obp-window", "3"][..], "window"),
+    ] {
+        let mut all = vec!["bench", "ycsb", "--arch", "nvcache", "--dram", "256KiB", "--data", "1MiB", "--quiet"];
+        all.extend_from_slice(args);
+        let o = tierdb(&all);
+        assert!(!o.status.success(), "{args:?} accepted");
+        assert!(stderr(&o).contains(what), "{args:?}: {}", stderr(&o));
+    }
+    let o = tierdb(&["nvcache-obp", "--obp", "off", "--quiet"]);
+    assert!(!o.status.success() && stderr(&o).contains("--obp does not apply"), "{}", stderr(&o));
+}
