@@ -231,7 +231,7 @@ impl EngineArgs {
 
 #[derive(Args, Debug)]
 pub struct YcsbArgs {
-    /// Architecture: main-memory, ssd-bm, basic-nvm-bm, three-tier, nvm-direct, nvcache.
+    /// Architecture: main-memory, ssd-bm, basic-nvm-bm, three-tier, nvm-direct, nvcache, mmap-read, mmap-se1, mmap-se2.
     #[arg(long, default_value = "three-tier")]
     arch: String,
     #[arg(long, default_value = "256MiB")]

@@ -76,7 +76,7 @@ enum Command {
 
 #[derive(Subcommand)]
 enum BenchCommand {
-    /// YCSB: load, warm up, run; --arch main-memory|ssd-bm|basic-nvm-bm|three-tier|nvm-direct|nvcache;
+    /// YCSB: load, warm up, run; --arch main-memory|ssd-bm|basic-nvm-bm|three-tier|nvm-direct|nvcache|mmap-read|mmap-se1|mmap-se2;
     /// with --durability sync|group|none through a database's transactions.
     Ycsb(Box<bench_ycsb::YcsbArgs>),
     /// Commit throughput and latency of the write-ahead log alone (log buffer in DRAM

@@ -30,7 +30,9 @@ fn bench(dir: &Path, extra: &[&str]) -> Output {
 #[test]
 fn every_architecture_runs_and_reports_its_tiers() {
     let dir = tempfile::tempdir().unwrap();
-    for arch in ["main-memory", "ssd-bm", "basic-nvm-bm", "three-tier", "nvm-direct"] {
+    for arch in
+        ["main-memory", "ssd-bm", "basic-nvm-bm", "three-tier", "nvm-direct", "mmap-read", "mmap-se1", "mmap-se2"]
+    {
         let o = bench(
             dir.path(),
             &["--arch", arch, "--dram", "2MiB", "--nvm", "8MiB", "--data", "6MiB", "--seed", "9", "--json"],
@@ -63,7 +65,12 @@ fn every_architecture_runs_and_reports_its_tiers() {
         assert!(misses > 0, "{arch}: {b}");
         match arch {
             "ssd-bm" => assert_eq!(b["nvm_hits"], 0),
-            "basic-nvm-bm" => assert_eq!(b["ssd_reads"], 0),
+            "basic-nvm-bm" | "mmap-read" | "mmap-se1" => assert_eq!(b["ssd_reads"], 0),
+            // SE2 reads in place: YCSB-RO copies no page into DRAM.
+            "mmap-se2" => {
+                assert_eq!((b["ssd_reads"].as_u64(), b["nvm_to_dram_pages"].as_u64()), (Some(0), Some(0)), "{b}");
+                assert!(b["nvm_reads_in_place"].as_u64().unwrap() > 0, "{b}");
+            }
             _ => {}
         }
     }
