@@ -1668,63 +1668,47 @@ impl BufferManager {
             if !self.claim(pid, Entry::Nvm(n))? {
                 continue;
             }
-            debug_assert_eq!(nvm.pid(n), Some(pid));
-            if nvm.is_dirty(n) {
-                let mut buf = AlignedBuf::new(self.page_size);
-                let written = nvm.read_page(n, pid, &mut buf).map_err(crate::Error::from).and_then(|()| {
-                    self.ssd_write_with(ssd, pid, &buf)?;
-                    Ok(())
-                });
-                if let Err(e) = written {
-                    self.table.set(pid, Entry::Nvm(n));
-                    return Err(e);
-                }
-                self.counters.bump(Count::NvmToSsd);
-            }
-            // The frame's header is cleared before reuse, so that a restart never takes
-            // its old bytes for the page. (Until the WAL redoes pages, a crash before the
-            // page file's next sync can lose this write, as any since the checkpoint.)
-            if let Err(e) = nvm.clear_owner(n) {
-                self.table.set(pid, Entry::Nvm(n));
-                return Err(e.into());
-            }
-            self.policy.nvm_evicted(pid);
-            self.counters.bump(Count::NvmEvictions);
-            self.table.set(pid, Entry::Empty);
+            self.evict_claimed_nvm(ssd, pid, n, true)?;
             return Ok(Some(n));
         }
         Ok(nvm.pop_free())
     }
 
+    /// Evicts page `pid` from NVM frame `n` after the caller claimed its entry: writes it
+    /// to SSD if dirty, clears the frame's header — so that a restart never takes its
+    /// old bytes for the page — and keeps the frame for the caller (`keep_frame`) or
+    /// frees it. On error the page stays in the frame, as it was.
+    fn evict_claimed_nvm(&self, ssd: &SsdFile, pid: PageId, n: u32, keep_frame: bool) -> Result<()> {
+        let nvm = self.nvm.as_ref().expect("an NVM entry implies an NVM pool");
+        debug_assert_eq!(nvm.pid(n), Some(pid));
+        debug_assert_eq!(self.table.get(pid)?, Entry::Busy, "{pid} is not claimed");
+        let evicted = (|| {
+            if nvm.is_dirty(n) {
+                let mut buf = AlignedBuf::new(self.page_size);
+                nvm.read_page(n, pid, &mut buf)?;
+                self.ssd_write_with(ssd, pid, &buf)?;
+                self.counters.bump(Count::NvmToSsd);
+            }
+            if keep_frame { nvm.clear_owner(n) } else { nvm.release(n) }.map_err(crate::Error::from)
+        })();
+        if let Err(e) = evicted {
+            self.table.set(pid, Entry::Nvm(n));
+            return Err(e);
+        }
+        self.policy.nvm_evicted(pid);
+        self.counters.bump(Count::NvmEvictions);
+        self.table.set(pid, Entry::Empty);
+        Ok(())
+    }
+
     /// Evicts the pages `pids` from NVM (a policy's sweep), each if it is in NVM only and
     /// not moving: written to SSD if dirty, its frame freed.
     fn evict_from_nvm(&self, ssd: &SsdFile, pids: &[PageId]) -> Result<()> {
-        let nvm = self.nvm.as_ref().expect("evict_from_nvm needs NVM");
         for &pid in pids {
             let Entry::Nvm(n) = self.table.get(pid)? else { continue };
-            if !self.claim(pid, Entry::Nvm(n))? {
-                continue;
+            if self.claim(pid, Entry::Nvm(n))? {
+                self.evict_claimed_nvm(ssd, pid, n, false)?;
             }
-            debug_assert_eq!(nvm.pid(n), Some(pid));
-            if nvm.is_dirty(n) {
-                let mut buf = AlignedBuf::new(self.page_size);
-                let written = nvm.read_page(n, pid, &mut buf).map_err(crate::Error::from).and_then(|()| {
-                    self.ssd_write_with(ssd, pid, &buf)?;
-                    Ok(())
-                });
-                if let Err(e) = written {
-                    self.table.set(pid, Entry::Nvm(n));
-                    return Err(e);
-                }
-                self.counters.bump(Count::NvmToSsd);
-            }
-            if let Err(e) = nvm.release(n) {
-                self.table.set(pid, Entry::Nvm(n));
-                return Err(e.into());
-            }
-            self.policy.nvm_evicted(pid);
-            self.counters.bump(Count::NvmEvictions);
-            self.table.set(pid, Entry::Empty);
         }
         Ok(())
     }
