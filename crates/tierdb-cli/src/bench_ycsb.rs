@@ -69,8 +69,9 @@ pub struct EngineArgs {
     /// Turn O_DIRECT off for the SSD file.
     #[arg(long)]
     pub buffered_io: bool,
-    /// nvm-direct: the CPU last-level cache its NVM read charges model (a line read
-    /// again while its tag is cached costs nothing); 0 charges every read.
+    /// The CPU last-level cache that charges for reads made in place in NVM model
+    /// (nvm-direct, spitfire with DRAM bypassed, mmap-se2): a line read again while its
+    /// tag is cached costs nothing; 0 charges every read.
     #[arg(long, default_value = "32MiB")]
     pub cpu_cache: ByteSize,
     /// Torn-page protection of SSD page writes: each write (a batch at checkpoints)

@@ -142,7 +142,7 @@ pub(crate) fn is_full(e: &anyhow::Error) -> bool {
 fn describe(report: &CompareReport) -> String {
     let s = &report.setup;
     format!(
-        "workload {} · mode {} · profiles dram {}, nvm {}, ssd {} · DRAM {} · NVM {} · page {} · {} thread(s) · seed {} · {} run(s) per point, median · {} s warm-up + {} run · nvm-direct CPU-cache model {}",
+        "workload {} · mode {} · profiles dram {}, nvm {}, ssd {} · DRAM {} · NVM {} · page {} · {} thread(s) · seed {} · {} run(s) per point, median · {} s warm-up + {} run · CPU-cache model for in-place NVM reads {}",
         s.workload.origin(),
         s.mode,
         s.dram_profile.name,

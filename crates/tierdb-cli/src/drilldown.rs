@@ -1025,7 +1025,7 @@ fn describe(r: &DrilldownReport) -> String {
     let s = &r.setup;
     let w = &s.workload;
     format!(
-        "{} ({} CPUs) · workload ro ({} {:?}) · mode {} · profiles dram {}, nvm {}, ssd {} · DRAM {} · NVM {} · data {} · page {} · {} thread(s) · seed {} · median of {} run(s) · {} s warm-up + {} run · nvm-direct CPU-cache model {}",
+        "{} ({} CPUs) · workload ro ({} {:?}) · mode {} · profiles dram {}, nvm {}, ssd {} · DRAM {} · NVM {} · data {} · page {} · {} thread(s) · seed {} · median of {} run(s) · {} s warm-up + {} run · CPU-cache model for in-place NVM reads {}",
         r.machine.cpu,
         r.machine.logical_cpus,
         w.get("requestdistribution").unwrap_or_default(),

@@ -715,7 +715,7 @@ fn notes(args: &RestartArgs, setup: &Setup, series: &[SeriesReport]) -> Vec<Stri
 fn describe(r: &RestartReport) -> String {
     let s = &r.setup;
     format!(
-        "{} ({} CPUs) · workload ro ({}) · mode {} · profiles dram {}, nvm {}, ssd {} · DRAM {} · NVM {} · data {} · page {} · {} thread(s) · seed {} · {} s after the restart in {} ms buckets · nvm-direct CPU-cache model {}",
+        "{} ({} CPUs) · workload ro ({}) · mode {} · profiles dram {}, nvm {}, ssd {} · DRAM {} · NVM {} · data {} · page {} · {} thread(s) · seed {} · {} s after the restart in {} ms buckets · CPU-cache model for in-place NVM reads {}",
         r.machine.cpu,
         r.machine.logical_cpus,
         s.workload.get("requestdistribution").unwrap_or_default(),
