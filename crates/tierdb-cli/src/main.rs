@@ -14,6 +14,8 @@ mod devices;
 mod drilldown;
 mod plot;
 mod restart_bench;
+mod spitfire;
+mod tune;
 mod wear;
 mod ycsb_driver;
 mod ycsb_txn;
@@ -62,6 +64,13 @@ enum Command {
     /// NVM writes per cache line for three-tier and nvm-direct under 100% updates (the
     /// paper's Figure 16); writes a table, JSON and an SVG plot.
     Wear(wear::WearArgs),
+    /// Spitfire's online tuner on the live engine: epochs of YCSB, the spitfire policy's
+    /// knobs set before each; writes a table, JSON and a convergence plot.
+    Tune(Box<tune::TuneArgs>),
+    /// Spitfire's experiments: the D and N sweeps (Figures 5–7), Table 3's policies
+    /// (Figures 11–12), and the tuners against the best static policy (§6.6); writes
+    /// tables, JSON and SVG plots.
+    Spitfire(Box<spitfire::SpitfireArgs>),
 }
 
 #[derive(Subcommand)]
@@ -87,6 +96,8 @@ fn main() -> ExitCode {
         Command::CrashtestChild(args) => crashtest::child(args),
         Command::WalDump(args) => crashtest::wal_dump(args),
         Command::RestartBench(args) => restart_bench::run(args),
+        Command::Tune(args) => tune::run(*args),
+        Command::Spitfire(args) => spitfire::run(*args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -26,7 +26,7 @@ fn median(mut v: Vec<u32>) -> u32 {
 #[test]
 fn annealing_gets_near_the_optimum_and_coord_needs_at_most_half_its_epochs() {
     let (mut anneal_reach, mut coord_reach) = (Vec::new(), Vec::new());
-    let (mut anneal_near_at_end, mut coord_near_at_end) = (0, 0);
+    let mut anneal_near_at_end = 0;
     for seed in 1..=SEEDS {
         let cfg = TunerConfig::new(seed);
         let mut land = Landscape::spitfire_like(seed * 1000);
@@ -49,7 +49,6 @@ fn annealing_gets_near_the_optimum_and_coord_needs_at_most_half_its_epochs() {
         }
         let best = coord.best().expect("observed");
         let c_end = land.throughput(best.knobs) / land.peak_ops_per_sec;
-        coord_near_at_end += u32::from(c_end >= NEAR);
         let c = epochs_to_reach(&coord, &land, NEAR);
         println!(
             "seed {seed}: anneal ended after {epochs} epochs at {end:.3} of the peak, first near at {a:?}; \
@@ -59,14 +58,15 @@ fn annealing_gets_near_the_optimum_and_coord_needs_at_most_half_its_epochs() {
         );
         anneal_reach.push(a.unwrap_or(u32::MAX));
         coord_reach.push(c.unwrap_or(u32::MAX));
-        // Whatever the luck, the coordinate search ends well above the eager start
-        // (61% of the peak).
-        assert!(c_end >= 0.9, "seed {seed}: coord ended at {c_end:.3} of the peak");
+        // Whatever the luck, the coordinate search ends within 5% of the peak (the eager
+        // start is at 61%).
+        assert!(c_end >= 0.95, "seed {seed}: coord ended at {c_end:.3} of the peak");
     }
-    let (a, c) = (median(anneal_reach), median(coord_reach));
+    let (a, c) = (median(anneal_reach), median(coord_reach.clone()));
     println!("median epochs to within 2% of the optimum: anneal {a}, coord {c}");
     assert!(anneal_near_at_end >= 8, "annealing ended near the optimum for {anneal_near_at_end} of {SEEDS} seeds");
-    assert!(coord_near_at_end >= 7, "coord ended near the optimum for {coord_near_at_end} of {SEEDS} seeds");
+    let coord_reached = coord_reach.iter().filter(|&&e| e < u32::MAX).count();
+    assert!(coord_reached >= 7, "coord reached the optimum for {coord_reached} of {SEEDS} seeds");
     assert!(a < u32::MAX && c < u32::MAX, "medians: anneal {a}, coord {c}");
     assert!(2 * c <= a, "coord needs {c} epochs (median), annealing {a}: not at most half");
 }

@@ -21,6 +21,9 @@
 //!    the step halves. After the level at `step_decades_min` the search is done and
 //!    holds the incumbent.
 //!
+//! The noise is the configured `noise` until configurations have been measured more
+//! than once; then the pooled relative spread of their epochs, if that is larger.
+//!
 //! Noise: a single epoch's throughput varies (the machine, the buffer's state after a
 //! policy change). Clear differences cost one epoch (a loss) or two (a win); only
 //! differences within the noise cost more. The incumbent's estimate is a mean that is
@@ -96,6 +99,7 @@ impl CoordConfig {
 struct Estimate {
     knobs: MigrationKnobs,
     cost_sum: f64,
+    cost_sq_sum: f64,
     throughput_sum: f64,
     writes_per_op_sum: f64,
     n: u32,
@@ -103,11 +107,12 @@ struct Estimate {
 
 impl Estimate {
     fn new(knobs: MigrationKnobs) -> Estimate {
-        Estimate { knobs, cost_sum: 0.0, throughput_sum: 0.0, writes_per_op_sum: 0.0, n: 0 }
+        Estimate { knobs, cost_sum: 0.0, cost_sq_sum: 0.0, throughput_sum: 0.0, writes_per_op_sum: 0.0, n: 0 }
     }
 
     fn add(&mut self, cost: f64, m: &Measurement) {
         self.cost_sum += cost;
+        self.cost_sq_sum += cost * cost;
         self.throughput_sum += m.throughput_ops_per_sec;
         self.writes_per_op_sum += m.writes_per_op();
         self.n += 1;
@@ -116,6 +121,17 @@ impl Estimate {
     fn cost(&self) -> f64 {
         debug_assert!(self.n > 0);
         self.cost_sum / f64::from(self.n)
+    }
+
+    /// Σ (cost − mean)² / mean² and its degrees of freedom: the spread of this
+    /// configuration's epochs relative to its mean.
+    fn relative_ss(&self) -> (f64, u32) {
+        let mean = self.cost();
+        if self.n < 2 || mean <= 0.0 {
+            return (0.0, 0);
+        }
+        let ss = (self.cost_sq_sum - f64::from(self.n) * mean * mean).max(0.0);
+        (ss / (mean * mean), self.n - 1)
     }
 
     fn best(&self) -> Best {
@@ -135,6 +151,9 @@ impl Estimate {
 const Z_CLEAR: f64 = 2.0;
 /// After `measurements_max` epochs, a candidate this many standard errors better wins.
 const Z_LAST: f64 = 0.0;
+
+/// Degrees of freedom before the measured noise replaces the configured one.
+const NOISE_DOF_MIN: u32 = 3;
 
 /// What the sequential test says of a candidate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -182,6 +201,9 @@ pub struct Coord {
     failed_in_row: usize,
     /// The probe pending, if the pending proposal is one.
     probing: Option<Move>,
+    /// Σ relative squared deviations and degrees of freedom of retired configurations.
+    noise_ss: f64,
+    noise_dof: u32,
 }
 
 impl Coord {
@@ -200,6 +222,8 @@ impl Coord {
             came_by: None,
             failed_in_row: 0,
             probing: None,
+            noise_ss: 0.0,
+            noise_dof: 0,
         })
     }
 
@@ -246,13 +270,33 @@ impl Coord {
         None
     }
 
+    /// The relative noise of one epoch: the pooled spread of every configuration
+    /// measured more than once (this one and the incumbent included), never below the
+    /// configured `noise`.
+    fn noise(&self, cand: &Estimate) -> f64 {
+        let (mut ss, mut dof) = (self.noise_ss, self.noise_dof);
+        for e in [cand, &self.incumbent()] {
+            let (s, d) = e.relative_ss();
+            ss += s;
+            dof += d;
+        }
+        if dof >= NOISE_DOF_MIN { self.cfg.noise.max((ss / f64::from(dof)).sqrt()) } else { self.cfg.noise }
+    }
+
+    /// Adds a configuration that is no longer measured to the pooled noise.
+    fn retire(&mut self, e: &Estimate) {
+        let (s, d) = e.relative_ss();
+        self.noise_ss += s;
+        self.noise_dof += d;
+    }
+
     /// The sequential test of a candidate against the incumbent: their difference in
     /// standard errors, from the assumed noise of one epoch and the epochs each mean
     /// holds.
     fn judge(&self, cand: &Estimate) -> Verdict {
         let inc = self.incumbent();
         let ratio = if inc.cost() > 0.0 { cand.cost() / inc.cost() - 1.0 } else { f64::INFINITY };
-        let se = self.cfg.noise * (1.0 / f64::from(cand.n) + 1.0 / f64::from(inc.n)).sqrt();
+        let se = self.noise(cand) * (1.0 / f64::from(cand.n) + 1.0 / f64::from(inc.n)).sqrt();
         let z = if se > 0.0 { ratio / se } else { ratio * f64::INFINITY };
         if z <= -Z_CLEAR {
             Verdict::Reject
@@ -316,11 +360,14 @@ impl Tuner for Coord {
                 e.add(cost, &m);
                 match self.judge(&e) {
                     Verdict::Reject => {
+                        self.retire(&e);
                         self.phase = Phase::Probe;
                         self.advance();
                         Action::Rejected
                     }
                     Verdict::Accept => {
+                        let old = self.incumbent();
+                        self.retire(&old);
                         self.phase = Phase::Probe;
                         self.incumbent = Some(e);
                         // Line search: the same move again from the new incumbent.
