@@ -119,7 +119,7 @@ impl TunerArgs {
     /// The tuner configuration with `seed`.
     ///
     /// # Errors
-    /// A λ or a start out of range.
+    /// A λ, a start or a tuner parameter out of range.
     pub fn config(&self, seed: u64) -> Result<TunerConfig> {
         let mut cfg = TunerConfig::new(seed);
         cfg.objective = tuning::Objective::new(self.lambda)?;
@@ -130,6 +130,9 @@ impl TunerArgs {
         cfg.anneal.t_min = self.t_min;
         cfg.anneal.energy_scale = self.energy_scale;
         cfg.coord.noise = self.noise;
+        // Both, whichever tuner runs: a bad option is an error even where unused.
+        cfg.anneal.validate()?;
+        cfg.coord.validate()?;
         Ok(cfg)
     }
 }
