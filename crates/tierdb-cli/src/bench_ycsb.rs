@@ -47,7 +47,9 @@ pub struct EngineArgs {
     /// Directory for the NVM pool file (default /dev/shm).
     #[arg(long)]
     pub nvm_dir: Option<PathBuf>,
-    /// Placement policy instead of the architecture's own (eager, hymem).
+    /// Placement policy instead of the architecture's own: eager, hymem, or
+    /// spitfire:KNOBS (a preset eager, a, b, c, d — the Spitfire paper's Table 3 — or
+    /// dr=X,dw=X,nr=X,nw=X; plain spitfire is eager).
     #[arg(long)]
     pub policy: Option<String>,
     /// Pages in hymem's admission set (default: half the NVM frames).
@@ -168,6 +170,7 @@ impl EngineArgs {
         c.ssd_profile = setup.ssd_profile.clone();
         c.policy = self.policy.clone();
         c.admission_set_pages = self.admission_set;
+        c.policy_seed = setup.seed;
         c.techniques = self.techniques;
         c.debug_lines = self.debug_lines;
         c.cpu_cache_model = ByteSize(setup.cpu_cache_model_bytes);
@@ -522,7 +525,11 @@ pub fn print_report(r: &RunReport) {
         t.add_row([name.to_string(), v.to_string(), format!("{:.4}", per_op(v))]);
     };
     row("DRAM hits", b.dram_hits);
-    row("NVM hits (page → DRAM)", b.nvm_hits);
+    row("NVM hits", b.nvm_hits);
+    if b.nvm_reads_in_place + b.nvm_writes_in_place > 0 {
+        row("  of them read in place", b.nvm_reads_in_place);
+        row("  of them written in place", b.nvm_writes_in_place);
+    }
     row("SSD reads (page → DRAM)", b.ssd_reads);
     row("lines NVM → DRAM", res.lines_nvm_to_dram);
     row("lines DRAM → NVM", res.lines_dram_to_nvm);

@@ -12,6 +12,7 @@ mod crashtest;
 mod device_bench;
 mod devices;
 mod drilldown;
+mod mmap_bench;
 mod plot;
 mod restart_bench;
 mod spitfire;
@@ -71,6 +72,10 @@ enum Command {
     /// (Figures 11–12), and the tuners against the best static policy (§6.6); writes
     /// tables, JSON and SVG plots.
     Spitfire(Box<spitfire::SpitfireArgs>),
+    /// The PostgreSQL-on-NVM study: the database file on NVM read with pread, copied
+    /// from the mapping (SE1) or read in place (SE2), on scan- and lookup-heavy
+    /// workloads over buffer-pool sizes; writes a table, JSON and SVG plots.
+    MmapBench(mmap_bench::MmapBenchArgs),
 }
 
 #[derive(Subcommand)]
@@ -92,6 +97,7 @@ fn main() -> ExitCode {
         Command::Compare(args) => compare::run(args),
         Command::Drilldown(args) => drilldown::run(args),
         Command::Wear(args) => wear::run(args),
+        Command::MmapBench(args) => mmap_bench::run(args),
         Command::Crashtest(args) => crashtest::run(args),
         Command::CrashtestChild(args) => crashtest::child(args),
         Command::WalDump(args) => crashtest::wal_dump(args),

@@ -8,6 +8,9 @@
 //! | `basic-nvm-bm` | DRAM + NVM | [`BufferManager`], `eager`; refuses data larger than NVM |
 //! | `three-tier` | DRAM + NVM + SSD | [`BufferManager`], `hymem`, cache-line-grained pages, mini pages, pointer swizzling |
 //! | `nvm-direct` | NVM | [`NvmDirect`]: pages read and changed in place in NVM (§2.1); refuses data larger than NVM |
+//! | `mmap-read` | DRAM + NVM | [`BufferManager`], `eager`: the database file on NVM, pages copied into the buffer with `pread`/`pwrite` (the PostgreSQL study's unmodified engine) |
+//! | `mmap-se1` | DRAM + NVM | the same with the file mapped: pages copied with `memcpy` (SE1) |
+//! | `mmap-se2` | DRAM + NVM | the same, but reads go to the mapping in place and a page is copied into DRAM only before it is changed (SE2, policy `se2`) |
 //!
 //! Code that runs a workload is written once, generic over [`PageSource`], and reaches
 //! the concrete source through [`Engine::visit`], so `main-memory` is monomorphised
@@ -46,16 +49,25 @@ pub enum Architecture {
     BasicNvmBm,
     ThreeTier,
     NvmDirect,
+    MmapRead,
+    MmapSe1,
+    MmapSe2,
 }
 
 impl Architecture {
-    pub const ALL: [Architecture; 5] = [
+    pub const ALL: [Architecture; 8] = [
         Architecture::MainMemory,
         Architecture::SsdBm,
         Architecture::BasicNvmBm,
         Architecture::ThreeTier,
         Architecture::NvmDirect,
+        Architecture::MmapRead,
+        Architecture::MmapSe1,
+        Architecture::MmapSe2,
     ];
+
+    /// The memory-mapped engines of the PostgreSQL study.
+    pub const MMAP: [Architecture; 3] = [Architecture::MmapRead, Architecture::MmapSe1, Architecture::MmapSe2];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -64,16 +76,24 @@ impl Architecture {
             Architecture::BasicNvmBm => "basic-nvm-bm",
             Architecture::ThreeTier => "three-tier",
             Architecture::NvmDirect => "nvm-direct",
+            Architecture::MmapRead => "mmap-read",
+            Architecture::MmapSe1 => "mmap-se1",
+            Architecture::MmapSe2 => "mmap-se2",
         }
     }
 
     pub fn uses_nvm(self) -> bool {
-        matches!(self, Architecture::BasicNvmBm | Architecture::ThreeTier | Architecture::NvmDirect)
+        matches!(self, Architecture::BasicNvmBm | Architecture::ThreeTier | Architecture::NvmDirect) || self.is_mmap()
+    }
+
+    /// One of the memory-mapped engines ([`Architecture::MMAP`]).
+    pub fn is_mmap(self) -> bool {
+        Architecture::MMAP.contains(&self)
     }
 
     /// True if the architecture has a buffer manager (DRAM caching a lower tier).
     pub fn has_buffer(self) -> bool {
-        matches!(self, Architecture::SsdBm | Architecture::BasicNvmBm | Architecture::ThreeTier)
+        matches!(self, Architecture::SsdBm | Architecture::BasicNvmBm | Architecture::ThreeTier) || self.is_mmap()
     }
 
     /// True if a database it made can be reopened ([`ArchConfig::open_existing`]): all
@@ -90,6 +110,7 @@ impl Architecture {
     pub fn default_policy(self) -> &'static str {
         match self {
             Architecture::ThreeTier => "hymem",
+            Architecture::MmapSe2 => "se2",
             _ => "eager",
         }
     }
@@ -109,6 +130,7 @@ impl Architecture {
         match self {
             Architecture::MainMemory => Some(dram.bytes()),
             Architecture::BasicNvmBm | Architecture::NvmDirect => Some(nvm.bytes()),
+            Architecture::MmapRead | Architecture::MmapSe1 | Architecture::MmapSe2 => Some(nvm.bytes()),
             Architecture::SsdBm | Architecture::ThreeTier => None,
         }
     }
@@ -157,6 +179,8 @@ pub struct ArchConfig {
     /// Overrides the architecture's default policy.
     pub policy: Option<String>,
     pub admission_set_pages: Option<usize>,
+    /// Seed of a probabilistic policy's coins (`spitfire`).
+    pub policy_seed: u64,
     /// Overrides the architecture's default techniques ([`Architecture::default_techniques`]).
     pub techniques: Option<Techniques>,
     /// Debug mode for cache-line-grained access (slow; for tests).
@@ -198,6 +222,7 @@ impl ArchConfig {
             direct_io: DirectIo::Auto,
             policy: None,
             admission_set_pages: None,
+            policy_seed: crate::limits::POLICY_SEED_DEFAULT,
             techniques: None,
             debug_lines: false,
             wear_counters: false,
@@ -236,6 +261,7 @@ impl ArchConfig {
         bc.dram = self.dram_config();
         bc.policy = self.policy.clone().unwrap_or_else(|| self.arch.default_policy().into());
         bc.admission_set_pages = self.admission_set_pages;
+        bc.policy_seed = self.policy_seed;
         bc.techniques = self.techniques.unwrap_or(self.arch.default_techniques());
         bc.debug_lines = self.debug_lines;
         bc.double_write = self.double_write;
@@ -320,7 +346,13 @@ impl Engine {
             return Ok(Engine::Memory(Box::new(MemorySource::new(&cfg.dram_config())?)));
         }
         let bc = cfg.buffer_config()?;
-        Ok(Engine::Buffer(Box::new(BufferManager::open(&bc)?)))
+        let bm = BufferManager::open(&bc)?;
+        if cfg.arch == Architecture::MmapRead
+            && let Some(nvm) = bm.nvm()
+        {
+            nvm.set_file_io(true);
+        }
+        Ok(Engine::Buffer(Box::new(bm)))
     }
 
     /// Checkpoints and closes: every page a buffer manager holds is written to its

@@ -58,6 +58,9 @@ pub const PAGE_BUSY_WAIT_MS_MAX: u64 = 60_000;
 /// Default capacity of the page table, in pages (16 TiB of 16 KiB pages), and the
 /// entries of one lazily created chunk of it.
 pub const PAGE_TABLE_PAGES_DEFAULT: u64 = 1 << 30;
+
+/// Seed of a probabilistic policy's coins when the configuration gives none.
+pub const POLICY_SEED_DEFAULT: u64 = 42;
 pub const PAGE_TABLE_CHUNK_ENTRIES: usize = 1 << 14;
 
 /// The SSD file grows by at least this many pages, or an eighth of its size.

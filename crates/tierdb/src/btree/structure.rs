@@ -4,8 +4,10 @@
 //! Every function here runs under a chain of exclusive latches from the pessimistic
 //! descent: the highest held node is safe, so a split or merge never propagates above
 //! it. New latches are taken only on fresh pages (nobody else can reach them) or on a
-//! sibling to the right of a held node under a held parent (left to right); merging
-//! with a left sibling first releases the node, then latches left, then the node again.
+//! sibling to the right of a held node under a held parent (left to right); merging a
+//! leaf with its left sibling first releases the leaf, then latches left, then the leaf
+//! again (scans go left to right across leaves; inner nodes are only reached top-down,
+//! so an inner node stays held while its left sibling is latched).
 //!
 //! Pages are allocated before anything is changed, so an allocation error leaves the
 //! tree as it was (or with a finished split of an ancestor, which is a valid tree).
@@ -170,6 +172,14 @@ impl<'s, S: PageSource> BTree<'s, S> {
     /// Merges the underfull `node` (a child of `parent`) with its right sibling if the
     /// result fits, else with its left sibling if that fits, into the left page of the
     /// pair; frees the right page. Leaves everything as it is if neither fits.
+    ///
+    /// An inner node here lost a separator to the merge one level down: that change is
+    /// part of the structure change, so if the node does not merge it stays held in
+    /// `smo` and is logged with the change's other pages. Released at once, it would
+    /// be written back (in place, with its own line image, on `nvm-direct`) before the
+    /// change's end is logged, and a crash in between would keep the parent's half of
+    /// the merge without the child's; on a buffered store its change would not be
+    /// logged at all.
     fn merge_child(
         &self,
         (ppid, parent): &mut (PageId, Exclusive<'s, S>),
@@ -184,32 +194,49 @@ impl<'s, S: PageSource> BTree<'s, S> {
         if pv.child(pos)? != pid {
             return Err(corrupted(ppid, format!("key routes to {}, not to the held child {pid}", pv.child(pos)?)));
         }
+        let is_leaf = pv.level() == 1;
         let n = pv.count();
         let right_sibling = if pos < n { Some(pv.child(pos + 1)?) } else { None };
         let left_sibling = if pos > 0 { Some(pv.child(pos - 1)?) } else { None };
+        let mut node = Some(page);
         if let Some(right_pid) = right_sibling {
             let right = self.source.fix_exclusive(right_pid)?;
-            if self.merge_pair(ppid, parent, smo, pos, (pid, page), (right_pid, right))? {
-                return Ok(());
+            let page = node.take().expect("the node is held");
+            match self.merge_pair(ppid, parent, smo, pos, (pid, page), (right_pid, right))? {
+                None => return Ok(()),
+                Some((page, _right)) => node = Some(page),
             }
-        } else {
-            drop(page);
         }
         if let Some(left_pid) = left_sibling {
-            // Left to right: the node is released, then its left sibling and the node are
-            // latched in order. With the parent held exclusive, only readers can reach the
-            // node in between.
-            let left = self.source.fix_exclusive(left_pid)?;
-            let node = self.source.fix_exclusive(pid)?;
-            self.merge_pair(ppid, parent, smo, pos - 1, (left_pid, left), (pid, node))?;
+            let (left, page) = if is_leaf {
+                // Left to right: a scan holding the left leaf waits for the node, so the
+                // node is released, then its left sibling and the node are latched in
+                // order. With the parent held exclusive, only readers can reach the node
+                // in between. (A leaf's only change here is the delete, logged on its
+                // own.)
+                drop(node.take());
+                let left = self.source.fix_exclusive(left_pid)?;
+                (left, self.source.fix_exclusive(pid)?)
+            } else {
+                // Inner nodes are latched top-down only, and the siblings' parent is
+                // held: nobody holding the left sibling can be waiting for the node.
+                (self.source.fix_exclusive(left_pid)?, node.take().expect("the node is held"))
+            };
+            if let Some((_left, page)) = self.merge_pair(ppid, parent, smo, pos - 1, (left_pid, left), (pid, page))? {
+                node = Some(page);
+            }
+        }
+        if let Some(page) = node.filter(|p| !is_leaf && p.wrote()) {
+            smo.touched.push((pid, page));
         }
         Ok(())
     }
 
     /// Merges the children at positions `i` and `i + 1` of `parent` if they fit in one
     /// node: `right`'s entries (and, for inner nodes, separator `i`) move into `left`,
-    /// separator `i` leaves the parent, and `right`'s page is freed. Returns whether it
-    /// merged; the guards are released either way.
+    /// separator `i` leaves the parent, and `right`'s page is freed; both pages stay in
+    /// `smo`. Returns `None` if it merged, else both guards, unchanged.
+    #[allow(clippy::type_complexity)]
     fn merge_pair(
         &self,
         ppid: PageId,
@@ -218,7 +245,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
         i: usize,
         (left_pid, mut left): (PageId, Exclusive<'s, S>),
         (right_pid, right): (PageId, Exclusive<'s, S>),
-    ) -> Result<bool> {
+    ) -> Result<Option<(Exclusive<'s, S>, Exclusive<'s, S>)>> {
         let pv = NodeRef::parse(parent, ppid)?;
         let level = pv.level() - 1;
         let sep = pv.full_key(i)?;
@@ -233,7 +260,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
             return Err(corrupted(left_pid, format!("right sibling {} is not {right_pid}", lv.link())));
         }
         if !node::merge_fits(&lv, &sep, &rv) {
-            return Ok(false);
+            return Ok(Some((left, right)));
         }
         // Build in a scratch page, so that bad bytes in either node change nothing.
         let mut merged = vec![0u8; left.len()];
@@ -244,7 +271,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
         pm.set_child(i, left_pid)?;
         smo.touched.push((left_pid, left));
         smo.to_free.push((right_pid, right));
-        Ok(true)
+        Ok(None)
     }
 
     /// A root that is an inner node without separators absorbs its only child (whose

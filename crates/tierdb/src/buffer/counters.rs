@@ -32,8 +32,10 @@ pub enum Count {
     MiniPromotions,
     Swizzles,
     Unswizzles,
+    NvmReadsInPlace,
+    NvmWritesInPlace,
 }
-const COUNTS: usize = Count::Unswizzles as usize + 1;
+const COUNTS: usize = Count::NvmWritesInPlace as usize + 1;
 
 pub struct BufferCounters {
     counts: Striped<COUNTS>,
@@ -78,6 +80,13 @@ pub struct BufferStats {
     pub swizzles: u64,
     /// Frame references turned back into page ids (eviction, restructuring).
     pub unswizzles: u64,
+    /// Fixes of an NVM page served in place for reading (DRAM bypassed, Spitfire's Dr).
+    #[serde(default)]
+    pub nvm_reads_in_place: u64,
+    /// Fixes of an NVM page served in place for writing (changed lines persisted in
+    /// NVM at unfix, Spitfire's Dw).
+    #[serde(default)]
+    pub nvm_writes_in_place: u64,
 }
 
 impl BufferStats {
@@ -114,6 +123,8 @@ impl BufferStats {
             self.mini_promotions,
             self.swizzles,
             self.unswizzles,
+            self.nvm_reads_in_place,
+            self.nvm_writes_in_place,
         ]
     }
 
@@ -139,6 +150,8 @@ impl BufferStats {
             mini_promotions: a[Count::MiniPromotions as usize],
             swizzles: a[Count::Swizzles as usize],
             unswizzles: a[Count::Unswizzles as usize],
+            nvm_reads_in_place: a[Count::NvmReadsInPlace as usize],
+            nvm_writes_in_place: a[Count::NvmWritesInPlace as usize],
         }
     }
 }

@@ -24,10 +24,10 @@ use serde::Serialize;
 
 use super::BufferError;
 use super::counters::{BufferCounters, BufferStats, Count};
+use super::frame::in_place::{self, BmLines, BmOptimistic, BmShared, NvmLines, NvmOptimistic, NvmRead};
 use super::frame::lines::{LineGuard, Place};
 use super::frame::{
-    FrameId, FrameOptimistic, FramePool, FrameRead, FrameWrite, MINI_BLOCK, Mask, NO_NVM_FRAME, NO_PAGE, NO_PARENT,
-    bump,
+    FrameId, FrameOptimistic, FramePool, FrameWrite, MINI_BLOCK, Mask, NO_NVM_FRAME, NO_PAGE, NO_PARENT, bump,
 };
 use super::latch::backoff;
 use super::nvm_pool::NvmPool;
@@ -42,7 +42,7 @@ use crate::device::{
 use crate::ids::PageId;
 use crate::limits::{
     CACHE_LINE_BYTES, CLOCK_ROUNDS_MAX, FREE_CHAIN_MAGIC, PAGE_BUSY_WAIT_MS_MAX, PAGE_SIZE_MAX_BYTES,
-    PAGE_SIZE_MIN_BYTES, PAGE_TABLE_PAGES_DEFAULT, SSD_GROW_PAGES_MIN,
+    PAGE_SIZE_MIN_BYTES, PAGE_TABLE_PAGES_DEFAULT, POLICY_SEED_DEFAULT, SSD_GROW_PAGES_MIN,
 };
 use crate::wal::LogForce;
 use crate::{ByteSize, Result};
@@ -66,6 +66,8 @@ pub struct BufferConfig {
     pub policy: String,
     /// Size of `hymem`'s admission set; default half the NVM frames.
     pub admission_set_pages: Option<usize>,
+    /// Seed of a probabilistic policy's coins (`spitfire`).
+    pub policy_seed: u64,
     /// Check the CRC-32C of every page copied out of NVM.
     pub verify_nvm_checksums: bool,
     /// Largest page id + 1 the page table can map.
@@ -99,6 +101,7 @@ impl BufferConfig {
             ssd_open_mode: OpenMode::OpenOrCreate,
             policy: "eager".into(),
             admission_set_pages: None,
+            policy_seed: POLICY_SEED_DEFAULT,
             verify_nvm_checksums: true,
             max_pages: PAGE_TABLE_PAGES_DEFAULT,
             techniques: Techniques::NONE,
@@ -196,6 +199,13 @@ pub struct BufferManager {
     restart: Mutex<Option<RestartInfo>>,
     /// The log to force before a page leaves DRAM (the write-ahead rule), once set.
     log: std::sync::OnceLock<std::sync::Arc<dyn LogForce>>,
+    /// Set when a change could not be written back in place (an unfix cannot return the
+    /// error): every later fix fails with `Stopped`, naming the first failure.
+    stopped: std::sync::atomic::AtomicBool,
+    stop_reason: Mutex<Option<String>>,
+    /// The policy may serve whole-page reads in place in NVM (else those fixes skip
+    /// asking it).
+    in_place_reads: bool,
 }
 
 /// What a restart found in the NVM pool (paper §4.4): the page table is rebuilt from the
@@ -316,7 +326,8 @@ impl BufferManager {
         };
         let nvm_frames = nvm.as_ref().map_or(0, NvmPool::len);
         let admission = cfg.admission_set_pages.unwrap_or(policy::Hymem::default_capacity(nvm_frames));
-        let policy = policy::by_name(&cfg.policy, admission)?;
+        let policy = policy::by_name(&cfg.policy, admission, cfg.policy_seed)?;
+        let in_place_reads = nvm_frames > 0 && policy.may_access_in_place();
         let tiers = Tiers { has_nvm: nvm.is_some(), has_ssd: ssd.is_some(), dram_frames: frames.len(), nvm_frames };
         // Without SSD every page must have a home in NVM; without both, in DRAM.
         let capacity_pages = match (&ssd, &nvm) {
@@ -370,6 +381,9 @@ impl BufferManager {
             swizzled: Mutex::new(std::collections::HashMap::new()),
             restart: Mutex::new(None),
             log: std::sync::OnceLock::new(),
+            stopped: std::sync::atomic::AtomicBool::new(false),
+            stop_reason: Mutex::new(None),
+            in_place_reads,
         };
         if pages_allocated == 0 {
             let catalog = bm.allocate()?.page_id();
@@ -488,6 +502,63 @@ impl BufferManager {
             Some(log) if lsn != 0 => log.force(lsn),
             _ => Ok(()),
         }
+    }
+
+    /// Stops the manager after a failure that an unfix could not report (see
+    /// [`NvmLines`]): every later fix fails. The first reason is kept.
+    pub(crate) fn stop(&self, why: String) {
+        self.stop_reason.lock().get_or_insert(why);
+        self.stopped.store(true, Ordering::Release);
+    }
+
+    /// `Stopped` once [`stop`](Self::stop) was called.
+    #[inline]
+    fn check_stopped(&self) -> Result<()> {
+        if !self.stopped.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        let what = self.stop_reason.lock().clone().unwrap_or_default();
+        Err(BufferError::Stopped { what }.into())
+    }
+
+    pub(crate) fn page_size_bytes(&self) -> usize {
+        self.page_size
+    }
+
+    /// Writes the changed lines of an in-place guard into NVM frame `n` durably, after
+    /// the log is forced up to `page_lsn` (the write-ahead rule).
+    pub(crate) fn write_in_place(
+        &self,
+        n: u32,
+        pid: PageId,
+        runs: &[(usize, &[u8])],
+        page_lsn: u64,
+        lines: u64,
+    ) -> Result<()> {
+        let nvm = self.nvm.as_ref().expect("an in-place guard implies an NVM pool");
+        self.force_log(page_lsn)?;
+        nvm.write_lines(n, pid, runs, page_lsn)?;
+        self.counters.add(Count::NvmLinesWritten, lines);
+        Ok(())
+    }
+
+    /// Claims `pid`'s table entry, which was `observed`, for a move (`PageTable::claim`).
+    /// An entry `Nvm(n)` is claimed only while holding frame `n`'s in-place latch
+    /// exclusive, so that no in-place guard ([`NvmLines`]) is left on the page; false
+    /// if one is, or if the entry changed.
+    fn claim(&self, pid: PageId, observed: Entry) -> Result<bool> {
+        let Entry::Nvm(n) = observed else { return Ok(self.table.claim(pid, observed)?) };
+        let nvm = self.nvm.as_ref().expect("an NVM entry implies an NVM pool");
+        let latch = nvm.latch(n);
+        if !latch.try_exclusive() {
+            return Ok(false);
+        }
+        let claimed = self.table.claim(pid, observed);
+        if matches!(claimed, Ok(true)) {
+            nvm.bump_version(n);
+        }
+        latch.unlock_exclusive();
+        Ok(claimed?)
     }
 
     /// Recovery: makes sure page `pid` counts as allocated (a page a logged structure
@@ -643,6 +714,7 @@ impl BufferManager {
         frame_pid: impl Fn(&G) -> u64,
         from_load: impl Fn(FrameWrite<'a>) -> G,
     ) -> Result<G> {
+        self.check_stopped()?;
         let slot = self.table.slot(pid)?;
         let mut spins = 0u32;
         let mut waited_since: Option<Instant> = None;
@@ -702,22 +774,45 @@ impl BufferManager {
 
     /// The line-grained fix: the page table, then the latch of the full frame or mini
     /// page, or a load.
-    fn fix_lines_impl(&self, pid: PageId, exclusive: bool) -> Result<LineGuard<'_>> {
+    fn fix_lines_impl(&self, pid: PageId, exclusive: bool) -> Result<BmLines<'_>> {
+        self.check_stopped()?;
         let slot = self.table.slot(pid)?;
         let mut spins = 0u32;
         let mut waited_since: Option<Instant> = None;
+        // The policy's answer for this fix, asked once however often the loop turns.
+        let mut access: Option<policy::NvmAccess> = None;
         loop {
             let entry = Entry::decode(slot.load(Ordering::Acquire));
             let latched = match entry {
                 Entry::Dram(f) => Some((&self.frames.meta(f).latch, Place::Full(f))),
                 Entry::Mini(i) => Some((&self.frames.minis().meta(i).latch, Place::Mini(i))),
                 Entry::Busy => None,
-                observed @ (Entry::Empty | Entry::Nvm(_)) => {
-                    if observed == Entry::Empty {
-                        self.check_allocated(pid)?;
+                Entry::Nvm(n) => {
+                    let info = PageInfo { pid, dirty: false, nvm_copy: true, referenced: true };
+                    match *access.get_or_insert_with(|| self.policy.nvm_access(&info, exclusive, &self.tiers)) {
+                        policy::NvmAccess::InPlace => {
+                            if let Some(g) = self.fix_in_place(pid, n, exclusive) {
+                                return Ok(BmLines::Nvm(g));
+                            }
+                        }
+                        policy::NvmAccess::Migrate => {
+                            if let Some(g) = self.load_lines_page(pid, entry)? {
+                                return Ok(BmLines::Dram(g));
+                            }
+                        }
                     }
-                    if let Some(g) = self.load_lines_page(pid, observed)? {
-                        return Ok(g);
+                    None
+                }
+                Entry::Empty => {
+                    self.check_allocated(pid)?;
+                    let info = PageInfo { pid, dirty: false, nvm_copy: false, referenced: true };
+                    let miss = self.policy.ssd_miss(&info, &self.tiers);
+                    // Into NVM only; the next turn asks whether it goes on to DRAM. If
+                    // NVM has no frame to give, into DRAM.
+                    let retry = miss == MissTarget::Nvm && self.nvm.is_some() && self.load_into_nvm(pid)?;
+                    if retry {
+                    } else if let Some(g) = self.load_to(pid, entry, Some(MissTarget::Dram))? {
+                        return Ok(BmLines::Dram(LineGuard::new(self, pid, Place::Full(g.into_held()), true)));
                     }
                     None
                 }
@@ -735,7 +830,7 @@ impl BufferManager {
                             Place::Mini(i) => self.frames.minis().meta(i).touch(),
                         }
                         self.counters.bump(Count::DramHits);
-                        return Ok(LineGuard::new(self, pid, place, exclusive));
+                        return Ok(BmLines::Dram(LineGuard::new(self, pid, place, exclusive)));
                     }
                     if exclusive {
                         latch.unlock_exclusive();
@@ -754,6 +849,85 @@ impl BufferManager {
         }
     }
 
+    /// For a whole-page read: the NVM frame to read `pid` in, if the page is in NVM only
+    /// and the policy says to read it in place.
+    #[inline]
+    fn read_in_place(&self, pid: PageId) -> Result<Option<(&NvmPool, u32)>> {
+        self.check_stopped()?;
+        let Entry::Nvm(n) = self.table.get(pid)? else { return Ok(None) };
+        let info = PageInfo { pid, dirty: false, nvm_copy: true, referenced: true };
+        if self.policy.nvm_access(&info, false, &self.tiers) == policy::NvmAccess::Migrate {
+            return Ok(None);
+        }
+        Ok(self.nvm.as_ref().map(|nvm| (nvm, n)))
+    }
+
+    /// Latches NVM frame `n` for in-place access to `pid` (shared, or exclusive to
+    /// write); `None` if the latch is taken or the page left the frame meanwhile.
+    fn fix_in_place(&self, pid: PageId, n: u32, exclusive: bool) -> Option<NvmLines<'_>> {
+        let nvm = self.nvm.as_ref().expect("an NVM entry implies an NVM pool");
+        let latch = nvm.latch(n);
+        if !(if exclusive { latch.try_exclusive() } else { latch.try_shared() }) {
+            return None;
+        }
+        // Movers claim the entry only while holding the latch, so with it held the entry
+        // is stable: check it still names this frame.
+        if self.table.get(pid).ok() == Some(Entry::Nvm(n)) && nvm.pid(n) == Some(pid) {
+            nvm.touch(n);
+            in_place::count_fix(self, exclusive);
+            return Some(NvmLines::new(self, nvm, n, pid, exclusive));
+        }
+        if exclusive {
+            latch.unlock_exclusive();
+        } else {
+            latch.unlock_shared();
+        }
+        None
+    }
+
+    /// Reads page `pid` from SSD into an NVM frame only (`MissTarget::Nvm`): the
+    /// table then says `Nvm(n)`. True if the caller should look again (installed, or
+    /// another thread changed the entry first); false if NVM has no frame to give (all
+    /// its pages are in DRAM too, or held), so the page must go to DRAM.
+    fn load_into_nvm(&self, pid: PageId) -> Result<bool> {
+        let (nvm, ssd) = (self.nvm.as_ref().expect("checked"), self.ssd.as_ref().expect("an EMPTY page is on SSD"));
+        if !self.table.claim(pid, Entry::Empty)? {
+            return Ok(true);
+        }
+        let installed = (|| {
+            let Some(n) = self.nvm_frame()? else { return Ok(None) };
+            let mut buf = AlignedBuf::new(self.page_size);
+            let read = if pid.0 >= ssd.page_count() {
+                buf.fill(0); // allocated but never written back, as in `fill`
+                Ok(())
+            } else {
+                self.ssd_read(ssd, pid, &mut buf)
+            };
+            if let Err(e) = read.and_then(|()| nvm.write_page(n, pid, &buf, false, 0).map_err(Into::into)) {
+                nvm.detach(n);
+                return Err(e);
+            }
+            Ok(Some(n))
+        })();
+        match installed {
+            Ok(Some(n)) => {
+                self.counters.bump(Count::SsdReads);
+                self.count_page_to_nvm();
+                self.counters.bump(Count::NvmAdmissions);
+                self.table.set(pid, Entry::Nvm(n));
+                Ok(true)
+            }
+            Ok(None) => {
+                self.table.set(pid, Entry::Empty);
+                Ok(false)
+            }
+            Err(e) => {
+                self.table.set(pid, Entry::Empty);
+                Err(e)
+            }
+        }
+    }
+
     /// Loads a page for line-grained access: an NVM page with cache-line-grained pages
     /// on gets a mini page (or an empty full frame) and no bytes yet; anything else is
     /// loaded whole. `None` if another thread changed the entry first.
@@ -764,12 +938,10 @@ impl BufferManager {
         if !self.techniques.cl_grained {
             return Ok(self.load(pid, observed)?.map(|g| LineGuard::new(self, pid, Place::Full(g.into_held()), true)));
         }
-        if !self.table.claim(pid, observed)? {
+        if !self.claim(pid, observed)? {
             return Ok(None);
         }
         let nvm = self.nvm.as_ref().expect("an NVM entry implies an NVM pool");
-        let info = PageInfo { pid, dirty: false, nvm_copy: true, referenced: true };
-        let policy::NvmAccess::Migrate = self.policy.nvm_access(&info, false, &self.tiers);
         let place = if self.techniques.mini_pages {
             match self.mini_page() {
                 Ok(i) => {
@@ -1003,7 +1175,12 @@ impl BufferManager {
     /// Moves `pid` into a DRAM frame from where `observed` says it is. `None` if another
     /// thread changed the entry first.
     fn load(&self, pid: PageId, observed: Entry) -> Result<Option<FrameWrite<'_>>> {
-        if !self.table.claim(pid, observed)? {
+        self.load_to(pid, observed, None)
+    }
+
+    /// [`load`](Self::load) with the policy's answer for an SSD miss given (`None`: ask).
+    fn load_to(&self, pid: PageId, observed: Entry, miss: Option<MissTarget>) -> Result<Option<FrameWrite<'_>>> {
+        if !self.claim(pid, observed)? {
             return Ok(None);
         }
         let mut g = match self.free_frame() {
@@ -1013,7 +1190,7 @@ impl BufferManager {
                 return Err(e);
             }
         };
-        match self.fill(pid, observed, &mut g) {
+        match self.fill(pid, observed, &mut g, miss) {
             Ok(()) => {
                 let n = g.meta().nvm.load(Ordering::Relaxed);
                 self.reset_frame(g.frame(), pid, n, true);
@@ -1028,13 +1205,15 @@ impl BufferManager {
         }
     }
 
-    /// Copies the page into frame `g` from NVM or SSD.
-    fn fill(&self, pid: PageId, from: Entry, g: &mut FrameWrite<'_>) -> Result<()> {
+    /// Copies the page into frame `g` from NVM or SSD. Whole-page loads always migrate
+    /// (an in-place answer of the policy applies to line-grained fixes only), and a page
+    /// the policy sends from SSD to NVM goes to DRAM as well. `miss` is the policy's
+    /// answer for an SSD miss if the caller asked already.
+    fn fill(&self, pid: PageId, from: Entry, g: &mut FrameWrite<'_>, miss: Option<MissTarget>) -> Result<()> {
         let info = PageInfo { pid, dirty: false, nvm_copy: matches!(from, Entry::Nvm(_)), referenced: true };
         match from {
             Entry::Nvm(n) => {
                 let nvm = self.nvm.as_ref().expect("an NVM entry implies an NVM pool");
-                let policy::NvmAccess::Migrate = self.policy.nvm_access(&info, false, &self.tiers);
                 nvm.read_page(n, pid, g.bytes_for_load())?;
                 nvm.touch(n);
                 g.meta().nvm.store(n, Ordering::Relaxed);
@@ -1053,7 +1232,8 @@ impl BufferManager {
                 }
                 self.counters.bump(Count::SsdReads);
                 g.meta().nvm.store(NO_NVM_FRAME, Ordering::Relaxed);
-                if self.policy.ssd_miss(&info, &self.tiers) == MissTarget::DramAndNvm
+                let miss = miss.unwrap_or_else(|| self.policy.ssd_miss(&info, &self.tiers));
+                if matches!(miss, MissTarget::DramAndNvm | MissTarget::Nvm)
                     && let Some(nvm) = &self.nvm
                     && let Some(n) = self.nvm_frame()?
                 {
@@ -1384,7 +1564,7 @@ impl BufferManager {
                 Victim::Skip => continue,
                 Victim::Evict => {}
             }
-            if !self.table.claim(pid, Entry::Nvm(n))? {
+            if !self.claim(pid, Entry::Nvm(n))? {
                 continue;
             }
             debug_assert_eq!(nvm.pid(n), Some(pid));
@@ -1610,10 +1790,10 @@ const SWIZZLED_SPINS_MAX: u32 = 256;
 pub const MIN_DRAM_FRAMES: usize = 8;
 
 impl PageSource for BufferManager {
-    type Shared<'a> = FrameRead<'a>;
+    type Shared<'a> = BmShared<'a>;
     type Exclusive<'a> = FrameWrite<'a>;
-    type Optimistic<'a> = FrameOptimistic<'a>;
-    type Lines<'a> = LineGuard<'a>;
+    type Optimistic<'a> = BmOptimistic<'a>;
+    type Lines<'a> = BmLines<'a>;
 
     #[inline]
     fn page_size(&self) -> usize {
@@ -1621,18 +1801,40 @@ impl PageSource for BufferManager {
     }
 
     #[inline]
-    fn fix_lines(&self, pid: PageId, exclusive: bool) -> Result<LineGuard<'_>> {
+    fn fix_lines(&self, pid: PageId, exclusive: bool) -> Result<BmLines<'_>> {
         self.fix_lines_impl(pid, exclusive)
     }
 
     #[inline]
-    fn fix_optimistic(&self, pid: PageId) -> Result<FrameOptimistic<'_>> {
+    fn fix_optimistic(&self, pid: PageId) -> Result<BmOptimistic<'_>> {
+        if self.in_place_reads
+            && let Some((nvm, n)) = self.read_in_place(pid)?
+            && let Some(g) = NvmOptimistic::try_new(nvm, n, self.page_size)
+        {
+            in_place::count_fix(self, false);
+            return Ok(BmOptimistic::Nvm(g));
+        }
         self.fix_with(pid, FramePool::try_optimistic, |g| g.meta().pid(), FrameWrite::into_optimistic)
+            .map(BmOptimistic::Dram)
     }
 
     #[inline]
-    fn fix_shared(&self, pid: PageId) -> Result<FrameRead<'_>> {
-        self.fix_with(pid, FramePool::try_read, |g| g.meta().pid(), FrameWrite::downgrade)
+    fn fix_shared(&self, pid: PageId) -> Result<BmShared<'_>> {
+        if self.in_place_reads
+            && let Some((nvm, n)) = self.read_in_place(pid)?
+        {
+            let latch = nvm.latch(n);
+            if latch.try_shared() {
+                // With the latch held the entry is stable (movers claim under it).
+                if self.table.get(pid)? == Entry::Nvm(n) && nvm.pid(n) == Some(pid) {
+                    nvm.touch(n);
+                    in_place::count_fix(self, false);
+                    return Ok(BmShared::Nvm(NvmRead::new(nvm, n, pid, self.page_size)));
+                }
+                latch.unlock_shared();
+            }
+        }
+        self.fix_with(pid, FramePool::try_read, |g| g.meta().pid(), FrameWrite::downgrade).map(BmShared::Dram)
     }
 
     #[inline]
@@ -1658,10 +1860,14 @@ impl PageSource for BufferManager {
     #[inline]
     fn fix_child_optimistic<'a>(
         &'a self,
-        parent: &FrameOptimistic<'a>,
+        parent: &BmOptimistic<'a>,
         offset: usize,
         raw: u64,
-    ) -> Result<FrameOptimistic<'a>> {
+    ) -> Result<BmOptimistic<'a>> {
+        let Some(parent) = parent.dram() else {
+            // A parent read in place in NVM holds page ids only.
+            return self.fix_optimistic(PageId(raw));
+        };
         if raw & SWIZZLED != 0 {
             let f = (raw & !SWIZZLED) as usize;
             if f < self.frames.len() {
@@ -1676,7 +1882,7 @@ impl PageSource for BufferManager {
                     {
                         g.meta().touch();
                         self.counters.bump(Count::DramHits);
-                        return Ok(g);
+                        return Ok(BmOptimistic::Dram(g));
                     }
                     backoff(&mut spins);
                 }
@@ -1684,8 +1890,10 @@ impl PageSource for BufferManager {
             return self.fix_optimistic(self.child_pid(raw));
         }
         let g = self.fix_optimistic(PageId(raw))?;
-        if self.techniques.swizzling {
-            self.try_swizzle(parent, offset, g.frame(), Some(g.version()));
+        if self.techniques.swizzling
+            && let BmOptimistic::Dram(child) = &g
+        {
+            self.try_swizzle(parent, offset, child.frame(), Some(child.version()));
         }
         Ok(g)
     }
@@ -1693,11 +1901,14 @@ impl PageSource for BufferManager {
     #[inline]
     fn fix_child_lines<'a>(
         &'a self,
-        parent: &FrameOptimistic<'a>,
+        parent: &BmOptimistic<'a>,
         offset: usize,
         raw: u64,
         exclusive: bool,
-    ) -> Result<LineGuard<'a>> {
+    ) -> Result<BmLines<'a>> {
+        let Some(parent) = parent.dram() else {
+            return self.fix_lines(PageId(raw), exclusive);
+        };
         if raw & SWIZZLED != 0 {
             let f = (raw & !SWIZZLED) as usize;
             if f < self.frames.len() {
@@ -1712,7 +1923,12 @@ impl PageSource for BufferManager {
                         if meta.holds_page() && meta.parent.load(Ordering::Relaxed) == parent.frame().0 {
                             meta.touch();
                             self.counters.bump(Count::DramHits);
-                            return Ok(LineGuard::new(self, PageId(meta.pid()), Place::Full(f), exclusive));
+                            return Ok(BmLines::Dram(LineGuard::new(
+                                self,
+                                PageId(meta.pid()),
+                                Place::Full(f),
+                                exclusive,
+                            )));
                         }
                         if exclusive {
                             latch.unlock_exclusive();
@@ -1728,7 +1944,7 @@ impl PageSource for BufferManager {
         }
         let g = self.fix_lines(PageId(raw), exclusive)?;
         if self.techniques.swizzling
-            && let Place::Full(f) = g.place()
+            && let Some(Place::Full(f)) = g.place()
         {
             self.try_swizzle(parent, offset, f, None);
         }

@@ -31,6 +31,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use parking_lot::Mutex;
 
 use super::BufferError;
+use super::latch::Latch;
 use crate::device::{DeviceError, NvmRegion};
 use crate::ids::PageId;
 use crate::limits::{CACHE_LINE_BYTES, IO_ALIGN_BYTES};
@@ -96,6 +97,14 @@ pub struct NvmFrameMeta {
     referenced: AtomicBool,
     /// The header says FLAG_NO_CRC.
     no_crc: AtomicBool,
+    /// Held by guards that access the page in place (shared to read, exclusive to
+    /// write; `frame::nvm_lines`) and, exclusive for an instant, by whoever claims the
+    /// page's table entry away from `Nvm(n)`, so that no in-place guard outlives the
+    /// page's stay in this frame.
+    latch: Latch,
+    /// Bumped by every in-place writer and every claim, before it releases the latch:
+    /// optimistic in-place readers validate against it (seqlock).
+    version: AtomicU64,
 }
 
 /// A pool found again at restart ([`NvmPool::reopen`]).
@@ -118,6 +127,9 @@ pub struct NvmPool {
     free: Mutex<Vec<u32>>,
     hand: AtomicUsize,
     verify_checksums: bool,
+    /// Whole pages move with `pread`/`pwrite` on the file instead of `memcpy` on the
+    /// mapping (the `mmap-read` architecture's file I/O).
+    file_io: AtomicBool,
 }
 
 impl NvmPool {
@@ -171,11 +183,22 @@ impl NvmPool {
                 dirty: AtomicBool::new(false),
                 referenced: AtomicBool::new(false),
                 no_crc: AtomicBool::new(false),
+                latch: Latch::new(),
+                version: AtomicU64::new(0),
             })
             .collect();
         // Hand frames out from index 0 upwards.
         let free = Mutex::new((0..count as u32).rev().collect());
-        Ok(NvmPool { region, page_size, data_offset, metas, free, hand: AtomicUsize::new(0), verify_checksums })
+        Ok(NvmPool {
+            region,
+            page_size,
+            data_offset,
+            metas,
+            free,
+            hand: AtomicUsize::new(0),
+            verify_checksums,
+            file_io: AtomicBool::new(false),
+        })
     }
 
     /// Opens a pool that `format` made earlier, for a restart: checks the pool header
@@ -228,6 +251,8 @@ impl NvmPool {
                 dirty: AtomicBool::new(false),
                 referenced: AtomicBool::new(false),
                 no_crc: AtomicBool::new(false),
+                latch: Latch::new(),
+                version: AtomicU64::new(0),
             };
             match FrameHeader::decode(b.try_into().expect("64 bytes")) {
                 Ok(Some(fh)) if fh.flags & FLAG_VALID != 0 && fh.flags & FLAG_IN_UPDATE == 0 => {
@@ -250,6 +275,7 @@ impl NvmPool {
             free: Mutex::new(Vec::new()),
             hand: AtomicUsize::new(0),
             verify_checksums,
+            file_io: AtomicBool::new(false),
         };
         for (n, _) in &cleared {
             pool.write_header_bytes(*n, &[0u8; HEADER_BYTES])?;
@@ -325,6 +351,47 @@ impl NvmPool {
         self.metas[n as usize].referenced.store(false, Ordering::Relaxed);
     }
 
+    /// Moves whole pages with `pread`/`pwrite` on the file (true) or `memcpy` on the
+    /// mapping (false, the default).
+    pub fn set_file_io(&self, on: bool) {
+        self.file_io.store(on, Ordering::Relaxed);
+    }
+
+    /// The in-place latch of frame `n` (see [`NvmFrameMeta`]).
+    #[inline]
+    pub fn latch(&self, n: u32) -> &Latch {
+        &self.metas[n as usize].latch
+    }
+
+    /// Frame `n`'s in-place version (see [`NvmFrameMeta`]).
+    #[inline]
+    pub fn version(&self, n: u32) -> u64 {
+        self.metas[n as usize].version.load(Ordering::Acquire)
+    }
+
+    /// Bumps frame `n`'s version; the caller holds its latch exclusive.
+    #[inline]
+    pub fn bump_version(&self, n: u32) {
+        debug_assert!(self.latch(n).is_exclusive());
+        self.metas[n as usize].version.fetch_add(1, Ordering::Release);
+    }
+
+    /// Where frame `n`'s page starts in the mapping, for in-place access by a guard
+    /// that holds [`latch`](Self::latch)`(n)`.
+    #[inline]
+    pub fn page_ptr(&self, n: u32) -> std::ptr::NonNull<u8> {
+        debug_assert!((n as usize) < self.metas.len());
+        // SAFETY: `data_offset(n) + page_size` lies inside the mapping (checked when the
+        // pool was formatted or reopened), so the pointer is in bounds and not null.
+        unsafe { std::ptr::NonNull::new_unchecked(self.region.base_ptr().add(self.data_offset(n) as usize)) }
+    }
+
+    /// Page offset `off` of frame `n` as a region offset (to charge in-place reads).
+    #[inline]
+    pub fn region_offset(&self, n: u32, off: usize) -> u64 {
+        self.data_offset(n) + off as u64
+    }
+
     /// Takes a free frame, if any.
     pub fn pop_free(&self) -> Option<u32> {
         self.free.lock().pop()
@@ -343,7 +410,11 @@ impl NvmPool {
     pub fn read_page(&self, n: u32, expect: PageId, dst: &mut [u8]) -> Result<(), BufferError> {
         debug_assert_eq!(dst.len(), self.page_size);
         debug_assert_eq!(self.pid(n), Some(expect), "reading NVM frame {n} that does not hold {expect}");
-        self.region.copy_out(self.data_offset(n), dst).map_err(dev)?;
+        if self.file_io.load(Ordering::Relaxed) {
+            self.region.pread_out(self.data_offset(n), dst).map_err(dev)?;
+        } else {
+            self.region.copy_out(self.data_offset(n), dst).map_err(dev)?;
+        }
         if self.verify_checksums {
             let h = self.header(n)?;
             let corrupted = |detail: String| BufferError::Corrupted {
@@ -435,9 +506,14 @@ impl NvmPool {
         debug_assert_eq!(src.len(), self.page_size);
         let off = self.data_offset(n);
         self.begin_update(n, pid)?;
-        // SAFETY: frame `n`'s data range is written only by its owner, which the caller
-        // is; no reader copies it out while the owner holds it.
-        unsafe { self.region.copy_in_shared(off, src) }.map_err(dev)?;
+        if self.file_io.load(Ordering::Relaxed) {
+            // SAFETY: as below.
+            unsafe { self.region.pwrite_in_shared(off, src) }.map_err(dev)?;
+        } else {
+            // SAFETY: frame `n`'s data range is written only by its owner, which the
+            // caller is; no reader copies it out while the owner holds it.
+            unsafe { self.region.copy_in_shared(off, src) }.map_err(dev)?;
+        }
         self.region.persist(off, src.len() as u64).map_err(dev)?;
         let flags = FLAG_VALID | if dirty { FLAG_DIRTY } else { 0 };
         let h = FrameHeader { pid, page_lsn, flags, data_crc: crc32c::crc32c(src) };

@@ -17,10 +17,14 @@
 pub mod eager;
 pub mod hymem;
 pub mod knobs;
+pub mod se2;
+pub mod spitfire;
 
 pub use eager::Eager;
 pub use hymem::Hymem;
 pub use knobs::MigrationKnobs;
+pub use se2::Se2;
+pub use spitfire::Spitfire;
 
 use crate::ids::PageId;
 
@@ -50,6 +54,9 @@ pub struct Tiers {
 pub enum MissTarget {
     Dram,
     DramAndNvm,
+    /// Into NVM; whether it also goes to DRAM is then [`Policy::nvm_access`]'s call. A
+    /// whole-page fix (inner nodes, scans, structure changes) takes it to DRAM too.
+    Nvm,
 }
 
 /// What to do with an access to a page that is in NVM but not in DRAM.
@@ -57,6 +64,10 @@ pub enum MissTarget {
 pub enum NvmAccess {
     /// Copy the page into a DRAM frame (it keeps its NVM frame).
     Migrate,
+    /// Serve the access on NVM: reads load from the NVM frame, writes are persisted
+    /// there at unfix. Only cache-line-grained fixes (the B+-tree's leaf accesses) go
+    /// in place; whole-page fixes always migrate.
+    InPlace,
 }
 
 /// The verdict on a frame the clock hand offers.
@@ -104,6 +115,12 @@ pub trait Policy: Send + Sync {
     /// A page was freed; forget it.
     fn page_freed(&self, _pid: PageId) {}
 
+    /// True if [`nvm_access`](Self::nvm_access) may answer `InPlace` (the buffer
+    /// manager asks whole-page reads only then).
+    fn may_access_in_place(&self) -> bool {
+        false
+    }
+
     /// The migration knobs of a probabilistic policy (`spitfire`), `None` for others.
     fn knobs(&self) -> Option<MigrationKnobs> {
         None
@@ -116,20 +133,33 @@ pub trait Policy: Send + Sync {
     }
 }
 
-/// The policies selectable by name.
-pub const POLICY_NAMES: &[&str] = &["eager", "hymem"];
+/// The policies selectable by name. `spitfire` takes its knobs after a colon:
+/// `spitfire:b`, `spitfire:dr=0.1,dw=0.1` (plain `spitfire` is eager).
+pub const POLICY_NAMES: &[&str] = &["eager", "hymem", "spitfire", "se2"];
 
-/// Builds a policy by name. `admission_set_pages` sizes `hymem`'s admission set
-/// (ignored by `eager`).
+/// Builds a policy by name. `admission_set_pages` sizes `hymem`'s admission set;
+/// `seed` seeds the probabilistic policies.
 ///
 /// # Errors
-/// `Config` for an unknown name.
-pub fn by_name(name: &str, admission_set_pages: usize) -> Result<Box<dyn Policy>, super::BufferError> {
-    match name {
-        "eager" => Ok(Box::new(Eager)),
-        "hymem" => Ok(Box::new(Hymem::new(admission_set_pages))),
+/// `Config` for an unknown name or bad knobs.
+pub fn by_name(name: &str, admission_set_pages: usize, seed: u64) -> Result<Box<dyn Policy>, super::BufferError> {
+    let (base, args) = match name.split_once(':') {
+        Some((b, a)) => (b, Some(a)),
+        None => (name, None),
+    };
+    match (base, args) {
+        ("eager", None) => Ok(Box::new(Eager)),
+        ("hymem", None) => Ok(Box::new(Hymem::new(admission_set_pages))),
+        ("se2", None) => Ok(Box::new(Se2)),
+        ("spitfire", knobs) => {
+            let knobs = knobs.map(str::parse).transpose()?.unwrap_or(MigrationKnobs::EAGER);
+            Ok(Box::new(Spitfire::new(knobs, seed)))
+        }
         _ => Err(super::BufferError::Config {
-            what: format!("unknown policy {name:?}; known: {}", POLICY_NAMES.join(", ")),
+            what: format!(
+                "unknown policy {name:?}; known: {} (spitfire:KNOBS with a preset eager, a–d, or dr=X,dw=X,nr=X,nw=X)",
+                POLICY_NAMES.join(", ")
+            ),
         }),
     }
 }

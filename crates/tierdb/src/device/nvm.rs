@@ -251,6 +251,51 @@ impl NvmRegion {
         })
     }
 
+    /// Copies a range out with `pread(2)` on the region's file instead of from the
+    /// mapping: the file-I/O path of an engine that does not map its NVM (the
+    /// PostgreSQL study's unmodified baseline: a system call and the kernel's copy).
+    /// One operation, charged as [`copy_out`](Self::copy_out).
+    ///
+    /// # Errors
+    /// `OutOfRange`; `Io` if the read fails or comes back short.
+    pub fn pread_out(&self, offset: u64, dst: &mut [u8]) -> Result<(), DeviceError> {
+        use std::os::unix::fs::FileExt;
+        let len = dst.len() as u64;
+        check_range(DEVICE, offset, len, self.size_bytes())?;
+        self.core.run(OpKind::Read, offset, len, || {
+            self._file.read_exact_at(dst, offset).map_err(|source| DeviceError::Io {
+                op: "pread",
+                path: self.info.path.clone(),
+                source,
+            })
+        })
+    }
+
+    /// Writes a range with `pwrite(2)` on the region's file (see
+    /// [`pread_out`](Self::pread_out)); the caller then persists it through the
+    /// mapping, which shares the file's pages.
+    ///
+    /// # Safety
+    /// As [`copy_in_shared`](Self::copy_in_shared): no other thread reads or writes the
+    /// range during the call.
+    ///
+    /// # Errors
+    /// `OutOfRange`; `Io` if the write fails.
+    pub unsafe fn pwrite_in_shared(&self, offset: u64, src: &[u8]) -> Result<(), DeviceError> {
+        use std::os::unix::fs::FileExt;
+        let len = src.len() as u64;
+        check_range(DEVICE, offset, len, self.size_bytes())?;
+        self.core.run(OpKind::Write, offset, len, || {
+            self._file.write_all_at(src, offset).map_err(|source| DeviceError::Io {
+                op: "pwrite",
+                path: self.info.path.clone(),
+                source,
+            })?;
+            self.count_wear(offset, len);
+            Ok(())
+        })
+    }
+
     /// Counts and emulates a read of `[offset, offset + len)` that the caller makes with
     /// direct loads from [`base_ptr`](Self::base_ptr) rather than a copy (the
     /// `nvm-direct` architecture reads pages in place): one device operation, charged

@@ -638,7 +638,9 @@ mod tests {
     fn debug_mode_catches_a_write_to_a_line_not_marked_dirty() {
         let dir = tempfile::tempdir().unwrap();
         let (bm, pids) = manager(&dir, Techniques { cl_grained: true, mini_pages: false, swizzling: false }, 24);
-        let mut g = bm.fix_lines(pids[0], true).unwrap();
+        let crate::buffer::frame::in_place::BmLines::Dram(mut g) = bm.fix_lines(pids[0], true).unwrap() else {
+            unreachable!("eager migrates")
+        };
         assert_eq!(g.read(130, 4).unwrap(), &[pids[0].0 as u8; 4]);
         g.write_unmarked(130, &[9]).unwrap();
         drop(g);
@@ -653,7 +655,7 @@ mod tests {
             let mut g = bm.fix_lines(pid, true).unwrap();
             g.write(200, 70).unwrap().fill(7);
             assert_eq!(g.read(190, 10).unwrap(), &[pid.0 as u8; 10]);
-            match g.place() {
+            match g.place().expect("eager migrates") {
                 Place::Full(f) => {
                     // Line 10 was never made resident: poisoned in debug mode.
                     let mut b = [0u8; 64];

@@ -25,6 +25,7 @@
 #![allow(unsafe_code)]
 
 pub mod direct;
+pub mod in_place;
 pub mod lines;
 pub mod mini;
 

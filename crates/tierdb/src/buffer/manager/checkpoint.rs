@@ -324,7 +324,7 @@ impl BufferManager {
             let mut batch = SsdBatch::new(self, ssd, DOUBLE_WRITE_SLOTS);
             for n in 0..nvm.len() as u32 {
                 let Some(pid) = nvm.pid(n) else { continue };
-                if !nvm.is_dirty(n) || !self.table.claim(pid, Entry::Nvm(n))? {
+                if !nvm.is_dirty(n) || !self.claim(pid, Entry::Nvm(n))? {
                     continue; // clean, or in DRAM (written above, NVM copy refreshed)
                 }
                 let mut bytes = AlignedBuf::new(self.page_size);

@@ -1,0 +1,506 @@
+//! Access to a page *in place* in its NVM frame: the DRAM bypass of the Spitfire
+//! policy (`NvmAccess::InPlace`, data-flow paths ➐ and ➑) and of the memory-mapped
+//! engines' SE2.
+//!
+//! Guards: [`NvmLines`] (cache-line-grained, shared or exclusive), [`NvmRead`] (the
+//! whole page shared: scans) and [`NvmOptimistic`] (the whole page read optimistically:
+//! inner nodes). The first two hold the NVM frame's in-place latch (`NvmPool::latch`):
+//! shared to read, exclusive to write. Whoever moves the page out of the frame (a
+//! migration to DRAM, an NVM eviction, a checkpoint write-out) claims the page's table
+//! entry away from `Nvm(n)` only while holding that latch exclusive, and bumps the
+//! frame's version before releasing it, so no latched guard can outlive the page's stay
+//! in the frame (a guard re-checks the entry after latching) and an optimistic reader
+//! sees a changed version. In-place writers bump the version too.
+//!
+//! Whole-page shared and optimistic reads are charged to the NVM device when the page
+//! is fixed: a shared fix as a read of the whole page (a scan reads it all), an
+//! optimistic fix as the dependent line reads of a binary search
+//! (`direct::search_lines`), as `nvm-direct` charges them.
+//!
+//! - **Reads** of a shared guard return the NVM bytes themselves; each read is charged
+//!   to the NVM device as a read of the lines it covers (loads from the mapping cannot
+//!   be intercepted, so they are charged as they are handed out).
+//! - **Writes** are staged, as `nvm-direct`'s are: an exclusive guard copies the lines
+//!   it touches into a DRAM *shadow* and hands those out; at unfix it forces the log up
+//!   to the page LSN (the write-ahead rule), then writes the changed lines into the
+//!   frame and persists them, bracketed by the frame header's in-update flag
+//!   (`NvmPool::write_lines`). A crash in the middle leaves a frame that restart
+//!   discards, never torn bytes under a valid header. A failed write-back cannot be
+//!   reported from `Drop`, so it stops the buffer manager: every later fix fails until
+//!   the database is reopened and recovered.
+
+#![allow(unsafe_code)]
+
+use std::marker::PhantomData;
+
+use crate::Result;
+use crate::buffer::BufferError;
+use crate::buffer::counters::Count;
+use crate::buffer::frame::lines::{LineGuard, Place};
+use crate::buffer::manager::BufferManager;
+use crate::buffer::nvm_pool::NvmPool;
+use crate::buffer::source::LinePage;
+
+use crate::ids::PageId;
+use crate::limits::{CACHE_LINE_BYTES, PAGE_SIZE_MAX_BYTES};
+
+const LINE: usize = CACHE_LINE_BYTES;
+/// Words of a line mask: one bit per line of the largest page.
+const MASK_WORDS: usize = PAGE_SIZE_MAX_BYTES / LINE / 64;
+
+/// An exclusive guard's staged lines.
+struct Shadow {
+    bytes: Box<[u8]>,
+    loaded: [u64; MASK_WORDS],
+    dirty: [u64; MASK_WORDS],
+}
+
+impl Shadow {
+    fn all_set(mask: &[u64; MASK_WORDS], first: usize, last: usize) -> bool {
+        (first..=last).all(|l| mask[l / 64] & (1 << (l % 64)) != 0)
+    }
+
+    fn set(mask: &mut [u64; MASK_WORDS], first: usize, last: usize) {
+        for l in first..=last {
+            mask[l / 64] |= 1 << (l % 64);
+        }
+    }
+
+    /// Runs `(first line, count)` of set bits in `mask` over `lines` lines.
+    fn runs(mask: &[u64; MASK_WORDS], lines: usize) -> Vec<(usize, usize)> {
+        let mut out = Vec::new();
+        let mut l = 0;
+        while l < lines {
+            if mask[l / 64] & (1 << (l % 64)) == 0 {
+                l += 1;
+                continue;
+            }
+            let start = l;
+            while l < lines && mask[l / 64] & (1 << (l % 64)) != 0 {
+                l += 1;
+            }
+            out.push((start, l - start));
+        }
+        out
+    }
+}
+
+/// A page fixed in place in NVM frame `n` (see the module documentation).
+pub struct NvmLines<'a> {
+    bm: &'a BufferManager,
+    nvm: &'a NvmPool,
+    n: u32,
+    pid: PageId,
+    exclusive: bool,
+    page_size: usize,
+    shadow: Option<Box<Shadow>>,
+    page_lsn: u64,
+    _not_send: PhantomData<*const u8>,
+}
+
+impl<'a> NvmLines<'a> {
+    /// Wraps the in-place latch of frame `n`, which the caller holds (exclusive if
+    /// `exclusive`) and under which it checked that the frame holds `pid`.
+    pub(crate) fn new(bm: &'a BufferManager, nvm: &'a NvmPool, n: u32, pid: PageId, exclusive: bool) -> NvmLines<'a> {
+        debug_assert_eq!(nvm.pid(n), Some(pid));
+        debug_assert!(if exclusive { nvm.latch(n).is_exclusive() } else { nvm.latch(n).is_held() });
+        NvmLines {
+            bm,
+            nvm,
+            n,
+            pid,
+            exclusive,
+            page_size: bm.page_size_bytes(),
+            shadow: None,
+            page_lsn: 0,
+            _not_send: PhantomData,
+        }
+    }
+
+    /// The NVM frame the guard holds.
+    pub fn nvm_frame(&self) -> u32 {
+        self.n
+    }
+
+    pub fn is_exclusive(&self) -> bool {
+        self.exclusive
+    }
+
+    /// Lines `first..=last` of `off..off + len`, checked against the page.
+    #[inline]
+    fn span(&self, off: usize, len: usize) -> Result<(usize, usize)> {
+        match off.checked_add(len).filter(|&e| e <= self.page_size && len > 0) {
+            Some(end) => Ok((off / LINE, (end - 1) / LINE)),
+            None => Err(BufferError::OutOfPage {
+                pid: self.pid,
+                off,
+                end: off.saturating_add(len),
+                page_size: self.page_size,
+            }
+            .into()),
+        }
+    }
+
+    /// The NVM bytes `off..off + len`, charged as a read of their lines.
+    fn in_place(&self, off: usize, len: usize) -> &[u8] {
+        let (first, last) = (off / LINE, (off + len - 1) / LINE);
+        self.nvm.region().charge_read(self.nvm.region_offset(self.n, first * LINE), ((last - first + 1) * LINE) as u64);
+        // SAFETY: `off + len` is inside frame `n`'s page (`span` checked it); the
+        // in-place latch held by this guard keeps every writer of the frame out (in-place
+        // writers hold it exclusive; movers claim the page only while holding it), and
+        // the slice borrows the guard.
+        unsafe { std::slice::from_raw_parts(self.nvm.page_ptr(self.n).add(off).as_ptr(), len) }
+    }
+
+    /// The exclusive guard's shadow with lines `first..=last` loaded from NVM.
+    fn staged(&mut self, first: usize, last: usize) -> Result<&mut Shadow> {
+        if !self.exclusive {
+            return Err(BufferError::NeedsExclusive { pid: self.pid }.into());
+        }
+        let page_size = self.page_size;
+        let shadow = self.shadow.get_or_insert_with(|| {
+            Box::new(Shadow {
+                bytes: vec![0u8; page_size].into_boxed_slice(),
+                loaded: [0; MASK_WORDS],
+                dirty: [0; MASK_WORDS],
+            })
+        });
+        if !Shadow::all_set(&shadow.loaded, first, last) {
+            // One device read per run of missing lines.
+            let mut l = first;
+            while l <= last {
+                if Shadow::all_set(&shadow.loaded, l, l) {
+                    l += 1;
+                    continue;
+                }
+                let start = l;
+                while l <= last && !Shadow::all_set(&shadow.loaded, l, l) {
+                    l += 1;
+                }
+                self.nvm.read_lines(self.n, start * LINE, &mut shadow.bytes[start * LINE..l * LINE])?;
+                Shadow::set(&mut shadow.loaded, start, l - 1);
+            }
+        }
+        Ok(shadow)
+    }
+
+    /// Writes the changed lines back into the frame, durably (step 2 of the module
+    /// documentation).
+    fn write_back(&mut self) -> Result<()> {
+        let Some(shadow) = self.shadow.as_ref() else { return Ok(()) };
+        let lines = self.page_size / LINE;
+        let runs: Vec<(usize, &[u8])> = Shadow::runs(&shadow.dirty, lines)
+            .into_iter()
+            .map(|(s, k)| (s * LINE, &shadow.bytes[s * LINE..(s + k) * LINE]))
+            .collect();
+        if runs.is_empty() {
+            return Ok(());
+        }
+        let count: usize = runs.iter().map(|(_, b)| b.len() / LINE).sum();
+        self.bm.write_in_place(self.n, self.pid, &runs, self.page_lsn, count as u64)
+    }
+}
+
+impl LinePage for NvmLines<'_> {
+    #[inline]
+    fn page_id(&self) -> PageId {
+        self.pid
+    }
+
+    fn read(&mut self, off: usize, len: usize) -> Result<&[u8]> {
+        if len == 0 {
+            return Ok(&[]);
+        }
+        let (first, last) = self.span(off, len)?;
+        if !self.exclusive {
+            return Ok(self.in_place(off, len));
+        }
+        let shadow = self.staged(first, last)?;
+        Ok(&shadow.bytes[off..off + len])
+    }
+
+    fn write(&mut self, off: usize, len: usize) -> Result<&mut [u8]> {
+        if len == 0 {
+            return Ok(&mut []);
+        }
+        let (first, last) = self.span(off, len)?;
+        let shadow = self.staged(first, last)?;
+        Shadow::set(&mut shadow.dirty, first, last);
+        Ok(&mut shadow.bytes[off..off + len])
+    }
+
+    fn whole(&mut self) -> Result<&[u8]> {
+        if !self.exclusive {
+            return Ok(self.in_place(0, self.page_size));
+        }
+        let last = self.page_size / LINE - 1;
+        Ok(&self.staged(0, last)?.bytes[..])
+    }
+
+    fn whole_mut(&mut self) -> Result<&mut [u8]> {
+        let last = self.page_size / LINE - 1;
+        let shadow = self.staged(0, last)?;
+        Shadow::set(&mut shadow.dirty, 0, last);
+        Ok(&mut shadow.bytes[..])
+    }
+
+    fn set_page_lsn(&mut self, lsn: u64) {
+        self.page_lsn = self.page_lsn.max(lsn);
+    }
+}
+
+impl Drop for NvmLines<'_> {
+    fn drop(&mut self) {
+        let latch = self.nvm.latch(self.n);
+        if !self.exclusive {
+            latch.unlock_shared();
+            return;
+        }
+        if let Err(e) = self.write_back() {
+            self.bm.stop(format!("writing {} back in place to NVM frame {} failed: {e}", self.pid, self.n));
+        }
+        self.nvm.bump_version(self.n);
+        latch.unlock_exclusive();
+    }
+}
+
+/// What the buffer manager hands out for a cache-line-grained fix: the page in DRAM
+/// (a full frame or a mini page), or in place in NVM.
+pub enum BmLines<'a> {
+    Dram(LineGuard<'a>),
+    Nvm(NvmLines<'a>),
+}
+
+impl BmLines<'_> {
+    /// Where the page is in DRAM; `None` for a page accessed in place in NVM.
+    pub fn place(&self) -> Option<Place> {
+        match self {
+            BmLines::Dram(g) => Some(g.place()),
+            BmLines::Nvm(_) => None,
+        }
+    }
+
+    /// True if the guard holds the page in place in NVM.
+    pub fn in_place(&self) -> bool {
+        matches!(self, BmLines::Nvm(_))
+    }
+}
+
+impl LinePage for BmLines<'_> {
+    #[inline]
+    fn page_id(&self) -> PageId {
+        match self {
+            BmLines::Dram(g) => g.page_id(),
+            BmLines::Nvm(g) => g.page_id(),
+        }
+    }
+
+    #[inline]
+    fn read(&mut self, off: usize, len: usize) -> Result<&[u8]> {
+        match self {
+            BmLines::Dram(g) => g.read(off, len),
+            BmLines::Nvm(g) => g.read(off, len),
+        }
+    }
+
+    #[inline]
+    fn write(&mut self, off: usize, len: usize) -> Result<&mut [u8]> {
+        match self {
+            BmLines::Dram(g) => g.write(off, len),
+            BmLines::Nvm(g) => g.write(off, len),
+        }
+    }
+
+    fn whole(&mut self) -> Result<&[u8]> {
+        match self {
+            BmLines::Dram(g) => g.whole(),
+            BmLines::Nvm(g) => g.whole(),
+        }
+    }
+
+    fn whole_mut(&mut self) -> Result<&mut [u8]> {
+        match self {
+            BmLines::Dram(g) => g.whole_mut(),
+            BmLines::Nvm(g) => g.whole_mut(),
+        }
+    }
+
+    #[inline]
+    fn set_page_lsn(&mut self, lsn: u64) {
+        match self {
+            BmLines::Dram(g) => g.set_page_lsn(lsn),
+            BmLines::Nvm(g) => g.set_page_lsn(lsn),
+        }
+    }
+}
+
+/// A page fixed shared in place in NVM frame `n`: its bytes are the NVM bytes.
+pub struct NvmRead<'a> {
+    nvm: &'a NvmPool,
+    n: u32,
+    pid: PageId,
+    page_size: usize,
+    _not_send: PhantomData<*const u8>,
+}
+
+impl<'a> NvmRead<'a> {
+    /// Wraps the in-place latch of frame `n`, held shared by the caller, which checked
+    /// that the frame holds `pid`. Charges the read of the page.
+    pub(crate) fn new(nvm: &'a NvmPool, n: u32, pid: PageId, page_size: usize) -> NvmRead<'a> {
+        debug_assert_eq!(nvm.pid(n), Some(pid));
+        nvm.region().charge_read(nvm.region_offset(n, 0), page_size as u64);
+        NvmRead { nvm, n, pid, page_size, _not_send: PhantomData }
+    }
+}
+
+impl std::ops::Deref for NvmRead<'_> {
+    type Target = [u8];
+    #[inline]
+    fn deref(&self) -> &[u8] {
+        // SAFETY: the page lies inside the mapping; the shared in-place latch keeps
+        // writers and movers out while the guard lives.
+        unsafe { std::slice::from_raw_parts(self.nvm.page_ptr(self.n).as_ptr(), self.page_size) }
+    }
+}
+
+impl crate::buffer::SharedPage for NvmRead<'_> {
+    fn page_id(&self) -> PageId {
+        self.pid
+    }
+}
+
+impl Drop for NvmRead<'_> {
+    fn drop(&mut self) {
+        self.nvm.latch(self.n).unlock_shared();
+    }
+}
+
+/// A page read optimistically in place in NVM frame `n`: no latch is held; the bytes
+/// may change underneath and count only if [`validate`](OptimisticPage::validate)
+/// finds the frame's version unchanged and no in-place writer in it.
+pub struct NvmOptimistic<'a> {
+    nvm: &'a NvmPool,
+    n: u32,
+    version: u64,
+    page_size: usize,
+    _not_send: PhantomData<*const u8>,
+}
+
+impl<'a> NvmOptimistic<'a> {
+    /// Starts an optimistic read of frame `n`, or `None` if a writer is in it.
+    pub(crate) fn try_new(nvm: &'a NvmPool, n: u32, page_size: usize) -> Option<NvmOptimistic<'a>> {
+        let version = nvm.version(n);
+        if nvm.latch(n).is_exclusive() {
+            return None;
+        }
+        let lines = crate::buffer::frame::direct::search_lines(page_size) as usize;
+        nvm.region().charge_read(nvm.region_offset(n, 0), (lines.min(page_size / LINE) * LINE) as u64);
+        Some(NvmOptimistic { nvm, n, version, page_size, _not_send: PhantomData })
+    }
+}
+
+impl std::ops::Deref for NvmOptimistic<'_> {
+    type Target = [u8];
+    #[inline]
+    fn deref(&self) -> &[u8] {
+        // SAFETY: the page lies inside the mapping, which lives as long as the pool.
+        // The bytes may be changed concurrently (an in-place writer, a new page in the
+        // frame): this is the optimistic read's documented data race (docs/unsafe.md),
+        // and nothing read counts before `validate`.
+        unsafe { std::slice::from_raw_parts(self.nvm.page_ptr(self.n).as_ptr(), self.page_size) }
+    }
+}
+
+impl crate::buffer::OptimisticPage for NvmOptimistic<'_> {
+    #[inline]
+    fn validate(&self) -> bool {
+        std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
+        !self.nvm.latch(self.n).is_exclusive() && self.nvm.version(self.n) == self.version
+    }
+}
+
+/// What the buffer manager hands out for a shared fix.
+pub enum BmShared<'a> {
+    Dram(crate::buffer::FrameRead<'a>),
+    Nvm(NvmRead<'a>),
+}
+
+impl std::ops::Deref for BmShared<'_> {
+    type Target = [u8];
+    #[inline]
+    fn deref(&self) -> &[u8] {
+        match self {
+            BmShared::Dram(g) => g,
+            BmShared::Nvm(g) => g,
+        }
+    }
+}
+
+impl crate::buffer::SharedPage for BmShared<'_> {
+    #[inline]
+    fn page_id(&self) -> PageId {
+        match self {
+            BmShared::Dram(g) => g.page_id(),
+            BmShared::Nvm(g) => g.page_id(),
+        }
+    }
+}
+
+/// What the buffer manager hands out for an optimistic fix.
+pub enum BmOptimistic<'a> {
+    Dram(crate::buffer::FrameOptimistic<'a>),
+    Nvm(NvmOptimistic<'a>),
+}
+
+impl<'a> BmOptimistic<'a> {
+    /// The DRAM guard, if the page is read in DRAM (swizzling works on those only).
+    #[inline]
+    pub fn dram(&self) -> Option<&crate::buffer::FrameOptimistic<'a>> {
+        match self {
+            BmOptimistic::Dram(g) => Some(g),
+            BmOptimistic::Nvm(_) => None,
+        }
+    }
+}
+
+impl std::ops::Deref for BmOptimistic<'_> {
+    type Target = [u8];
+    #[inline]
+    fn deref(&self) -> &[u8] {
+        match self {
+            BmOptimistic::Dram(g) => g,
+            BmOptimistic::Nvm(g) => g,
+        }
+    }
+}
+
+impl crate::buffer::OptimisticPage for BmOptimistic<'_> {
+    #[inline]
+    fn validate(&self) -> bool {
+        match self {
+            BmOptimistic::Dram(g) => g.validate(),
+            BmOptimistic::Nvm(g) => g.validate(),
+        }
+    }
+}
+
+/// Counts an in-place fix (for the manager).
+pub(crate) fn count_fix(bm: &BufferManager, exclusive: bool) {
+    bm.count(if exclusive { Count::NvmWritesInPlace } else { Count::NvmReadsInPlace }, 1);
+    bm.count(Count::NvmHits, 1);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runs_of_a_mask() {
+        let mut m = [0u64; MASK_WORDS];
+        Shadow::set(&mut m, 0, 1);
+        Shadow::set(&mut m, 63, 65);
+        Shadow::set(&mut m, 255, 255);
+        assert_eq!(Shadow::runs(&m, 256), vec![(0, 2), (63, 3), (255, 1)]);
+        assert!(Shadow::all_set(&m, 63, 65) && !Shadow::all_set(&m, 62, 63));
+    }
+}
