@@ -141,7 +141,7 @@ impl TunerArgs {
 /// spitfire, the run is counted in epochs.
 pub fn check_engine_args(engine: &EngineArgs) -> Result<()> {
     let policy = engine.policy.as_deref().unwrap_or(KNOB_POLICY);
-    if policy != KNOB_POLICY {
+    if policy.split(':').next() != Some(KNOB_POLICY) {
         bail!(
             "--policy {policy}: tuning sets Spitfire's migration knobs (Dr, Dw, Nr, Nw), which only the {KNOB_POLICY} policy has"
         );
@@ -204,7 +204,7 @@ pub fn open_spitfire(
     tag: &str,
 ) -> Result<Opened> {
     let mut cfg = engine_args.arch_config(setup, arch, dram, nvm, tag)?;
-    cfg.policy = Some(KNOB_POLICY.into());
+    cfg.policy.get_or_insert_with(|| KNOB_POLICY.into());
     let files = Cleanup::new(cfg.files());
     let engine = Engine::open(&cfg).with_context(|| format!("opening {arch} with the {KNOB_POLICY} policy"))?;
     knob_policy(&engine)?;

@@ -26,7 +26,6 @@ fn tune(dir: &Path, extra: &[&str]) -> Output {
 }
 
 #[test]
-#[ignore = "needs the spitfire policy, which is not on this branch yet"]
 fn tune_runs_epochs_and_writes_its_report() {
     for tuner in ["anneal", "coord"] {
         let dir = tempfile::tempdir().unwrap();
