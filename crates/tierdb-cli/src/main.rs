@@ -16,6 +16,8 @@ mod mmap_bench;
 mod nvcache_obp;
 mod plot;
 mod restart_bench;
+mod spitfire;
+mod tune;
 mod wear;
 mod ycsb_driver;
 mod ycsb_txn;
@@ -64,6 +66,13 @@ enum Command {
     /// NVM writes per cache line for three-tier and nvm-direct under 100% updates (the
     /// paper's Figure 16); writes a table, JSON and an SVG plot.
     Wear(wear::WearArgs),
+    /// Spitfire's online tuner on the live engine: epochs of YCSB, the spitfire policy's
+    /// knobs set before each; writes a table, JSON and a convergence plot.
+    Tune(Box<tune::TuneArgs>),
+    /// Spitfire's experiments: the D and N sweeps (Figures 5–7), Table 3's policies
+    /// (Figures 11–12), and the tuners against the best static policy (§6.6); writes
+    /// tables, JSON and SVG plots.
+    Spitfire(Box<spitfire::SpitfireArgs>),
     /// The PostgreSQL-on-NVM study: the database file on NVM read with pread, copied
     /// from the mapping (SE1) or read in place (SE2), on scan- and lookup-heavy
     /// workloads over buffer-pool sizes; writes a table, JSON and SVG plots.
@@ -99,6 +108,8 @@ fn main() -> ExitCode {
         Command::WalDump(args) => crashtest::wal_dump(args),
         Command::RestartBench(args) => restart_bench::run(args),
         Command::NvcacheObp(args) => nvcache_obp::run(args),
+        Command::Tune(args) => tune::run(*args),
+        Command::Spitfire(args) => spitfire::run(*args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -149,6 +149,130 @@ pub fn load(engine: &Engine, spec: &YcsbSpec, cfg: &DriverConfig, progress: Prog
     Ok(Loaded { workload: spec, records, data_bytes_target: cfg.data_bytes, data_bytes, load_secs })
 }
 
+/// What one epoch of [`run_epochs`] measured.
+#[derive(Clone, Debug, Serialize)]
+pub struct EpochRun {
+    pub ops: u64,
+    /// Σ over threads of the thread's operations / its own measured seconds (the
+    /// main thread's polling does not count).
+    pub throughput_ops_per_sec: f64,
+    /// `model` mode: Σ over threads of operations / (measured seconds + modelled device
+    /// time).
+    pub modelled_ops_per_sec: Option<f64>,
+    /// Buffer and device counters over the epoch.
+    pub tiers: TierStats,
+}
+
+impl EpochRun {
+    /// The modelled throughput in `model` mode, the measured one otherwise.
+    pub fn ops_per_sec(&self) -> f64 {
+        self.modelled_ops_per_sec.unwrap_or(self.throughput_ops_per_sec)
+    }
+
+    /// Cache lines written to NVM (device counter: page write-backs, in-place writes,
+    /// frame headers).
+    pub fn nvm_line_writes(&self) -> u64 {
+        self.tiers.nvm.map_or(0, |n| n.write_lines)
+    }
+}
+
+/// The hooks of [`run_epochs`].
+pub trait EpochHooks {
+    /// Before epoch `epoch` (from 0; epoch 0 comes after the load and before the
+    /// warm-up). False ends the run.
+    ///
+    /// # Errors
+    /// Any: it ends the run.
+    fn before(&mut self, epoch: u32) -> Result<bool>;
+
+    /// After epoch `epoch`.
+    ///
+    /// # Errors
+    /// Any: it ends the run.
+    fn after(&mut self, epoch: u32, run: &EpochRun) -> Result<()>;
+}
+
+/// Loads the table once, then runs epochs of `epoch_ops` operations on the live engine
+/// until `hooks.before` says stop: the online tuner's loop. The timed warm-up of `cfg`
+/// runs once, before epoch 0 (after `before(0)`); `cfg.duration` is ignored. Each
+/// epoch draws its operations from its own seed (derived from `cfg.seed` and the
+/// epoch), so epochs do not repeat one another's keys.
+///
+/// # Errors
+/// As [`run`], and the hooks' errors.
+pub fn run_epochs(
+    engine: &Engine,
+    spec: &YcsbSpec,
+    cfg: &DriverConfig,
+    epoch_ops: u64,
+    progress: ProgressFn<'_>,
+    hooks: &mut dyn EpochHooks,
+) -> Result<Loaded> {
+    if cfg.threads == 0 {
+        bail!("--threads must be at least 1");
+    }
+    if epoch_ops == 0 {
+        bail!("an epoch needs at least one operation");
+    }
+    let spec = sized(spec, cfg)?;
+    let (records, load_secs) = engine.visit(Epochs { engine, spec: &spec, cfg, epoch_ops, progress, hooks })?;
+    let data_bytes = engine.pages_in_use() * engine.page_size() as u64;
+    Ok(Loaded { workload: spec, records, data_bytes_target: cfg.data_bytes, data_bytes, load_secs })
+}
+
+struct Epochs<'a> {
+    engine: &'a Engine,
+    spec: &'a YcsbSpec,
+    cfg: &'a DriverConfig,
+    epoch_ops: u64,
+    progress: ProgressFn<'a>,
+    hooks: &'a mut dyn EpochHooks,
+}
+
+impl SourceVisitor for Epochs<'_> {
+    /// Records loaded, load seconds.
+    type Output = Result<(u64, f64)>;
+
+    fn visit<S: PageSource>(self, source: &S) -> Result<(u64, f64)> {
+        let Epochs { engine, spec, cfg, epoch_ops, progress, hooks } = self;
+        let (tree, records, load_secs) = load_table(engine, source, spec, cfg, progress)?;
+        let keyspace = KeySpace::new(spec);
+        let mut epoch_spec = spec.clone();
+        epoch_spec.set("operationcount", &epoch_ops.to_string()).context("setting the epoch's operationcount")?;
+        let mut epoch = 0u32;
+        while hooks.before(epoch)? {
+            let mut c = cfg.clone();
+            c.duration = None;
+            if epoch > 0 {
+                c.warmup = Duration::ZERO;
+            }
+            c.seed = cfg.seed ^ u64::from(epoch).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            let (c, spec) = (&c, &epoch_spec);
+            let m = run_phases(spec, &keyspace, c, progress, &|| engine.stats(), &|t| TreeOps {
+                tree: &tree,
+                spec,
+                keyspace: &keyspace,
+                key: Vec::new(),
+                value: Vec::new(),
+                out: vec![0u8; spec.record_length_bytes()],
+                rng: value_rng(c.seed, t),
+            })?;
+            let r = &m.results;
+            let run = EpochRun {
+                ops: r.iter().map(|t| t.ops).sum(),
+                throughput_ops_per_sec: r.iter().map(|t| t.ops as f64 / t.measured_secs.max(1e-9)).sum(),
+                modelled_ops_per_sec: r.iter().any(|t| t.virtual_ps > 0).then(|| {
+                    r.iter().map(|t| t.ops as f64 / (t.measured_secs + t.virtual_ps as f64 * 1e-12).max(1e-9)).sum()
+                }),
+                tiers: m.after.since(&m.before),
+            };
+            hooks.after(epoch, &run)?;
+            epoch = epoch.checked_add(1).context("too many epochs")?;
+        }
+        Ok((records, load_secs))
+    }
+}
+
 /// `spec` with its record count set from the target data size, if there is one.
 pub(crate) fn sized(spec: &YcsbSpec, cfg: &DriverConfig) -> Result<YcsbSpec> {
     let mut spec = spec.clone();
@@ -290,6 +414,8 @@ pub(crate) trait Executor {
 /// What one worker thread measured.
 pub(crate) struct ThreadResult {
     pub ops: u64,
+    /// Wall seconds from the thread's first measured operation to its last.
+    pub measured_secs: f64,
     pub not_found: u64,
     pub virtual_ps: u64,
     /// Per operation kind.
@@ -518,6 +644,7 @@ fn worker<X: Executor>(
     let (mut ops, mut not_found) = (0u64, 0u64);
     let mut measuring = false;
     let mut virtual_start = 0;
+    let mut measure_start = None;
     let mut budget = 0u64; // operations claimed from `remaining` and not yet run
     loop {
         match phase.load(Ordering::Acquire) {
@@ -526,6 +653,7 @@ fn worker<X: Executor>(
             PHASE_STOP if budget == 0 => break,
             PHASE_MEASURE if !measuring => {
                 measuring = true;
+                measure_start = Some(Instant::now());
                 virtual_start = clock::virtual_now_ps();
             }
             _ => {}
@@ -556,7 +684,8 @@ fn worker<X: Executor>(
         }
     }
     let virtual_ps = if measuring { clock::virtual_now_ps() - virtual_start } else { 0 };
-    Ok(ThreadResult { ops, not_found, virtual_ps, hist, commits })
+    let measured_secs = measure_start.map_or(0.0, |t| t.elapsed().as_secs_f64());
+    Ok(ThreadResult { ops, measured_secs, not_found, virtual_ps, hist, commits })
 }
 
 /// Operations straight on a tree: no log, no transactions.

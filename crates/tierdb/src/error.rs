@@ -6,6 +6,7 @@ use crate::db::DbError;
 use crate::device::DeviceError;
 use crate::device::profile::ProfileError;
 use crate::size::SizeError;
+use crate::tune::TuneError;
 use crate::wal::WalError;
 
 /// Any error tierdb returns.
@@ -26,6 +27,8 @@ pub enum Error {
     Wal(#[from] WalError),
     #[error(transparent)]
     Db(#[from] DbError),
+    #[error(transparent)]
+    Tune(#[from] TuneError),
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -41,6 +41,7 @@ pub mod error;
 pub mod ids;
 pub mod limits;
 pub mod size;
+pub mod tune;
 pub mod wal;
 
 pub use btree::{BTree, BTreeError, Cursor, TreeStats};

@@ -166,3 +166,20 @@ const _: () = assert!(
 /// Most records recovery follows back through one transaction's chain while undoing it
 /// (a bound on a corrupt chain that loops).
 pub const RECOVERY_UNDO_STEPS_MAX: u64 = 1 << 32;
+
+/// The tuners' objective (`tune::Objective`) floors NVM line writes per operation at
+/// this, so a policy that writes nothing earns `λ / floor`, not infinity.
+pub const TUNE_WRITES_PER_OP_FLOOR: f64 = 1e-3;
+/// Candidates simulated annealing tries at one temperature before it cools anyway
+/// (Algorithm 1 waits for γ accepted ones, which near an optimum at a low temperature
+/// may never come). Default and largest value.
+pub const ANNEAL_ATTEMPTS_PER_TEMPERATURE_DEFAULT: u32 = 100;
+pub const ANNEAL_ATTEMPTS_PER_TEMPERATURE_MAX: u32 = 1_000_000;
+/// Temperature levels simulated annealing may have (T0 / Tmin with α), so a schedule
+/// that would never end is refused.
+pub const ANNEAL_LEVELS_MAX: u32 = 100_000;
+
+const _: () = assert!(ANNEAL_ATTEMPTS_PER_TEMPERATURE_DEFAULT <= ANNEAL_ATTEMPTS_PER_TEMPERATURE_MAX);
+/// Epochs the coordinate search may measure one candidate (largest value of its
+/// setting).
+pub const COORD_MEASUREMENTS_MAX: u32 = 100;

@@ -1,0 +1,817 @@
+//! `tierdb spitfire`: the experiments of Spitfire's §6.5, §6.6 and §6.8 (Arulraj,
+//! Pavlo, Malladi) on the `spitfire` policy of `three-tier`, on YCSB.
+//!
+//! Parts (`--parts`):
+//! - `sweep` (Figures 5–7): D = Dr = Dw from 1 down to 0.001 with N = Nr = Nw = 1, and
+//!   N from 1 down to 0.001 with D = 1: throughput and NVM line writes per operation.
+//! - `policies` (Table 3, Figures 11–12): the eager policy and A–D.
+//! - `tuners` (§6.6): a static sweep over a grid of knobs (`--grid` values per knob) for
+//!   the best static policy, then each tuner (`--tuners`) online from the eager start;
+//!   the epochs each needs until its best policy is within 10% of the best static one,
+//!   and its final policy run again as a static one.
+//!
+//! A static run opens a fresh engine, loads the table, sets the knobs, runs
+//! `--settle-epochs` unmeasured epochs (the buffers settle under the policy) and then
+//! `--measure-epochs` epochs, and reports the median epoch's throughput and the NVM
+//! lines written per operation over the measured epochs. A tuner's run is `tierdb
+//! tune`'s loop ([`crate::tune::Session`]). The default mode is `model`, so throughputs
+//! are modelled from the device profiles; the CPU time in them still varies a little
+//! from run to run.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use comfy_table::Table;
+use serde::Serialize;
+use tierdb::ByteSize;
+use tierdb::arch::Architecture;
+use tierdb::buffer::policy::MigrationKnobs;
+use tierdb::buffer::policy::knobs::{KNOB_MIN, PRESETS};
+use tierdb::tune::{self as tuning, Best, EpochRecord};
+use tierdb_workload::YcsbSpec;
+
+use crate::bench_ycsb::{EngineArgs, Progress, Setup, fmt_rate, remove_files_on_interrupt};
+use crate::drilldown::Machine;
+use crate::plot::{Chart, LegendPosition, Series, write_notes, write_outputs};
+use crate::tune::{
+    EPOCH_OPS_MAX, EPOCHS_MAX, EpochDetail, Session, TunerArgs, check_arch, check_engine_args, convergence_series,
+    fmt_knobs, open_spitfire, set_knobs,
+};
+use crate::ycsb_driver::{self, EpochHooks, EpochRun};
+
+/// The parts, in the order they run.
+const PARTS: &[&str] = &["sweep", "policies", "tuners"];
+/// The knob values of the sweep (Figures 5–7 go from 1 to 0).
+const SWEEP_VALUES: [f64; 4] = [1.0, 0.1, 0.01, 0.001];
+/// Static runs: at most this many grid points.
+const GRID_POINTS_MAX: usize = 10_000;
+/// "Within 10% of the best static policy".
+const WITHIN: f64 = 0.9;
+
+#[derive(Args, Debug)]
+#[command(mut_arg("duration", |a| a.default_value("0").hide(true).help("Refused: runs are counted in epochs")))]
+#[command(mut_arg("mode", |a| a.default_value("model")))]
+#[command(mut_arg("warmup", |a| a.default_value("0").help("Seconds of timed warm-up before a run's first epoch (static runs settle by --settle-epochs instead)")))]
+#[command(mut_arg("policy", |a| a.default_value(crate::tune::KNOB_POLICY).help("Placement policy: spitfire (the only one with migration knobs)")))]
+#[command(mut_arg("ssd_dir", |a| a.default_value("/dev/shm").help("Directory of the SSD page file (default /dev/shm: the SSD is emulated by its profile, and real disk time would blur a modelled throughput)")))]
+pub struct SpitfireArgs {
+    /// Parts to run, comma-separated: sweep, policies, tuners.
+    #[arg(long, value_delimiter = ',', default_value = "sweep,policies,tuners")]
+    parts: Vec<String>,
+    /// Workloads, comma-separated (ro, rw:PCT, a..f, or property files).
+    #[arg(long, value_delimiter = ',', default_value = "ro,rw:50")]
+    workloads: Vec<String>,
+    #[arg(long, default_value = "three-tier")]
+    arch: String,
+    #[arg(long, default_value = "8MiB")]
+    dram: ByteSize,
+    #[arg(long, default_value = "32MiB")]
+    nvm: ByteSize,
+    /// Size of the B+-tree after loading.
+    #[arg(long, default_value = "64MiB")]
+    data: ByteSize,
+    /// Operations per epoch (static runs and tuning steps).
+    #[arg(long, default_value_t = 100_000)]
+    epoch_ops: u64,
+    /// Static runs: unmeasured epochs after the knobs are set.
+    #[arg(long, default_value_t = 2)]
+    settle_epochs: u32,
+    /// Static runs: measured epochs (the median epoch is reported).
+    #[arg(long, default_value_t = 3)]
+    measure_epochs: u32,
+    /// The tuner comparison's static grid: the values each knob takes.
+    #[arg(long, value_delimiter = ',', default_value = "1,0.1,0.01")]
+    grid: Vec<f64>,
+    /// The grid runs on one live engine: unmeasured epochs after each point's knobs are
+    /// set.
+    #[arg(long, default_value_t = 1)]
+    grid_settle_epochs: u32,
+    /// Measured epochs per grid point (the median is taken).
+    #[arg(long, default_value_t = 2)]
+    grid_measure_epochs: u32,
+    /// Tuners compared.
+    #[arg(long, value_delimiter = ',', default_value = "anneal,coord")]
+    tuners: Vec<String>,
+    /// Epochs of a tuner's run at most (it also ends when the tuner is done).
+    #[arg(long, default_value_t = 80)]
+    epochs_max: u32,
+    #[command(flatten)]
+    tuner_args: TunerArgs,
+    /// Directory for the tables, JSON and SVG plots.
+    #[arg(long, default_value = "tierdb-spitfire")]
+    out: PathBuf,
+    #[command(flatten)]
+    engine: EngineArgs,
+    /// No progress bar.
+    #[arg(long)]
+    quiet: bool,
+}
+
+/// A short name of a workload: `YCSB-RO`, `YCSB-R/W 50%`, or its mix.
+pub fn workload_name(spec: &YcsbSpec) -> String {
+    let m = spec.mix();
+    let pct = |x: f64| (100.0 * x).round();
+    if m.read >= 1.0 {
+        "YCSB-RO".into()
+    } else if (m.read + m.update - 1.0).abs() < 1e-9 {
+        format!("YCSB-R/W {}%", pct(m.update))
+    } else {
+        format!(
+            "YCSB read {}% update {}% insert {}% scan {}% rmw {}%",
+            pct(m.read),
+            pct(m.update),
+            pct(m.insert),
+            pct(m.scan),
+            pct(m.read_modify_write)
+        )
+    }
+}
+
+/// What a static run of one policy measured.
+#[derive(Clone, Debug, Serialize)]
+pub struct StaticPoint {
+    pub knobs: MigrationKnobs,
+    /// The median measured epoch's throughput (modelled in `model` mode).
+    pub ops_per_sec: f64,
+    /// NVM lines written per operation over the measured epochs.
+    pub nvm_writes_per_op: f64,
+    /// SSD page reads per operation over the measured epochs.
+    pub ssd_reads_per_op: f64,
+    pub epochs: Vec<EpochDetail>,
+}
+
+/// Runs segments of epochs on one engine: each sets its knobs, runs `settle`
+/// unmeasured epochs and `measure` measured ones.
+struct Schedule<'a> {
+    engine: &'a tierdb::arch::Engine,
+    /// (knobs, settle, measure)
+    segments: Vec<(MigrationKnobs, u32, u32)>,
+    progress: &'a Progress,
+    label: String,
+    /// Where in `segments` the run is, and the epoch its segment began at.
+    at: usize,
+    begun: u32,
+    runs: Vec<Vec<EpochRun>>,
+}
+
+impl<'a> Schedule<'a> {
+    fn new(
+        engine: &'a tierdb::arch::Engine,
+        segments: Vec<(MigrationKnobs, u32, u32)>,
+        progress: &'a Progress,
+        label: String,
+    ) -> Self {
+        let n = segments.len();
+        Schedule { engine, segments, progress, label, at: 0, begun: 0, runs: vec![Vec::new(); n] }
+    }
+
+    /// One point per segment.
+    fn points(self) -> Vec<StaticPoint> {
+        self.segments.iter().zip(self.runs).map(|(&(k, _, _), runs)| StaticPoint::of(k, &runs)).collect()
+    }
+}
+
+impl EpochHooks for Schedule<'_> {
+    fn before(&mut self, epoch: u32) -> Result<bool> {
+        let Some(&(_, settle, measure)) = self.segments.get(self.at) else { return Ok(false) };
+        if epoch - self.begun == settle + measure {
+            self.at += 1;
+            self.begun = epoch;
+        }
+        let Some(&(knobs, _, _)) = self.segments.get(self.at) else { return Ok(false) };
+        if epoch == self.begun {
+            set_knobs(self.engine, knobs)?;
+            self.progress.set_prefix(&format!(
+                "{} {}/{} {}",
+                self.label,
+                self.at + 1,
+                self.segments.len(),
+                fmt_knobs(knobs)
+            ));
+        }
+        Ok(true)
+    }
+
+    fn after(&mut self, epoch: u32, run: &EpochRun) -> Result<()> {
+        let (_, settle, _) = self.segments[self.at];
+        if epoch - self.begun >= settle {
+            self.runs[self.at].push(run.clone());
+        }
+        Ok(())
+    }
+}
+
+impl StaticPoint {
+    /// The median epoch's throughput and the writes and reads over all of `runs`.
+    fn of(knobs: MigrationKnobs, runs: &[EpochRun]) -> StaticPoint {
+        assert!(!runs.is_empty(), "a static point has measured epochs");
+        let mut rates: Vec<f64> = runs.iter().map(EpochRun::ops_per_sec).collect();
+        rates.sort_by(f64::total_cmp);
+        let ops = runs.iter().map(|r| r.ops).sum::<u64>().max(1) as f64;
+        StaticPoint {
+            knobs,
+            ops_per_sec: rates[rates.len() / 2],
+            nvm_writes_per_op: runs.iter().map(EpochRun::nvm_line_writes).sum::<u64>() as f64 / ops,
+            ssd_reads_per_op: runs.iter().map(|r| r.tiers.buffer.ssd_reads).sum::<u64>() as f64 / ops,
+            epochs: runs.iter().map(EpochDetail::of).collect(),
+        }
+    }
+}
+
+struct Ctx<'a> {
+    args: &'a SpitfireArgs,
+    arch: Architecture,
+    progress: &'a Progress,
+}
+
+impl Ctx<'_> {
+    /// Runs `segments` on a fresh engine loaded with `setup`'s workload.
+    fn schedule(
+        &self,
+        setup: &Setup,
+        segments: Vec<(MigrationKnobs, u32, u32)>,
+        tag: &str,
+    ) -> Result<Vec<StaticPoint>> {
+        let a = self.args;
+        let opened = open_spitfire(&a.engine, setup, self.arch, (a.dram, a.nvm), tag)?;
+        let mut hooks =
+            Schedule::new(&opened.engine, segments, self.progress, format!("{} {tag}", workload_name(&setup.workload)));
+        ycsb_driver::run_epochs(
+            &opened.engine,
+            &setup.workload,
+            &a.engine.driver_config(setup, Some(a.data)),
+            a.epoch_ops,
+            &|p, d, t| self.progress.update(p, d, t),
+            &mut hooks,
+        )?;
+        Ok(hooks.points())
+    }
+
+    /// A static run of `knobs`: a fresh engine, `--settle-epochs`, `--measure-epochs`.
+    fn static_run(&self, setup: &Setup, knobs: MigrationKnobs, tag: &str) -> Result<StaticPoint> {
+        let a = self.args;
+        let mut p = self
+            .schedule(setup, vec![(knobs, a.settle_epochs, a.measure_epochs)], tag)
+            .with_context(|| format!("static run of {}", fmt_knobs(knobs)))?;
+        Ok(p.remove(0))
+    }
+}
+
+// ---- part (a): the D and N sweeps ----
+
+#[derive(Serialize)]
+struct SweepRow {
+    workload: String,
+    /// "D" (Dr = Dw, N = 1) or "N" (Nr = Nw, D = 1).
+    knob: &'static str,
+    value: f64,
+    point: StaticPoint,
+}
+
+fn sweep(ctx: &Ctx<'_>, setups: &[Setup]) -> Result<Vec<SweepRow>> {
+    let mut rows = Vec::new();
+    for s in setups {
+        let eager = ctx.static_run(s, MigrationKnobs::EAGER, "sweep")?;
+        for knob in ["D", "N"] {
+            for v in SWEEP_VALUES {
+                let point = if v == 1.0 {
+                    eager.clone()
+                } else {
+                    let k = if knob == "D" {
+                        MigrationKnobs { dr: v, dw: v, ..MigrationKnobs::EAGER }
+                    } else {
+                        MigrationKnobs { nr: v, nw: v, ..MigrationKnobs::EAGER }
+                    };
+                    ctx.static_run(s, k, "sweep")?
+                };
+                rows.push(SweepRow { workload: workload_name(&s.workload), knob, value: v, point });
+            }
+        }
+    }
+    Ok(rows)
+}
+
+// ---- part (b): Table 3's policies ----
+
+#[derive(Serialize)]
+struct PolicyRow {
+    workload: String,
+    policy: String,
+    point: StaticPoint,
+}
+
+fn policies(ctx: &Ctx<'_>, setups: &[Setup]) -> Result<Vec<PolicyRow>> {
+    let mut rows = Vec::new();
+    for s in setups {
+        for (name, k) in PRESETS {
+            let point = ctx.static_run(s, *k, "policy")?;
+            rows.push(PolicyRow { workload: workload_name(&s.workload), policy: name.to_ascii_uppercase(), point });
+        }
+    }
+    Ok(rows)
+}
+
+// ---- part (c): the tuners against the best static policy ----
+
+#[derive(Serialize)]
+struct TunerRun {
+    tuner: String,
+    epochs: u32,
+    done: bool,
+    /// Epochs (counted from 1) until the tuner's best policy was within
+    /// 10% of the best static one, by the tuner's own estimate.
+    epochs_to_within_10pct: Option<u32>,
+    best: Option<Best>,
+    /// The tuner's final policy run again as a static one.
+    final_static: StaticPoint,
+    /// `final_static` / the best static policy.
+    final_vs_best_static: f64,
+    trajectory: Vec<EpochRecord>,
+    details: Vec<EpochDetail>,
+}
+
+#[derive(Serialize)]
+struct TunerComparison {
+    workload: String,
+    /// The grid, on one live engine.
+    grid: Vec<StaticPoint>,
+    /// The grid's best policy, run again on a fresh engine.
+    best_static: StaticPoint,
+    eager: StaticPoint,
+    runs: Vec<TunerRun>,
+}
+
+fn grid_points(values: &[f64]) -> Vec<MigrationKnobs> {
+    let mut out = Vec::new();
+    for &dr in values {
+        for &dw in values {
+            for &nr in values {
+                for &nw in values {
+                    out.push(MigrationKnobs { dr, dw, nr, nw });
+                }
+            }
+        }
+    }
+    out
+}
+
+fn tuners(ctx: &Ctx<'_>, setups: &[Setup]) -> Result<Vec<TunerComparison>> {
+    let a = ctx.args;
+    let mut out = Vec::new();
+    for s in setups {
+        // The grid on one live engine: eager to leave the load's state, then each point.
+        let points = grid_points(&a.grid);
+        let mut segments = vec![(MigrationKnobs::EAGER, a.settle_epochs, 1)];
+        segments.extend(points.iter().map(|&k| (k, a.grid_settle_epochs, a.grid_measure_epochs)));
+        let grid = ctx.schedule(s, segments, "grid").context("the static grid")?.split_off(1);
+        let grid_best = grid.iter().max_by(|x, y| x.ops_per_sec.total_cmp(&y.ops_per_sec)).context("a grid point")?;
+        // The grid's winner and eager again, as static runs on fresh engines: the
+        // tuners' final policies are measured the same way.
+        let best_static = ctx.static_run(s, grid_best.knobs, "best")?;
+        let eager = ctx.static_run(s, MigrationKnobs::EAGER, "eager")?;
+        let mut runs = Vec::new();
+        for name in &a.tuners {
+            let cfg = a.tuner_args.config(s.seed)?;
+            let tuner = tuning::by_name(name, &cfg)?;
+            let opened = open_spitfire(&a.engine, s, ctx.arch, (a.dram, a.nvm), "tuner")?;
+            let mut session = Session::new(
+                tuner,
+                &opened.engine,
+                (cfg.start, a.settle_epochs),
+                a.epochs_max,
+                false,
+                ctx.progress,
+                false,
+            );
+            ycsb_driver::run_epochs(
+                &opened.engine,
+                &s.workload,
+                &a.engine.driver_config(s, Some(a.data)),
+                a.epoch_ops,
+                &|p, d, t| ctx.progress.update(p, d, t),
+                &mut session,
+            )
+            .with_context(|| format!("tuning with {name}"))?;
+            let (t, details) = session.finish();
+            drop(opened);
+            let target = WITHIN * best_static.ops_per_sec;
+            let reach = t.trajectory().iter().find(|r| r.best.throughput_ops_per_sec >= target).map(|r| r.epoch + 1);
+            let best = t.best();
+            let final_knobs = best.map_or(MigrationKnobs::EAGER, |b| b.knobs);
+            let final_static = ctx.static_run(s, final_knobs, "final")?;
+            if !a.quiet {
+                ctx.progress.println(&format!(
+                    "{} {name}: {} epochs, within 10% after {}, final {} at {} static ({:.0}% of the best static)",
+                    workload_name(&s.workload),
+                    t.trajectory().len(),
+                    reach.map_or("—".into(), |e| e.to_string()),
+                    fmt_knobs(final_knobs),
+                    fmt_rate(final_static.ops_per_sec),
+                    100.0 * final_static.ops_per_sec / best_static.ops_per_sec
+                ));
+            }
+            runs.push(TunerRun {
+                tuner: name.clone(),
+                epochs: t.trajectory().len() as u32,
+                done: t.done(),
+                epochs_to_within_10pct: reach,
+                best,
+                final_vs_best_static: final_static.ops_per_sec / best_static.ops_per_sec,
+                final_static,
+                trajectory: t.trajectory().to_vec(),
+                details,
+            });
+        }
+        out.push(TunerComparison { workload: workload_name(&s.workload), grid, best_static, eager, runs });
+    }
+    Ok(out)
+}
+
+// ---- the command ----
+
+#[derive(Serialize)]
+struct SpitfireReport {
+    command: &'static str,
+    version: &'static str,
+    machine: Machine,
+    arch: Architecture,
+    dram_bytes: u64,
+    nvm_bytes: u64,
+    data_bytes_target: u64,
+    epoch_ops: u64,
+    settle_epochs: u32,
+    measure_epochs: u32,
+    setups: Vec<Setup>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sweep: Option<Vec<SweepRow>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    policies: Option<Vec<PolicyRow>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tuners: Option<Vec<TunerComparison>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tuner_config: Option<tuning::TunerConfig>,
+    notes: Vec<String>,
+}
+
+fn check(args: &SpitfireArgs) -> Result<Vec<&'static str>> {
+    check_engine_args(&args.engine)?;
+    let mut parts = Vec::new();
+    for p in &args.parts {
+        let p = p.trim();
+        let Some(&known) = PARTS.iter().find(|&&k| k == p) else {
+            bail!("--parts: unknown part {p:?}; known: {}", PARTS.join(", "));
+        };
+        if parts.contains(&known) {
+            bail!("--parts: {p} is listed twice");
+        }
+        parts.push(known);
+    }
+    if parts.is_empty() || args.workloads.is_empty() {
+        bail!("--parts and --workloads need at least one entry each");
+    }
+    if args.epoch_ops == 0 || args.epoch_ops > EPOCH_OPS_MAX {
+        bail!("--epoch-ops {} is outside 1..={EPOCH_OPS_MAX}", args.epoch_ops);
+    }
+    for (settle, measure, what) in [
+        (args.settle_epochs, args.measure_epochs, "--settle-epochs/--measure-epochs"),
+        (args.grid_settle_epochs, args.grid_measure_epochs, "--grid-settle-epochs/--grid-measure-epochs"),
+    ] {
+        if measure == 0 || settle.saturating_add(measure) > EPOCHS_MAX {
+            bail!("{what}: at least one measured epoch, and at most {EPOCHS_MAX} in all");
+        }
+    }
+    if args.epochs_max == 0 || args.epochs_max > EPOCHS_MAX {
+        bail!("--epochs-max {} is outside 1..={EPOCHS_MAX}", args.epochs_max);
+    }
+    if args.grid.is_empty() || args.grid.iter().any(|v| !(KNOB_MIN..=1.0).contains(v)) {
+        bail!("--grid {:?}: values must be in [{KNOB_MIN}, 1]", args.grid);
+    }
+    if args.grid.len().pow(4) > GRID_POINTS_MAX {
+        bail!(
+            "--grid of {} values has {} points, more than {GRID_POINTS_MAX}",
+            args.grid.len(),
+            args.grid.len().pow(4)
+        );
+    }
+    for t in &args.tuners {
+        if !tuning::TUNER_NAMES.contains(&t.as_str()) {
+            bail!("--tuners: unknown tuner {t:?}; known: {}", tuning::TUNER_NAMES.join(", "));
+        }
+    }
+    args.tuner_args.config(args.engine.seed)?;
+    Ok(parts)
+}
+
+pub fn run(args: SpitfireArgs) -> Result<()> {
+    let parts = check(&args)?;
+    let arch = check_arch(&args.arch)?;
+    let setups: Vec<Setup> = args.workloads.iter().map(|w| args.engine.setup(w.trim())).collect::<Result<_>>()?;
+    remove_files_on_interrupt()?;
+    std::fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
+    let progress = Progress::new(!args.quiet);
+    let ctx = Ctx { args: &args, arch, progress: &progress };
+    let started = std::time::Instant::now();
+    let sweep = parts.contains(&"sweep").then(|| sweep(&ctx, &setups)).transpose()?;
+    let policies = parts.contains(&"policies").then(|| policies(&ctx, &setups)).transpose()?;
+    let tuners = parts.contains(&"tuners").then(|| tuners(&ctx, &setups)).transpose()?;
+    progress.finish();
+    let mut notes = vec![
+        format!(
+            "static runs: a fresh engine per policy, knobs set after the load, {} unmeasured epochs, then the median of {} epochs of {} operations",
+            args.settle_epochs, args.measure_epochs, args.epoch_ops
+        ),
+        format!(
+            "throughput is {}; NVM writes are cache lines written to the NVM device per operation",
+            if setups[0].mode == tierdb::device::EmulationMode::Model {
+                "modelled (operations / (wall + modelled device time)); the CPU part varies a little between runs"
+            } else {
+                "measured (wall time)"
+            }
+        ),
+        format!("{:.1} minutes in all", started.elapsed().as_secs_f64() / 60.0),
+    ];
+    if tuners.is_some() {
+        notes.push(format!(
+            "tuners start eager, epochs of {} operations, at most {}; 'within 10%' is the first epoch after which the tuner's best policy (its own estimate) is at 90% or more of the best static policy of the grid {:?}; 'final' is the tuner's best policy run again as a static one",
+            args.epoch_ops, args.epochs_max, args.grid
+        ));
+    }
+    let report = SpitfireReport {
+        command: "spitfire",
+        version: env!("CARGO_PKG_VERSION"),
+        machine: Machine::probe(),
+        arch,
+        dram_bytes: args.dram.bytes(),
+        nvm_bytes: args.nvm.bytes(),
+        data_bytes_target: args.data.bytes(),
+        epoch_ops: args.epoch_ops,
+        settle_epochs: args.settle_epochs,
+        measure_epochs: args.measure_epochs,
+        tuner_config: tuners.as_ref().map(|_| args.tuner_args.config(args.engine.seed)).transpose()?,
+        setups,
+        sweep,
+        policies,
+        tuners,
+        notes,
+    };
+    let text = render_text(&report);
+    write_outputs(&args.out, "spitfire", &text, &report, &charts(&report))
+}
+
+fn describe(r: &SpitfireReport) -> String {
+    let s = &r.setups[0];
+    format!(
+        "{} ({} CPUs) · {} + spitfire · {} · mode {} · profiles dram {}, nvm {}, ssd {} · DRAM {} · NVM {} · data {} · page {} · {} thread(s) · seed {}",
+        r.machine.cpu,
+        r.machine.logical_cpus,
+        r.arch,
+        r.setups
+            .iter()
+            .map(|s| format!(
+                "{} ({} {:?})",
+                workload_name(&s.workload),
+                s.workload.get("requestdistribution").unwrap_or_default(),
+                s.workload.zipfian_constant()
+            ))
+            .collect::<Vec<_>>()
+            .join(", "),
+        s.mode,
+        s.dram_profile.name,
+        s.nvm_profile.name,
+        s.ssd_profile.name,
+        ByteSize(r.dram_bytes),
+        ByteSize(r.nvm_bytes),
+        ByteSize(r.data_bytes_target),
+        ByteSize(s.page_size_bytes as u64),
+        s.threads,
+        s.seed,
+    )
+}
+
+fn fmt_value(v: f64) -> String {
+    format!("{v:.2e}").parse::<f64>().map_or_else(|_| v.to_string(), |r| r.to_string())
+}
+
+fn render_text(r: &SpitfireReport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "tierdb spitfire: {}", describe(r));
+    if let Some(rows) = &r.sweep {
+        let mut t = Table::new();
+        t.set_header(["workload", "knob", "value", "ops/s", "vs eager", "NVM lines/op", "SSD reads/op"]);
+        for row in rows {
+            let eager =
+                rows.iter().find(|e| e.workload == row.workload && e.value == 1.0).map_or(1.0, |e| e.point.ops_per_sec);
+            t.add_row([
+                row.workload.clone(),
+                row.knob.to_string(),
+                fmt_value(row.value),
+                fmt_rate(row.point.ops_per_sec),
+                format!("{:.2}×", row.point.ops_per_sec / eager),
+                format!("{:.2}", row.point.nvm_writes_per_op),
+                format!("{:.3}", row.point.ssd_reads_per_op),
+            ]);
+        }
+        let _ = writeln!(out, "\nFigures 5–7: D = Dr = Dw with N = 1, and N = Nr = Nw with D = 1\n{t}");
+    }
+    if let Some(rows) = &r.policies {
+        let mut t = Table::new();
+        t.set_header([
+            "workload",
+            "policy",
+            "knobs",
+            "ops/s",
+            "vs A",
+            "NVM lines/op",
+            "NVM writes vs A",
+            "SSD reads/op",
+        ]);
+        for row in rows {
+            let a = rows.iter().find(|e| e.workload == row.workload && e.policy == "A").map(|e| &e.point);
+            t.add_row([
+                row.workload.clone(),
+                row.policy.clone(),
+                fmt_knobs(row.point.knobs),
+                fmt_rate(row.point.ops_per_sec),
+                a.map_or("—".into(), |a| format!("{:.2}×", row.point.ops_per_sec / a.ops_per_sec)),
+                format!("{:.2}", row.point.nvm_writes_per_op),
+                a.map_or("—".into(), |a| {
+                    format!("{:.2}×", row.point.nvm_writes_per_op / a.nvm_writes_per_op.max(1e-12))
+                }),
+                format!("{:.3}", row.point.ssd_reads_per_op),
+            ]);
+        }
+        let _ = writeln!(out, "\nTable 3, Figures 11–12: eager and policies A–D\n{t}");
+    }
+    if let Some(cmp) = &r.tuners {
+        let mut t = Table::new();
+        t.set_header([
+            "workload",
+            "tuner",
+            "epochs",
+            "done",
+            "within 10% after",
+            "best (tuner's estimate)",
+            "final policy",
+            "final, static",
+            "vs best static",
+        ]);
+        for c in cmp {
+            t.add_row([
+                c.workload.clone(),
+                format!("static grid ({} points)", c.grid.len()),
+                String::new(),
+                String::new(),
+                String::new(),
+                String::new(),
+                fmt_knobs(c.best_static.knobs),
+                fmt_rate(c.best_static.ops_per_sec),
+                format!("1.00 (eager {:.2})", c.eager.ops_per_sec / c.best_static.ops_per_sec),
+            ]);
+            for run in &c.runs {
+                t.add_row([
+                    c.workload.clone(),
+                    run.tuner.clone(),
+                    run.epochs.to_string(),
+                    if run.done { "yes" } else { "no" }.into(),
+                    run.epochs_to_within_10pct.map_or("—".into(), |e| format!("{e} epochs")),
+                    run.best.map_or("—".into(), |b| fmt_rate(b.throughput_ops_per_sec)),
+                    run.best.map_or("—".into(), |b| fmt_knobs(b.knobs)),
+                    fmt_rate(run.final_static.ops_per_sec),
+                    format!("{:.2}", run.final_vs_best_static),
+                ]);
+            }
+        }
+        let _ = writeln!(out, "\n§6.6: online tuning against the best static policy of a grid\n{t}");
+    }
+    write_notes(&mut out, &r.notes);
+    out
+}
+
+fn charts(r: &SpitfireReport) -> Vec<(String, Chart)> {
+    let mut charts = Vec::new();
+    let categories: Vec<String> = SWEEP_VALUES.iter().map(|&v| fmt_value(v)).collect();
+    if let Some(rows) = &r.sweep {
+        for (file, title, y, get) in [
+            (
+                "spitfire-sweep.svg",
+                "Figures 5–6: throughput as DRAM (D) or NVM (N) migration gets lazier",
+                "operations per second",
+                (|p: &StaticPoint| p.ops_per_sec) as fn(&StaticPoint) -> f64,
+            ),
+            (
+                "spitfire-sweep-writes.svg",
+                "Figure 7: NVM writes as DRAM (D) or NVM (N) migration gets lazier",
+                "NVM cache lines written per operation",
+                |p: &StaticPoint| p.nvm_writes_per_op,
+            ),
+        ] {
+            let mut c = Chart::new(title);
+            c.subtitle = describe(r);
+            c.x_label = "migration probability".into();
+            c.y_label = y.into();
+            c.x_categories = categories.clone();
+            c.legend = LegendPosition::Auto;
+            let mut names: Vec<(String, &str)> = Vec::new();
+            for row in rows {
+                if !names.iter().any(|(w, k)| *w == row.workload && *k == row.knob) {
+                    names.push((row.workload.clone(), row.knob));
+                }
+            }
+            c.series = names
+                .iter()
+                .map(|(w, k)| Series {
+                    name: format!("{w}, {k}"),
+                    points: rows
+                        .iter()
+                        .filter(|row| row.workload == *w && row.knob == *k)
+                        .filter_map(|row| {
+                            SWEEP_VALUES.iter().position(|&v| v == row.value).map(|i| (i as f64, get(&row.point)))
+                        })
+                        .collect(),
+                })
+                .collect();
+            charts.push((file.to_string(), c));
+        }
+    }
+    if let Some(rows) = &r.policies {
+        let policies: Vec<String> = PRESETS.iter().map(|(n, _)| n.to_ascii_uppercase()).collect();
+        for (file, title, y, get) in [
+            (
+                "spitfire-policies.svg",
+                "Figure 11: throughput of the eager policy and Table 3's A–D",
+                "operations per second",
+                (|p: &StaticPoint| p.ops_per_sec) as fn(&StaticPoint) -> f64,
+            ),
+            (
+                "spitfire-policies-writes.svg",
+                "Figure 12: NVM writes of the eager policy and Table 3's A–D",
+                "NVM cache lines written per operation",
+                |p: &StaticPoint| p.nvm_writes_per_op,
+            ),
+        ] {
+            let mut c = Chart::new(title);
+            c.subtitle = describe(r);
+            c.x_label = "policy".into();
+            c.y_label = y.into();
+            c.x_categories = policies.clone();
+            let mut workloads: Vec<String> = rows.iter().map(|r| r.workload.clone()).collect();
+            workloads.dedup();
+            c.series = workloads
+                .iter()
+                .map(|w| Series {
+                    name: w.clone(),
+                    points: rows
+                        .iter()
+                        .filter(|row| row.workload == *w)
+                        .filter_map(|row| {
+                            policies.iter().position(|p| *p == row.policy).map(|i| (i as f64, get(&row.point)))
+                        })
+                        .collect(),
+                })
+                .collect();
+            charts.push((file.to_string(), c));
+        }
+    }
+    if let Some(cmp) = &r.tuners {
+        for (i, c) in cmp.iter().enumerate() {
+            let mut ch = Chart::new(format!("§6.6: online tuning on {} against the best static policy", c.workload));
+            ch.subtitle = describe(r);
+            ch.x_label = "epoch".into();
+            ch.y_label = "operations per second".into();
+            ch.legend = LegendPosition::LowerRight;
+            let epochs = c.runs.iter().map(|r| r.epochs).max().unwrap_or(1).max(1);
+            for run in &c.runs {
+                ch.series.extend(convergence_series(&run.tuner, &run.trajectory));
+            }
+            for (name, y) in [
+                ("best static (grid)".to_string(), c.best_static.ops_per_sec),
+                ("90% of best static".to_string(), WITHIN * c.best_static.ops_per_sec),
+            ] {
+                ch.series.push(Series { name, points: vec![(0.0, y), (f64::from(epochs - 1), y)] });
+            }
+            charts.push((format!("spitfire-tuners-{}.svg", i + 1), ch));
+        }
+    }
+    charts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grid_has_every_combination() {
+        let g = grid_points(&[1.0, 0.1]);
+        assert_eq!(g.len(), 16);
+        assert!(g.contains(&MigrationKnobs::EAGER));
+        assert!(g.contains(&MigrationKnobs { dr: 0.1, dw: 1.0, nr: 0.1, nw: 1.0 }));
+    }
+
+    #[test]
+    fn workloads_have_short_names() {
+        assert_eq!(workload_name(&YcsbSpec::builtin("ro").unwrap()), "YCSB-RO");
+        assert_eq!(workload_name(&YcsbSpec::builtin("rw:50").unwrap()), "YCSB-R/W 50%");
+    }
+}

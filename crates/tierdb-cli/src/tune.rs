@@ -1,0 +1,544 @@
+//! `tierdb tune`: Spitfire's online tuning (Arulraj, Pavlo, Malladi, §4 and §6.6) on the
+//! live engine.
+//!
+//! The YCSB table is loaded once. Then the workload runs in epochs of `--epoch-ops`
+//! operations; before each epoch the tuner ([`tierdb::tune`]: `anneal`, the paper's
+//! simulated annealing, or `coord`, a coordinate search) proposes the four migration
+//! knobs and they are set on the running `spitfire` policy (`Policy::set_knobs`); after
+//! it, the tuner observes the epoch's throughput (modelled throughput in `model` mode)
+//! and the NVM cache lines written (the NVM device's counter). The run ends when the
+//! tuner is done or after `--epochs-max` epochs. The report has one row per epoch, the
+//! tuner's best policy, and a convergence plot (throughput per epoch and the best so
+//! far).
+//!
+//! The pieces are shared with `tierdb spitfire` ([`crate::spitfire`]): [`open_spitfire`]
+//! opens an engine whose policy has knobs, [`Session`] drives a tuner through the
+//! driver's epochs, [`fmt_knobs`] prints knobs.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use comfy_table::Table;
+use serde::Serialize;
+use tierdb::ByteSize;
+use tierdb::arch::{Architecture, Engine};
+use tierdb::buffer::policy::{MigrationKnobs, Policy};
+use tierdb::tune::{self as tuning, Best, EpochRecord, Measurement, Tuner, TunerConfig};
+
+use crate::bench_ycsb::{Cleanup, EngineArgs, Progress, Setup, fmt_rate, remove_files_on_interrupt};
+use crate::drilldown::Machine;
+use crate::plot::{Chart, LegendPosition, Series, write_notes, write_outputs};
+use crate::ycsb_driver::{self, EpochHooks, EpochRun, Loaded};
+
+/// The only policy with migration knobs.
+pub const KNOB_POLICY: &str = "spitfire";
+/// Bounds on an epoch and on a run, so a typo cannot start an hour-long run.
+pub const EPOCH_OPS_MAX: u64 = 100_000_000;
+pub const EPOCHS_MAX: u32 = 100_000;
+
+#[derive(Args, Debug)]
+#[command(mut_arg("duration", |a| a.default_value("0").hide(true).help("Refused: a run is epochs of --epoch-ops")))]
+#[command(mut_arg("mode", |a| a.default_value("model")))]
+#[command(mut_arg("warmup", |a| a.default_value("0").help("Seconds of unmeasured warm-up before the first epoch (see also --warmup-epochs)")))]
+#[command(mut_arg("policy", |a| a.default_value(KNOB_POLICY).help("Placement policy: spitfire (the only one with migration knobs)")))]
+#[command(mut_arg("ssd_dir", |a| a.default_value("/dev/shm").help("Directory of the SSD page file (default /dev/shm: the SSD is emulated by its profile, and real disk time would blur a modelled throughput)")))]
+pub struct TuneArgs {
+    /// Architecture: one with a buffer manager, NVM and SSD (three-tier).
+    #[arg(long, default_value = "three-tier")]
+    arch: String,
+    /// Tuner: anneal (the paper's simulated annealing) or coord (coordinate search).
+    #[arg(long, default_value = "coord")]
+    tuner: String,
+    /// ro, rw:PCT, scan, a..f, or a YCSB property file.
+    #[arg(long, default_value = "ro")]
+    workload: String,
+    #[arg(long, default_value = "8MiB")]
+    dram: ByteSize,
+    #[arg(long, default_value = "32MiB")]
+    nvm: ByteSize,
+    /// Size of the B+-tree after loading.
+    #[arg(long, default_value = "64MiB")]
+    data: ByteSize,
+    /// Operations per epoch (the paper: 1M per tuning step at its scale).
+    #[arg(long, default_value_t = 100_000)]
+    epoch_ops: u64,
+    /// Epochs at most.
+    #[arg(long, default_value_t = 80)]
+    epochs_max: u32,
+    /// Unmeasured epochs with the start knobs before the first tuning epoch.
+    #[arg(long, default_value_t = 3)]
+    warmup_epochs: u32,
+    /// Keep running the tuner's final choice until --epochs-max once it is done.
+    #[arg(long)]
+    hold: bool,
+    #[command(flatten)]
+    tuner_args: TunerArgs,
+    /// Directory for tune.txt, tune.json and tune.svg.
+    #[arg(long, default_value = "tierdb-tune")]
+    out: PathBuf,
+    #[command(flatten)]
+    engine: EngineArgs,
+    /// No progress bar and no per-epoch lines.
+    #[arg(long)]
+    quiet: bool,
+}
+
+/// The tuners' parameters on the command line (shared with `tierdb spitfire`).
+#[derive(Args, Debug, Clone)]
+pub struct TunerArgs {
+    /// λ of the objective Cost(T, W) = T + λ / W (T ops/s, W NVM lines written per
+    /// operation); 0 tunes for throughput alone.
+    #[arg(long, default_value_t = 0.0)]
+    pub lambda: f64,
+    /// The knobs of the first epoch: a preset (eager, a–d) or dr=X,dw=X,nr=X,nw=X.
+    #[arg(long, default_value = "eager")]
+    pub start: MigrationKnobs,
+    /// anneal: cooling factor α.
+    #[arg(long, default_value_t = 0.9)]
+    pub alpha: f64,
+    /// anneal: accepted transitions per temperature γ.
+    #[arg(long, default_value_t = 10)]
+    pub gamma: u32,
+    /// anneal: initial temperature T0.
+    #[arg(long, default_value_t = 800.0)]
+    pub t0: f64,
+    /// anneal: final temperature Tmin.
+    #[arg(long, default_value_t = 0.00008)]
+    pub t_min: f64,
+    /// anneal: energy E = −scale · Cost / Cost(first epoch).
+    #[arg(long, default_value_t = 1000.0)]
+    pub energy_scale: f64,
+    /// coord: the assumed relative noise of one epoch's throughput.
+    #[arg(long, default_value_t = 0.02)]
+    pub noise: f64,
+}
+
+impl TunerArgs {
+    /// The tuner configuration with `seed`.
+    ///
+    /// # Errors
+    /// A λ, a start or a tuner parameter out of range.
+    pub fn config(&self, seed: u64) -> Result<TunerConfig> {
+        let mut cfg = TunerConfig::new(seed);
+        cfg.objective = tuning::Objective::new(self.lambda)?;
+        cfg.start = self.start;
+        cfg.anneal.alpha = self.alpha;
+        cfg.anneal.gamma = self.gamma;
+        cfg.anneal.t0 = self.t0;
+        cfg.anneal.t_min = self.t_min;
+        cfg.anneal.energy_scale = self.energy_scale;
+        cfg.coord.noise = self.noise;
+        // Both, whichever tuner runs: a bad option is an error even where unused.
+        cfg.anneal.validate()?;
+        cfg.coord.validate()?;
+        Ok(cfg)
+    }
+}
+
+/// Checks the engine options shared by `tune` and `spitfire`: the policy must be
+/// spitfire, the run is counted in epochs.
+pub fn check_engine_args(engine: &EngineArgs) -> Result<()> {
+    let policy = engine.policy.as_deref().unwrap_or(KNOB_POLICY);
+    if policy.split(':').next() != Some(KNOB_POLICY) {
+        bail!(
+            "--policy {policy}: tuning sets Spitfire's migration knobs (Dr, Dw, Nr, Nw), which only the {KNOB_POLICY} policy has"
+        );
+    }
+    if engine.duration != 0.0 {
+        bail!("--duration does not apply: runs are counted in epochs of --epoch-ops operations");
+    }
+    Ok(())
+}
+
+/// Checks an architecture for tuning: a buffer manager over NVM and SSD.
+pub fn check_arch(arch: &str) -> Result<Architecture> {
+    let arch: Architecture = arch.parse()?;
+    if !(arch.has_buffer() && arch.uses_nvm() && arch.uses_ssd()) {
+        bail!("--arch {arch}: Spitfire's knobs move pages between DRAM, NVM and SSD; use three-tier");
+    }
+    Ok(arch)
+}
+
+/// The policy of `engine`, if it has migration knobs.
+///
+/// # Errors
+/// An engine without a buffer manager, or a policy without knobs.
+pub fn knob_policy(engine: &Engine) -> Result<&dyn Policy> {
+    let Engine::Buffer(bm) = engine else { bail!("tuning needs an engine with a buffer manager") };
+    let p = bm.policy();
+    if p.knobs().is_none() {
+        bail!("policy {} has no migration knobs; tuning needs {KNOB_POLICY}", p.name());
+    }
+    Ok(p)
+}
+
+/// Sets `knobs` on `engine`'s policy.
+///
+/// # Errors
+/// As [`knob_policy`], or a policy that refused them.
+pub fn set_knobs(engine: &Engine, knobs: MigrationKnobs) -> Result<()> {
+    let p = knob_policy(engine)?;
+    if !p.set_knobs(knobs) {
+        bail!("policy {} refused knobs {}", p.name(), fmt_knobs(knobs));
+    }
+    Ok(())
+}
+
+/// An engine opened for tuning, with its files removed when it is dropped.
+pub struct Opened {
+    pub engine: Engine,
+    _files: Cleanup,
+}
+
+/// Opens `arch` with the spitfire policy and fresh files named after `tag`.
+///
+/// # Errors
+/// Opening the engine; a policy without knobs.
+pub fn open_spitfire(
+    engine_args: &EngineArgs,
+    setup: &Setup,
+    arch: Architecture,
+    (dram, nvm): (ByteSize, ByteSize),
+    tag: &str,
+) -> Result<Opened> {
+    let mut cfg = engine_args.arch_config(setup, arch, dram, nvm, tag)?;
+    cfg.policy.get_or_insert_with(|| KNOB_POLICY.into());
+    let files = Cleanup::new(cfg.files());
+    let engine = Engine::open(&cfg).with_context(|| format!("opening {arch} with the {KNOB_POLICY} policy"))?;
+    knob_policy(&engine)?;
+    Ok(Opened { engine, _files: files })
+}
+
+/// What an epoch measured beyond the tuner's record.
+#[derive(Clone, Debug, Serialize)]
+pub struct EpochDetail {
+    pub ops: u64,
+    pub wall_ops_per_sec: f64,
+    pub modelled_ops_per_sec: Option<f64>,
+    pub dram_hits: u64,
+    pub nvm_hits: u64,
+    pub ssd_reads: u64,
+    pub ssd_page_writes: u64,
+    pub nvm_line_writes: u64,
+}
+
+impl EpochDetail {
+    pub fn of(run: &EpochRun) -> EpochDetail {
+        let b = &run.tiers.buffer;
+        EpochDetail {
+            ops: run.ops,
+            wall_ops_per_sec: run.throughput_ops_per_sec,
+            modelled_ops_per_sec: run.modelled_ops_per_sec,
+            dram_hits: b.dram_hits,
+            nvm_hits: b.nvm_hits,
+            ssd_reads: b.ssd_reads,
+            ssd_page_writes: run.tiers.ssd.map_or(0, |s| s.writes),
+            nvm_line_writes: run.nvm_line_writes(),
+        }
+    }
+}
+
+/// A tuner driven through the driver's epochs on one engine, after `warmup_epochs`
+/// unmeasured epochs with the start knobs (the buffers leave the load's state).
+pub struct Session<'a> {
+    pub tuner: Box<dyn Tuner>,
+    engine: &'a Engine,
+    start: MigrationKnobs,
+    warmup_epochs: u32,
+    epochs_max: u32,
+    hold: bool,
+    progress: &'a Progress,
+    /// Print a line per epoch.
+    verbose: bool,
+    pub details: Vec<EpochDetail>,
+}
+
+impl<'a> Session<'a> {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        tuner: Box<dyn Tuner>,
+        engine: &'a Engine,
+        (start, warmup_epochs): (MigrationKnobs, u32),
+        epochs_max: u32,
+        hold: bool,
+        progress: &'a Progress,
+        verbose: bool,
+    ) -> Session<'a> {
+        Session { tuner, engine, start, warmup_epochs, epochs_max, hold, progress, verbose, details: Vec::new() }
+    }
+
+    /// The tuner and the epochs' details, releasing the engine.
+    pub fn finish(self) -> (Box<dyn Tuner>, Vec<EpochDetail>) {
+        (self.tuner, self.details)
+    }
+}
+
+impl EpochHooks for Session<'_> {
+    fn before(&mut self, epoch: u32) -> Result<bool> {
+        let Some(epoch) = epoch.checked_sub(self.warmup_epochs) else {
+            set_knobs(self.engine, self.start)?;
+            self.progress.set_prefix(&format!("{} warm-up", self.tuner.name()));
+            return Ok(true);
+        };
+        if epoch >= self.epochs_max || (self.tuner.done() && !self.hold) {
+            return Ok(false);
+        }
+        let knobs = self.tuner.propose();
+        set_knobs(self.engine, knobs)?;
+        self.progress.set_prefix(&format!("{} epoch {epoch}", self.tuner.name()));
+        Ok(true)
+    }
+
+    fn after(&mut self, epoch: u32, run: &EpochRun) -> Result<()> {
+        let Some(epoch) = epoch.checked_sub(self.warmup_epochs) else { return Ok(()) };
+        let m = Measurement {
+            ops: run.ops,
+            throughput_ops_per_sec: run.ops_per_sec(),
+            nvm_line_writes: run.nvm_line_writes(),
+        };
+        let r = *self.tuner.observe(m);
+        debug_assert_eq!(r.epoch, epoch);
+        self.details.push(EpochDetail::of(run));
+        if self.verbose {
+            self.progress.println(&epoch_line(&r));
+        }
+        Ok(())
+    }
+}
+
+/// Knobs with three significant digits: `dr=0.01 dw=1 nr=0.316 nw=1`.
+pub fn fmt_knobs(k: MigrationKnobs) -> String {
+    let f = |v: f64| format!("{v:.2e}").parse::<f64>().map_or_else(|_| v.to_string(), |r| r.to_string());
+    format!("dr={} dw={} nr={} nw={}", f(k.dr), f(k.dw), f(k.nr), f(k.nw))
+}
+
+fn epoch_line(r: &EpochRecord) -> String {
+    format!(
+        "epoch {:>3}  {:<34} {:>8} ops/s  {:>6.2} NVM lines/op  {:<10}{}  best {} ({})",
+        r.epoch,
+        fmt_knobs(r.knobs),
+        fmt_rate(r.throughput_ops_per_sec),
+        r.nvm_writes_per_op,
+        action_name(r.action),
+        r.temperature.map(|t| format!(" T={t:.3}")).unwrap_or_default(),
+        fmt_rate(r.best.throughput_ops_per_sec),
+        fmt_knobs(r.best.knobs),
+    )
+}
+
+pub fn action_name(a: tuning::Action) -> &'static str {
+    match a {
+        tuning::Action::Start => "start",
+        tuning::Action::Accepted => "accepted",
+        tuning::Action::Rejected => "rejected",
+        tuning::Action::Confirming => "again",
+        tuning::Action::Remeasured => "remeasure",
+        tuning::Action::Hold => "hold",
+    }
+}
+
+#[derive(Serialize)]
+struct TuneReport {
+    command: &'static str,
+    version: &'static str,
+    machine: Machine,
+    arch: Architecture,
+    dram_bytes: u64,
+    nvm_bytes: u64,
+    data_bytes_target: u64,
+    setup: Setup,
+    load: Loaded,
+    tuner: String,
+    tuner_config: TunerConfig,
+    epoch_ops: u64,
+    epochs_max: u32,
+    warmup_epochs: u32,
+    done: bool,
+    best: Option<Best>,
+    trajectory: Vec<EpochRecord>,
+    epochs: Vec<EpochDetail>,
+    notes: Vec<String>,
+}
+
+pub fn run(args: TuneArgs) -> Result<()> {
+    check_engine_args(&args.engine)?;
+    let arch = check_arch(&args.arch)?;
+    if args.epoch_ops == 0 || args.epoch_ops > EPOCH_OPS_MAX {
+        bail!("--epoch-ops {} is outside 1..={EPOCH_OPS_MAX}", args.epoch_ops);
+    }
+    if args.epochs_max == 0 || args.epochs_max > EPOCHS_MAX {
+        bail!("--epochs-max {} is outside 1..={EPOCHS_MAX}", args.epochs_max);
+    }
+    if args.warmup_epochs > EPOCHS_MAX {
+        bail!("--warmup-epochs {} is above {EPOCHS_MAX}", args.warmup_epochs);
+    }
+    let setup = args.engine.setup(&args.workload)?;
+    let tuner_cfg = args.tuner_args.config(setup.seed)?;
+    let tuner = tuning::by_name(&args.tuner, &tuner_cfg)?;
+    remove_files_on_interrupt()?;
+    std::fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
+
+    let progress = Progress::new(!args.quiet);
+    let opened = open_spitfire(&args.engine, &setup, arch, (args.dram, args.nvm), "tune")?;
+    let driver = args.engine.driver_config(&setup, Some(args.data));
+    let mut session = Session::new(
+        tuner,
+        &opened.engine,
+        (tuner_cfg.start, args.warmup_epochs),
+        args.epochs_max,
+        args.hold,
+        &progress,
+        !args.quiet,
+    );
+    let load = ycsb_driver::run_epochs(
+        &opened.engine,
+        &setup.workload,
+        &driver,
+        args.epoch_ops,
+        &|p, d, t| progress.update(p, d, t),
+        &mut session,
+    )?;
+    progress.finish();
+    let (tuner, details) = session.finish();
+    drop(opened);
+
+    let report = TuneReport {
+        command: "tune",
+        version: env!("CARGO_PKG_VERSION"),
+        machine: Machine::probe(),
+        arch,
+        dram_bytes: args.dram.bytes(),
+        nvm_bytes: args.nvm.bytes(),
+        data_bytes_target: args.data.bytes(),
+        notes: notes(&setup, &*tuner),
+        setup,
+        load,
+        tuner: tuner.name().into(),
+        tuner_config: tuner_cfg,
+        epoch_ops: args.epoch_ops,
+        epochs_max: args.epochs_max,
+        warmup_epochs: args.warmup_epochs,
+        done: tuner.done(),
+        best: tuner.best(),
+        trajectory: tuner.trajectory().to_vec(),
+        epochs: details,
+    };
+    let text = render_text(&report);
+    write_outputs(&args.out, "tune", &text, &report, &[("tune.svg".into(), chart(&report))])
+}
+
+fn notes(setup: &Setup, tuner: &dyn Tuner) -> Vec<String> {
+    let mut n = vec![format!(
+        "throughput: {} per epoch; NVM writes: cache lines written to the NVM device per operation",
+        if setup.mode == tierdb::device::EmulationMode::Model {
+            "modelled (operations / (wall + modelled device time))"
+        } else {
+            "measured (wall time)"
+        }
+    )];
+    n.push(match tuner.name() {
+        "anneal" => "anneal: best = the epoch with the highest single measured cost; T = the temperature the candidate was judged at".into(),
+        _ => "coord: best = the incumbent, its throughput the mean of its epochs; 'again' = measured once more before the decision".into(),
+    });
+    if !tuner.done() {
+        n.push(format!("the tuner was not done after {} epochs", tuner.trajectory().len()));
+    }
+    n
+}
+
+fn describe(r: &TuneReport) -> String {
+    let s = &r.setup;
+    format!(
+        "{} ({} CPUs) · {} · {} ({} {:?}) · mode {} · profiles dram {}, nvm {}, ssd {} · DRAM {} · NVM {} · data {} · page {} · {} thread(s) · seed {} · {} warm-up epochs, then epochs of {} ops · λ {}",
+        r.machine.cpu,
+        r.machine.logical_cpus,
+        r.arch,
+        crate::spitfire::workload_name(&s.workload),
+        s.workload.get("requestdistribution").unwrap_or_default(),
+        s.workload.zipfian_constant(),
+        s.mode,
+        s.dram_profile.name,
+        s.nvm_profile.name,
+        s.ssd_profile.name,
+        ByteSize(r.dram_bytes),
+        ByteSize(r.nvm_bytes),
+        ByteSize(r.load.data_bytes),
+        ByteSize(s.page_size_bytes as u64),
+        s.threads,
+        s.seed,
+        r.warmup_epochs,
+        r.epoch_ops,
+        r.tuner_config.objective.lambda,
+    )
+}
+
+fn render_text(r: &TuneReport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "tierdb tune --tuner {}: {}", r.tuner, describe(r));
+    let mut t = Table::new();
+    t.set_header(["epoch", "knobs", "ops/s", "NVM lines/op", "action", "T", "best ops/s", "best knobs"]);
+    for e in &r.trajectory {
+        t.add_row([
+            e.epoch.to_string(),
+            fmt_knobs(e.knobs),
+            fmt_rate(e.throughput_ops_per_sec),
+            format!("{:.2}", e.nvm_writes_per_op),
+            action_name(e.action).into(),
+            e.temperature.map(|t| format!("{t:.3}")).unwrap_or_default(),
+            fmt_rate(e.best.throughput_ops_per_sec),
+            fmt_knobs(e.best.knobs),
+        ]);
+    }
+    let _ = writeln!(out, "\n{t}");
+    if let Some(b) = &r.best {
+        let _ = writeln!(
+            out,
+            "\nbest: {} at {} ops/s, {:.2} NVM lines/op (mean of {} epoch(s)); {} after {} epochs",
+            fmt_knobs(b.knobs),
+            fmt_rate(b.throughput_ops_per_sec),
+            b.nvm_writes_per_op,
+            b.measurements,
+            if r.done { "done" } else { "not done" },
+            r.trajectory.len()
+        );
+    }
+    write_notes(&mut out, &r.notes);
+    out
+}
+
+/// Throughput per epoch and the best so far.
+pub fn convergence_series(name: &str, trajectory: &[EpochRecord]) -> [Series; 2] {
+    [
+        Series {
+            name: format!("{name}: epoch"),
+            points: trajectory.iter().map(|e| (f64::from(e.epoch), e.throughput_ops_per_sec)).collect(),
+        },
+        Series {
+            name: format!("{name}: best so far"),
+            points: trajectory.iter().map(|e| (f64::from(e.epoch), e.best.throughput_ops_per_sec)).collect(),
+        },
+    ]
+}
+
+fn chart(r: &TuneReport) -> Chart {
+    let mut c = Chart::new(format!("Online tuning of the spitfire policy ({})", r.tuner));
+    c.subtitle = describe(r);
+    c.x_label = "epoch".into();
+    c.y_label = "operations per second".into();
+    c.legend = LegendPosition::LowerRight;
+    c.series = convergence_series(&r.tuner, &r.trajectory).into();
+    c
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn knobs_print_short() {
+        let k = MigrationKnobs { dr: 0.01, dw: 1.0, nr: 10f64.powf(-0.5), nw: 0.001 };
+        assert_eq!(fmt_knobs(k), "dr=0.01 dw=1 nr=0.316 nw=0.001");
+    }
+}
