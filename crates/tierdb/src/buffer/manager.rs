@@ -237,7 +237,7 @@ pub struct RestartInfo {
 impl BufferManager {
     /// Builds the tiers and, for a new database, allocates the catalog page; for an
     /// existing one (SSD opened with [`OpenMode::Open`]) reads the superblock and the
-    /// free-page chain.
+    /// free-page list.
     ///
     /// # Errors
     /// `Config` for an impossible configuration (bad page size, no lower tier to evict
