@@ -200,7 +200,7 @@ fn records_older_than_the_checkpoint_of_a_page_that_now_holds_the_free_list_are_
     assert_eq!(rep.losers.len(), 1, "{rep:?}");
     check(&db, &model, "records of free-list pages");
     assert!(list_page(&std::fs::read(&path).unwrap()) == before, "recovery wrote into {head}, a free-list page");
-    assert!(rep.records_of_free_list_pages > 0, "no record of a free-list page was replayed: {rep:?}");
+    assert!(rep.records_of_free_pages > 0, "no record of a free-list page was replayed: {rep:?}");
     db.close().unwrap();
     let db = Db::open(&config(dir.path(), None)).unwrap();
     check(&db, &model, "reopened");

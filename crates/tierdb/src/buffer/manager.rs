@@ -592,6 +592,12 @@ impl BufferManager {
         Ok(true)
     }
 
+    /// Recovery: page `pid` is free (on the free list, the list's own pages included, or
+    /// at or above the allocation mark).
+    pub fn recover_is_free(&self, pid: PageId) -> bool {
+        pid.0 >= self.next_pid.load(Ordering::Acquire) || self.freed.lock().contains(&pid)
+    }
+
     /// Recovery: page `pid` was freed after the last checkpoint (the caller replays the
     /// log that freed it). Any copy of it in DRAM or NVM is dropped (a stale NVM copy
     /// must not come back at the next restart) and it goes on the free list.

@@ -208,6 +208,14 @@ pub trait DbStore: PageSource + Sized {
     /// A page beyond the store; device errors.
     fn recover_allocated(&self, pid: PageId) -> Result<bool>;
 
+    /// Recovery: the page is free at this point of the redo (on the free list, or never
+    /// allocated). A leaf change to it is an older incarnation's, made moot by the free
+    /// that followed: the page's bytes on disk may be that incarnation's at any older
+    /// state, or another page format, so the change is skipped, not applied.
+    fn recover_is_free(&self, _pid: PageId) -> bool {
+        false
+    }
+
     /// Recovery: a page a complete structure change freed.
     ///
     /// # Errors
@@ -259,6 +267,9 @@ impl DbStore for BufferManager {
     }
     fn recover_freed(&self, pid: PageId) -> Result<()> {
         BufferManager::recover_freed(self, pid)
+    }
+    fn recover_is_free(&self, pid: PageId) -> bool {
+        BufferManager::recover_is_free(self, pid)
     }
     fn pages_reused(&self) -> usize {
         self.restart_info().map_or(0, |r| r.pages_reused)

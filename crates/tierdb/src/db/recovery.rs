@@ -5,9 +5,11 @@
 //! - **Redo** repeats history. An update or compensation record is applied to its leaf
 //!   when the leaf's page LSN is older than the record; a page image is installed (and
 //!   the node's LSN set to the record's); a freed page goes back on the free list. Pages
-//!   the log created after the checkpoint are counted as allocated. Records of a page
-//!   that holds the checkpoint's free-page list are skipped: they are older than the
-//!   list, and the page stayed free (`buffer/manager/free_list.rs`). For an in-place
+//!   the log created after the checkpoint are counted as allocated. A leaf change to a
+//!   page that is free at that point is skipped (an older incarnation's, made moot by
+//!   the free after it: redo may start before the checkpoint, at the oldest transaction
+//!   then active), and so is every record of a page that holds the checkpoint's
+//!   free-page list (`buffer/manager/free_list.rs`). For an in-place
 //!   store (`nvm-direct`) history is repeated physically instead: every line image is
 //!   written again in log order and updates are not redone (a change whose line image
 //!   is not in the log never reached NVM).
@@ -46,9 +48,11 @@ pub struct RecoveryReport {
     /// `nvm-direct`: line images repeated (every one in the log, in log order).
     pub line_images_installed: u64,
     pub pages_freed: u64,
-    /// Records of pages that hold the checkpoint's free-page list: older than the list
-    /// (the page was freed after them and stayed free), skipped.
-    pub records_of_free_list_pages: u64,
+    /// Records of pages free at that point of the redo, skipped: leaf changes of an
+    /// older incarnation of a page the checkpoint listed as free (made moot by the free
+    /// that followed), and any record of a page that holds the checkpoint's free-page
+    /// list.
+    pub records_of_free_pages: u64,
     /// Structure changes whose end record did not reach the log: not applied (none of
     /// their pages can have been written out).
     pub incomplete_smos: usize,
@@ -124,13 +128,13 @@ pub(super) fn recover<S: DbStore>(db: &Db<S>, started: Instant) -> Result<Recove
                 if install_lines(db, rec.lsn, PageId(h.page), &rec.payload)? {
                     rep.line_images_installed += 1;
                 } else {
-                    rep.records_of_free_list_pages += 1;
+                    rep.records_of_free_pages += 1;
                 }
             }
             Kind::Update | Kind::Compensation => match redo_change(db, rec.lsn, PageId(h.page), &rec.payload)? {
                 Some(true) => rep.changes_redone += 1,
                 Some(false) => rep.changes_skipped += 1,
-                None => rep.records_of_free_list_pages += 1,
+                None => rep.records_of_free_pages += 1,
             },
             _ => {}
         }
@@ -161,7 +165,7 @@ fn apply_smo_record<S: DbStore>(db: &Db<S>, r: &crate::wal::Record, rep: &mut Re
             if install_image(db, r.lsn, PageId(r.head.page), &r.payload)? {
                 rep.images_installed += 1;
             } else {
-                rep.records_of_free_list_pages += 1;
+                rep.records_of_free_pages += 1;
             }
         }
         Kind::PageFree => {
@@ -174,9 +178,15 @@ fn apply_smo_record<S: DbStore>(db: &Db<S>, r: &crate::wal::Record, rep: &mut Re
 }
 
 /// Applies an update or compensation to its leaf if the leaf is older. Returns whether
-/// it applied; `None` for a page that holds the free-page list (skipped).
+/// it applied; `None` for a page that is free at this point (skipped: see
+/// [`DbStore::recover_is_free`]; redo may start before the checkpoint, at the oldest
+/// transaction then active, and the page may have been freed after this record and its
+/// bytes on disk be of another incarnation).
 fn redo_change<S: DbStore>(db: &Db<S>, lsn: Lsn, pid: PageId, payload: &[u8]) -> Result<Option<bool>> {
     let c = decode_change(lsn, payload)?;
+    if db.store.recover_is_free(pid) {
+        return Ok(None);
+    }
     let Some(mut page) = page_of(&db.store, pid)? else { return Ok(None) };
     let node = match NodeRef::parse(&page, pid) {
         Ok(node) => node,
