@@ -13,7 +13,9 @@
 //!   (no gap, none beyond `D`), and `D` is at least the last acknowledged commit;
 //! - every `c` and `d` key holds the value of the last surviving transaction that set it
 //!   (all of a transaction's changes, or none);
-//! - no rolled-back key is visible; every page and index invariant holds.
+//! - no rolled-back key is visible; every page and index invariant holds;
+//! - on the buffered stores, no page is lost: the pages allocated and not on the free
+//!   list are exactly the catalog and the tree's nodes.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -363,7 +365,18 @@ pub fn run(args: CrashtestArgs) -> Result<()> {
                 Opened::Direct(db) => verify(db, ack, || ()),
             }
             .with_context(context)?;
-            with_db!(&opened, db => tree_invariants(db)).with_context(context)?;
+            let tree_pages = with_db!(&opened, db => tree_invariants(db)).with_context(context)?;
+            if let Opened::Buffer(db) = &opened {
+                // No page lost, none both free and in the tree: the catalog and the
+                // tree's nodes are exactly the pages not on the free list.
+                let in_use = db.buffer().pages_in_use();
+                ensure!(
+                    in_use == 1 + tree_pages,
+                    "{}: {in_use} pages allocated and not free, but the catalog and the tree hold {}",
+                    context(),
+                    1 + tree_pages
+                );
+            }
         }
         drop(opened); // not closed: the next child recovers again
     }
@@ -401,11 +414,11 @@ pub fn run(args: CrashtestArgs) -> Result<()> {
     Ok(())
 }
 
-/// Every node's invariants (order, fences, sizes) in the table's tree.
-fn tree_invariants<S: DbStore>(db: &Db<S>) -> Result<()> {
+/// Every node's invariants (order, fences, sizes) in the table's tree; returns its
+/// pages.
+fn tree_invariants<S: DbStore>(db: &Db<S>) -> Result<u64> {
     let tree = tierdb::Catalog::open_tree(db.store(), TABLE)?;
-    tree.check_invariants().context("the tree's invariants")?;
-    Ok(())
+    Ok(tree.check_invariants().context("the tree's invariants")?.pages())
 }
 
 fn copy_dir(from: &Path, to: &Path) -> Result<()> {

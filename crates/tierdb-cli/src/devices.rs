@@ -178,6 +178,7 @@ fn run_inspect(path: PathBuf, page_size: Option<tierdb::ByteSize>, json: bool) -
     t.add_row(["database id", &format!("{:016x}", sb.db_id)]);
     t.add_row(["catalog root", &sb.catalog_root.to_string()]);
     t.add_row(["free-list head", &sb.free_list_head.to_string()]);
+    t.add_row(["free pages", &sb.free_pages.to_string()]);
     t.add_row(["creator", &sb.creator]);
     t.add_row(["O_DIRECT", &format!("{} ({})", file.info().direct_io, file.info().direct_io_note)]);
     if let Some(n) = note {

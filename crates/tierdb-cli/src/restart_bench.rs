@@ -241,7 +241,7 @@ struct SeriesReport {
     dram_hits: u64,
     nvm_hits: u64,
     ssd_reads: u64,
-    /// Counters of the reopen itself (superblock, free chain, NVM frame headers).
+    /// Counters of the reopen itself (superblock, free-page list, NVM frame headers).
     open_tiers: TierStats,
     /// Counters from the end of the reopen to the end of the run.
     run_tiers: TierStats,

@@ -81,8 +81,13 @@ pub const DOUBLE_WRITE_SLOTS: usize = 128;
 /// block, so that the page stays aligned).
 pub const DOUBLE_WRITE_SLOT_HEADER_BYTES: usize = IO_ALIGN_BYTES;
 
-/// The first bytes of a freed page on SSD, which links to the next freed page.
-pub const FREE_CHAIN_MAGIC: &[u8; 8] = b"TDBFREE1";
+/// The first bytes of a page of the free-page list on SSD (`docs/format.md`): the list
+/// of free page ids a checkpoint writes, in pages that are themselves free and are not
+/// handed out until a later checkpoint has written another list.
+pub const FREE_LIST_MAGIC: &[u8; 8] = b"TDBFREE2";
+/// Where the page ids start in a free-list page: after its header (magic, next list
+/// page, count) and the page seal.
+pub const FREE_LIST_IDS_OFFSET_BYTES: usize = 64;
 
 /// Spins of a latch waiter before it starts yielding its core.
 pub const LATCH_SPINS_BEFORE_YIELD: u32 = 64;
@@ -146,8 +151,12 @@ const _: () = assert!(IO_ALIGN_BYTES.is_multiple_of(OS_PAGE_BYTES));
 const _: () = assert!(SUPERBLOCK_SLOT_BYTES * SUPERBLOCK_SLOTS <= IO_ALIGN_BYTES);
 const _: () = assert!(STATS_STRIPES.is_power_of_two());
 const _: () = assert!(PAGE_SEAL_OFFSET + PAGE_SEAL_BYTES <= CACHE_LINE_BYTES);
-// The free-page chain's magic and next id come before the seal.
-const _: () = assert!(FREE_CHAIN_MAGIC.len() + 8 <= PAGE_SEAL_OFFSET);
+// A free-list page's header (magic, next list page, count) comes before the seal, its
+// ids after it.
+const _: () = assert!(FREE_LIST_MAGIC.len() + 8 + 8 <= PAGE_SEAL_OFFSET);
+const _: () = assert!(FREE_LIST_IDS_OFFSET_BYTES >= PAGE_SEAL_OFFSET + PAGE_SEAL_BYTES);
+const _: () = assert!(FREE_LIST_IDS_OFFSET_BYTES.is_multiple_of(8));
+const _: () = assert!((PAGE_SIZE_MIN_BYTES - FREE_LIST_IDS_OFFSET_BYTES) / 8 >= 2);
 const _: () = assert!(CATALOG_HEADER_BYTES >= PAGE_SEAL_OFFSET + PAGE_SEAL_BYTES);
 const _: () = assert!(DOUBLE_WRITE_SLOTS >= 1 && DOUBLE_WRITE_SLOTS <= 1 << 16);
 const _: () = assert!(DOUBLE_WRITE_SLOT_HEADER_BYTES.is_multiple_of(IO_ALIGN_BYTES));

@@ -41,13 +41,16 @@ use crate::device::{
 };
 use crate::ids::PageId;
 use crate::limits::{
-    CACHE_LINE_BYTES, CLOCK_ROUNDS_MAX, FREE_CHAIN_MAGIC, PAGE_BUSY_WAIT_MS_MAX, PAGE_SIZE_MAX_BYTES,
-    PAGE_SIZE_MIN_BYTES, PAGE_TABLE_PAGES_DEFAULT, POLICY_SEED_DEFAULT, SSD_GROW_PAGES_MIN,
+    CACHE_LINE_BYTES, CLOCK_ROUNDS_MAX, PAGE_BUSY_WAIT_MS_MAX, PAGE_SIZE_MAX_BYTES, PAGE_SIZE_MIN_BYTES,
+    PAGE_TABLE_PAGES_DEFAULT, POLICY_SEED_DEFAULT, SSD_GROW_PAGES_MIN,
 };
 use crate::wal::LogForce;
 use crate::{ByteSize, Result};
 
 mod checkpoint;
+mod free_list;
+
+use free_list::FreePages;
 
 /// How to build a buffer manager.
 #[derive(Clone, Debug)]
@@ -199,7 +202,10 @@ pub struct BufferManager {
     tiers: Tiers,
     /// The next never-allocated page id.
     next_pid: AtomicU64,
-    freed: Mutex<Vec<PageId>>,
+    freed: Mutex<FreePages>,
+    /// Held while a checkpoint writes the free-page list and the superblock: one list
+    /// is written at a time (each must avoid the pages of the one before).
+    free_list_write: Mutex<()>,
     /// Most pages that may be in use at once.
     capacity_pages: u64,
     counters: BufferCounters,
@@ -245,7 +251,7 @@ pub struct RestartInfo {
 impl BufferManager {
     /// Builds the tiers and, for a new database, allocates the catalog page; for an
     /// existing one (SSD opened with [`OpenMode::Open`]) reads the superblock and the
-    /// free-page chain.
+    /// free-page list.
     ///
     /// # Errors
     /// `Config` for an impossible configuration (bad page size, no lower tier to evict
@@ -418,7 +424,8 @@ impl BufferManager {
             policy,
             tiers,
             next_pid: AtomicU64::new(next_pid),
-            freed: Mutex::new(Vec::new()),
+            freed: Mutex::new(FreePages::default()),
+            free_list_write: Mutex::new(()),
             capacity_pages,
             counters: BufferCounters::new(),
             bulk_load: std::sync::atomic::AtomicBool::new(false),
@@ -446,14 +453,14 @@ impl BufferManager {
                 }
                 .into());
             }
-            *bm.freed.lock() =
+            bm.freed.lock().ready =
                 (PageId::CATALOG.0 + 1..next_pid).rev().filter(|p| !held.contains(p)).map(PageId).collect();
         } else {
-            bm.read_free_chain()?;
+            bm.read_free_list()?;
         }
         if let Some(mut info) = restart {
             info.pages_reused = nvm_pages.len();
-            let freed: std::collections::HashSet<PageId> = bm.freed.lock().iter().copied().collect();
+            let freed: std::collections::HashSet<PageId> = bm.freed.lock().all().collect();
             let limit = bm.next_pid.load(Ordering::Relaxed);
             let nvm = bm.nvm.as_ref().expect("a restart info implies NVM");
             for (n, h) in nvm_pages {
@@ -613,17 +620,32 @@ impl BufferManager {
 
     /// Recovery: makes sure page `pid` counts as allocated (a page a logged structure
     /// change created after the last checkpoint): raises the allocation mark past it and
-    /// takes it off the free list.
+    /// takes it off the free list. Returns false, changing nothing, for a page that
+    /// holds the free-page list the superblock names: such a page was free from before
+    /// that checkpoint wrote the list until the crash (it is not handed out before a
+    /// later checkpoint names another list), so the record naming it is older and its
+    /// effect on the page moot; the caller skips the record, and the page's bytes, which
+    /// a second crash during recovery reads again, stay as they are.
     ///
     /// # Errors
     /// `Full` past the page table.
-    pub fn recover_allocated(&self, pid: PageId) -> Result<()> {
+    pub fn recover_allocated(&self, pid: PageId) -> Result<bool> {
         if pid.0 > self.capacity_pages {
             return Err(self.full_error().into());
         }
+        let mut free = self.freed.lock();
+        if free.list.contains(&pid) {
+            return Ok(false);
+        }
         self.next_pid.fetch_max(pid.0 + 1, Ordering::AcqRel);
-        self.freed.lock().retain(|p| *p != pid);
-        Ok(())
+        free.ready.retain(|p| *p != pid);
+        Ok(true)
+    }
+
+    /// Recovery: page `pid` is free (on the free list, the list's own pages included, or
+    /// at or above the allocation mark).
+    pub fn recover_is_free(&self, pid: PageId) -> bool {
+        pid.0 >= self.next_pid.load(Ordering::Acquire) || self.freed.lock().contains(&pid)
     }
 
     /// Recovery: page `pid` was freed after the last checkpoint (the caller replays the
@@ -684,6 +706,14 @@ impl BufferManager {
 
     pub fn ssd(&self) -> Option<&SsdFile> {
         self.ssd.as_ref()
+    }
+
+    /// The free pages, ascending, the pages holding the free-page list included (for
+    /// tests and tools).
+    pub fn free_pages(&self) -> Vec<PageId> {
+        let mut v: Vec<PageId> = self.freed.lock().all().collect();
+        v.sort();
+        v
     }
 
     pub fn pages_in_use(&self) -> u64 {
@@ -1755,9 +1785,14 @@ impl BufferManager {
     // ----- allocation -----------------------------------------------------------------
 
     fn take_page_id(&self) -> Result<PageId> {
-        if let Some(pid) = self.freed.lock().pop() {
+        if let Some(pid) = self.freed.lock().ready.pop() {
             return Ok(pid);
         }
+        self.take_fresh_page_id()
+    }
+
+    /// A page id never handed out: raises the allocation mark.
+    fn take_fresh_page_id(&self) -> Result<PageId> {
         let cap = self.capacity_pages;
         let n = self
             .next_pid
@@ -1787,33 +1822,6 @@ impl BufferManager {
                 what: format!("the page table maps {cap} pages; raise max_pages"),
             },
         }
-    }
-
-    fn read_free_chain(&self) -> Result<()> {
-        let Some(ssd) = &self.ssd else { return Ok(()) };
-        let mut pid = PageId(ssd.superblock().free_list_head);
-        let mut buf = AlignedBuf::new(self.page_size);
-        let limit = self.next_pid.load(Ordering::Relaxed);
-        let mut freed = Vec::new();
-        while pid.0 != 0 {
-            let corrupted = |detail: String| BufferError::Corrupted {
-                pid,
-                location: format!("free-page chain of {}", ssd.info().path.display()),
-                detail,
-            };
-            if pid.0 >= limit || freed.len() as u64 >= limit {
-                return Err(corrupted(format!("entry {} of the chain is out of range or loops", freed.len())).into());
-            }
-            self.ssd_read(ssd, pid, &mut buf)?;
-            if &buf[0..8] != FREE_CHAIN_MAGIC {
-                return Err(corrupted("page is not marked free".into()).into());
-            }
-            freed.push(pid);
-            pid = PageId(u64::from_le_bytes(buf[8..16].try_into().expect("8 bytes")));
-        }
-        freed.reverse();
-        *self.freed.lock() = freed;
-        Ok(())
     }
 
     /// Checkpoints and closes.
@@ -1893,6 +1901,14 @@ impl BufferManager {
                 matches!(self.table.get(*pid).unwrap(), Entry::Dram(_) | Entry::Nvm(_) | Entry::Mini(_)),
                 "{pid} lost from the table"
             );
+        }
+        // Free pages: each once, none resident, none past the allocation mark.
+        let limit = self.next_pid.load(Ordering::Relaxed);
+        let mut free = std::collections::HashSet::new();
+        for pid in self.freed.lock().all() {
+            assert!(free.insert(pid), "{pid} twice on the free list");
+            assert!(pid != PageId::CATALOG && pid.0 < limit, "{pid} free, allocation mark {limit}");
+            assert_eq!(self.table.get(pid).unwrap(), Entry::Empty, "free {pid} is resident");
         }
     }
 }
@@ -2075,7 +2091,7 @@ impl PageSource for BufferManager {
         let mut g = match self.free_frame() {
             Ok(g) => g,
             Err(e) => {
-                self.freed.lock().push(pid);
+                self.freed.lock().ready.push(pid);
                 return Err(e);
             }
         };
@@ -2113,7 +2129,7 @@ impl PageSource for BufferManager {
         drop(page);
         self.table.set(pid, Entry::Empty);
         self.free_frames.lock().push(f);
-        self.freed.lock().push(pid);
+        self.freed.lock().ready.push(pid);
         self.counters.bump(Count::Frees);
         Ok(())
     }

@@ -200,10 +200,21 @@ pub trait DbStore: PageSource + Sized {
     fn close_store(self) -> Result<()>;
 
     /// Recovery: a page the log names exists (allocated after the last checkpoint).
+    /// False when the page holds the free-page list the last checkpoint wrote: it was
+    /// free from before that checkpoint until the crash, and the record naming it is to
+    /// be skipped (`buffer/manager/free_list.rs`).
     ///
     /// # Errors
     /// A page beyond the store; device errors.
-    fn recover_allocated(&self, pid: PageId) -> Result<()>;
+    fn recover_allocated(&self, pid: PageId) -> Result<bool>;
+
+    /// Recovery: the page is free at this point of the redo (on the free list, or never
+    /// allocated). A leaf change to it is an older incarnation's, made moot by the free
+    /// that followed: the page's bytes on disk may be that incarnation's at any older
+    /// state, or another page format, so the change is skipped, not applied.
+    fn recover_is_free(&self, _pid: PageId) -> bool {
+        false
+    }
 
     /// Recovery: a page a complete structure change freed.
     ///
@@ -251,11 +262,14 @@ impl DbStore for BufferManager {
     fn close_store(self) -> Result<()> {
         self.close()
     }
-    fn recover_allocated(&self, pid: PageId) -> Result<()> {
+    fn recover_allocated(&self, pid: PageId) -> Result<bool> {
         BufferManager::recover_allocated(self, pid)
     }
     fn recover_freed(&self, pid: PageId) -> Result<()> {
         BufferManager::recover_freed(self, pid)
+    }
+    fn recover_is_free(&self, pid: PageId) -> bool {
+        BufferManager::recover_is_free(self, pid)
     }
     fn pages_reused(&self) -> usize {
         self.restart_info().map_or(0, |r| r.pages_reused)
@@ -294,8 +308,8 @@ impl DbStore for NvmDirect {
     fn close_store(self) -> Result<()> {
         Ok(())
     }
-    fn recover_allocated(&self, pid: PageId) -> Result<()> {
-        NvmDirect::recover_allocated(self, pid)
+    fn recover_allocated(&self, pid: PageId) -> Result<bool> {
+        NvmDirect::recover_allocated(self, pid).map(|()| true)
     }
     fn recover_freed(&self, pid: PageId) -> Result<()> {
         NvmDirect::recover_freed(self, pid)
@@ -1026,8 +1040,12 @@ pub struct DbInfo {
 }
 
 /// A page for redo, fixed exclusive: counted as allocated first (the log may name
-/// pages created after the last checkpoint).
-pub(crate) fn page_of<S: DbStore>(store: &S, pid: PageId) -> Result<S::Exclusive<'_>> {
-    store.recover_allocated(pid)?;
-    store.fix_exclusive(pid)
+/// pages created after the last checkpoint). `None` for a page that holds the free-page
+/// list: free since before the record, which is skipped (see
+/// [`DbStore::recover_allocated`]).
+pub(crate) fn page_of<S: DbStore>(store: &S, pid: PageId) -> Result<Option<S::Exclusive<'_>>> {
+    if !store.recover_allocated(pid)? {
+        return Ok(None);
+    }
+    store.fix_exclusive(pid).map(Some)
 }

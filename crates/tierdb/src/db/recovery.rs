@@ -5,7 +5,11 @@
 //! - **Redo** repeats history. An update or compensation record is applied to its leaf
 //!   when the leaf's page LSN is older than the record; a page image is installed (and
 //!   the node's LSN set to the record's); a freed page goes back on the free list. Pages
-//!   the log created after the checkpoint are counted as allocated. For an in-place
+//!   the log created after the checkpoint are counted as allocated. A leaf change to a
+//!   page that is free at that point is skipped (an older incarnation's, made moot by
+//!   the free after it: redo may start before the checkpoint, at the oldest transaction
+//!   then active), and so is every record of a page that holds the checkpoint's
+//!   free-page list (`buffer/manager/free_list.rs`). For an in-place
 //!   store (`nvm-direct`) history is repeated physically instead: every line image is
 //!   written again in log order and updates are not redone (a change whose line image
 //!   is not in the log never reached NVM).
@@ -44,6 +48,11 @@ pub struct RecoveryReport {
     /// `nvm-direct`: line images repeated (every one in the log, in log order).
     pub line_images_installed: u64,
     pub pages_freed: u64,
+    /// Records of pages free at that point of the redo, skipped: leaf changes of an
+    /// older incarnation of a page the checkpoint listed as free (made moot by the free
+    /// that followed), and any record of a page that holds the checkpoint's free-page
+    /// list.
+    pub records_of_free_pages: u64,
     /// Structure changes whose end record did not reach the log: not applied (none of
     /// their pages can have been written out).
     pub incomplete_smos: usize,
@@ -116,16 +125,17 @@ pub(super) fn recover<S: DbStore>(db: &Db<S>, started: Instant) -> Result<Recove
             // In place: the line images carry every change that reached the pages.
             Kind::Update | Kind::Compensation if in_place => rep.changes_skipped += 1,
             Kind::LineImage => {
-                install_lines(db, rec.lsn, PageId(h.page), &rec.payload)?;
-                rep.line_images_installed += 1;
-            }
-            Kind::Update | Kind::Compensation => {
-                if redo_change(db, rec.lsn, PageId(h.page), &rec.payload)? {
-                    rep.changes_redone += 1;
+                if install_lines(db, rec.lsn, PageId(h.page), &rec.payload)? {
+                    rep.line_images_installed += 1;
                 } else {
-                    rep.changes_skipped += 1;
+                    rep.records_of_free_pages += 1;
                 }
             }
+            Kind::Update | Kind::Compensation => match redo_change(db, rec.lsn, PageId(h.page), &rec.payload)? {
+                Some(true) => rep.changes_redone += 1,
+                Some(false) => rep.changes_skipped += 1,
+                None => rep.records_of_free_pages += 1,
+            },
             _ => {}
         }
     }
@@ -152,8 +162,11 @@ pub(super) fn recover<S: DbStore>(db: &Db<S>, started: Instant) -> Result<Recove
 fn apply_smo_record<S: DbStore>(db: &Db<S>, r: &crate::wal::Record, rep: &mut RecoveryReport) -> Result<()> {
     match r.head.kind {
         Kind::PageImage => {
-            install_image(db, r.lsn, PageId(r.head.page), &r.payload)?;
-            rep.images_installed += 1;
+            if install_image(db, r.lsn, PageId(r.head.page), &r.payload)? {
+                rep.images_installed += 1;
+            } else {
+                rep.records_of_free_pages += 1;
+            }
         }
         Kind::PageFree => {
             db.store.recover_freed(PageId(r.head.page))?;
@@ -165,20 +178,27 @@ fn apply_smo_record<S: DbStore>(db: &Db<S>, r: &crate::wal::Record, rep: &mut Re
 }
 
 /// Applies an update or compensation to its leaf if the leaf is older. Returns whether
-/// it applied.
-fn redo_change<S: DbStore>(db: &Db<S>, lsn: Lsn, pid: PageId, payload: &[u8]) -> Result<bool> {
+/// it applied; `None` for a page that is free at this point (skipped: see
+/// [`DbStore::recover_is_free`]; redo may start before the checkpoint, at the oldest
+/// transaction then active, and the page may have been freed after this record and its
+/// bytes on disk be of another incarnation).
+fn redo_change<S: DbStore>(db: &Db<S>, lsn: Lsn, pid: PageId, payload: &[u8]) -> Result<Option<bool>> {
     let c = decode_change(lsn, payload)?;
-    let mut page = page_of(&db.store, pid)?;
+    if db.store.recover_is_free(pid) {
+        return Ok(None);
+    }
+    let Some(mut page) = page_of(&db.store, pid)? else { return Ok(None) };
     let node = match NodeRef::parse(&page, pid) {
         Ok(node) => node,
         // Not a node on disk: a page created by a structure change whose image comes
-        // later in the log, or one freed later (its bytes mark it free). Either way a
-        // later record sets the page; nothing to do with this one.
-        Err(crate::btree::BTreeError::NotATree { .. }) => return Ok(false),
+        // later in the log, or one freed later (its bytes are another free-list page's
+        // or a freed node's). Either way a later record sets the page; nothing to do with
+        // this one.
+        Err(crate::btree::BTreeError::NotATree { .. }) => return Ok(Some(false)),
         Err(e) => return Err(e.into()),
     };
     if node.page_lsn() >= lsn {
-        return Ok(false);
+        return Ok(Some(false));
     }
     let (pos, found) = node.lower_bound(&c.key)?;
     // A patch rewrites part of the value the page holds.
@@ -212,13 +232,13 @@ fn redo_change<S: DbStore>(db: &Db<S>, lsn: Lsn, pid: PageId, payload: &[u8]) ->
     }
     m.set_page_lsn(lsn);
     page.set_page_lsn(lsn);
-    Ok(true)
+    Ok(Some(true))
 }
 
 /// Installs a page image: the page's bytes become the image; a B+-tree node's LSN
-/// becomes the record's.
-fn install_image<S: DbStore>(db: &Db<S>, lsn: Lsn, pid: PageId, image: &[u8]) -> Result<()> {
-    let mut page = page_of(&db.store, pid)?;
+/// becomes the record's. False for a page that holds the free-page list (skipped).
+fn install_image<S: DbStore>(db: &Db<S>, lsn: Lsn, pid: PageId, image: &[u8]) -> Result<bool> {
+    let Some(mut page) = page_of(&db.store, pid)? else { return Ok(false) };
     if image.len() != page.len() {
         return Err(DbError::BadRecord {
             lsn,
@@ -231,15 +251,16 @@ fn install_image<S: DbStore>(db: &Db<S>, lsn: Lsn, pid: PageId, image: &[u8]) ->
         page[OFF_PAGE_LSN..OFF_PAGE_LSN + 8].copy_from_slice(&lsn.to_le_bytes());
     }
     page.set_page_lsn(lsn);
-    Ok(())
+    Ok(true)
 }
 
 /// Writes the lines of a line image into its page (unconditionally: repeating every
 /// image in log order leaves each line as the last write-back made it, whether or not
-/// that write-back reached NVM whole).
-fn install_lines<S: DbStore>(db: &Db<S>, lsn: Lsn, pid: PageId, payload: &[u8]) -> Result<()> {
+/// that write-back reached NVM whole). False for a page that holds the free-page list
+/// (skipped; `nvm-direct` has none).
+fn install_lines<S: DbStore>(db: &Db<S>, lsn: Lsn, pid: PageId, payload: &[u8]) -> Result<bool> {
     let lines = decode_lines(lsn, payload)?;
-    let mut page = page_of(&db.store, pid)?;
+    let Some(mut page) = page_of(&db.store, pid)? else { return Ok(false) };
     let line = crate::limits::CACHE_LINE_BYTES;
     if lines.last().is_some_and(|(l, _)| (l + 1) * line > page.len()) {
         return Err(DbError::BadRecord { lsn, what: format!("a line image past the end of {pid}") }.into());
@@ -248,7 +269,7 @@ fn install_lines<S: DbStore>(db: &Db<S>, lsn: Lsn, pid: PageId, payload: &[u8]) 
     for (l, b) in lines {
         bytes[l * line..(l + 1) * line].copy_from_slice(b);
     }
-    Ok(())
+    Ok(true)
 }
 
 /// Rolls back transaction `id` from its record at `last`: every update not yet

@@ -4,8 +4,8 @@
 //!
 //! The seal lives in bytes [`PAGE_SEAL_OFFSET`]`..+`[`PAGE_SEAL_BYTES`] (48..64) of the
 //! page, which every page format leaves zero: the B+-tree node header and the catalog
-//! header reserve them, the free-page chain ends before them. So no page loses a byte
-//! of capacity and no B+-tree limit changes. Little endian:
+//! header reserve them, a free-list page keeps its header before them and its ids after
+//! them. So no page loses a byte of capacity and no B+-tree limit changes. Little endian:
 //!
 //! ```text
 //! offset size field

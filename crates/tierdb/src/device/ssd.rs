@@ -592,9 +592,9 @@ impl SsdFile {
         Ok(PageId(first))
     }
 
-    /// Records the catalog root, the head of the free-page chain and the allocation
-    /// high-water mark in the next superblock generation, durably (the data pages they
-    /// name must already be synced).
+    /// Records the catalog root, the first page of the free-page list, the allocation
+    /// high-water mark and the number of free pages the list names in the next
+    /// superblock generation, durably (the data pages they name must already be synced).
     ///
     /// # Errors
     /// `Config` if `pages_allocated` exceeds the file; `Io`, `Poisoned`.
@@ -603,6 +603,7 @@ impl SsdFile {
         catalog_root: PageId,
         free_list_head: PageId,
         pages_allocated: u64,
+        free_pages: u64,
     ) -> Result<(), DeviceError> {
         self.check_poison()?;
         let mut meta = self.meta.lock().expect("superblock lock");
@@ -616,6 +617,7 @@ impl SsdFile {
         sb.pages_allocated = pages_allocated;
         sb.catalog_root = catalog_root.0;
         sb.free_list_head = free_list_head.0;
+        sb.free_pages = free_pages;
         sb.generation += 1;
         let slot = sb.slot();
         meta.slots[slot * SUPERBLOCK_SLOT_BYTES..(slot + 1) * SUPERBLOCK_SLOT_BYTES].copy_from_slice(&sb.encode());

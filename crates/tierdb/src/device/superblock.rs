@@ -18,10 +18,11 @@
 //!     32    8 created, seconds since the Unix epoch
 //!     40    8 database id (random at creation)
 //!     48    8 catalog root page id (0 = none)
-//!     56    8 free-list head page id (0 = none)
+//!     56    8 free-list head: first page of the free-page list (0 = no free page)
 //!     64   32 creator: the tierdb version that created the file, NUL-padded
 //!     96    8 pages allocated: ids below it have been handed out (0 = page count)
-//!    104  404 reserved, zero
+//!    104    8 free pages the free-page list names (its own pages not included)
+//!    112  396 reserved, zero
 //!    508    4 CRC-32C of bytes 0..508
 //! ```
 
@@ -29,7 +30,10 @@ use crate::limits::SUPERBLOCK_SLOT_BYTES;
 
 pub const MAGIC: [u8; 8] = *b"TIERDBPF";
 /// 2: every data page carries a seal (page id, CRC-32C) in bytes 48..64.
-pub const FORMAT_VERSION: u32 = 2;
+/// 3: the free pages are listed in free-list pages that are not reused before the next
+/// checkpoint (2 chained them through the free pages themselves, which a crash after a
+/// free page's reuse broke); the superblock counts them.
+pub const FORMAT_VERSION: u32 = 3;
 const CHECKSUM_AT: usize = SUPERBLOCK_SLOT_BYTES - 4;
 const CREATOR_BYTES: usize = 32;
 
@@ -43,11 +47,14 @@ pub struct Superblock {
     pub created_unix_secs: u64,
     pub db_id: u64,
     pub catalog_root: u64,
+    /// The first page of the free-page list (0: no free page).
     pub free_list_head: u64,
     pub creator: String,
     /// Page ids below this have been handed out; the file may hold more pages
     /// (it grows in chunks). Zero in a file that never recorded it: then `page_count`.
     pub pages_allocated: u64,
+    /// Free pages the free-page list names (the list's own pages not included).
+    pub free_pages: u64,
 }
 
 /// Why one slot did not decode.
@@ -85,6 +92,7 @@ impl Superblock {
             free_list_head: 0,
             creator: format!("tierdb {}", env!("CARGO_PKG_VERSION")),
             pages_allocated: 1,
+            free_pages: 0,
         }
     }
 
@@ -108,6 +116,7 @@ impl Superblock {
         let n = creator.len().min(CREATOR_BYTES);
         b[64..64 + n].copy_from_slice(&creator[..n]);
         b[96..104].copy_from_slice(&self.pages_allocated.to_le_bytes());
+        b[104..112].copy_from_slice(&self.free_pages.to_le_bytes());
         let crc = crc32c::crc32c(&b[..CHECKSUM_AT]);
         b[CHECKSUM_AT..].copy_from_slice(&crc.to_le_bytes());
         b
@@ -155,6 +164,10 @@ impl Superblock {
                 n if n > page_count => return Err(SlotError::Field("pages allocated", n)),
                 n => n,
             },
+            free_pages: match u64_at(b, 104) {
+                n if n >= page_count => return Err(SlotError::Field("free pages", n)),
+                n => n,
+            },
         })
     }
 }
@@ -170,6 +183,7 @@ mod tests {
         sb.page_count = 99;
         sb.catalog_root = 7;
         sb.pages_allocated = 50;
+        sb.free_pages = 12;
         let b = sb.encode();
         assert_eq!(Superblock::decode(&b).unwrap(), sb);
     }

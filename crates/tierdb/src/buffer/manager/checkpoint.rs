@@ -1,5 +1,5 @@
 //! Checkpoints: every dirty page to SSD (or to NVM without SSD), then the free-page
-//! chain and the superblock.
+//! list and the superblock (`free_list.rs`).
 //!
 //! Pages go to SSD in batches ([`SsdBatch`]): the page file writes a batch to its
 //! double-write area with one write and one sync before it writes the pages in place
@@ -25,7 +25,7 @@ use crate::buffer::frame::{FrameId, FrameRead, FrameWrite, Mask};
 use crate::buffer::table::Entry;
 use crate::device::{AlignedBuf, SsdFile};
 use crate::ids::PageId;
-use crate::limits::{DOUBLE_WRITE_SLOTS, FREE_CHAIN_MAGIC};
+use crate::limits::DOUBLE_WRITE_SLOTS;
 
 /// What keeps a page of a batch from changing or moving until the batch is written.
 enum Hold<'a> {
@@ -173,7 +173,7 @@ impl Drop for SsdBatch<'_> {
 
 impl BufferManager {
     /// Writes every dirty page to the lowest durable tier (SSD if there is one, else
-    /// NVM), syncs, and records the catalog, free chain and allocation mark in the
+    /// NVM), syncs, and records the catalog, free-page list and allocation mark in the
     /// superblock. Pages go to SSD in batches: one double-write sync per batch (see
     /// the module doc). Call with no guards held; concurrent fixes are allowed but
     /// their changes may miss this checkpoint.
@@ -343,15 +343,8 @@ impl BufferManager {
             }
             batch.flush()?;
         }
-        // 5. The free-page chain, the sync, and the superblock that names them.
-        let head = self.write_free_chain(ssd)?;
-        ssd.sync()?;
-        let allocated = self.next_pid.load(Ordering::Acquire);
-        if allocated > ssd.page_count() {
-            ssd.grow(allocated - ssd.page_count())?;
-        }
-        ssd.set_roots(PageId::CATALOG, head, allocated)?;
-        Ok(())
+        // 5. The free-page list, the sync, and the superblock that names them.
+        self.write_free_list(ssd)
     }
 
     /// The bytes of page `pid`'s NVM copy (frame `n`, owned by the caller through the
@@ -365,29 +358,5 @@ impl BufferManager {
         let mut buf = AlignedBuf::new(self.page_size);
         nvm.read_page(n, pid, &mut buf)?;
         Ok(Some(buf))
-    }
-
-    /// Writes each freed page id into its page as a chain (on SSD), in batches, and
-    /// returns the head.
-    fn write_free_chain(&self, ssd: &SsdFile) -> Result<PageId> {
-        let freed = self.freed.lock().clone();
-        let next = |i: usize| freed.get(i + 1).copied().unwrap_or(PageId(0));
-        for (k, chunk) in freed.chunks(DOUBLE_WRITE_SLOTS).enumerate() {
-            let pages: Vec<(PageId, AlignedBuf)> = chunk
-                .iter()
-                .enumerate()
-                .map(|(j, pid)| {
-                    let mut buf = AlignedBuf::new(self.page_size);
-                    buf[0..8].copy_from_slice(FREE_CHAIN_MAGIC);
-                    buf[8..16].copy_from_slice(&next(k * DOUBLE_WRITE_SLOTS + j).0.to_le_bytes());
-                    (*pid, buf)
-                })
-                .collect();
-            let last = chunk.iter().copied().max().expect("chunks are not empty");
-            self.ssd_reserve(ssd, last)?;
-            let refs: Vec<(PageId, &[u8])> = pages.iter().map(|(p, b)| (*p, &b[..])).collect();
-            ssd.write_pages(&refs)?;
-        }
-        Ok(freed.first().copied().unwrap_or(PageId(0)))
     }
 }
