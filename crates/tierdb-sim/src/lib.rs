@@ -13,8 +13,11 @@
 
 pub mod cache;
 pub mod error;
+pub mod model;
 pub mod prepared;
+pub mod recommend;
 pub mod sim;
+pub mod skew;
 pub mod trace;
 
 pub use error::{SimError, TraceError};
