@@ -16,6 +16,7 @@ pub mod error;
 pub mod model;
 pub mod prepared;
 pub mod recommend;
+pub mod record;
 pub mod sim;
 pub mod skew;
 pub mod trace;

@@ -299,8 +299,24 @@ impl Pools {
         self.stats.frees += 1;
     }
 
+    /// The engine's `set_bulk_load`: on, evictions fill free NVM frames; off, the dirty
+    /// DRAM pages without an NVM copy are copied into free NVM frames, frame by frame.
     pub fn set_bulk_load(&mut self, on: bool) {
-        self.bulk_load = on && !self.clean_only;
+        self.bulk_load = on;
+        if on || !self.tiers.has_nvm || !self.tiers.has_ssd || self.clean_only {
+            return;
+        }
+        for f in 0..self.d_pid.len() {
+            let pid = self.d_pid[f];
+            if pid == EMPTY || self.d_nvm[f] != NO_FRAME || !self.d_dirty[f] {
+                continue;
+            }
+            let Some(n) = self.n_free.pop() else { break };
+            self.n_write(n, pid, true);
+            self.d_nvm[f] = n;
+            self.d_dirty[f] = false;
+            self.stats.nvm_admissions += 1;
+        }
     }
 
     fn n_release(&mut self, n: usize) {
