@@ -13,7 +13,8 @@
 //! 2. Estimate each with the §5.1 model over the trace's LRU stack distances (one pass
 //!    for all capacities) and drop those whose estimated throughput per dollar is
 //!    below the best estimate divided by [`MODEL_FILTER_FACTOR`]: the model errs, but
-//!    not by that much, so what it drops could not have won.
+//!    not by that much (it agrees with the simulation within a few percent where the
+//!    policy keeps the tiers exclusive), so what it drops could not have won.
 //! 3. Simulate the rest in parallel (rayon), each through the policy, and rank.
 
 use rayon::prelude::*;
@@ -28,7 +29,10 @@ use crate::skew::StackDistances;
 /// Frames a hierarchy "without DRAM" still has.
 pub const DRAM_PAGES_NO_DRAM: u64 = 16;
 /// How far below the best model estimate a candidate may be and still be simulated.
-pub const MODEL_FILTER_FACTOR: f64 = 4.0;
+pub const MODEL_FILTER_FACTOR: f64 = 1.5;
+/// The smallest non-zero capacity of the grid, as a fraction of the trace's pages
+/// (2^-GRID_SPAN_LOG2): a tier far smaller than that changes nothing but the cost.
+pub const GRID_SPAN_LOG2: u32 = 10;
 /// Largest power-of-two step of the grid (2^30 pages).
 pub const GRID_LOG2_MAX: u32 = 30;
 
@@ -78,8 +82,14 @@ pub fn recommend(
     let pages = t.pages() as u64;
     let ps = u64::from(t.page_size_bytes);
     let top = pages.max(1).next_power_of_two();
-    let steps: Vec<u64> =
-        std::iter::once(0).chain((0..=GRID_LOG2_MAX).map(|k| 1u64 << k).take_while(|&c| c <= top)).collect();
+    let steps: Vec<u64> = std::iter::once(0)
+        .chain(
+            (0..=GRID_LOG2_MAX)
+                .map(|k| 1u64 << k)
+                .filter(|&c| c >= (top >> GRID_SPAN_LOG2).max(1))
+                .take_while(|&c| c <= top),
+        )
+        .collect();
     // 1. The grid within the budget.
     let mut grid = Vec::new();
     for &d in &steps {
