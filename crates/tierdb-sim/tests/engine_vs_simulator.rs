@@ -14,8 +14,8 @@ use tierdb_sim::{Prepared, SimConfig, Warmup, simulate};
 const PS: usize = 4096;
 const DRAM_FRAMES: usize = 64;
 const NVM_FRAMES: usize = 256;
-const RECORDS: u64 = 30_000;
-const OPS: u64 = 60_000;
+const RECORDS: u64 = 20_000;
+const OPS: u64 = 40_000;
 const TOLERANCE: f64 = 0.02;
 
 fn run_engine(policy: &str, seed: u64) -> (BufferStats, Prepared) {
