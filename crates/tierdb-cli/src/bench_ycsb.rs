@@ -28,6 +28,11 @@ pub(crate) const DURATION_SECS_MAX: f64 = 3600.0;
 /// Options shared by `bench ycsb` and `compare`: devices, emulation, files.
 #[derive(Args, Debug, Clone)]
 pub struct EngineArgs {
+    /// Record every page access of the buffer manager into this trace file (tierdb
+    /// binary; text if it ends in .txt), with markers where the measured run starts;
+    /// replay it with `tierdb sim` (docs/sim.md).
+    #[arg(long)]
+    pub trace: Option<PathBuf>,
     /// Emulation mode of every device: off (this machine's speed), spin (busy-wait to
     /// the profile), model (virtual clock; reports modelled throughput).
     #[arg(long, default_value = "spin")]
@@ -325,11 +330,13 @@ pub fn run_one(
     let files = Cleanup::new(cfg.files());
     let engine = Engine::open(&cfg).with_context(|| format!("opening {arch}"))?;
     let (dram_frames, nvm_frames) = engine.frames();
+    let recorder = crate::sim_cmd::start_recording(&engine, engine_args.trace.as_deref(), arch)?;
     progress.set_prefix(&format!("{arch}{}", data.map(|d| format!(" {d}")).unwrap_or_default()));
     let result = ycsb_driver::run(&engine, &setup.workload, &engine_args.driver_config(setup, data), &|p, d, t| {
         progress.update(p, d, t)
     })
     .with_context(|| format!("running {arch}"))?;
+    crate::sim_cmd::finish_recording(recorder, engine_args.trace.as_deref(), progress)?;
     drop(engine);
     drop(files);
     Ok(RunReport::new("bench ycsb", &cfg, (dram, nvm), (dram_frames, nvm_frames), setup, result))

@@ -16,6 +16,7 @@ mod mmap_bench;
 mod nvcache_obp;
 mod plot;
 mod restart_bench;
+mod sim_cmd;
 mod spitfire;
 mod tune;
 mod wear;
@@ -81,6 +82,17 @@ enum Command {
     /// windowed OBP on YCSB A and C (NVM writes, throughput, hit ratio); writes a
     /// table, JSON and SVG plots.
     NvcacheObp(nvcache_obp::NvcacheObpArgs),
+    /// Replays a page-access trace through a policy over metadata-only pools: hits per
+    /// tier, pages moved, modelled time, skew (docs/sim.md).
+    Sim(Box<sim_cmd::SimArgs>),
+    /// Grid search over DRAM / NVM / SSD capacities within a budget, ranked by
+    /// modelled throughput per dollar; writes a table, JSON and an SVG.
+    Recommend(Box<sim_cmd::RecommendArgs>),
+    /// Trace conversion and inspection.
+    Trace {
+        #[command(subcommand)]
+        command: sim_cmd::TraceCommand,
+    },
 }
 
 #[derive(Subcommand)]
@@ -110,6 +122,9 @@ fn main() -> ExitCode {
         Command::NvcacheObp(args) => nvcache_obp::run(args),
         Command::Tune(args) => tune::run(*args),
         Command::Spitfire(args) => spitfire::run(*args),
+        Command::Sim(args) => sim_cmd::run_sim(*args),
+        Command::Recommend(args) => sim_cmd::run_recommend(*args),
+        Command::Trace { command } => sim_cmd::run_trace(command),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

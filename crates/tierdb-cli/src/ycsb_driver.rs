@@ -449,10 +449,13 @@ impl SourceVisitor for Runner<'_> {
         // snapshot taken right before it (the first one).
         let first = std::sync::atomic::AtomicBool::new(true);
         let snapshot = || {
-            if first.swap(false, Ordering::Relaxed)
-                && let Some(r) = engine.nvm_region()
-            {
+            let is_first = first.swap(false, Ordering::Relaxed);
+            if is_first && let Some(r) = engine.nvm_region() {
                 r.reset_wear();
+            }
+            // A recorded trace marks where the measured run starts (docs/sim.md).
+            if is_first && let Engine::Buffer(b) = engine {
+                b.record_marker("measure");
             }
             engine.stats()
         };

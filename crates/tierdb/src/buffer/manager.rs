@@ -226,6 +226,8 @@ pub struct BufferManager {
     /// The policy may serve whole-page reads in place in NVM (else those fixes skip
     /// asking it).
     in_place_reads: bool,
+    /// Sees every access when set (trace recording).
+    recorder: std::sync::OnceLock<std::sync::Arc<dyn super::recorder::AccessRecorder>>,
 }
 
 /// What a restart found in the NVM pool (paper §4.4): the page table is rebuilt from the
@@ -437,6 +439,7 @@ impl BufferManager {
             stopped: std::sync::atomic::AtomicBool::new(false),
             stop_reason: Mutex::new(None),
             in_place_reads,
+            recorder: std::sync::OnceLock::new(),
         };
         bm.policy.database_size(next_pid.saturating_sub(1));
         if pages_allocated == 0 {
@@ -495,6 +498,7 @@ impl BufferManager {
     /// # Errors
     /// Device errors while copying to NVM (the pages stay dirty in DRAM).
     pub fn set_bulk_load(&self, on: bool) -> Result<()> {
+        self.record_marker(if on { "bulk-load-on" } else { "bulk-load-off" });
         self.bulk_load.store(on, Ordering::Relaxed);
         let (Some(nvm), Some(_), false) = (&self.nvm, &self.ssd, on) else { return Ok(()) };
         if self.policy.nvm_clean_only() {
@@ -538,6 +542,26 @@ impl BufferManager {
     }
 
     /// The NVM techniques in use.
+    /// Installs a recorder that sees every access from now on. False if one is
+    /// installed already.
+    pub fn set_recorder(&self, r: std::sync::Arc<dyn super::recorder::AccessRecorder>) -> bool {
+        self.recorder.set(r).is_ok()
+    }
+
+    /// Passes a phase marker to the recorder, if any.
+    pub fn record_marker(&self, name: &'static str) {
+        if let Some(r) = self.recorder.get() {
+            r.marker(name);
+        }
+    }
+
+    #[inline]
+    fn record(&self, kind: super::recorder::AccessKind, pid: PageId) {
+        if let Some(r) = self.recorder.get() {
+            r.access(kind, pid);
+        }
+    }
+
     pub fn techniques(&self) -> Techniques {
         self.techniques
     }
@@ -1937,11 +1961,14 @@ impl PageSource for BufferManager {
 
     #[inline]
     fn fix_lines(&self, pid: PageId, exclusive: bool) -> Result<BmLines<'_>> {
+        use super::recorder::AccessKind;
+        self.record(if exclusive { AccessKind::WriteLines } else { AccessKind::ReadLines }, pid);
         self.fix_lines_impl(pid, exclusive)
     }
 
     #[inline]
     fn fix_optimistic(&self, pid: PageId) -> Result<BmOptimistic<'_>> {
+        self.record(super::recorder::AccessKind::Read, pid);
         if self.in_place_reads
             && let Some((nvm, n)) = self.read_in_place(pid)?
             && let Some(g) = NvmOptimistic::try_new(nvm, n, self.page_size)
@@ -1955,6 +1982,7 @@ impl PageSource for BufferManager {
 
     #[inline]
     fn fix_shared(&self, pid: PageId) -> Result<BmShared<'_>> {
+        self.record(super::recorder::AccessKind::Read, pid);
         if self.in_place_reads
             && let Some((nvm, n)) = self.read_in_place(pid)?
         {
@@ -1974,6 +2002,7 @@ impl PageSource for BufferManager {
 
     #[inline]
     fn fix_exclusive(&self, pid: PageId) -> Result<FrameWrite<'_>> {
+        self.record(super::recorder::AccessKind::Write, pid);
         let g = self.fix_with(pid, FramePool::try_write, |g| g.meta().pid(), |g| g)?;
         if g.meta().swizzled_children.load(Ordering::Relaxed) > 0 {
             self.unswizzle_children(&g);
@@ -2096,6 +2125,7 @@ impl PageSource for BufferManager {
             }
         };
         debug_assert_eq!(self.table.get(pid)?, Entry::Empty, "allocating {pid} that is resident");
+        self.record(super::recorder::AccessKind::Alloc, pid);
         self.reset_frame(g.frame(), pid, NO_NVM_FRAME, true);
         g.fill(0); // marks the frame dirty: a new page must reach a lower tier
         self.table.set(pid, Entry::Dram(g.frame()));
@@ -2107,6 +2137,7 @@ impl PageSource for BufferManager {
         let meta = page.meta();
         let pid = PageId(meta.pid());
         assert!(pid != PageId::CATALOG, "the catalog page is never freed");
+        self.record(super::recorder::AccessKind::Free, pid);
         // A page is freed after its parent dropped it, under the parent's exclusive
         // latch, whose fix unswizzled it; a swizzled reference here would dangle.
         debug_assert_eq!(meta.parent.load(Ordering::Relaxed), NO_PARENT, "{pid} freed while swizzled");

@@ -14,6 +14,7 @@ pub mod manager;
 pub mod memory;
 pub mod nvm_pool;
 pub mod policy;
+pub mod recorder;
 pub mod source;
 pub mod table;
 pub mod techniques;

@@ -1,0 +1,276 @@
+//! Page-access traces: what the simulator replays.
+//!
+//! A trace is a header (page size, where it came from) and a sequence of [`Record`]s:
+//! a page read or written (optionally with the LSN the write produced, the thread and a
+//! time stamp), a page allocated or freed, or a [`Marker`] that splits the trace into
+//! phases (the engine's bulk load, warm-up and measured run).
+//!
+//! Two encodings hold the same information (docs/sim.md has the byte layout):
+//! - [`binary`]: versioned, one CRC-32C per block of records, streamable (each block
+//!   decodes on its own), with a trailer that counts the records so that truncation is
+//!   caught;
+//! - [`text`]: one record per line, for small hand-written traces and for reading.
+//!
+//! Block I/O traces of other systems are converted by [`import`]. [`load`] reads any of
+//! them, decompressing zstd on the fly, into a [`Trace`] held in memory.
+
+pub mod binary;
+pub mod import;
+pub mod text;
+
+use std::io::{BufReader, Read};
+use std::path::{Path, PathBuf};
+
+use crate::error::TraceError;
+
+/// The magic bytes that open a zstd frame.
+pub const ZSTD_MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
+
+/// What a record does to its page.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Op {
+    Read,
+    Write,
+    /// The page was allocated (it needs a frame, not a read).
+    Alloc,
+    /// The page was freed.
+    Free,
+    /// Not a page access: a [`Marker`] whose code is in the record's `page` field.
+    Marker,
+    /// A line-grained read (the engine's B+-tree leaf access): a policy may serve it in
+    /// place on NVM ([`tierdb::buffer::policy::NvmAccess::InPlace`]).
+    ReadLines,
+    /// A line-grained write, likewise.
+    WriteLines,
+}
+
+impl Op {
+    pub const ALL: [Op; 7] = [Op::Read, Op::Write, Op::Alloc, Op::Free, Op::Marker, Op::ReadLines, Op::WriteLines];
+
+    pub fn code(self) -> u8 {
+        match self {
+            Op::Read => 0,
+            Op::Write => 1,
+            Op::Alloc => 2,
+            Op::Free => 3,
+            Op::Marker => 4,
+            Op::ReadLines => 5,
+            Op::WriteLines => 6,
+        }
+    }
+
+    pub fn from_code(c: u8) -> Option<Op> {
+        Op::ALL.get(c as usize).copied()
+    }
+
+    /// The letter of the text form.
+    pub fn letter(self) -> char {
+        ['R', 'W', 'A', 'F', 'M', 'r', 'w'][self.code() as usize]
+    }
+
+    /// A page read or write, whole or line-grained.
+    pub fn is_access(self) -> bool {
+        matches!(self, Op::Read | Op::Write | Op::ReadLines | Op::WriteLines)
+    }
+
+    pub fn is_write(self) -> bool {
+        matches!(self, Op::Write | Op::WriteLines)
+    }
+}
+
+/// Phase boundaries the engine writes into the traces it records.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Marker {
+    /// Evicted pages fill free NVM frames from here on (the engine's bulk load).
+    BulkLoadOn,
+    BulkLoadOff,
+    /// The workload's warm-up begins.
+    Warmup,
+    /// The measured run begins: the simulator counts from here.
+    Measure,
+}
+
+impl Marker {
+    pub const ALL: [Marker; 4] = [Marker::BulkLoadOn, Marker::BulkLoadOff, Marker::Warmup, Marker::Measure];
+
+    pub fn code(self) -> u64 {
+        match self {
+            Marker::BulkLoadOn => 1,
+            Marker::BulkLoadOff => 2,
+            Marker::Warmup => 3,
+            Marker::Measure => 4,
+        }
+    }
+
+    pub fn from_code(c: u64) -> Option<Marker> {
+        Marker::ALL.into_iter().find(|m| m.code() == c)
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Marker::BulkLoadOn => "bulk-load-on",
+            Marker::BulkLoadOff => "bulk-load-off",
+            Marker::Warmup => "warmup",
+            Marker::Measure => "measure",
+        }
+    }
+
+    pub fn from_name(s: &str) -> Option<Marker> {
+        Marker::ALL.into_iter().find(|m| m.name() == s)
+    }
+}
+
+/// One trace record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Record {
+    pub op: Op,
+    /// The page id; for [`Op::Marker`] the marker's code.
+    pub page: u64,
+    /// The LSN of the change (writes), if recorded.
+    pub lsn: Option<u64>,
+    pub thread: Option<u32>,
+    /// Nanoseconds since the trace began, if recorded.
+    pub time_ns: Option<u64>,
+}
+
+impl Record {
+    pub fn access(op: Op, page: u64) -> Record {
+        debug_assert!(op != Op::Marker);
+        Record { op, page, lsn: None, thread: None, time_ns: None }
+    }
+
+    pub fn marker(m: Marker) -> Record {
+        Record { op: Op::Marker, page: m.code(), lsn: None, thread: None, time_ns: None }
+    }
+}
+
+/// A trace's header.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Header {
+    pub page_size_bytes: u32,
+    /// Free text: the command or file the trace came from.
+    pub source: String,
+}
+
+/// A trace held in memory.
+#[derive(Clone, Debug)]
+pub struct Trace {
+    pub header: Header,
+    pub records: Vec<Record>,
+}
+
+impl Trace {
+    /// Page accesses (reads and writes), markers and allocation not counted.
+    pub fn accesses(&self) -> usize {
+        self.records.iter().filter(|r| r.op.is_access()).count()
+    }
+}
+
+/// The formats [`load`] reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// tierdb's own, binary or text (told apart by the magic).
+    Tierdb,
+    /// The ARC paper's traces (`.lis`): start block, block count, ignored, request.
+    Arc,
+    /// MSR-Cambridge block I/O CSV: timestamp, host, disk, Read/Write, offset, size,
+    /// response time.
+    Msr,
+    /// bpftrace output of the PostgreSQL recipe in docs/sim.md.
+    PgUsdt,
+}
+
+impl Format {
+    pub const NAMES: &[&str] = &["tierdb", "arc", "msr", "pg-usdt"];
+
+    pub fn from_name(s: &str) -> Option<Format> {
+        match s {
+            "tierdb" => Some(Format::Tierdb),
+            "arc" | "lis" => Some(Format::Arc),
+            "msr" => Some(Format::Msr),
+            "pg-usdt" => Some(Format::PgUsdt),
+            _ => None,
+        }
+    }
+}
+
+/// Options of block-trace import: the page size blocks are grouped into.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ImportOptions {
+    /// Bytes per page of the trace made (MSR offsets are in bytes, ARC blocks are pages).
+    pub page_size_bytes: u32,
+}
+
+impl Default for ImportOptions {
+    fn default() -> ImportOptions {
+        ImportOptions { page_size_bytes: tierdb::limits::PAGE_SIZE_DEFAULT_BYTES as u32 }
+    }
+}
+
+/// Opens `path` for reading, decompressing it if it is zstd.
+///
+/// # Errors
+/// `Io` if it cannot be opened; `Corrupted` if the zstd frame header is bad.
+pub fn open(path: &Path) -> Result<Box<dyn Read>, TraceError> {
+    let io = |source| TraceError::Io { path: path.to_path_buf(), source };
+    let mut f = BufReader::with_capacity(1 << 20, std::fs::File::open(path).map_err(io)?);
+    let head = std::io::BufRead::fill_buf(&mut f).map_err(io)?;
+    if head.starts_with(&ZSTD_MAGIC) {
+        let d = ruzstd::decoding::StreamingDecoder::new(f).map_err(|e| TraceError::Corrupted {
+            path: path.to_path_buf(),
+            what: format!("zstd: {e}"),
+            at: "byte 0".into(),
+        })?;
+        Ok(Box::new(BufReader::with_capacity(1 << 20, d)))
+    } else {
+        Ok(Box::new(f))
+    }
+}
+
+/// Reads a whole trace of `format` from `path` (zstd-compressed or not).
+///
+/// # Errors
+/// I/O errors and undecodable content, naming the file and where.
+pub fn load(path: &Path, format: Format, opts: ImportOptions) -> Result<Trace, TraceError> {
+    let r = open(path)?;
+    let p = path.to_path_buf();
+    match format {
+        Format::Tierdb => load_tierdb(r, p),
+        Format::Arc => import::arc(r, &p, opts),
+        Format::Msr => import::msr(r, &p, opts),
+        Format::PgUsdt => import::pg_usdt(r, &p, opts),
+    }
+}
+
+fn load_tierdb(r: Box<dyn Read>, path: PathBuf) -> Result<Trace, TraceError> {
+    let mut r = BufReader::new(r);
+    let head = std::io::BufRead::fill_buf(&mut r).map_err(|source| TraceError::Io { path: path.clone(), source })?;
+    if head.starts_with(&binary::MAGIC) {
+        let mut reader = binary::Reader::new(r, path)?;
+        let header = reader.header().clone();
+        let mut records = Vec::new();
+        while reader.next_block(&mut records)? {}
+        Ok(Trace { header, records })
+    } else {
+        text::read(r, &path)
+    }
+}
+
+/// Writes `trace` to `path`: text if the name ends in `.txt`, else binary.
+///
+/// # Errors
+/// I/O errors; `Invalid` for a header that cannot be written.
+pub fn save(trace: &Trace, path: &Path) -> Result<(), TraceError> {
+    let io = |source| TraceError::Io { path: path.to_path_buf(), source };
+    let f = std::io::BufWriter::new(std::fs::File::create(path).map_err(io)?);
+    if path.extension().is_some_and(|e| e == "txt") {
+        text::write(trace, f).map_err(io)
+    } else {
+        let mut w = binary::Writer::new(f, &trace.header).map_err(|e| e.at(path))?;
+        for r in &trace.records {
+            w.push(*r).map_err(|e| e.at(path))?;
+        }
+        w.finish().map_err(|e| e.at(path))?;
+        Ok(())
+    }
+}

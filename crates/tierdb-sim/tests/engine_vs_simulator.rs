@@ -1,0 +1,94 @@
+//! The simulator against the engine: a B+-tree workload (load, then skewed lookups and
+//! updates) runs on a real buffer manager with a trace recorder installed; the
+//! recorded trace replayed through the simulator, with the same policy and capacities,
+//! must count the engine's DRAM hits, NVM hits and SSD reads within 2%.
+
+use std::sync::Arc;
+
+use tierdb::buffer::{BufferConfig, BufferManager, BufferStats};
+use tierdb::device::{NvmConfig, OpenMode, SsdConfig};
+use tierdb::{ByteSize, Catalog};
+use tierdb_sim::record::TraceRecorder;
+use tierdb_sim::{Prepared, SimConfig, Warmup, simulate};
+
+const PS: usize = 4096;
+const DRAM_FRAMES: usize = 64;
+const NVM_FRAMES: usize = 256;
+const RECORDS: u64 = 20_000;
+const OPS: u64 = 40_000;
+const TOLERANCE: f64 = 0.02;
+
+fn run_engine(policy: &str, seed: u64) -> (BufferStats, Prepared) {
+    let dir = tempfile::tempdir().unwrap();
+    let shm = tempfile::tempdir_in("/dev/shm").unwrap_or_else(|_| tempfile::tempdir().unwrap());
+    let mut c = BufferConfig::new(ByteSize((DRAM_FRAMES * PS) as u64));
+    c.page_size = PS;
+    c.policy = policy.into();
+    c.policy_seed = seed;
+    c.nvm = Some(NvmConfig::new(
+        shm.path().join("t.nvm"),
+        ByteSize((8192 + NVM_FRAMES as u64 * (PS as u64 + 64) + 4096).next_multiple_of(4096)),
+    ));
+    c.ssd = Some(SsdConfig::new(dir.path().join("t.db")));
+    c.ssd_open_mode = OpenMode::Create;
+    let bm = BufferManager::open(&c).unwrap();
+    let nvm_frames = bm.info().nvm_frames;
+    assert!(nvm_frames >= NVM_FRAMES, "the pool holds {nvm_frames} frames");
+    let rec = Arc::new(TraceRecorder::new(PS as u32, format!("engine-vs-simulator {policy}")));
+    assert!(bm.set_recorder(rec.clone()));
+    let before = bm.stats().buffer;
+    let tree = Catalog::create_tree(&bm, "t").unwrap();
+    let key = |i: u64| format!("user{:016x}", i.wrapping_mul(0x9E37_79B9_7F4A_7C15)).into_bytes();
+    for i in 0..RECORDS {
+        tree.insert(&key(i), &[i as u8; 100]).unwrap();
+    }
+    // Skewed: key rank from u^3 of a seeded uniform; a fifth are updates.
+    let mut x = seed | 1;
+    for _ in 0..OPS {
+        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        let u = ((x >> 11) as f64) / (1u64 << 53) as f64;
+        let k = key((u * u * u * RECORDS as f64) as u64);
+        if (x >> 5).is_multiple_of(5) {
+            assert!(tree.update(&k, &[7u8; 100]).unwrap());
+        } else {
+            assert!(tree.get(&k, |v| v[0]).unwrap().is_some());
+        }
+    }
+    let stats = bm.stats().buffer.since(&before);
+    let trace = rec.trace();
+    drop(bm);
+    (stats, Prepared::new(&trace))
+}
+
+fn check(policy: &str, nvm_frames: usize) {
+    let seed = 42;
+    let (engine, trace) = run_engine(policy, seed);
+    let mut cfg = SimConfig::new(policy, DRAM_FRAMES, nvm_frames);
+    cfg.seed = seed;
+    cfg.warmup = Warmup::None;
+    let sim = simulate(&trace, &cfg).unwrap().stats;
+    let mut report = format!("{policy} (seed {seed}), engine vs simulator:\n");
+    let mut worst: f64 = 0.0;
+    for (name, e, s) in [
+        ("DRAM hits", engine.dram_hits, sim.dram_hits),
+        ("NVM hits", engine.nvm_hits, sim.nvm_hits),
+        ("SSD reads", engine.ssd_reads, sim.ssd_reads),
+    ] {
+        let d = (s as f64 - e as f64).abs() / (e.max(1) as f64);
+        worst = worst.max(d);
+        report += &format!("  {name:<10} {e:>8} {s:>8} ({:+.3}%)\n", 100.0 * d);
+    }
+    println!("{report}");
+    assert!(engine.nvm_hits > 1000 && engine.ssd_reads > 100, "the workload must use every tier: {engine:?}");
+    assert!(worst <= TOLERANCE, "off by {:.2}%:\n{report}", 100.0 * worst);
+}
+
+#[test]
+fn eager_hits_per_tier_match_the_engine() {
+    check("eager", NVM_FRAMES);
+}
+
+#[test]
+fn hymem_hits_per_tier_match_the_engine() {
+    check("hymem", NVM_FRAMES);
+}
