@@ -906,7 +906,6 @@ pub fn write_outputs(
     charts: &[(String, Chart)],
 ) -> anyhow::Result<()> {
     use anyhow::Context as _;
-    print!("{text}");
     let mut written = Vec::new();
     let txt = dir.join(format!("{stem}.txt"));
     std::fs::write(&txt, text).with_context(|| format!("writing {}", txt.display()))?;
@@ -920,8 +919,21 @@ pub fn write_outputs(
         write_svg(chart, &path).with_context(|| format!("writing {}", path.display()))?;
         written.push(path);
     }
-    println!("wrote {}", written.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "));
-    Ok(())
+    let names = written.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ");
+    to_stdout(&format!("{text}wrote {names}\n"))
+}
+
+/// Writes `s` to standard output. A closed pipe (`tierdb ... | head`) is not an error:
+/// the outputs are on disk already; any other failure is.
+fn to_stdout(s: &str) -> anyhow::Result<()> {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(s.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(anyhow::Error::from(e).context("writing to stdout"))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Appends a "notes:" list to `out` (nothing if there are none).
