@@ -13,13 +13,28 @@ use tierdb::device::{FaultPlan, NvmConfig};
 use tierdb::wal::{Durability, LogBuffer};
 
 fn config(dir: &std::path::Path, plan: Option<&Arc<FaultPlan>>, nvm: bool, nvm_log: bool) -> DbConfig {
+    config_with(dir, plan, nvm, nvm_log, "hymem")
+}
+
+/// [`config`] with `policy` over the NVM tier.
+fn config_with(
+    dir: &std::path::Path,
+    plan: Option<&Arc<FaultPlan>>,
+    nvm: bool,
+    nvm_log: bool,
+    policy: &str,
+) -> DbConfig {
     let mut c = DbConfig::new(dir.join("db"));
     c.buffer.page_size = 4096;
     c.buffer.dram = tierdb::device::DramConfig::new(ByteSize(32 * 4096));
     if nvm {
         c.buffer.nvm = Some(NvmConfig::new(dir.join("pool.nvm"), ByteSize(2 << 20)));
         c.buffer.techniques = Techniques::ALL;
-        c.buffer.policy = "hymem".into();
+        c.buffer.policy = policy.into();
+        if policy.starts_with("spitfire") {
+            // DRAM for a third of the tree: most leaves are reached in NVM.
+            c.buffer.dram = tierdb::device::DramConfig::new(ByteSize(16 * 4096));
+        }
     }
     if nvm_log {
         c.wal.buffer = LogBuffer::Nvm(NvmConfig::new(dir.join("log.nvm"), ByteSize(1 << 20)));
@@ -92,6 +107,13 @@ fn commit_rollback_and_drop_over_two_trees() {
 /// writes to the page file and the log are dropped) and a reopen: the committed state
 /// is exactly there.
 fn power_loss(nvm: bool, nvm_log: bool, seed: u64) {
+    power_loss_with(nvm, nvm_log, seed, "hymem");
+}
+
+fn power_loss_with(nvm: bool, nvm_log: bool, seed: u64, policy: &str) {
+    let config = |dir: &std::path::Path, plan: Option<&Arc<FaultPlan>>, nvm: bool, nvm_log: bool| {
+        config_with(dir, plan, nvm, nvm_log, policy)
+    };
     let dir = tempfile::tempdir().unwrap();
     let plan = FaultPlan::new();
     let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
@@ -147,6 +169,10 @@ fn power_loss(nvm: bool, nvm_log: bool, seed: u64) {
             open.put("t", format!("key{:05}", i * 7).as_bytes(), &[0xEE; 200]).unwrap();
         }
         std::mem::forget(open);
+        if policy.contains("dw=0,") {
+            let b = db.buffer().stats().buffer;
+            assert!(b.nvm_writes_in_place > 0, "{policy}: {b:?}");
+        }
         std::mem::forget(db); // the process stops: nothing more is written
     }
     plan.lose_unsynced().unwrap();
@@ -174,6 +200,15 @@ fn power_loss_keeps_exactly_the_committed_transactions() {
 fn power_loss_with_nvm_techniques_and_an_nvm_log_buffer() {
     power_loss(true, true, 2);
     power_loss(true, false, 3);
+}
+
+/// Spitfire with DRAM bypassed: leaves read and changed in place in NVM (changes staged
+/// and persisted at unfix after the log force), through a power loss.
+#[test]
+fn power_loss_with_pages_changed_in_place_in_nvm() {
+    for (seed, knobs) in [(40, "dr=0,dw=0,nr=1,nw=1"), (41, "dr=0.5,dw=0.3,nr=0.5,nw=0.5"), (42, "b")] {
+        power_loss_with(true, seed % 2 == 0, seed, &format!("spitfire:{knobs}"));
+    }
 }
 
 #[test]
