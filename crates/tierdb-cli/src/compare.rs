@@ -27,12 +27,27 @@ pub struct CompareArgs {
     /// Data sizes (B+-tree size after loading), comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "128MiB,192MiB,384MiB,640MiB,896MiB,1536MiB,2GiB")]
     sizes: Vec<ByteSize>,
-    /// Architectures, comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "main-memory,ssd-bm,basic-nvm-bm,three-tier,nvm-direct")]
-    archs: Vec<String>,
-    /// ro, rw:PCT, scan, a..f, or a YCSB property file.
+    /// Architectures, comma-separated [default: main-memory, ssd-bm, basic-nvm-bm,
+    /// three-tier, nvm-direct; with --workload tpcc: ssd-bm, three-tier, nvcache,
+    /// nvm-direct, the architectures with transactions].
+    #[arg(long, value_delimiter = ',')]
+    archs: Option<Vec<String>>,
+    /// ro, rw:PCT, scan, a..f, or a YCSB property file; or tpcc (the paper's Figure 9:
+    /// throughput vs warehouses, through transactions).
     #[arg(long, default_value = "ro")]
     workload: String,
+    /// With --workload tpcc: warehouse counts, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "1,2,4")]
+    warehouses: Vec<u32>,
+    /// With --workload tpcc: the tiny population of the tests (NOT spec-conformant).
+    #[arg(long)]
+    tiny: bool,
+    /// With --workload tpcc: sync, group or none.
+    #[arg(long, default_value = "group")]
+    durability: tierdb::wal::Durability,
+    /// With --workload tpcc: where the log buffer lives, dram or nvm.
+    #[arg(long, default_value = "dram")]
+    log_buffer: String,
     /// Runs of each point; the table and plot show the median.
     #[arg(long, default_value_t = 1)]
     runs: usize,
@@ -76,8 +91,44 @@ pub fn run(args: CompareArgs) -> Result<()> {
     if args.sizes.is_empty() || args.sizes.len() > SIZES_MAX {
         bail!("--sizes takes 1..={SIZES_MAX} sizes");
     }
-    let archs: Vec<Architecture> = args.archs.iter().map(|a| a.parse()).collect::<Result<_, _>>()?;
+    let tpcc = args.workload == "tpcc";
+    let default_archs = if tpcc {
+        crate::bench_tpcc::TXN_ARCHS.to_vec()
+    } else {
+        [
+            Architecture::MainMemory,
+            Architecture::SsdBm,
+            Architecture::BasicNvmBm,
+            Architecture::ThreeTier,
+            Architecture::NvmDirect,
+        ]
+        .to_vec()
+    };
+    let archs: Vec<Architecture> = match &args.archs {
+        Some(names) => names.iter().map(|a| a.parse()).collect::<Result<_, _>>()?,
+        None => default_archs,
+    };
     remove_files_on_interrupt()?;
+    if tpcc {
+        let opts = crate::bench_tpcc::TpccOptions {
+            warehouses: 1,
+            tiny: args.tiny,
+            durability: args.durability,
+            log_buffer: args.log_buffer.clone(),
+            load_threads: None,
+        };
+        return crate::bench_tpcc::compare(
+            &args.engine,
+            &opts,
+            &archs,
+            &args.warehouses,
+            args.dram,
+            args.nvm,
+            args.runs,
+            &args.out,
+            args.quiet,
+        );
+    }
     let setup = args.engine.setup(&args.workload)?;
     std::fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
     let progress = Progress::new(!args.quiet);

@@ -5,6 +5,7 @@
 
 #![forbid(unsafe_code)]
 
+mod bench_tpcc;
 mod bench_wal;
 mod bench_ycsb;
 mod compare;
@@ -103,6 +104,10 @@ enum BenchCommand {
     /// Commit throughput and latency of the write-ahead log alone (log buffer in DRAM
     /// or NVM, durability sync or group).
     Wal(bench_wal::WalArgs),
+    /// TPC-C through a database's transactions: load W warehouses, run the standard mix,
+    /// report tx/s by type, aborts, tier counters and database size, check consistency;
+    /// --arch ssd-bm|three-tier|nvcache|nvm-direct (the architectures with transactions).
+    Tpcc(Box<bench_tpcc::TpccArgs>),
 }
 
 fn main() -> ExitCode {
@@ -111,6 +116,7 @@ fn main() -> ExitCode {
         Command::Devices { command } => devices::run(command),
         Command::Bench { command: BenchCommand::Ycsb(args) } => bench_ycsb::run(*args),
         Command::Bench { command: BenchCommand::Wal(args) } => bench_wal::run(args),
+        Command::Bench { command: BenchCommand::Tpcc(args) } => bench_tpcc::run(*args),
         Command::Compare(args) => compare::run(args),
         Command::Drilldown(args) => drilldown::run(args),
         Command::Wear(args) => wear::run(args),

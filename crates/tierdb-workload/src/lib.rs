@@ -29,6 +29,10 @@
 //! # }
 //! ```
 //!
+//! [`tpcc`] holds TPC-C: schema and key encodings, the loader, NURand, the transaction
+//! mix, the five transactions over a small transactional key-value trait, and the
+//! consistency conditions.
+//!
 //! All code is safe Rust; the key space shared by threads uses atomics only.
 
 #![forbid(unsafe_code)]
@@ -36,6 +40,7 @@
 pub mod dist;
 pub mod error;
 pub mod limits;
+pub mod tpcc;
 pub mod ycsb;
 
 pub use error::WorkloadError;

@@ -919,6 +919,18 @@ impl<S: DbStore> Txn<'_, S> {
         self.logged(tree)?.update_in_place(key, offset, bytes)
     }
 
+    /// Locks `key` (exclusively, until the transaction ends, as a write would), then
+    /// reads its value: a read-modify-write that no other writer can interleave with
+    /// (plain reads take no locks). An absent key is locked too.
+    ///
+    /// # Errors
+    /// `NoSuchTree`, `LockTimeout`; as [`Db::get`].
+    pub fn get_for_update(&mut self, tree: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let root = self.db.root(tree)?;
+        self.lock(root, key)?;
+        self.db.get(tree, key)
+    }
+
     /// The value of `key` (this transaction's own changes included).
     ///
     /// # Errors

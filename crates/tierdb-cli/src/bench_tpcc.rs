@@ -1,0 +1,1053 @@
+//! `tierdb bench tpcc`: TPC-C on a tierdb database ([`tierdb::db::Db`]), one
+//! architecture; and the warehouse sweep behind `tierdb compare --workload tpcc`.
+//!
+//! The transactions, loader and consistency conditions are `tierdb_workload::tpcc`;
+//! this module runs them on a `Db` whose eleven trees are the nine tables and the two
+//! secondary indexes, each TPC-C transaction one tierdb transaction ([`DbTx`]).
+//! Architectures with transactions: those whose `Db` keeps a page file on SSD
+//! (`ssd-bm`, `three-tier`, `nvcache`: [`Db::open`]) and `nvm-direct`
+//! ([`Db::open_nvm_direct`]). The others are refused with the reason.
+//!
+//! Phases:
+//! 1. **Load**, parallel by warehouse (a shared queue of the item table and the
+//!    warehouses), through transactions of [`LOAD_BATCH_ROWS`] rows, then a checkpoint.
+//! 2. **Warm-up** and 3. **measured run**: `--threads` workers run the standard mix back
+//!    to back. A transaction that meets a lock wait over the limit or a row a concurrent
+//!    Delivery took is rolled back and retried (counted as an abort); New-Order's 1%
+//!    with an unused item is rolled back and counted apart.
+//! 4. **Consistency**: conditions 1–6 and the indexes are checked on the quiet database;
+//!    with `--crash`, the database is then abandoned without a checkpoint or close (the
+//!    workers' last transactions left open), reopened — recovery redoes and undoes
+//!    from the log — and checked again.
+
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, anyhow, bail};
+use clap::Args;
+use comfy_table::Table as TextTable;
+use hdrhistogram::Histogram;
+use serde::Serialize;
+use tierdb::arch::Architecture;
+use tierdb::buffer::{BufferManager, DirectConfig, NvmDirect, TierStats};
+use tierdb::db::{Db, DbConfig, DbError, DbStore, Txn};
+use tierdb::device::{NvmConfig, clock};
+use tierdb::wal::{Durability, LogBuffer, WalStats};
+use tierdb::{ByteSize, PageSource};
+use tierdb_workload::tpcc::{
+    self, ConsistencyReport, Kind, LoadCounts, Mix, Scale, Table, TpccTx, TxError, check_consistency,
+};
+
+use crate::bench_ycsb::{Cleanup, DURATION_SECS_MAX, EngineArgs, Progress, Setup, fmt_rate, remove_files_on_interrupt};
+use crate::plot::{AxisFormat, Chart, LegendPosition, Marker, Series, write_outputs};
+
+/// Rows per loader transaction.
+pub const LOAD_BATCH_ROWS: u64 = 2000;
+/// Retries of one transaction after aborts before the run fails.
+const RETRIES_MAX: u32 = 1000;
+/// Loader threads at most.
+const LOAD_THREADS_MAX: u32 = 64;
+/// Longest a latency histogram records: 100 s in TSC ticks at up to 10 GHz.
+const LATENCY_TICKS_MAX: u64 = 1_000_000_000_000;
+
+/// The architectures a TPC-C database runs on.
+pub const TXN_ARCHS: [Architecture; 4] =
+    [Architecture::SsdBm, Architecture::ThreeTier, Architecture::Nvcache, Architecture::NvmDirect];
+
+#[derive(Args, Debug)]
+pub struct TpccArgs {
+    /// Architecture with transactions: ssd-bm, three-tier, nvcache, nvm-direct.
+    #[arg(long, default_value = "three-tier")]
+    arch: String,
+    #[arg(long, default_value = "1GiB")]
+    dram: ByteSize,
+    #[arg(long, default_value = "4GiB")]
+    nvm: ByteSize,
+    #[command(flatten)]
+    tpcc: TpccOptions,
+    #[command(flatten)]
+    engine: EngineArgs,
+    /// After the run and its check: abandon the database without a checkpoint or close
+    /// (a crash), reopen it (recovery) and check again.
+    #[arg(long)]
+    crash: bool,
+    /// Print the report as JSON.
+    #[arg(long)]
+    json: bool,
+    /// No progress bar.
+    #[arg(long)]
+    quiet: bool,
+}
+
+/// Options of the TPC-C workload shared with `compare --workload tpcc`.
+#[derive(Args, Debug, Clone)]
+pub struct TpccOptions {
+    /// Warehouses (about 100 MB each at the specification's scale).
+    #[arg(long, default_value_t = 1)]
+    pub warehouses: u32,
+    /// A tiny population for tests (1,000 items, 30 customers per district): NOT
+    /// spec-conformant.
+    #[arg(long)]
+    pub tiny: bool,
+    /// sync (a commit waits for its log records to be durable), group (the log is made
+    /// durable every millisecond) or none (nothing logged).
+    #[arg(long, default_value = "group")]
+    pub durability: Durability,
+    /// Where the log buffer lives: dram or nvm (a ring in a file beside the NVM pool).
+    #[arg(long, default_value = "dram")]
+    pub log_buffer: String,
+    /// Loader threads [default: --threads, at least 2].
+    #[arg(long)]
+    pub load_threads: Option<u32>,
+}
+
+impl TpccOptions {
+    fn scale(&self) -> Result<Scale> {
+        let s = if self.tiny { Scale::tiny(self.warehouses) } else { Scale::spec(self.warehouses) };
+        s.validate()?;
+        Ok(s)
+    }
+}
+
+/// Counters of one transaction type.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct KindReport {
+    pub kind: String,
+    pub committed: u64,
+    /// New-Orders rolled back by their unused item (the specification's 1%).
+    pub rolled_back: u64,
+    /// Attempts rolled back by a lock wait over the limit or a conflict, then retried.
+    pub aborts: u64,
+    pub per_sec: f64,
+    pub latency_p50_us: f64,
+    pub latency_p99_us: f64,
+}
+
+/// A TPC-C run's report.
+#[derive(Serialize)]
+pub struct TpccReport {
+    pub command: &'static str,
+    pub version: &'static str,
+    pub arch: Architecture,
+    pub dram_bytes: u64,
+    pub nvm_bytes: u64,
+    pub mode: tierdb::device::EmulationMode,
+    pub profiles: [String; 3],
+    pub page_size_bytes: usize,
+    pub threads: u32,
+    pub seed: u64,
+    pub durability: Durability,
+    pub log_buffer: String,
+    pub scale: Scale,
+    pub spec_conformant: bool,
+    pub load_threads: u32,
+    pub load_rows: LoadCounts,
+    pub load_secs: f64,
+    pub load_checkpoint_secs: f64,
+    /// Pages in use × page size after the load, and after the run.
+    pub db_bytes_loaded: u64,
+    pub db_bytes_after: u64,
+    pub db_bytes_per_warehouse: u64,
+    pub warmup_secs: f64,
+    pub run_secs: f64,
+    pub kinds: Vec<KindReport>,
+    /// Committed transactions of all types per second.
+    pub tx_per_sec: f64,
+    /// New-Orders committed per minute (tpmC, without the specification's rules on
+    /// terminals and think times).
+    pub new_orders_per_min: f64,
+    /// `model` mode: Σ over workers of committed / (wall + modelled device time).
+    pub modelled_tx_per_sec: Option<f64>,
+    pub aborts: u64,
+    pub tiers: TierStats,
+    pub wal: WalStats,
+    pub consistency: ConsistencyReport,
+    /// With `--crash`: what recovery did, and the check after it.
+    pub crash: Option<CrashReport>,
+}
+
+#[derive(Serialize)]
+pub struct CrashReport {
+    pub open_transactions: u32,
+    pub recovery: tierdb::db::RecoveryReport,
+    pub consistency: ConsistencyReport,
+}
+
+pub fn run(args: TpccArgs) -> Result<()> {
+    remove_files_on_interrupt()?;
+    let arch: Architecture = args.arch.parse()?;
+    let setup = args.engine.setup("ro")?;
+    let progress = Progress::new(!args.quiet && !args.json);
+    let report = run_one(&args.engine, &setup, &args.tpcc, arch, args.dram, args.nvm, args.crash, "tpcc", &progress)?;
+    progress.finish();
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print_report(&report);
+    }
+    let bad = !report.consistency.ok() || report.crash.as_ref().is_some_and(|c| !c.consistency.ok());
+    if bad {
+        bail!("the consistency check failed (see the report)");
+    }
+    Ok(())
+}
+
+/// Refuses an architecture without transactions, saying why.
+fn check_arch(arch: Architecture) -> Result<()> {
+    if TXN_ARCHS.contains(&arch) {
+        return Ok(());
+    }
+    bail!(
+        "{arch} cannot run TPC-C: it has no transactions. tierdb's Db (log, locks, recovery) runs on a buffer manager \
+         with a page file on SSD for its catalog and checkpoints, or on nvm-direct; {arch} {}. Architectures with \
+         transactions: {}",
+        match arch {
+            Architecture::MainMemory => "keeps pages in DRAM only, with no log or page file",
+            Architecture::BasicNvmBm => "has no SSD for the page file",
+            _ => "maps its database file on NVM and has no SSD page file",
+        },
+        TXN_ARCHS.map(Architecture::name).join(", ")
+    )
+}
+
+/// Opens a database on `arch`, loads, runs, checks (and with `crash` crashes,
+/// recovers and checks again), removes its files.
+///
+/// # Errors
+/// An architecture without transactions; files that exist already; the engine's errors.
+#[allow(clippy::too_many_arguments)]
+pub fn run_one(
+    engine: &EngineArgs,
+    setup: &Setup,
+    opts: &TpccOptions,
+    arch: Architecture,
+    dram: ByteSize,
+    nvm: ByteSize,
+    crash: bool,
+    tag: &str,
+    progress: &Progress,
+) -> Result<TpccReport> {
+    check_arch(arch)?;
+    let scale = opts.scale()?;
+    let acfg = engine.arch_config(setup, arch, dram, nvm, tag)?;
+    let stem = acfg.ssd_path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let dir = acfg.ssd_path.with_file_name(format!("{stem}-tpcc"));
+    let mut files = vec![acfg.nvm_path.clone(), dir.clone()];
+    let mut cfg = if arch == Architecture::NvmDirect {
+        DbConfig::new(&dir)
+    } else {
+        DbConfig::from_arch(&acfg, &dir).with_context(|| format!("--arch {arch}"))?
+    };
+    cfg.durability = opts.durability;
+    cfg.wal.file.profile = acfg.ssd_profile.clone();
+    cfg.wal.file.mode = acfg.mode;
+    match opts.log_buffer.as_str() {
+        "dram" => {}
+        "nvm" => {
+            let ring = acfg.nvm_path.with_file_name(format!("{stem}-log.nvm"));
+            let mut n = NvmConfig::new(&ring, ByteSize(16 << 20));
+            n.profile = acfg.nvm_profile.clone();
+            n.mode = acfg.mode;
+            cfg.wal.buffer = LogBuffer::Nvm(n);
+            files.push(ring);
+        }
+        other => bail!("--log-buffer {other:?}: expected dram or nvm"),
+    }
+    for f in &files {
+        if f.exists() {
+            bail!("{} exists already: it is not overwritten", f.display());
+        }
+    }
+    let _files = Cleanup::new(files);
+    let ctx = RunCtx { setup, opts, scale, arch, dram, nvm, progress };
+    progress.set_prefix(&format!("{arch} tpcc W={}", scale.warehouses));
+    if arch == Architecture::NvmDirect {
+        let mut n = NvmConfig::new(&acfg.nvm_path, nvm);
+        n.profile = acfg.nvm_profile.clone();
+        n.mode = acfg.mode;
+        n.open_mode = tierdb::device::OpenMode::OpenOrCreate;
+        let mut dc = DirectConfig::new(n, acfg.page_size);
+        dc.cpu_cache_bytes = acfg.cpu_cache_model.bytes();
+        let open = || Db::open_nvm_direct(&cfg, &dc).with_context(|| format!("opening a database on {arch}"));
+        ctx.run(open, crash)
+    } else {
+        let open = || Db::open(&cfg).with_context(|| format!("opening a database on {arch} in {}", cfg.dir.display()));
+        ctx.run(open, crash)
+    }
+}
+
+/// What the store of a database reports (the buffer manager's or `nvm-direct`'s).
+pub trait StoreView {
+    fn tier_stats(&self) -> TierStats;
+    fn bytes_in_use(&self) -> u64;
+}
+
+impl StoreView for BufferManager {
+    fn tier_stats(&self) -> TierStats {
+        self.stats()
+    }
+    fn bytes_in_use(&self) -> u64 {
+        self.pages_in_use() * self.page_size() as u64
+    }
+}
+
+impl StoreView for NvmDirect {
+    fn tier_stats(&self) -> TierStats {
+        self.stats()
+    }
+    fn bytes_in_use(&self) -> u64 {
+        self.pages_in_use() * self.page_size() as u64
+    }
+}
+
+/// A tierdb transaction as the TPC-C code sees it.
+pub struct DbTx<'t, 'db, S: DbStore> {
+    pub txn: &'t mut Txn<'db, S>,
+}
+
+impl<S: DbStore> TpccTx for DbTx<'_, '_, S> {
+    type Error = tierdb::Error;
+
+    fn get(&mut self, table: Table, key: &[u8]) -> tierdb::Result<Option<Vec<u8>>> {
+        self.txn.get(table.name(), key)
+    }
+    fn get_for_update(&mut self, table: Table, key: &[u8]) -> tierdb::Result<Option<Vec<u8>>> {
+        self.txn.get_for_update(table.name(), key)
+    }
+    fn insert(&mut self, table: Table, key: &[u8], value: &[u8]) -> tierdb::Result<()> {
+        self.txn.put(table.name(), key, value)
+    }
+    fn patch(&mut self, table: Table, key: &[u8], offset: usize, bytes: &[u8]) -> tierdb::Result<bool> {
+        self.txn.update_in_place(table.name(), key, offset, bytes)
+    }
+    fn delete(&mut self, table: Table, key: &[u8]) -> tierdb::Result<bool> {
+        self.txn.delete(table.name(), key)
+    }
+    fn scan(&mut self, table: Table, start: &[u8], f: &mut dyn FnMut(&[u8], &[u8]) -> bool) -> tierdb::Result<()> {
+        self.txn.scan(table.name(), start, f)
+    }
+}
+
+/// A lock wait over the limit: the transaction is rolled back and retried.
+pub fn is_lock_timeout(e: &tierdb::Error) -> bool {
+    matches!(e, tierdb::Error::Db(DbError::LockTimeout { .. }))
+}
+
+/// Creates the trees and loads the database with `threads` loaders.
+///
+/// # Errors
+/// The engine's.
+pub fn create_and_load<S: DbStore + Sync>(
+    db: &Db<S>,
+    scale: &Scale,
+    seed: u64,
+    threads: u32,
+    progress: &(dyn Fn(u64, u64) + Sync),
+) -> Result<LoadCounts> {
+    for t in Table::ALL {
+        db.create_tree(t.name()).with_context(|| format!("creating tree {}", t.name()))?;
+    }
+    // Task 0 is the item table, task w is warehouse w.
+    let next = AtomicU32::new(0);
+    let done = AtomicU32::new(0);
+    let tasks = scale.warehouses + 1;
+    let results: Vec<Result<LoadCounts>> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads.min(tasks))
+            .map(|_| {
+                s.spawn(|| -> Result<LoadCounts> {
+                    let mut counts = LoadCounts::default();
+                    loop {
+                        let task = next.fetch_add(1, Ordering::Relaxed);
+                        if task >= tasks {
+                            return Ok(counts);
+                        }
+                        let mut txn = Some(db.begin());
+                        let mut rows = 0u64;
+                        let mut emit = |t: Table, k: &[u8], v: &[u8]| -> tierdb::Result<()> {
+                            txn.as_mut().expect("a transaction is open").put(t.name(), k, v)?;
+                            rows += 1;
+                            if rows.is_multiple_of(LOAD_BATCH_ROWS) {
+                                txn.take().expect("a transaction is open").commit()?;
+                                txn = Some(db.begin());
+                            }
+                            Ok(())
+                        };
+                        let c = if task == 0 {
+                            tpcc::load_items(scale, seed, &mut emit)
+                        } else {
+                            tpcc::load_warehouse(scale, seed, task, &mut emit)
+                        }
+                        .with_context(|| format!("loading task {task}"))?;
+                        txn.take().expect("a transaction is open").commit()?;
+                        counts.add(&c);
+                        progress(u64::from(done.fetch_add(1, Ordering::Relaxed) + 1), u64::from(tasks));
+                    }
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().unwrap_or_else(|_| Err(anyhow!("a loader thread panicked")))).collect()
+    });
+    let mut counts = LoadCounts::default();
+    for r in results {
+        counts.add(&r?);
+    }
+    Ok(counts)
+}
+
+/// Checks the consistency conditions in a read-only transaction.
+///
+/// # Errors
+/// The engine's; rows that do not decode.
+pub fn check<S: DbStore>(db: &Db<S>) -> Result<ConsistencyReport> {
+    let mut txn = db.begin();
+    let rep = check_consistency(&mut DbTx { txn: &mut txn }).map_err(|e| anyhow!("consistency check: {e}"))?;
+    txn.commit()?;
+    Ok(rep)
+}
+
+/// One worker's counters.
+struct WorkerResult {
+    committed: [u64; 5],
+    rolled_back: [u64; 5],
+    aborts: [u64; 5],
+    hist: Vec<Histogram<u64>>,
+    virtual_ps: u64,
+}
+
+/// Runs one transaction of `input` to its end: commits, rolls back (New-Order's unused
+/// item), or after an abort rolls back and retries. Returns (rolled back, aborts).
+///
+/// # Errors
+/// Engine errors other than lock timeouts; data that breaks the population rules; more
+/// than [`RETRIES_MAX`] aborts in a row.
+pub fn run_transaction<S: DbStore>(db: &Db<S>, scale: &Scale, input: &tpcc::Input) -> Result<(bool, u32)> {
+    let mut aborts = 0;
+    loop {
+        let mut txn = db.begin();
+        let r = tpcc::execute(&mut DbTx { txn: &mut txn }, scale, input);
+        match r {
+            Ok(done) if done.rolled_back => {
+                txn.rollback()?;
+                return Ok((true, aborts));
+            }
+            Ok(_) => {
+                txn.commit()?;
+                return Ok((false, aborts));
+            }
+            Err(e) if e.is_retryable(is_lock_timeout) => {
+                txn.rollback()?;
+                aborts += 1;
+                if aborts > RETRIES_MAX {
+                    bail!("{} aborted {aborts} times in a row: {e}", input.kind().name());
+                }
+            }
+            Err(TxError::Engine(e)) => return Err(e).context(input.kind().name()),
+            Err(e) => return Err(anyhow!("{}: {e}", input.kind().name())),
+        }
+    }
+}
+
+struct RunCtx<'a> {
+    setup: &'a Setup,
+    opts: &'a TpccOptions,
+    scale: Scale,
+    arch: Architecture,
+    dram: ByteSize,
+    nvm: ByteSize,
+    progress: &'a Progress,
+}
+
+impl RunCtx<'_> {
+    fn run<S: DbStore + StoreView + Sync>(&self, open: impl Fn() -> Result<Db<S>>, crash: bool) -> Result<TpccReport> {
+        let (setup, scale, progress) = (self.setup, &self.scale, self.progress);
+        let db = open()?;
+        // 1. Load and checkpoint.
+        let load_threads = self.opts.load_threads.unwrap_or(setup.threads.max(2));
+        if load_threads == 0 || load_threads > LOAD_THREADS_MAX {
+            bail!("--load-threads {load_threads} is outside 1..={LOAD_THREADS_MAX}");
+        }
+        let started = Instant::now();
+        let load_rows = create_and_load(&db, scale, setup.seed, load_threads, &|d, t| progress.update("load", d, t))?;
+        let load_secs = started.elapsed().as_secs_f64();
+        let started = Instant::now();
+        db.checkpoint().context("the checkpoint after the load")?;
+        let load_checkpoint_secs = started.elapsed().as_secs_f64();
+        let db_bytes_loaded = db.store().bytes_in_use();
+
+        // 2 + 3. Warm-up and measured run.
+        let threads = setup.threads;
+        let measuring = AtomicBool::new(false);
+        let stop = AtomicBool::new(false);
+        let (results, run_secs, before, after) = std::thread::scope(|s| -> Result<_> {
+            let workers: Vec<_> = (0..threads)
+                .map(|t| {
+                    let (db, measuring, stop) = (&db, &measuring, &stop);
+                    s.spawn(move || worker(db, scale, setup.seed, t, threads, measuring, stop))
+                })
+                .collect();
+            let warmup = Duration::from_secs_f64(setup.warmup_secs);
+            let duration = Duration::from_secs_f64(setup.duration_secs.unwrap_or(3.0).min(DURATION_SECS_MAX));
+            sleep_with_progress(progress, "warm-up", warmup, &stop);
+            let before = (db.store().tier_stats(), db.wal().stats());
+            let started = Instant::now();
+            measuring.store(true, Ordering::Release);
+            sleep_with_progress(progress, "run", duration, &stop);
+            stop.store(true, Ordering::Release);
+            let run_secs = started.elapsed().as_secs_f64();
+            let after = (db.store().tier_stats(), db.wal().stats());
+            let results: Vec<Result<WorkerResult>> = workers
+                .into_iter()
+                .map(|w| w.join().unwrap_or_else(|_| Err(anyhow!("a worker thread panicked"))))
+                .collect();
+            Ok((results.into_iter().collect::<Result<Vec<_>>>()?, run_secs, before, after))
+        })?;
+        let db_bytes_after = db.store().bytes_in_use();
+
+        // 4. Consistency, then optionally a crash and recovery.
+        progress.update("check", 0, 1);
+        let consistency = check(&db)?;
+        let crash = if crash {
+            // Transactions left open at the crash: recovery must undo them. A New-Order
+            // in district 1 and a Payment in district 2 of a customer there: they lock no
+            // row in common, so the second does not wait for the first.
+            let mut mix = Mix::new(scale, setup.seed ^ 0xC4A5, 0, 1);
+            let mut open_transactions = 0;
+            for kind in [Kind::NewOrder, Kind::Payment] {
+                let mut input = mix.input(kind);
+                match &mut input {
+                    tpcc::Input::NewOrder(i) => {
+                        (i.w, i.d) = (1, 1);
+                        i.lines.retain(|l| l.i_id <= scale.items);
+                        for l in &mut i.lines {
+                            l.supply_w = 1;
+                        }
+                    }
+                    tpcc::Input::Payment(i) => {
+                        (i.w, i.d, i.c_w, i.c_d) = (1, 2, 1, 2);
+                        i.customer = tpcc::mix::CustomerBy::Id(1);
+                    }
+                    _ => unreachable!("only the two kinds above"),
+                }
+                let mut txn = db.begin();
+                tpcc::execute(&mut DbTx { txn: &mut txn }, scale, &input)
+                    .map_err(|e| anyhow!("{} left open at the crash: {e}", kind.name()))?;
+                open_transactions += 1;
+                std::mem::forget(txn);
+            }
+            db.wal().flush_until(u64::MAX).context("forcing the log before the crash")?;
+            // No checkpoint, no close: what is on the devices now is what recovery gets.
+            std::mem::forget(db);
+            progress.update("recover", 0, 1);
+            let db = open().context("reopening after the crash")?;
+            let recovery = db.recovery().clone();
+            let consistency = check(&db)?;
+            db.close()?;
+            Some(CrashReport { open_transactions, recovery, consistency })
+        } else {
+            db.close()?;
+            None
+        };
+
+        // 5. The report.
+        let tsc = clock::rate();
+        let mut kinds = Vec::new();
+        let mut total = 0u64;
+        for k in Kind::ALL {
+            let i = k as usize;
+            let mut h = new_histogram();
+            for r in &results {
+                h.add(&r.hist[i]).expect("same bounds");
+            }
+            let committed: u64 = results.iter().map(|r| r.committed[i]).sum();
+            total += committed;
+            let us = |q: f64| if h.is_empty() { 0.0 } else { tsc.ns_from_ticks(h.value_at_quantile(q)) / 1e3 };
+            kinds.push(KindReport {
+                kind: k.name().into(),
+                committed,
+                rolled_back: results.iter().map(|r| r.rolled_back[i]).sum(),
+                aborts: results.iter().map(|r| r.aborts[i]).sum(),
+                per_sec: committed as f64 / run_secs,
+                latency_p50_us: us(0.5),
+                latency_p99_us: us(0.99),
+            });
+        }
+        let modelled = results.iter().any(|r| r.virtual_ps > 0).then(|| {
+            results
+                .iter()
+                .map(|r| r.committed.iter().sum::<u64>() as f64 / (run_secs + r.virtual_ps as f64 * 1e-12))
+                .sum::<f64>()
+        });
+        Ok(TpccReport {
+            command: "bench tpcc",
+            version: env!("CARGO_PKG_VERSION"),
+            arch: self.arch,
+            dram_bytes: if self.arch == Architecture::NvmDirect { 0 } else { self.dram.bytes() },
+            nvm_bytes: if self.arch.uses_nvm() { self.nvm.bytes() } else { 0 },
+            mode: setup.mode,
+            profiles: [setup.dram_profile.name.clone(), setup.nvm_profile.name.clone(), setup.ssd_profile.name.clone()],
+            page_size_bytes: setup.page_size_bytes,
+            threads,
+            seed: setup.seed,
+            durability: self.opts.durability,
+            log_buffer: self.opts.log_buffer.clone(),
+            scale: *scale,
+            spec_conformant: scale.is_spec(),
+            load_threads,
+            load_rows,
+            load_secs,
+            load_checkpoint_secs,
+            db_bytes_loaded,
+            db_bytes_after,
+            db_bytes_per_warehouse: db_bytes_loaded / u64::from(scale.warehouses),
+            warmup_secs: setup.warmup_secs,
+            run_secs,
+            tx_per_sec: total as f64 / run_secs,
+            new_orders_per_min: kinds[Kind::NewOrder as usize].committed as f64 * 60.0 / run_secs,
+            modelled_tx_per_sec: modelled,
+            aborts: kinds.iter().map(|k| k.aborts).sum(),
+            kinds,
+            tiers: after.0.since(&before.0),
+            wal: after.1.since(&before.1),
+            consistency,
+            crash,
+        })
+    }
+}
+
+fn new_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, LATENCY_TICKS_MAX, 2).expect("valid bounds")
+}
+
+fn sleep_with_progress(progress: &Progress, phase: &str, d: Duration, stop: &AtomicBool) {
+    let start = Instant::now();
+    let total_ms = d.as_millis() as u64;
+    while start.elapsed() < d && !stop.load(Ordering::Relaxed) {
+        progress.update(phase, start.elapsed().as_millis() as u64, total_ms);
+        std::thread::sleep(Duration::from_millis(50).min(d.saturating_sub(start.elapsed())));
+    }
+}
+
+/// One worker: the mix until `stop`; counts while `measuring`. On an error it stops the
+/// others too.
+fn worker<S: DbStore>(
+    db: &Db<S>,
+    scale: &Scale,
+    seed: u64,
+    t: u32,
+    threads: u32,
+    measuring: &AtomicBool,
+    stop: &AtomicBool,
+) -> Result<WorkerResult> {
+    let mut mix = Mix::new(scale, seed, t, threads);
+    let mut r = WorkerResult {
+        committed: [0; 5],
+        rolled_back: [0; 5],
+        aborts: [0; 5],
+        hist: Kind::ALL.iter().map(|_| new_histogram()).collect(),
+        virtual_ps: 0,
+    };
+    let mut counting = false;
+    let mut virtual_start = 0;
+    while !stop.load(Ordering::Acquire) {
+        if !counting && measuring.load(Ordering::Acquire) {
+            counting = true;
+            virtual_start = clock::virtual_now_ps();
+        }
+        let input = mix.next_input();
+        let i = input.kind() as usize;
+        let t0 = clock::ticks();
+        let (rolled_back, aborts) = match run_transaction(db, scale, &input) {
+            Ok(x) => x,
+            Err(e) => {
+                stop.store(true, Ordering::Release);
+                return Err(e.context(format!("worker {t}")));
+            }
+        };
+        if counting {
+            r.aborts[i] += u64::from(aborts);
+            if rolled_back {
+                r.rolled_back[i] += 1;
+            } else {
+                r.committed[i] += 1;
+                r.hist[i].saturating_record(clock::ticks().saturating_sub(t0).max(1));
+            }
+        }
+    }
+    if counting {
+        r.virtual_ps = clock::virtual_now_ps() - virtual_start;
+    }
+    Ok(r)
+}
+
+fn print_consistency(what: &str, c: &ConsistencyReport) {
+    println!(
+        "consistency {what}: {} ({} warehouses, {} districts, {} orders, {} new orders, {} order lines; conditions 1-6 and indexes){}",
+        if c.ok() { "OK" } else { "FAILED" },
+        c.warehouses,
+        c.districts,
+        c.orders,
+        c.new_orders,
+        c.order_lines,
+        if c.ok() { String::new() } else { format!("\n  {}", c.violations.join("\n  ")) }
+    );
+}
+
+pub fn print_report(r: &TpccReport) {
+    println!(
+        "tierdb {} bench tpcc: {} | {} warehouse(s){} | {} thread(s) | seed {} | mode {} | durability {}, log buffer in {}",
+        r.version,
+        r.arch,
+        r.scale.warehouses,
+        if r.spec_conformant { "" } else { " at the TINY scale (not spec-conformant)" },
+        r.threads,
+        r.seed,
+        r.mode,
+        r.durability,
+        r.log_buffer
+    );
+    println!(
+        "profiles: dram {} · nvm {} · ssd {} | page {} | DRAM {} · NVM {}",
+        r.profiles[0],
+        r.profiles[1],
+        r.profiles[2],
+        ByteSize(r.page_size_bytes as u64),
+        ByteSize(r.dram_bytes),
+        ByteSize(r.nvm_bytes)
+    );
+    let rows = &r.load_rows;
+    println!(
+        "load: {} rows in {:.1} s with {} thread(s) (+ {:.1} s checkpoint); database {} ({} per warehouse), {} after the run",
+        rows.total(),
+        r.load_secs,
+        r.load_threads,
+        r.load_checkpoint_secs,
+        ByteSize(r.db_bytes_loaded),
+        ByteSize(r.db_bytes_per_warehouse),
+        ByteSize(r.db_bytes_after)
+    );
+    println!(
+        "rows: {}",
+        Table::ALL.iter().map(|t| format!("{} {}", t.name(), rows.get(*t))).collect::<Vec<_>>().join(", ")
+    );
+    println!(
+        "run: {:.1} s after {:.1} s warm-up: {} tx/s, {} new orders/min, {} aborts{}",
+        r.run_secs,
+        r.warmup_secs,
+        fmt_rate(r.tx_per_sec),
+        fmt_rate(r.new_orders_per_min),
+        r.aborts,
+        r.modelled_tx_per_sec.map(|m| format!(" (modelled: {} tx/s)", fmt_rate(m))).unwrap_or_default()
+    );
+    let mut t = TextTable::new();
+    t.set_header(["transaction", "committed", "tx/s", "rolled back", "aborts (retried)", "p50 µs", "p99 µs"]);
+    for k in &r.kinds {
+        t.add_row([
+            k.kind.clone(),
+            k.committed.to_string(),
+            fmt_rate(k.per_sec),
+            k.rolled_back.to_string(),
+            k.aborts.to_string(),
+            format!("{:.1}", k.latency_p50_us),
+            format!("{:.1}", k.latency_p99_us),
+        ]);
+    }
+    println!("{t}");
+    let b = &r.tiers.buffer;
+    let total: u64 = r.kinds.iter().map(|k| k.committed).sum();
+    let per_tx = |v: u64| if total == 0 { 0.0 } else { v as f64 / total as f64 };
+    let mut t = TextTable::new();
+    t.set_header(["counter (measured run)", "total", "per tx"]);
+    let mut row = |name: &str, v: u64| {
+        t.add_row([name.to_string(), v.to_string(), format!("{:.3}", per_tx(v))]);
+    };
+    row("DRAM hits", b.dram_hits);
+    row("NVM hits", b.nvm_hits);
+    row("SSD reads (page → DRAM)", b.ssd_reads);
+    row("lines NVM → DRAM", b.nvm_lines_loaded);
+    row("lines DRAM → NVM", b.nvm_lines_written);
+    row("NVM admissions", b.nvm_admissions);
+    row("pages DRAM → SSD (dirty)", b.dram_to_ssd_pages);
+    row("pages NVM → SSD (dirty)", b.nvm_to_ssd_pages);
+    row("DRAM evictions", b.dram_evictions);
+    row("NVM evictions", b.nvm_evictions);
+    if let Some(n) = &r.tiers.nvm {
+        row("NVM write lines", n.write_lines);
+        row("NVM persists", n.persists);
+    }
+    if let Some(s) = &r.tiers.ssd {
+        row("SSD page reads", s.reads);
+        row("SSD page writes", s.writes);
+    }
+    row("log records", r.wal.records);
+    row("log bytes", r.wal.bytes);
+    println!("{t}");
+    print_consistency("after the run", &r.consistency);
+    if let Some(c) = &r.crash {
+        println!(
+            "crash: abandoned without checkpoint or close, {} transaction(s) open; recovery read {} records, redid {} changes, rolled back {} transaction(s) in {:.2} s",
+            c.open_transactions,
+            c.recovery.records_read,
+            c.recovery.changes_redone,
+            c.recovery.losers.len(),
+            c.recovery.secs
+        );
+        print_consistency("after recovery", &c.consistency);
+    }
+}
+
+/// One point of `compare --workload tpcc`.
+#[derive(Serialize)]
+struct Point {
+    arch: Architecture,
+    warehouses: u32,
+    /// Median over the runs of committed tx/s (modelled in `model` mode).
+    tx_per_sec: Option<f64>,
+    skipped: Option<String>,
+    runs: Vec<TpccReport>,
+}
+
+#[derive(Serialize)]
+struct CompareReport {
+    command: &'static str,
+    version: &'static str,
+    dram_bytes: u64,
+    nvm_bytes: u64,
+    runs: usize,
+    db_bytes_per_warehouse: Option<u64>,
+    points: Vec<Point>,
+}
+
+/// The three-tier paper's Figure 9: TPC-C throughput against the number of
+/// warehouses, for each architecture; a table, JSON and an SVG in `out`.
+///
+/// # Errors
+/// Bad options; a run that fails (other than a database that does not fit).
+#[allow(clippy::too_many_arguments)]
+pub fn compare(
+    engine: &EngineArgs,
+    opts: &TpccOptions,
+    archs: &[Architecture],
+    warehouses: &[u32],
+    dram: ByteSize,
+    nvm: ByteSize,
+    runs: usize,
+    out: &std::path::Path,
+    quiet: bool,
+) -> Result<()> {
+    if warehouses.is_empty() {
+        bail!("--warehouses takes at least one count");
+    }
+    let setup = engine.setup("ro")?;
+    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    let progress = Progress::new(!quiet);
+    let mut points = Vec::new();
+    for &w in warehouses {
+        for &arch in archs {
+            let mut p = Point { arch, warehouses: w, tx_per_sec: None, skipped: None, runs: Vec::new() };
+            if let Err(e) = check_arch(arch) {
+                p.skipped = Some(format!("{e:#}"));
+                points.push(p);
+                continue;
+            }
+            let o = TpccOptions { warehouses: w, ..opts.clone() };
+            for r in 0..runs {
+                match run_one(engine, &setup, &o, arch, dram, nvm, false, &format!("tpcc{r}"), &progress) {
+                    Ok(rep) => p.runs.push(rep),
+                    Err(e) if crate::compare::is_full(&e) => {
+                        p.skipped = Some(format!("did not fit: {e:#}"));
+                        break;
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            let mut v: Vec<f64> = p.runs.iter().map(|r| r.modelled_tx_per_sec.unwrap_or(r.tx_per_sec)).collect();
+            v.sort_by(f64::total_cmp);
+            p.tx_per_sec = (!v.is_empty()).then(|| v[v.len() / 2]);
+            points.push(p);
+        }
+    }
+    progress.finish();
+    let per_wh = points.iter().flat_map(|p| &p.runs).map(|r| r.db_bytes_per_warehouse).max();
+    let report = CompareReport {
+        command: "compare --workload tpcc",
+        version: env!("CARGO_PKG_VERSION"),
+        dram_bytes: dram.bytes(),
+        nvm_bytes: nvm.bytes(),
+        runs,
+        db_bytes_per_warehouse: per_wh,
+        points,
+    };
+    let describe = format!(
+        "TPC-C{} · mode {} · profiles dram {}, nvm {}, ssd {} · DRAM {} · NVM {} · page {} · {} thread(s) · seed {} · durability {} · {} run(s) per point, median · {} s warm-up + {} s run{}",
+        if opts.tiny { " (TINY scale, not spec-conformant)" } else { "" },
+        setup.mode,
+        setup.dram_profile.name,
+        setup.nvm_profile.name,
+        setup.ssd_profile.name,
+        dram,
+        nvm,
+        ByteSize(setup.page_size_bytes as u64),
+        setup.threads,
+        setup.seed,
+        opts.durability,
+        runs,
+        setup.warmup_secs,
+        setup.duration_secs.unwrap_or(3.0),
+        per_wh.map(|b| format!(" · database {} per warehouse", ByteSize(b))).unwrap_or_default(),
+    );
+    let mut t = TextTable::new();
+    let mut header = vec!["warehouses".to_string(), "database".to_string()];
+    header.extend(archs.iter().map(|a| format!("{a} tx/s")));
+    t.set_header(header);
+    let mut notes = Vec::new();
+    for &w in warehouses {
+        let row: Vec<&Point> = report.points.iter().filter(|p| p.warehouses == w).collect();
+        let size = row.iter().flat_map(|p| &p.runs).map(|r| r.db_bytes_loaded).max();
+        let mut cells = vec![w.to_string(), size.map(|b| ByteSize(b).to_string()).unwrap_or_else(|| "—".into())];
+        for p in &row {
+            cells.push(p.tx_per_sec.map(fmt_rate).unwrap_or_else(|| "—".into()));
+            if let Some(s) = &p.skipped
+                && w == warehouses[0]
+            {
+                notes.push(format!("{}: {s}", p.arch));
+            }
+        }
+        t.add_row(cells);
+    }
+    let mut text = format!("tierdb compare --workload tpcc: {describe}\n{t}\n");
+    crate::plot::write_notes(&mut text, &notes);
+    let mut c = Chart::new("TPC-C throughput vs warehouses");
+    c.subtitle = describe;
+    c.x_label = "warehouses".into();
+    c.y_label = if setup.mode == tierdb::device::EmulationMode::Model {
+        "modelled transactions / s".into()
+    } else {
+        "transactions / s".into()
+    };
+    c.x_format = AxisFormat::Plain;
+    c.legend = LegendPosition::Auto;
+    for &a in archs {
+        let pts = report
+            .points
+            .iter()
+            .filter(|p| p.arch == a)
+            .filter_map(|p| p.tx_per_sec.map(|v| (f64::from(p.warehouses), v)))
+            .collect::<Vec<_>>();
+        if !pts.is_empty() {
+            c.series.push(Series { name: a.name().into(), points: pts });
+        }
+    }
+    if let Some(b) = per_wh.filter(|&b| b > 0) {
+        c.markers = vec![
+            Marker { x: dram.bytes() as f64 / b as f64, label: format!("DRAM {dram}") },
+            Marker { x: nvm.bytes() as f64 / b as f64, label: format!("NVM {nvm}") },
+        ];
+    }
+    write_outputs(out, "compare-tpcc", &text, &report, &[("compare-tpcc.svg".into(), c)])?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use tierdb::device::{DramConfig, FaultPlan, SsdConfig};
+
+    use super::*;
+
+    const SEED: u64 = 11;
+    const TX_PER_THREAD: u32 = 150;
+
+    fn config(dir: &std::path::Path, plan: Option<&Arc<FaultPlan>>) -> DbConfig {
+        let mut c = DbConfig::new(dir.join("db"));
+        c.buffer.page_size = 8192;
+        c.buffer.dram = DramConfig::new(ByteSize(128 * 8192));
+        let mut ssd = SsdConfig::new(dir.join("db").join("data.db"));
+        ssd.page_size = 8192;
+        ssd.faults = plan.cloned();
+        c.buffer.ssd = Some(ssd);
+        c.wal.file.faults = plan.cloned();
+        c.durability = Durability::Sync;
+        c
+    }
+
+    /// New orders committed in warehouse 1: the districts' next order ids past the load.
+    fn new_orders(db: &Db, scale: &Scale) -> u64 {
+        (1..=tpcc::DISTRICTS)
+            .map(|d| {
+                let v = db.get(Table::District.name(), &tpcc::keys::district(1, d)).unwrap().unwrap();
+                let next = tpcc::rows::District::decode(&v).unwrap().next_o_id;
+                u64::from(next - scale.customers_per_district - 1)
+            })
+            .sum()
+    }
+
+    /// Two workers on one warehouse (they share every row), then transactions left open
+    /// and a power loss (unsynced writes to the page file and the log dropped): after
+    /// recovery the conditions hold and exactly the committed New-Orders are there.
+    #[test]
+    fn consistency_after_a_two_thread_run_and_a_power_loss() {
+        let dir = tempfile::tempdir().unwrap();
+        let plan = FaultPlan::new();
+        let scale = Scale::tiny(1);
+        let committed_new_orders;
+        {
+            let db = Db::open(&config(dir.path(), Some(&plan))).unwrap();
+            // (A customer row is 667 bytes: pages of 8 KiB at least.)
+            let counts = create_and_load(&db, &scale, SEED, 2, &|_, _| {}).unwrap();
+            assert_eq!(counts.get(Table::Stock), 1000);
+            assert_eq!(counts.get(Table::NewOrder), 90);
+            db.checkpoint().unwrap();
+            let done: Vec<[u64; 3]> = std::thread::scope(|s| {
+                let ws: Vec<_> = (0..2)
+                    .map(|t| {
+                        let db = &db;
+                        let scale = &scale;
+                        s.spawn(move || {
+                            let mut mix = Mix::new(scale, SEED, t, 2);
+                            let mut n = [0u64; 3]; // new orders committed, rolled back, aborts
+                            for _ in 0..TX_PER_THREAD {
+                                let input = mix.next_input();
+                                let (rolled_back, aborts) = run_transaction(db, scale, &input).unwrap();
+                                if input.kind() == Kind::NewOrder {
+                                    n[usize::from(rolled_back)] += 1;
+                                }
+                                n[2] += u64::from(aborts);
+                            }
+                            n
+                        })
+                    })
+                    .collect();
+                ws.into_iter().map(|w| w.join().unwrap()).collect()
+            });
+            committed_new_orders = done.iter().map(|n| n[0]).sum::<u64>();
+            assert!(committed_new_orders > 50, "{done:?}");
+            assert_eq!(new_orders(&db, &scale), committed_new_orders);
+            let rep = check(&db).unwrap();
+            assert!(rep.ok(), "{rep:?}");
+            // Left open: a New-Order's changes reach the log, never a commit.
+            let mut txn = db.begin();
+            let input = Mix::new(&scale, SEED + 1, 0, 1).input(Kind::NewOrder);
+            let _ = tpcc::execute(&mut DbTx { txn: &mut txn }, &scale, &input).unwrap();
+            db.wal().flush_until(u64::MAX).unwrap();
+            std::mem::forget(txn);
+            std::mem::forget(db);
+        }
+        plan.lose_unsynced().unwrap();
+        let db = Db::open(&config(dir.path(), None)).unwrap();
+        assert_eq!(db.recovery().losers.len(), 1, "{:?}", db.recovery());
+        let rep = check(&db).unwrap();
+        assert!(rep.ok(), "{rep:?}");
+        assert_eq!(new_orders(&db, &scale), committed_new_orders, "exactly the committed New-Orders");
+        db.close().unwrap();
+    }
+
+    #[test]
+    fn lock_timeouts_are_retried_other_errors_are_not() {
+        assert!(is_lock_timeout(&DbError::LockTimeout { owner: 1, ms: 1 }.into()));
+        assert!(!is_lock_timeout(&DbError::NoSuchTree { name: "x".into() }.into()));
+        for a in Architecture::ALL {
+            assert_eq!(check_arch(a).is_ok(), TXN_ARCHS.contains(&a), "{a}");
+        }
+    }
+}

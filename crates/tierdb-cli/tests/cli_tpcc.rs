@@ -1,0 +1,129 @@
+//! `tierdb bench tpcc` and `tierdb compare --workload tpcc` end to end at the tiny
+//! scale (not spec-conformant) in `model` mode: every architecture with transactions
+//! runs, crashes, recovers and passes the consistency conditions; the others are
+//! refused with the reason.
+
+use std::path::Path;
+use std::process::Output;
+
+mod common;
+use common::{json, stderr, tierdb};
+
+fn bench(dir: &Path, arch: &str, extra: &[&str]) -> Output {
+    let d = dir.display().to_string();
+    let mut args = vec![
+        "bench",
+        "tpcc",
+        "--arch",
+        arch,
+        "--tiny",
+        "--warehouses",
+        "2",
+        "--threads",
+        "2",
+        "--mode",
+        "model",
+        "--dram",
+        "4MiB",
+        "--nvm",
+        "16MiB",
+        "--warmup",
+        "0.1",
+        "--duration",
+        "0.5",
+        "--quiet",
+        "--ssd-dir",
+        &d,
+        "--nvm-dir",
+        &d,
+    ];
+    args.extend_from_slice(extra);
+    tierdb(&args)
+}
+
+#[test]
+fn every_architecture_with_transactions_runs_crashes_and_stays_consistent() {
+    for arch in ["ssd-bm", "three-tier", "nvcache", "nvm-direct"] {
+        let dir = tempfile::tempdir().unwrap();
+        // nvm-direct logs each write-back durably before it: an NVM log buffer makes that
+        // an NVM persist, not an fdatasync.
+        let log = if arch == "nvm-direct" { "nvm" } else { "dram" };
+        let out = bench(dir.path(), arch, &["--crash", "--json", "--log-buffer", log]);
+        assert!(out.status.success(), "{arch}: {}", stderr(&out));
+        let r = json(&out);
+        assert_eq!(r["arch"], arch);
+        assert_eq!(r["spec_conformant"], false);
+        assert_eq!(r["load_rows"]["rows"][10], 2000, "{arch}: stock rows");
+        assert_eq!(r["load_rows"]["rows"][5], 180, "{arch}: new-order rows");
+        assert!(r["db_bytes_loaded"].as_u64().unwrap() > 1 << 20);
+        let kinds = r["kinds"].as_array().unwrap();
+        assert!(kinds[0]["committed"].as_u64().unwrap() > 0 && kinds[1]["committed"].as_u64().unwrap() > 0, "{arch}");
+        assert!(r["modelled_tx_per_sec"].as_f64().unwrap() > 0.0);
+        assert_eq!(r["consistency"]["violations"].as_array().unwrap().len(), 0, "{arch}: {}", r["consistency"]);
+        let crash = &r["crash"];
+        assert_eq!(crash["open_transactions"], 2);
+        assert!(crash["recovery"]["losers"].as_array().unwrap().len() >= 2, "{arch}: {crash}");
+        assert_eq!(crash["consistency"]["violations"].as_array().unwrap().len(), 0, "{arch}: {crash}");
+        assert_eq!(crash["consistency"]["orders"], r["consistency"]["orders"], "{arch}: committed orders kept");
+        // Nothing is left behind.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "{arch}");
+    }
+}
+
+#[test]
+fn architectures_without_transactions_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    for arch in ["main-memory", "basic-nvm-bm", "mmap-se2"] {
+        let out = bench(dir.path(), arch, &[]);
+        assert!(!out.status.success());
+        let e = stderr(&out);
+        assert!(e.contains("cannot run TPC-C") && e.contains("ssd-bm, three-tier, nvcache, nvm-direct"), "{e}");
+    }
+    let out = bench(dir.path(), "ssd-bm", &["--log-buffer", "pmem"]);
+    assert!(!out.status.success() && stderr(&out).contains("--log-buffer"));
+}
+
+#[test]
+fn compare_tpcc_sweeps_warehouses() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display().to_string();
+    let out_dir = dir.path().join("out");
+    let o = out_dir.display().to_string();
+    let out = tierdb(&[
+        "compare",
+        "--workload",
+        "tpcc",
+        "--tiny",
+        "--warehouses",
+        "1,2",
+        "--archs",
+        "ssd-bm,main-memory,three-tier",
+        "--mode",
+        "model",
+        "--dram",
+        "4MiB",
+        "--nvm",
+        "16MiB",
+        "--warmup",
+        "0",
+        "--duration",
+        "0.3",
+        "--quiet",
+        "--ssd-dir",
+        &d,
+        "--nvm-dir",
+        &d,
+        "--out",
+        &o,
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = std::fs::read_to_string(out_dir.join("compare-tpcc.txt")).unwrap();
+    assert!(text.contains("main-memory: main-memory cannot run TPC-C"), "{text}");
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("compare-tpcc.json")).unwrap()).unwrap();
+    let points = r["points"].as_array().unwrap();
+    assert_eq!(points.len(), 6);
+    let measured = points.iter().filter(|p| p["tx_per_sec"].as_f64().is_some_and(|v| v > 0.0)).count();
+    assert_eq!(measured, 4);
+    assert!(std::fs::read_to_string(out_dir.join("compare-tpcc.svg")).unwrap().contains("<svg"));
+}
