@@ -331,5 +331,9 @@ fn undo_loser<S: DbStore>(db: &Db<S>, id: u64, last: Lsn) -> Result<u64> {
     }
     let last = log.state.lock().last;
     db.wal.append(&RecordHead::new(Kind::End, id, last), &[])?;
+    // The compensations registered the loser as active (`TxnLog::leaf_change`); it has
+    // ended now. Left in the set, it would hold every later checkpoint's start point
+    // at its rollback's first record: more redo each time, and no log truncated past it.
+    db.active.lock().remove(&id);
     Ok(n)
 }
