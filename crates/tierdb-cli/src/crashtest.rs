@@ -356,6 +356,17 @@ pub fn run(args: CrashtestArgs) -> Result<()> {
         let (secs, lost) = with_db!(&opened, db => (db.recovery().secs, db.recovery().losers.len()));
         recoveries.push(secs * 1e3);
         losers += lost;
+        // A kill inside the first open, before it created the database: the files it
+        // left are discarded and the database is made afresh, which is right only if
+        // no commit was ever acknowledged.
+        let uncreated = with_db!(&opened, db => db.recovery().unfinished_creation.clone());
+        if !uncreated.is_empty() {
+            ensure!(
+                ack.is_none() && acked == 0,
+                "point {point}: the database was discarded as never created ({}), but {acked} commit(s) were acknowledged",
+                uncreated.join(", ")
+            );
+        }
         let empty = with_db!(&opened, db => db.tree_names().is_empty());
         if empty {
             ensure!(ack.is_none(), "point {point}: the table is gone after acknowledged commits");

@@ -65,6 +65,9 @@ pub struct RecoveryReport {
     pub log_tail: Option<String>,
     /// Pages found again in NVM.
     pub nvm_pages_reused: usize,
+    /// Files of a creation that a crash cut short (no control file yet), removed before
+    /// the database was created afresh.
+    pub unfinished_creation: Vec<String>,
     /// SSD pages restored from the double-write area when the page file was opened
     /// (torn in place by the crash, or older than their copy).
     pub pages_restored: usize,
