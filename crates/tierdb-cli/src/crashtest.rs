@@ -271,6 +271,9 @@ struct Report {
     acknowledged_commits: u64,
     surviving_transactions: u64,
     losers_rolled_back: usize,
+    /// Kills inside the first open, before the database was created: its files were
+    /// discarded and it was created afresh on reopening.
+    creations_discarded: u32,
     max_recovery_ms: f64,
     median_recovery_ms: f64,
     secs: f64,
@@ -291,6 +294,7 @@ pub fn run(args: CrashtestArgs) -> Result<()> {
     let mut rng = SmallRng::seed_from_u64(args.seed);
     let started = Instant::now();
     let (mut acked, mut losers, mut recoveries) = (0u64, 0usize, Vec::new());
+    let mut creations_discarded = 0u32;
     let mut last_surviving = None;
     for point in 0..args.points {
         let kill_after = Duration::from_millis(rng.random_range(1..=args.kill_after_ms));
@@ -356,6 +360,18 @@ pub fn run(args: CrashtestArgs) -> Result<()> {
         let (secs, lost) = with_db!(&opened, db => (db.recovery().secs, db.recovery().losers.len()));
         recoveries.push(secs * 1e3);
         losers += lost;
+        // A kill inside the first open, before it created the database: the files it
+        // left are discarded and the database is made afresh, which is right only if
+        // no commit was ever acknowledged.
+        let uncreated = with_db!(&opened, db => db.recovery().unfinished_creation.clone());
+        if !uncreated.is_empty() {
+            creations_discarded += 1;
+            ensure!(
+                ack.is_none() && acked == 0,
+                "point {point}: the database was discarded as never created ({}), but {acked} commit(s) were acknowledged",
+                uncreated.join(", ")
+            );
+        }
         let empty = with_db!(&opened, db => db.tree_names().is_empty());
         if empty {
             ensure!(ack.is_none(), "point {point}: the table is gone after acknowledged commits");
@@ -390,6 +406,7 @@ pub fn run(args: CrashtestArgs) -> Result<()> {
         acknowledged_commits: acked,
         surviving_transactions: last_surviving.map_or(0, |d| d + 1),
         losers_rolled_back: losers,
+        creations_discarded,
         max_recovery_ms: recoveries.last().copied().unwrap_or(0.0),
         median_recovery_ms: recoveries.get(recoveries.len() / 2).copied().unwrap_or(0.0),
         secs: started.elapsed().as_secs_f64(),
@@ -398,7 +415,7 @@ pub fn run(args: CrashtestArgs) -> Result<()> {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         println!(
-            "crashtest {} (log buffer {}): {} kill points, seed {}: every acknowledged commit survived ({} acknowledged, {} transactions in the database), {} unfinished transaction(s) rolled back; recovery median {:.1} ms, max {:.1} ms; {:.1} s",
+            "crashtest {} (log buffer {}): {} kill points, seed {}: every acknowledged commit survived ({} acknowledged, {} transactions in the database), {} unfinished transaction(s) rolled back, {} kill(s) inside creation (discarded, created afresh); recovery median {:.1} ms, max {:.1} ms; {:.1} s",
             report.arch,
             report.log_buffer,
             report.points,
@@ -406,6 +423,7 @@ pub fn run(args: CrashtestArgs) -> Result<()> {
             report.acknowledged_commits,
             report.surviving_transactions,
             report.losers_rolled_back,
+            report.creations_discarded,
             report.median_recovery_ms,
             report.max_recovery_ms,
             report.secs

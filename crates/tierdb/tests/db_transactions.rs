@@ -217,3 +217,59 @@ fn power_loss_under_many_seeds() {
         power_loss(seed % 3 == 0, seed % 2 == 0, seed);
     }
 }
+
+/// Recovery rolls a loser back and then forgets it: the next checkpoint's start point
+/// (where the following recovery begins, and below which the log is deleted) lies past
+/// the loser's records and its compensations. Before the fix the loser stayed in the
+/// set of active transactions, so every checkpoint of that process went back to its
+/// rollback's first record.
+#[test]
+fn a_loser_rolled_back_by_recovery_no_longer_holds_back_the_checkpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = || {
+        let mut c = config(dir.path(), None, false, false);
+        c.wal.file.segment_bytes = 64 << 10; // the smallest: truncation shows
+        c
+    };
+    {
+        let db = Db::open(&cfg()).unwrap();
+        db.create_tree("t").unwrap();
+        let mut loser = db.begin();
+        for i in 0..400u32 {
+            loser.put("t", format!("loser{i:05}").as_bytes(), &[0xAB; 200]).unwrap();
+        }
+        // A synced commit forces the log, the loser's records with it.
+        db.put("t", b"committed", b"yes").unwrap();
+        // And its end record, so that this log's flusher has nothing left to write
+        // while the next open reads the log.
+        db.wal().flush_until(db.wal().next_lsn()).unwrap();
+        std::mem::forget(loser);
+        std::mem::forget(db); // the process stops
+    }
+    let db = Db::open(&cfg()).unwrap();
+    let rep = db.recovery().clone();
+    assert_eq!((rep.losers.len(), rep.updates_undone), (1, 400), "{rep:?}");
+    // The compensations follow the log end that recovery found.
+    let compensations_from = rep.log_end;
+    let after_undo = db.wal().next_lsn();
+    assert!(after_undo > compensations_from + (128 << 10), "{rep:?}: the rollback spans segments");
+    db.put("t", b"later", b"1").unwrap();
+    db.checkpoint().unwrap();
+    assert!(
+        db.wal().start_lsn() > compensations_from,
+        "the log is truncated past the rollback: starts at {}, compensations from {compensations_from}",
+        db.wal().start_lsn()
+    );
+    db.wal().flush_until(db.wal().next_lsn()).unwrap();
+    std::mem::forget(db); // no close: the next open starts where that checkpoint said
+    let db = Db::open(&cfg()).unwrap();
+    let rep2 = db.recovery().clone();
+    assert!(
+        rep2.redo_from >= after_undo,
+        "redo starts past the rolled-back loser: {rep2:?}, undo ended at {after_undo}"
+    );
+    assert!(rep2.losers.is_empty(), "{rep2:?}");
+    assert_eq!(db.get("t", b"committed").unwrap(), Some(b"yes".to_vec()));
+    assert_eq!(db.get("t", b"loser00000").unwrap(), None);
+    db.close().unwrap();
+}

@@ -62,8 +62,16 @@ pub const LOCK_WAIT_MS_MAX: u64 = 10_000;
 /// so this bounds what it keeps beyond the unfinished transactions.
 pub const NVM_DIRECT_LOG_SEGMENT_BYTES: u64 = 1 << 20;
 
-/// The control file's name in the database directory: where recovery starts.
+/// The control file's name in the database directory: where recovery starts. Its
+/// presence also says that the database was created (see `discard_unfinished_creation`).
 const CONTROL_FILE: &str = "CHECKPOINT";
+
+/// The page file's name in the database directory (its double-write file is
+/// `data.db.dwa`).
+const PAGE_FILE: &str = "data.db";
+
+/// The log's directory in the database directory.
+const LOG_DIR: &str = "wal";
 
 /// How to open a database.
 #[derive(Clone, Debug)]
@@ -395,12 +403,17 @@ impl Db<BufferManager> {
         let started = Instant::now();
         create_dir(&cfg.dir)?;
         let mut bc = cfg.buffer.clone();
-        let ssd_path = cfg.dir.join("data.db");
+        let ssd_path = cfg.dir.join(PAGE_FILE);
         let mut ssd = bc.ssd.clone().unwrap_or_else(|| SsdConfig::new(&ssd_path));
-        ssd.path = ssd_path;
+        ssd.path = ssd_path.clone();
         bc.ssd = Some(ssd);
         bc.ssd_open_mode = OpenMode::OpenOrCreate;
-        Db::open_with(cfg, BufferManager::open(&bc)?, started)
+        let mut files = vec![crate::device::double_write::path_for(&ssd_path), ssd_path];
+        files.extend(bc.nvm.as_ref().map(|n| n.path.clone()));
+        let removed = discard_unfinished_creation(cfg, files)?;
+        let mut db = Db::open_with(cfg, BufferManager::open(&bc)?, started)?;
+        db.recovery.unfinished_creation = removed;
+        Ok(db)
     }
 
     pub fn buffer(&self) -> &BufferManager {
@@ -420,13 +433,55 @@ impl Db<NvmDirect> {
     pub fn open_nvm_direct(cfg: &DbConfig, direct: &DirectConfig) -> Result<Db<NvmDirect>> {
         let started = Instant::now();
         create_dir(&cfg.dir)?;
+        let removed = discard_unfinished_creation(cfg, vec![direct.nvm.path.clone()])?;
         let mut dc = direct.clone();
         dc.reuse = dc.nvm.path.exists();
         // The log keeps only unfinished work; it is truncated by whole segments.
         let mut cfg = cfg.clone();
         cfg.wal.file.segment_bytes = cfg.wal.file.segment_bytes.min(NVM_DIRECT_LOG_SEGMENT_BYTES);
-        Db::open_with(&cfg, NvmDirect::open(&dc)?, started)
+        let mut db = Db::open_with(&cfg, NvmDirect::open(&dc)?, started)?;
+        db.recovery.unfinished_creation = removed;
+        Ok(db)
     }
+}
+
+/// A database exists once its control file does: the first open writes it last, by an
+/// atomic rename, at the end of the checkpoint that ends recovery, and no later step
+/// removes it. Without it, no open ever returned, so nothing was acknowledged; whatever
+/// files a creation cut short by a crash left (a page file without a superblock, a
+/// double-write file, log segments, an NVM log ring holding records of that log, an NVM
+/// pool or region of the wrong size, the control file's temporary) are removed, and the
+/// database is created afresh. `files` are the store's files; the log's are added here.
+/// Returns what was removed. With the control file present nothing is touched, and
+/// every check of the files stays in force.
+fn discard_unfinished_creation(cfg: &DbConfig, mut files: Vec<PathBuf>) -> Result<Vec<String>> {
+    let dir = &cfg.dir;
+    if dir.join(CONTROL_FILE).exists() {
+        return Ok(Vec::new());
+    }
+    let io = |what: String, e: std::io::Error| DbError::Open { path: dir.to_path_buf(), what: format!("{what}: {e}") };
+    files.push(dir.join(format!("{CONTROL_FILE}.tmp")));
+    if let crate::wal::LogBuffer::Nvm(n) = &cfg.wal.buffer {
+        files.push(n.path.clone());
+    }
+    let mut removed = Vec::new();
+    for f in files {
+        match std::fs::remove_file(&f) {
+            Ok(()) => removed.push(f.display().to_string()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(io(format!("removing {} of a creation that did not finish", f.display()), e).into()),
+        }
+    }
+    let wal = dir.join(LOG_DIR);
+    match std::fs::remove_dir_all(&wal) {
+        Ok(()) => removed.push(format!("{}/", wal.display())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(io(format!("removing {} of a creation that did not finish", wal.display()), e).into()),
+    }
+    if !removed.is_empty() {
+        std::fs::File::open(dir).and_then(|d| d.sync_all()).map_err(|e| io("sync the directory".into(), e))?;
+    }
+    Ok(removed)
 }
 
 fn create_dir(dir: &Path) -> Result<()> {
@@ -437,7 +492,7 @@ fn create_dir(dir: &Path) -> Result<()> {
 impl<S: DbStore> Db<S> {
     fn open_with(cfg: &DbConfig, store: S, started: Instant) -> Result<Db<S>> {
         let mut wc = cfg.wal.clone();
-        wc.file.dir = cfg.dir.join("wal");
+        wc.file.dir = cfg.dir.join(LOG_DIR);
         let wal = Arc::new(Wal::open(&wc)?);
         let mut db = Db {
             store,

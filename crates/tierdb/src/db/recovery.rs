@@ -65,6 +65,9 @@ pub struct RecoveryReport {
     pub log_tail: Option<String>,
     /// Pages found again in NVM.
     pub nvm_pages_reused: usize,
+    /// Files of a creation that a crash cut short (no control file yet), removed before
+    /// the database was created afresh.
+    pub unfinished_creation: Vec<String>,
     /// SSD pages restored from the double-write area when the page file was opened
     /// (torn in place by the crash, or older than their copy).
     pub pages_restored: usize,
@@ -331,5 +334,9 @@ fn undo_loser<S: DbStore>(db: &Db<S>, id: u64, last: Lsn) -> Result<u64> {
     }
     let last = log.state.lock().last;
     db.wal.append(&RecordHead::new(Kind::End, id, last), &[])?;
+    // The compensations registered the loser as active (`TxnLog::leaf_change`); it has
+    // ended now. Left in the set, it would hold every later checkpoint's start point
+    // at its rollback's first record: more redo each time, and no log truncated past it.
+    db.active.lock().remove(&id);
     Ok(n)
 }

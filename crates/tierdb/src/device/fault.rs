@@ -10,6 +10,10 @@
 //! To drop unsynced writes the plan keeps, for every write since its file's last sync,
 //! the bytes it overwrote (and the file length before it), and [`FaultPlan::lose_unsynced`]
 //! puts them back, newest first. A crash test runs a workload, calls it, and reopens.
+//!
+//! [`FaultPlan::crash_at_nth_op`] models a kill instead of an error: from the N-th write
+//! or sync on, nothing reaches the files, and the clean-up a failing device would do
+//! ([`remove_file`]) does not happen either: a killed process runs no clean-up.
 
 use std::fs::File;
 use std::io;
@@ -67,6 +71,10 @@ pub struct FaultPlan {
     fail_write_kind: Mutex<Option<FaultError>>,
     fail_sync_at: AtomicU64,
     tear_write_at: AtomicU64,
+    /// Writes and syncs together, for `crash_at`.
+    ops: AtomicU64,
+    /// The operation (write or sync) at which the process "dies"; 0: never.
+    crash_at: AtomicU64,
     unsynced: Mutex<Vec<Undo>>,
 }
 
@@ -91,6 +99,26 @@ impl FaultPlan {
         self.tear_write_at.store(self.writes.load(Ordering::SeqCst) + n, Ordering::SeqCst);
     }
 
+    /// A kill at the `n`-th write or sync from now on (1 = the next; writes and syncs
+    /// counted together): it and every later one fail with EIO without touching the
+    /// file, and [`remove_file`] leaves files in place from then on.
+    pub fn crash_at_nth_op(&self, n: u64) {
+        self.crash_at.store(self.ops.load(Ordering::SeqCst) + n, Ordering::SeqCst);
+    }
+
+    /// The planned crash has happened.
+    pub fn crashed(&self) -> bool {
+        let at = self.crash_at.load(Ordering::SeqCst);
+        at != 0 && self.ops.load(Ordering::SeqCst) >= at
+    }
+
+    /// Counts one operation; true if the process is "dead" at it.
+    fn dead_at_next_op(&self) -> bool {
+        let op = self.ops.fetch_add(1, Ordering::SeqCst) + 1;
+        let at = self.crash_at.load(Ordering::SeqCst);
+        at != 0 && op >= at
+    }
+
     /// Writes and syncs seen so far.
     pub fn counts(&self) -> (u64, u64) {
         (self.writes.load(Ordering::SeqCst), self.syncs.load(Ordering::SeqCst))
@@ -100,6 +128,9 @@ impl FaultPlan {
     /// remembers what the write overwrites and says what to do.
     pub(crate) fn before_write(&self, path: &Path, file: &File, offset: u64, len: usize) -> WriteFault {
         let n = self.writes.fetch_add(1, Ordering::SeqCst) + 1;
+        if self.dead_at_next_op() {
+            return WriteFault::Fail(FaultError::Io.error());
+        }
         if n == self.fail_write_at.load(Ordering::SeqCst) {
             let kind = self.fail_write_kind.lock().unwrap_or(FaultError::Io);
             return WriteFault::Fail(kind.error());
@@ -123,7 +154,7 @@ impl FaultPlan {
     /// the file's writes count as durable from now on.
     pub(crate) fn before_sync(&self, path: &Path) -> Option<io::Error> {
         let n = self.syncs.fetch_add(1, Ordering::SeqCst) + 1;
-        if n == self.fail_sync_at.load(Ordering::SeqCst) {
+        if self.dead_at_next_op() || n == self.fail_sync_at.load(Ordering::SeqCst) {
             return Some(FaultError::Io.error());
         }
         self.unsynced.lock().retain(|u| u.path != path);
@@ -181,6 +212,14 @@ pub(crate) fn sync(plan: Option<&FaultPlan>, path: &Path, file: &File) -> io::Re
     file.sync_data()
 }
 
+/// Removes a file a failed operation made, unless `plan` says the process was killed
+/// before (then it stays, as after a real kill).
+pub(crate) fn remove_file(plan: Option<&FaultPlan>, path: &Path) {
+    if !plan.is_some_and(FaultPlan::crashed) {
+        let _ = std::fs::remove_file(path);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -209,5 +248,25 @@ mod tests {
         plan.fail_nth_sync(1);
         assert!(plan.before_sync(&path).is_some());
         assert_eq!(plan.counts(), (3, 2));
+    }
+
+    #[test]
+    fn a_crash_stops_every_later_write_sync_and_clean_up() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("f");
+        std::fs::write(&path, b"0123").unwrap();
+        let f = std::fs::OpenOptions::new().read(true).write(true).open(&path).unwrap();
+        let plan = FaultPlan::new();
+        plan.crash_at_nth_op(2);
+        assert!(matches!(plan.before_write(&path, &f, 0, 4), WriteFault::None));
+        assert!(!plan.crashed());
+        assert!(plan.before_sync(&path).is_some(), "op 2: the crash");
+        assert!(plan.crashed());
+        assert!(matches!(plan.before_write(&path, &f, 0, 4), WriteFault::Fail(_)));
+        assert!(plan.before_sync(&path).is_some());
+        remove_file(Some(&plan), &path);
+        assert!(path.exists(), "a killed process cleans nothing up");
+        remove_file(None, &path);
+        assert!(!path.exists());
     }
 }

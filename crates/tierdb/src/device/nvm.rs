@@ -447,27 +447,52 @@ fn open_file(path: &Path, mode: OpenMode, size: u64) -> Result<(File, bool), Dev
     let existing = || OpenOptions::new().read(true).write(true).open(path);
     let (file, created) = match mode {
         OpenMode::Open => (existing().map_err(|e| DeviceError::io("open", path, 0, e))?, false),
-        OpenMode::Create => (create_file(path)?, true),
+        OpenMode::Create => (create_sized(path, size)?, true),
         OpenMode::OpenOrCreate => match existing() {
             Ok(f) => (f, false),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => (create_file(path)?, true),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => (create_sized(path, size)?, true),
             Err(e) => return Err(DeviceError::io("open", path, 0, e)),
         },
     };
-    if created {
-        if let Err(e) = allocate(&file, size) {
-            drop(file);
-            // We made the file a moment ago; removing it loses nothing.
-            let _ = std::fs::remove_file(path);
-            return Err(DeviceError::io("fallocate", path, size, e));
-        }
-    } else {
+    if !created {
         let file_bytes = file.metadata().map_err(|e| DeviceError::io("stat", path, 0, e))?.len();
         if file_bytes != size {
             return Err(DeviceError::SizeMismatch { path: path.to_path_buf(), file_bytes, config_bytes: size });
         }
     }
     Ok((file, created))
+}
+
+/// Creates the file at its full size under a temporary name (`<name>.creating`), then
+/// renames it into place and syncs the directory: a crash while creating leaves no
+/// file of the wrong size under `path` (which every later open would refuse with
+/// `SizeMismatch`), only a temporary that the next creation replaces.
+fn create_sized(path: &Path, size: u64) -> Result<File, DeviceError> {
+    if path.exists() {
+        return Err(DeviceError::AlreadyExists { path: path.to_path_buf() });
+    }
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".creating");
+    let tmp = path.with_file_name(name);
+    match std::fs::remove_file(&tmp) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(DeviceError::io("remove", &tmp, 0, e)),
+    }
+    let file = create_file(&tmp)?;
+    let placed = allocate(&file, size)
+        .map_err(|e| DeviceError::io("fallocate", &tmp, size, e))
+        .and_then(|()| std::fs::rename(&tmp, path).map_err(|e| DeviceError::io("rename into place", path, 0, e)));
+    if let Err(e) = placed {
+        drop(file);
+        // We made the file a moment ago; removing it loses nothing.
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e);
+    }
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        File::open(dir).and_then(|d| d.sync_all()).map_err(|e| DeviceError::io("fsync directory", dir, 0, e))?;
+    }
+    Ok(file)
 }
 
 fn create_file(path: &Path) -> Result<File, DeviceError> {
@@ -499,6 +524,22 @@ mod tests {
 
     fn cfg(dir: &tempfile::TempDir, size: u64) -> NvmConfig {
         NvmConfig::new(dir.path().join("r.nvm"), ByteSize(size))
+    }
+
+    #[test]
+    fn a_creation_cut_short_leaves_no_file_of_the_wrong_size() {
+        let dir = tempfile::tempdir_in("/dev/shm").unwrap();
+        let c = cfg(&dir, 64 * 1024);
+        // What a kill between creating and sizing the file leaves: the temporary.
+        std::fs::write(dir.path().join("r.nvm.creating"), b"").unwrap();
+        let r = NvmRegion::open(&c).unwrap();
+        assert!(r.info().created);
+        assert_eq!(std::fs::metadata(&c.path).unwrap().len(), 64 * 1024);
+        assert!(!dir.path().join("r.nvm.creating").exists());
+        drop(r);
+        let mut create = c.clone();
+        create.open_mode = OpenMode::Create;
+        assert!(matches!(NvmRegion::open(&create), Err(DeviceError::AlreadyExists { .. })));
     }
 
     #[test]

@@ -188,9 +188,10 @@ impl SsdFile {
         if result.is_err() {
             // The file is ours, made a moment ago and never acknowledged: remove it
             // (and its double-write file, which belongs to it).
-            let _ = std::fs::remove_file(&cfg.path);
+            let faults = cfg.faults.as_deref();
+            super::fault::remove_file(faults, &cfg.path);
             if cfg.double_write {
-                let _ = std::fs::remove_file(double_write::path_for(&cfg.path));
+                super::fault::remove_file(faults, &double_write::path_for(&cfg.path));
             }
         }
         result
