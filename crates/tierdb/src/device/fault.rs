@@ -76,6 +76,10 @@ pub struct FaultPlan {
     /// The operation (write or sync) at which the process "dies"; 0: never.
     crash_at: AtomicU64,
     unsynced: Mutex<Vec<Undo>>,
+    /// Held across each write or sync made through the plan (check and I/O together)
+    /// and by [`FaultPlan::lose_unsynced`], so that a power loss never interleaves with
+    /// a write in flight.
+    io: Mutex<()>,
 }
 
 impl FaultPlan {
@@ -162,11 +166,18 @@ impl FaultPlan {
     }
 
     /// A power loss: every write not followed by a sync of its file is undone, newest
-    /// first. Call with the devices closed (or idle).
+    /// first, and the process that made them is gone: every later write or sync through
+    /// this plan fails without touching a file. (Tests `forget` a database to model the
+    /// kill, and its background threads — the log flusher — live on; from here they can
+    /// no longer change the files a reopened database reads.) Reopen without the plan.
     ///
     /// # Errors
     /// I/O errors restoring the files.
     pub fn lose_unsynced(&self) -> io::Result<usize> {
+        let _io = self.io.lock();
+        if self.crash_at.load(Ordering::SeqCst) == 0 {
+            self.crash_at.store(self.ops.load(Ordering::SeqCst).max(1), Ordering::SeqCst);
+        }
         let undos = std::mem::take(&mut *self.unsynced.lock());
         let n = undos.len();
         for u in undos.into_iter().rev() {
@@ -189,6 +200,7 @@ pub(crate) fn write_at(
     offset: u64,
 ) -> io::Result<()> {
     let Some(p) = plan else { return file.write_all_at(bytes, offset) };
+    let _io = p.io.lock();
     match p.before_write(path, file, offset, bytes.len()) {
         WriteFault::None => file.write_all_at(bytes, offset),
         WriteFault::Fail(e) => Err(e),
@@ -206,7 +218,9 @@ pub(crate) fn write_at(
 
 /// `fdatasync` of `file` (at `path`), through `plan` if there is one.
 pub(crate) fn sync(plan: Option<&FaultPlan>, path: &Path, file: &File) -> io::Result<()> {
-    if let Some(e) = plan.and_then(|p| p.before_sync(path)) {
+    let Some(p) = plan else { return file.sync_data() };
+    let _io = p.io.lock();
+    if let Some(e) = p.before_sync(path) {
         return Err(e);
     }
     file.sync_data()
@@ -242,12 +256,17 @@ mod tests {
         assert!(matches!(plan.before_write(&path, &f, 8, 6), WriteFault::Tear(3)));
         f.write_all_at(b"XYZ", 8).unwrap(); // the torn half, past the old end
         assert_eq!(std::fs::read(&path).unwrap(), b"abcd4567XYZ");
+        assert_eq!(plan.counts(), (3, 0));
         assert_eq!(plan.lose_unsynced().unwrap(), 2);
         assert_eq!(std::fs::read(&path).unwrap(), b"0123456789", "a power loss undoes unsynced writes");
+        // The process is gone: nothing it still runs reaches the file.
+        assert!(plan.crashed());
+        assert!(matches!(plan.before_write(&path, &f, 0, 4), WriteFault::Fail(_)));
+        let plan = FaultPlan::new();
         assert!(plan.before_sync(&path).is_none());
         plan.fail_nth_sync(1);
         assert!(plan.before_sync(&path).is_some());
-        assert_eq!(plan.counts(), (3, 2));
+        assert_eq!(plan.counts(), (0, 2));
     }
 
     #[test]
