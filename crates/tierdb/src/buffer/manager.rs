@@ -959,6 +959,39 @@ impl BufferManager {
         }
     }
 
+    /// A shared fix of `pid` in place in NVM, if the page is in NVM only, the policy
+    /// says to read it in place and its frame's latch is free. Out of line: the hit path
+    /// of `fix_shared` stays small.
+    #[cold]
+    #[inline(never)]
+    fn shared_in_place(&self, pid: PageId) -> Result<Option<NvmRead<'_>>> {
+        let Some((nvm, n)) = self.read_in_place(pid)? else { return Ok(None) };
+        let latch = nvm.latch(n);
+        if !latch.try_shared() {
+            return Ok(None);
+        }
+        // With the latch held the entry is stable (movers claim under it).
+        if self.table.get(pid)? == Entry::Nvm(n) && nvm.pid(n) == Some(pid) {
+            nvm.touch(n);
+            in_place::count_fix(self, false);
+            return Ok(Some(NvmRead::new(nvm, n, pid, self.page_size)));
+        }
+        latch.unlock_shared();
+        Ok(None)
+    }
+
+    /// An optimistic read of `pid` in place in NVM (see [`shared_in_place`](Self::shared_in_place)).
+    #[cold]
+    #[inline(never)]
+    fn optimistic_in_place(&self, pid: PageId) -> Result<Option<NvmOptimistic<'_>>> {
+        let Some((nvm, n)) = self.read_in_place(pid)? else { return Ok(None) };
+        let g = NvmOptimistic::try_new(nvm, n, self.page_size);
+        if g.is_some() {
+            in_place::count_fix(self, false);
+        }
+        Ok(g)
+    }
+
     /// For a whole-page read: the NVM frame to read `pid` in, if the page is in NVM only
     /// and the policy says to read it in place.
     #[inline]
@@ -1970,10 +2003,8 @@ impl PageSource for BufferManager {
     fn fix_optimistic(&self, pid: PageId) -> Result<BmOptimistic<'_>> {
         self.record(super::recorder::AccessKind::Read, pid);
         if self.in_place_reads
-            && let Some((nvm, n)) = self.read_in_place(pid)?
-            && let Some(g) = NvmOptimistic::try_new(nvm, n, self.page_size)
+            && let Some(g) = self.optimistic_in_place(pid)?
         {
-            in_place::count_fix(self, false);
             return Ok(BmOptimistic::Nvm(g));
         }
         self.fix_with(pid, FramePool::try_optimistic, |g| g.meta().pid(), FrameWrite::into_optimistic)
@@ -1984,18 +2015,9 @@ impl PageSource for BufferManager {
     fn fix_shared(&self, pid: PageId) -> Result<BmShared<'_>> {
         self.record(super::recorder::AccessKind::Read, pid);
         if self.in_place_reads
-            && let Some((nvm, n)) = self.read_in_place(pid)?
+            && let Some(g) = self.shared_in_place(pid)?
         {
-            let latch = nvm.latch(n);
-            if latch.try_shared() {
-                // With the latch held the entry is stable (movers claim under it).
-                if self.table.get(pid)? == Entry::Nvm(n) && nvm.pid(n) == Some(pid) {
-                    nvm.touch(n);
-                    in_place::count_fix(self, false);
-                    return Ok(BmShared::Nvm(NvmRead::new(nvm, n, pid, self.page_size)));
-                }
-                latch.unlock_shared();
-            }
+            return Ok(BmShared::Nvm(g));
         }
         self.fix_with(pid, FramePool::try_read, |g| g.meta().pid(), FrameWrite::downgrade).map(BmShared::Dram)
     }
