@@ -893,7 +893,14 @@ impl BufferManager {
                 Entry::Mini(i) => Some((&self.frames.minis().meta(i).latch, Place::Mini(i))),
                 Entry::Busy => None,
                 Entry::Nvm(n) => {
-                    let info = PageInfo { pid, dirty: false, nvm_copy: true, referenced: true };
+                    let info = PageInfo {
+                        pid,
+                        dirty: false,
+                        nvm_copy: true,
+                        referenced: true,
+                        first_update_lsn: 0,
+                        page_lsn: 0,
+                    };
                     match *access.get_or_insert_with(|| self.policy.nvm_access(&info, exclusive, &self.tiers)) {
                         policy::NvmAccess::InPlace => {
                             if let Some(g) = self.fix_in_place(pid, n, exclusive) {
@@ -910,7 +917,14 @@ impl BufferManager {
                 }
                 Entry::Empty => {
                     self.check_allocated(pid)?;
-                    let info = PageInfo { pid, dirty: false, nvm_copy: false, referenced: true };
+                    let info = PageInfo {
+                        pid,
+                        dirty: false,
+                        nvm_copy: false,
+                        referenced: true,
+                        first_update_lsn: 0,
+                        page_lsn: 0,
+                    };
                     let miss = self.policy.ssd_miss(&info, &self.tiers);
                     // `Nvm`: into NVM only, and the next turn asks whether it goes on
                     // to DRAM; if NVM has no frame to give, into DRAM.
@@ -965,7 +979,7 @@ impl BufferManager {
     fn read_in_place(&self, pid: PageId) -> Result<Option<(&NvmPool, u32)>> {
         self.check_stopped()?;
         let Entry::Nvm(n) = self.table.get(pid)? else { return Ok(None) };
-        let info = PageInfo { pid, dirty: false, nvm_copy: true, referenced: true };
+        let info = PageInfo { pid, dirty: false, nvm_copy: true, referenced: true, first_update_lsn: 0, page_lsn: 0 };
         if self.policy.nvm_access(&info, false, &self.tiers) == policy::NvmAccess::Migrate {
             return Ok(None);
         }
@@ -1096,6 +1110,7 @@ impl BufferManager {
         meta.referenced.store(true, Ordering::Relaxed);
         meta.resident_all.store(resident_all, Ordering::Relaxed);
         meta.page_lsn.store(0, Ordering::Relaxed);
+        meta.first_lsn.store(0, Ordering::Relaxed);
         self.frames.clear_mask(Mask::Resident, f);
         self.frames.clear_mask(Mask::Dirty, f);
     }
@@ -1320,7 +1335,14 @@ impl BufferManager {
     /// the policy sends from SSD to NVM goes to DRAM as well. `miss` is the policy's
     /// answer for an SSD miss if the caller asked already.
     fn fill(&self, pid: PageId, from: Entry, g: &mut FrameWrite<'_>, miss: Option<MissTarget>) -> Result<()> {
-        let info = PageInfo { pid, dirty: false, nvm_copy: matches!(from, Entry::Nvm(_)), referenced: true };
+        let info = PageInfo {
+            pid,
+            dirty: false,
+            nvm_copy: matches!(from, Entry::Nvm(_)),
+            referenced: true,
+            first_update_lsn: 0,
+            page_lsn: 0,
+        };
         match from {
             Entry::Nvm(n) => {
                 let nvm = self.nvm.as_ref().expect("an NVM entry implies an NVM pool");
@@ -1402,6 +1424,8 @@ impl BufferManager {
                 dirty: meta.dirty.load(Ordering::Relaxed),
                 nvm_copy: meta.nvm.load(Ordering::Relaxed) != NO_NVM_FRAME,
                 referenced: meta.referenced.load(Ordering::Relaxed),
+                first_update_lsn: 0,
+                page_lsn: 0,
             };
             match self.policy.dram_victim(&info, &self.tiers) {
                 Victim::SecondChance => {
@@ -1447,6 +1471,8 @@ impl BufferManager {
                 dirty: m.dirty.load(Ordering::Relaxed) != 0,
                 nvm_copy: true,
                 referenced: m.referenced.load(Ordering::Relaxed),
+                first_update_lsn: 0,
+                page_lsn: 0,
             };
             match self.policy.dram_victim(&info, &self.tiers) {
                 Victim::SecondChance => {
@@ -1563,7 +1589,15 @@ impl BufferManager {
         let dirty = meta.dirty.load(Ordering::Relaxed)
             || g.wrote()
             || (nvm_frame != NO_NVM_FRAME && self.frames.count_set(Mask::Dirty, g.frame()) > 0);
-        let info = PageInfo { pid, dirty, nvm_copy: nvm_frame != NO_NVM_FRAME, referenced: false };
+        let info = PageInfo {
+            pid,
+            dirty,
+            nvm_copy: nvm_frame != NO_NVM_FRAME,
+            referenced: false,
+            // `nvsql`'s admission rule measures the re-update interval from these.
+            first_update_lsn: meta.first_lsn.load(Ordering::Relaxed),
+            page_lsn: meta.page_lsn.load(Ordering::Relaxed),
+        };
         let mut to = self.policy.dram_eviction(&info, &self.tiers);
         let clean_only = self.policy.nvm_clean_only();
         debug_assert!(!(clean_only && dirty && to == EvictTo::Nvm), "{pid}: a dirty page sent to a clean-only NVM");
@@ -1593,6 +1627,7 @@ impl BufferManager {
                 meta.pid.store(NO_PAGE, Ordering::Relaxed);
                 meta.nvm.store(NO_NVM_FRAME, Ordering::Relaxed);
                 meta.dirty.store(false, Ordering::Relaxed);
+                meta.first_lsn.store(0, Ordering::Relaxed);
                 g.clear_wrote();
                 self.counters.bump(Count::DramEvictions);
                 Ok(())
@@ -1710,7 +1745,14 @@ impl BufferManager {
             if self.table.get(pid)? != Entry::Nvm(n) {
                 continue; // in DRAM too (its DRAM frame owns it) or moving
             }
-            let info = PageInfo { pid, dirty: nvm.is_dirty(n), nvm_copy: true, referenced: nvm.is_referenced(n) };
+            let info = PageInfo {
+                pid,
+                dirty: nvm.is_dirty(n),
+                nvm_copy: true,
+                referenced: nvm.is_referenced(n),
+                first_update_lsn: 0,
+                page_lsn: 0,
+            };
             match self.policy.nvm_victim(&info, &self.tiers) {
                 Victim::SecondChance => {
                     nvm.clear_referenced(n);

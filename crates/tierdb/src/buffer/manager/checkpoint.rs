@@ -129,6 +129,8 @@ impl<'a> SsdBatch<'a> {
                     nvm().write_page(p.nvm, p.pid, &bm.stored_image(g.frame(), &g), false, p.lsn)?;
                 }
                 g.meta().dirty.store(false, Ordering::Relaxed);
+                // On SSD now: the next change starts a new re-update interval (`nvsql`).
+                g.meta().first_lsn.store(0, Ordering::Relaxed);
                 bm.frames.clear_mask(Mask::Dirty, g.frame());
                 Ok(())
             }
