@@ -496,6 +496,25 @@ impl NvmPool {
         Ok(())
     }
 
+    /// Crash tests: what a power loss in the middle of [`write_lines`](Self::write_lines)
+    /// leaves — the header marked IN_UPDATE (durably, by the same step `write_lines`
+    /// takes first) and `bytes` at page offset `off` persisted, the rest of the change
+    /// and the header's completion never made. The frame must not be used afterwards
+    /// (the caller abandons the process, as a crash would); its owner must not be
+    /// accessing it.
+    ///
+    /// # Errors
+    /// Device errors.
+    #[doc(hidden)]
+    pub fn crash_inside_write_lines(&self, n: u32, pid: PageId, off: usize, bytes: &[u8]) -> Result<(), BufferError> {
+        debug_assert!(off + bytes.len() <= self.page_size && bytes.len().is_multiple_of(CACHE_LINE_BYTES));
+        self.begin_update(n, pid)?;
+        let at = self.data_offset(n) + off as u64;
+        // SAFETY: the caller owns frame `n` and stops using the pool after this call.
+        unsafe { self.region.write_lines_shared(at, bytes) }.map_err(dev)?;
+        self.region.persist(at, bytes.len() as u64).map_err(dev)
+    }
+
     /// Before frame `n`'s data is overwritten in place for the page it holds: marks the
     /// header IN_UPDATE (durably), so that a crash in the middle leaves a frame that a
     /// restart discards instead of a valid header over torn bytes. A frame being

@@ -230,6 +230,12 @@ pub trait DbStore: PageSource + Sized {
         0
     }
 
+    /// NVM frames caught in the middle of an in-place write (IN_UPDATE) or unreadable
+    /// at open: not used, so their pages are rebuilt from SSD and the log.
+    fn nvm_frames_cleared(&self) -> usize {
+        0
+    }
+
     /// Pages are changed in place and each write-back is logged as a line image before it
     /// happens: recovery repeats those images instead of the updates, and a commit
     /// truncates the log behind the oldest record still needed.
@@ -276,6 +282,9 @@ impl DbStore for BufferManager {
     }
     fn pages_restored(&self) -> usize {
         self.torn_pages().map_or(0, |t| t.pages_restored())
+    }
+    fn nvm_frames_cleared(&self) -> usize {
+        self.restart_info().map_or(0, |r| r.frames_cleared.len())
     }
 }
 

@@ -65,6 +65,11 @@ pub struct RecoveryReport {
     pub log_tail: Option<String>,
     /// Pages found again in NVM.
     pub nvm_pages_reused: usize,
+    /// NVM frames not used because a crash caught them being written in place (their
+    /// IN_UPDATE flag set) or their header unreadable: each such page is rebuilt from
+    /// its SSD copy by the redo (NV-SQL §5.3). Pages reused from NVM skip the redo of
+    /// every change they hold (counted in `changes_skipped`).
+    pub nvm_frames_cleared: usize,
     /// SSD pages restored from the double-write area when the page file was opened
     /// (torn in place by the crash, or older than their copy).
     pub pages_restored: usize,
@@ -82,6 +87,7 @@ pub(super) fn recover<S: DbStore>(db: &Db<S>, started: Instant) -> Result<Recove
     let mut rep = RecoveryReport {
         log_tail: db.wal.recovered().tail.clone(),
         nvm_pages_reused: db.store.pages_reused(),
+        nvm_frames_cleared: db.store.nvm_frames_cleared(),
         pages_restored: db.store.pages_restored(),
         ..RecoveryReport::default()
     };
