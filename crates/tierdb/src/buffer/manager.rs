@@ -1319,6 +1319,14 @@ impl BufferManager {
             Ok(()) => {
                 let n = g.meta().nvm.load(Ordering::Relaxed);
                 self.reset_frame(g.frame(), pid, n, true);
+                if n != NO_NVM_FRAME
+                    && self.policy.nvm_disjoint()
+                    && let Err(e) = self.leave_nvm(&g, pid, n)
+                {
+                    self.table.set(pid, observed);
+                    self.return_frame(g);
+                    return Err(e);
+                }
                 self.table.set(pid, Entry::Dram(g.frame()));
                 Ok(Some(g))
             }
@@ -1328,6 +1336,25 @@ impl BufferManager {
                 Err(e)
             }
         }
+    }
+
+    /// Disjoint tiers (`nvsql`): page `pid`, just copied from NVM frame `n` into DRAM
+    /// frame `g` (held, its entry claimed), gives up the NVM frame. The frame's header
+    /// is cleared durably, so a restart rebuilds the page from SSD and the log (the
+    /// checkpoint that wrote SSD last covers every older change); the DRAM copy is dirty
+    /// if the NVM one was newer than SSD, with the frame's page LSN for the write-ahead
+    /// rule.
+    fn leave_nvm(&self, g: &FrameWrite<'_>, pid: PageId, n: u32) -> Result<()> {
+        let nvm = self.nvm.as_ref().expect("an NVM frame implies an NVM pool");
+        let dirty = nvm.is_dirty(n);
+        let lsn = nvm.header(n)?.map_or(0, |h| h.page_lsn);
+        nvm.release(n)?;
+        self.policy.nvm_evicted(pid);
+        let meta = g.meta();
+        meta.nvm.store(NO_NVM_FRAME, Ordering::Relaxed);
+        meta.dirty.store(dirty, Ordering::Relaxed);
+        meta.page_lsn.store(lsn, Ordering::Relaxed);
+        Ok(())
     }
 
     /// Copies the page into frame `g` from NVM or SSD. Whole-page loads always migrate

@@ -158,6 +158,14 @@ pub trait Policy: Send + Sync {
         false
     }
 
+    /// DRAM and NVM are disjoint (`nvsql`): a page a whole-page fix copies from NVM into
+    /// DRAM gives up its NVM frame (its DRAM copy is dirty if the frame was), so that a
+    /// page is in one of the two. False (the default): the NVM frame stays as the
+    /// page's older copy.
+    fn nvm_disjoint(&self) -> bool {
+        false
+    }
+
     /// The NVM pool is full and a frame is needed. A policy that chooses NVM victims
     /// itself appends the pages to evict, in order, to `out` (perhaps none: a veto) and
     /// returns true; the manager evicts those that are in NVM only and does not run its

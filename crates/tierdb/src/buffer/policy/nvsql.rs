@@ -6,8 +6,9 @@
 //! ([`NvmAccess::InPlace`]: the buffer manager persists the changed lines under the
 //! frame's IN_UPDATE flag, after the log force); a dirty page leaving DRAM goes to NVM
 //! only if the admission rule calls it write-hot, else to SSD; a page leaving NVM is
-//! written to SSD. A page that a whole-page exclusive fix (a structure change) takes
-//! into DRAM keeps its NVM frame as its home and goes back there (see `docs/nvsql.md`).
+//! written to SSD. A page that a whole-page fix (an inner node, a structure change)
+//! needs in DRAM moves there and gives up its NVM frame ([`Policy::nvm_disjoint`]): a
+//! page is in one of the two (see `docs/nvsql.md`).
 //!
 //! **Admission** (§4.3), [`NvsqlAdmission`]:
 //! - *re-update interval*: interval = first-update LSN of this stay in DRAM − the LSN
@@ -439,11 +440,16 @@ impl Policy for Nvsql {
         true
     }
 
+    fn nvm_disjoint(&self) -> bool {
+        true
+    }
+
     fn dram_eviction(&self, page: &PageInfo, tiers: &Tiers) -> EvictTo {
         if !tiers.has_nvm || !tiers.has_ssd {
             return if tiers.has_nvm { EvictTo::Nvm } else { EvictTo::Ssd };
         }
-        // NVM is the page's home while it has a frame there.
+        // Not for `nvsql` (disjoint tiers), but for a manager that kept the frame: the
+        // page goes back to it.
         if page.nvm_copy {
             return EvictTo::Nvm;
         }
