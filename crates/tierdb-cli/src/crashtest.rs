@@ -40,8 +40,9 @@ const TABLE: &str = "crash";
 
 #[derive(Args, Debug)]
 pub struct CrashtestArgs {
-    /// ssd-bm (DRAM + SSD), three-tier (DRAM + NVM + SSD, all techniques) or
-    /// nvm-direct (all pages in NVM, changed in place).
+    /// ssd-bm (DRAM + SSD), three-tier (DRAM + NVM + SSD, all techniques), nvsql
+    /// (DRAM beside a durable NVM write cache, over SSD) or nvm-direct (all pages in
+    /// NVM, changed in place).
     #[arg(long, default_value = "three-tier")]
     arch: String,
     /// Kill points.
@@ -89,12 +90,18 @@ fn config(dir: &Path, arch: &str, log_buffer: &str) -> Result<(DbConfig, Option<
             c.buffer.techniques = Techniques::ALL;
             c.buffer.policy = "hymem".into();
         }
+        "nvsql" => {
+            // A small NVM pool (64 frames beside 64 DRAM frames), so that pages are
+            // admitted, updated in place and evicted to SSD between kills.
+            c.buffer.nvm = Some(NvmConfig::new(dir.join("pool.nvm"), ByteSize(64 * 4160 + 16384)));
+            c.buffer.policy = "nvsql".into();
+        }
         "nvm-direct" => {
             direct = Some(DirectConfig::new(NvmConfig::new(dir.join("data.nvm"), ByteSize(2048 * 4096)), 4096));
         }
         other => {
             bail!(
-                "--arch {other:?}: crashtest runs ssd-bm, three-tier or nvm-direct (main-memory and basic-nvm-bm keep no database to recover)"
+                "--arch {other:?}: crashtest runs ssd-bm, three-tier, nvsql or nvm-direct (main-memory and basic-nvm-bm keep no database to recover)"
             )
         }
     }
