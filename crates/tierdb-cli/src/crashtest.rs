@@ -91,8 +91,9 @@ fn config(dir: &Path, arch: &str, log_buffer: &str) -> Result<(DbConfig, Option<
             c.buffer.policy = "hymem".into();
         }
         "nvsql" => {
-            // A small NVM pool (64 frames beside 64 DRAM frames), so that pages are
+            // Small pools (16 DRAM frames beside 64 NVM frames), so that pages are
             // admitted, updated in place and evicted to SSD between kills.
+            c.buffer.dram = tierdb::device::DramConfig::new(ByteSize(16 * 4096));
             c.buffer.nvm = Some(NvmConfig::new(dir.join("pool.nvm"), ByteSize(64 * 4160 + 16384)));
             c.buffer.policy = "nvsql".into();
         }
@@ -278,6 +279,10 @@ struct Report {
     acknowledged_commits: u64,
     surviving_transactions: u64,
     losers_rolled_back: usize,
+    /// Summed over the recoveries: pages found again in NVM, and NVM frames not used
+    /// because a kill caught them in an in-place write (rebuilt by redo).
+    nvm_pages_reused: usize,
+    nvm_frames_cleared: usize,
     max_recovery_ms: f64,
     median_recovery_ms: f64,
     secs: f64,
@@ -298,6 +303,7 @@ pub fn run(args: CrashtestArgs) -> Result<()> {
     let mut rng = SmallRng::seed_from_u64(args.seed);
     let started = Instant::now();
     let (mut acked, mut losers, mut recoveries) = (0u64, 0usize, Vec::new());
+    let (mut nvm_pages_reused, mut nvm_frames_cleared) = (0usize, 0usize);
     let mut last_surviving = None;
     for point in 0..args.points {
         let kill_after = Duration::from_millis(rng.random_range(1..=args.kill_after_ms));
@@ -361,6 +367,10 @@ pub fn run(args: CrashtestArgs) -> Result<()> {
         let context =
             || format!("point {point} (killed after {} ms, last acknowledged commit {ack:?})", kill_after.as_millis());
         let (secs, lost) = with_db!(&opened, db => (db.recovery().secs, db.recovery().losers.len()));
+        let (reused, cleared) =
+            with_db!(&opened, db => (db.recovery().nvm_pages_reused, db.recovery().nvm_frames_cleared));
+        nvm_pages_reused += reused;
+        nvm_frames_cleared += cleared;
         recoveries.push(secs * 1e3);
         losers += lost;
         let empty = with_db!(&opened, db => db.tree_names().is_empty());
@@ -397,6 +407,8 @@ pub fn run(args: CrashtestArgs) -> Result<()> {
         acknowledged_commits: acked,
         surviving_transactions: last_surviving.map_or(0, |d| d + 1),
         losers_rolled_back: losers,
+        nvm_pages_reused,
+        nvm_frames_cleared,
         max_recovery_ms: recoveries.last().copied().unwrap_or(0.0),
         median_recovery_ms: recoveries.get(recoveries.len() / 2).copied().unwrap_or(0.0),
         secs: started.elapsed().as_secs_f64(),
@@ -405,7 +417,7 @@ pub fn run(args: CrashtestArgs) -> Result<()> {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         println!(
-            "crashtest {} (log buffer {}): {} kill points, seed {}: every acknowledged commit survived ({} acknowledged, {} transactions in the database), {} unfinished transaction(s) rolled back; recovery median {:.1} ms, max {:.1} ms; {:.1} s",
+            "crashtest {} (log buffer {}): {} kill points, seed {}: every acknowledged commit survived ({} acknowledged, {} transactions in the database), {} unfinished transaction(s) rolled back; NVM pages reused {}, NVM frames cleared mid-write {}; recovery median {:.1} ms, max {:.1} ms; {:.1} s",
             report.arch,
             report.log_buffer,
             report.points,
@@ -413,6 +425,8 @@ pub fn run(args: CrashtestArgs) -> Result<()> {
             report.acknowledged_commits,
             report.surviving_transactions,
             report.losers_rolled_back,
+            report.nvm_pages_reused,
+            report.nvm_frames_cleared,
             report.median_recovery_ms,
             report.max_recovery_ms,
             report.secs
