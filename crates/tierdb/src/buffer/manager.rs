@@ -687,6 +687,18 @@ impl BufferManager {
         self.free(page)
     }
 
+    /// For a durable NVM cache ([`Policy::nvm_durable_cache`], `nvsql`): the LSN of the
+    /// oldest change that only NVM holds (dirty frames are not written to SSD by a
+    /// checkpoint), which the log must keep for recovery to rebuild a frame a crash
+    /// caught mid-write; `None` for other policies or with no dirty frame. Call it
+    /// after a [`checkpoint`](Self::checkpoint) that followed the redo point.
+    pub fn oldest_unflushed_lsn(&self) -> Option<u64> {
+        if !self.policy.nvm_durable_cache() {
+            return None;
+        }
+        self.nvm.as_ref().and_then(NvmPool::oldest_dirty_rec_lsn)
+    }
+
     /// What opening the SSD page file did with the double-write file it found: the
     /// pages it restored (`None`: no SSD, or no double-write file was there).
     pub fn torn_pages(&self) -> Option<&TornPageRecovery> {
@@ -1347,13 +1359,15 @@ impl BufferManager {
     fn leave_nvm(&self, g: &FrameWrite<'_>, pid: PageId, n: u32) -> Result<()> {
         let nvm = self.nvm.as_ref().expect("an NVM frame implies an NVM pool");
         let dirty = nvm.is_dirty(n);
-        let lsn = nvm.header(n)?.map_or(0, |h| h.page_lsn);
+        let (lsn, rec) = nvm.header(n)?.map_or((0, 0), |h| (h.page_lsn, h.rec_lsn));
         nvm.release(n)?;
         self.policy.nvm_evicted(pid);
         let meta = g.meta();
         meta.nvm.store(NO_NVM_FRAME, Ordering::Relaxed);
         meta.dirty.store(dirty, Ordering::Relaxed);
         meta.page_lsn.store(lsn, Ordering::Relaxed);
+        // Its oldest change not on SSD (unknown: 1, the whole log) stays its first update.
+        meta.first_lsn.store(if dirty { rec.max(1) } else { 0 }, Ordering::Relaxed);
         Ok(())
     }
 
@@ -1687,7 +1701,10 @@ impl BufferManager {
             // NVM has no victim to give (all its pages are in DRAM or moving).
             return self.evict_to_ssd(g, pid, dirty, NO_NVM_FRAME);
         };
-        if let Err(e) = nvm.write_page(n, pid, g, dirty, g.meta().page_lsn.load(Ordering::Relaxed)) {
+        // The first-update LSN bounds the oldest change not on SSD (`nvsql` keeps the
+        // log back to it while the page is dirty in NVM).
+        let (lsn, rec) = (g.meta().page_lsn.load(Ordering::Relaxed), g.meta().first_lsn.load(Ordering::Relaxed));
+        if let Err(e) = nvm.write_page_rec(n, pid, g, dirty, lsn, rec) {
             nvm.detach(n);
             return Err(e.into());
         }

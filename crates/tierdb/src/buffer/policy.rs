@@ -166,6 +166,13 @@ pub trait Policy: Send + Sync {
         false
     }
 
+    /// NVM is a durable cache (`nvsql`): a checkpoint leaves dirty pages in NVM instead
+    /// of writing them to SSD, and the log is kept back to their oldest change
+    /// ([`BufferManager::oldest_unflushed_lsn`](crate::buffer::BufferManager::oldest_unflushed_lsn)).
+    fn nvm_durable_cache(&self) -> bool {
+        false
+    }
+
     /// The NVM pool is full and a frame is needed. A policy that chooses NVM victims
     /// itself appends the pages to evict, in order, to `out` (perhaps none: a veto) and
     /// returns true; the manager evicts those that are in NVM only and does not run its

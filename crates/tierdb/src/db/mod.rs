@@ -286,6 +286,12 @@ impl DbStore for BufferManager {
     fn nvm_frames_cleared(&self) -> usize {
         self.restart_info().map_or(0, |r| r.frames_cleared.len())
     }
+    /// `nvsql` keeps dirty pages in NVM across checkpoints: the log is kept back to
+    /// their oldest change (NV-SQL §5.3: a frame caught mid-write is rebuilt from SSD
+    /// and the log).
+    fn oldest_pending(&self) -> Option<Lsn> {
+        self.oldest_unflushed_lsn()
+    }
 }
 
 /// The log as `nvm-direct`'s write-backs see it: a line image appended and made durable

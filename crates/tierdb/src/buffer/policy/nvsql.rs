@@ -444,6 +444,10 @@ impl Policy for Nvsql {
         true
     }
 
+    fn nvm_durable_cache(&self) -> bool {
+        true
+    }
+
     fn dram_eviction(&self, page: &PageInfo, tiers: &Tiers) -> EvictTo {
         if !tiers.has_nvm || !tiers.has_ssd {
             return if tiers.has_nvm { EvictTo::Nvm } else { EvictTo::Ssd };
