@@ -413,6 +413,7 @@ impl Engine {
                     nvm_frames: d.capacity_pages() as usize,
                     pages_reused: r.pages_in_use as usize,
                     frames_cleared: Vec::new(),
+                    log_needed_from: None,
                     frames_discarded: 0,
                     scan_secs: secs,
                     frames_gb_per_sec: if secs > 0.0 { bytes / secs / 1e9 } else { 0.0 },

@@ -201,15 +201,18 @@ fn contents(db: &Db) -> BTreeMap<Vec<u8>, Vec<u8>> {
 }
 
 /// Committed transactions over a tree larger than DRAM, a checkpoint in the middle, an
-/// open transaction; then (if `tear`) a checkpoint — which leaves the dirty NVM pages in
-/// NVM — and a crash inside the in-place update of a page in NVM only that is newer than
-/// its SSD copy, and the power loss. After recovery the committed state is exactly there.
+/// a checkpoint at the end — which leaves the dirty NVM pages in NVM — an open
+/// transaction; then (if `tear`) a crash inside the in-place update of a page in NVM only
+/// that is newer than its SSD copy, and the power loss. After recovery the committed
+/// state is exactly there; redo scanned from the last checkpoint, or from further back
+/// (the retained log) to rebuild the torn page.
 fn power_loss(seed: u64, tear: bool) {
     let dir = tempfile::tempdir().unwrap();
     let plan = FaultPlan::new();
     let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
     let mut rng = SmallRng::seed_from_u64(seed);
     let mut torn: Option<PageId> = None;
+    let cp_redo;
     {
         let db = Db::open(&db_config(dir.path(), Some(&plan))).unwrap();
         db.create_tree("t").unwrap();
@@ -252,11 +255,10 @@ fn power_loss(seed: u64, tear: bool) {
         }
         let b = db.buffer().stats().buffer;
         assert!(b.nvm_writes_in_place > 0 && b.dram_to_nvm_pages > 0, "{b:?}");
-        if tear {
-            // A checkpoint leaves the dirty NVM pages in NVM and keeps the log back to
-            // their oldest change: the page torn below holds changes older than it.
-            db.checkpoint().unwrap();
-        }
+        // A checkpoint leaves the dirty NVM pages in NVM and keeps the log back to
+        // their oldest change: the page torn below holds changes older than it.
+        cp_redo = db.wal().next_lsn();
+        db.checkpoint().unwrap();
         let nvm = db.buffer().nvm().unwrap();
         let dirty = (0..nvm.len() as u32).filter(|&n| nvm.pid(n).is_some() && nvm.is_dirty(n)).count();
         assert!(dirty > 0, "no dirty page in NVM after a checkpoint");
@@ -286,10 +288,15 @@ fn power_loss(seed: u64, tear: bool) {
     let rep = db.recovery().clone();
     assert_eq!(rep.losers.len(), 1, "{rep:?}");
     assert!(rep.nvm_pages_reused > 0, "{rep:?}");
+    // The last checkpoint kept older records for the dirty NVM pages; redo scans them
+    // only to rebuild a torn page.
+    assert!(rep.log_retained_from < cp_redo, "checkpoint at {cp_redo}: {rep:?}");
     if let Some(pid) = torn {
+        assert!(rep.log_retained_from <= rep.redo_from && rep.redo_from < cp_redo, "{cp_redo}: {rep:?}");
         assert_eq!(rep.nvm_frames_cleared, 1, "{rep:?}");
         assert!(rep.changes_redone > 0, "the torn page {pid} was rebuilt by redo: {rep:?}");
     } else {
+        assert_eq!(rep.redo_from, cp_redo, "{rep:?}");
         assert_eq!(rep.nvm_frames_cleared, 0, "{rep:?}");
     }
     let got = contents(&db);

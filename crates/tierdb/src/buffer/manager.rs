@@ -240,6 +240,10 @@ pub struct RestartInfo {
     /// Frames whose header was cleared (written in place when the crash came, or an
     /// unreadable header), with the reason.
     pub frames_cleared: Vec<String>,
+    /// The oldest change a cleared frame held that SSD does not: recovery redoes from
+    /// there to rebuild its page (`Some(0)`: unknown, from the log's start; `None`: the
+    /// checkpoint's redo point suffices).
+    pub log_needed_from: Option<u64>,
     /// Frames naming pages the database does not have (freed, never allocated).
     pub frames_discarded: usize,
     /// Time to read and check every frame header.
@@ -340,6 +344,7 @@ impl BufferManager {
                                 nvm_frames: frames,
                                 pages_reused: 0,
                                 frames_cleared: r.cleared.iter().map(|(n, why)| format!("frame {n}: {why}")).collect(),
+                                log_needed_from: r.log_needed_from,
                                 frames_discarded: 0,
                                 scan_secs: r.scan_secs,
                                 frames_gb_per_sec: (frames * ps) as f64 / r.scan_secs.max(1e-9) / 1e9,

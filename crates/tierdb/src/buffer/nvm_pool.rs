@@ -129,6 +129,10 @@ pub struct Reopened {
     pub pages: Vec<(u32, FrameHeader)>,
     /// Frames cleared, and why.
     pub cleared: Vec<(u32, String)>,
+    /// The oldest change a cleared frame held that SSD does not (`Some(0)`: unknown, as
+    /// far back as the log goes; `None`: no cleared frame needs the log before the
+    /// last checkpoint's redo point).
+    pub log_needed_from: Option<u64>,
     /// Time to read and check the headers.
     pub scan_secs: f64,
 }
@@ -264,6 +268,7 @@ impl NvmPool {
         let mut metas = Vec::with_capacity(count);
         let mut pages = Vec::new();
         let mut cleared = Vec::new();
+        let mut log_needed_from = None;
         for (n, b) in headers.chunks_exact(HEADER_BYTES).enumerate() {
             let meta = NvmFrameMeta {
                 pid: AtomicU64::new(NO_PAGE),
@@ -283,8 +288,21 @@ impl NvmPool {
                     pages.push((n as u32, fh));
                 }
                 Ok(None) => {}
-                Ok(Some(fh)) => cleared.push((n as u32, format!("{} was being written in place (IN_UPDATE)", fh.pid))),
-                Err(e) => cleared.push((n as u32, format!("unreadable header: {e}"))),
+                Ok(Some(fh)) => {
+                    // A dirty frame's page is rebuilt from SSD with the changes since its
+                    // recovery LSN (0: unknown, the whole log kept); a clean one's SSD
+                    // copy is the frame as it was, and its changes are newer than the
+                    // last checkpoint (which waited for in-place writers).
+                    if fh.flags & FLAG_DIRTY != 0 {
+                        let from = if fh.rec_lsn == 0 { 0 } else { fh.rec_lsn };
+                        log_needed_from = Some(log_needed_from.map_or(from, |l: u64| l.min(from)));
+                    }
+                    cleared.push((n as u32, format!("{} was being written in place (IN_UPDATE)", fh.pid)));
+                }
+                Err(e) => {
+                    log_needed_from = Some(0);
+                    cleared.push((n as u32, format!("unreadable header: {e}")));
+                }
             }
             metas.push(meta);
         }
@@ -305,7 +323,7 @@ impl NvmPool {
         let used: std::collections::HashSet<u32> = pages.iter().map(|(n, _)| *n).collect();
         *pool.free.lock() = (0..count as u32).rev().filter(|n| !used.contains(n)).collect();
         let scan_secs = start.elapsed().as_secs_f64();
-        Ok(Ok(Reopened { pool, pages, cleared, scan_secs }))
+        Ok(Ok(Reopened { pool, pages, cleared, log_needed_from, scan_secs }))
     }
 
     /// The oldest change any dirty frame holds that SSD does not: the least recovery LSN

@@ -37,6 +37,9 @@ use crate::wal::{Kind, Lsn, RecordHead};
 pub struct RecoveryReport {
     /// Where redo started (the last checkpoint's redo point, or the log's start).
     pub redo_from: Lsn,
+    /// The oldest record the last checkpoint kept: before `redo_from` when a durable
+    /// NVM cache (`nvsql`) holds older changes than SSD.
+    pub log_retained_from: Lsn,
     /// The end of the log.
     pub log_end: Lsn,
     pub records_read: u64,
@@ -91,8 +94,19 @@ pub(super) fn recover<S: DbStore>(db: &Db<S>, started: Instant) -> Result<Recove
         pages_restored: db.store.pages_restored(),
         ..RecoveryReport::default()
     };
-    let from = read_control(&db.dir)?.unwrap_or(db.wal.start_lsn()).max(db.wal.start_lsn());
+    let start = db.wal.start_lsn();
+    let (retain, redo) = read_control(&db.dir)?.unwrap_or((start, start));
+    // Redo scans from the checkpoint's redo point, or further back to rebuild a page
+    // whose NVM frame a crash caught mid-write (NV-SQL §5.3); the pages in NVM that
+    // were not being written skip the records they hold (by page LSN).
+    let from = match db.store.log_needed_at_open() {
+        None => redo,
+        Some(0) => retain,
+        Some(l) => redo.min(l).max(retain),
+    }
+    .max(start);
     rep.redo_from = from;
+    rep.log_retained_from = retain.max(start);
     let mut txns: HashMap<u64, TxnInfo> = HashMap::new();
     let mut max_txn = 0u64;
     let mut max_smo = 0u64;
