@@ -288,15 +288,14 @@ fn power_loss(seed: u64, tear: bool) {
     let rep = db.recovery().clone();
     assert_eq!(rep.losers.len(), 1, "{rep:?}");
     assert!(rep.nvm_pages_reused > 0, "{rep:?}");
-    // The last checkpoint kept older records for the dirty NVM pages; redo scans them
-    // only to rebuild a torn page.
+    // The last checkpoint kept older records for the dirty NVM pages, and redo scans
+    // them (docs/nvsql.md: scanning only from the checkpoint's redo point is not safe yet).
     assert!(rep.log_retained_from < cp_redo, "checkpoint at {cp_redo}: {rep:?}");
+    assert_eq!(rep.redo_from, rep.log_retained_from, "{rep:?}");
     if let Some(pid) = torn {
-        assert!(rep.log_retained_from <= rep.redo_from && rep.redo_from < cp_redo, "{cp_redo}: {rep:?}");
         assert_eq!(rep.nvm_frames_cleared, 1, "{rep:?}");
         assert!(rep.changes_redone > 0, "the torn page {pid} was rebuilt by redo: {rep:?}");
     } else {
-        assert_eq!(rep.redo_from, cp_redo, "{rep:?}");
         assert_eq!(rep.nvm_frames_cleared, 0, "{rep:?}");
     }
     let got = contents(&db);

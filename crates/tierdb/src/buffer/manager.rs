@@ -1356,23 +1356,21 @@ impl BufferManager {
     }
 
     /// Disjoint tiers (`nvsql`): page `pid`, just copied from NVM frame `n` into DRAM
-    /// frame `g` (held, its entry claimed), gives up the NVM frame. The frame's header
-    /// is cleared durably, so a restart rebuilds the page from SSD and the log (the
-    /// checkpoint that wrote SSD last covers every older change); the DRAM copy is dirty
-    /// if the NVM one was newer than SSD, with the frame's page LSN for the write-ahead
-    /// rule.
+    /// frame `g` (held, its entry claimed), gives up the NVM frame. If the NVM copy is
+    /// newer than SSD it is written to SSD first: the frame may hold changes older than
+    /// the last checkpoint's redo point, which a restart would not redo for a page that
+    /// is in no NVM frame (the log before that point is scanned only to rebuild a frame
+    /// caught mid-write). Its log records were forced before they reached NVM. Then the
+    /// header is cleared durably; the DRAM copy is clean.
     fn leave_nvm(&self, g: &FrameWrite<'_>, pid: PageId, n: u32) -> Result<()> {
         let nvm = self.nvm.as_ref().expect("an NVM frame implies an NVM pool");
-        let dirty = nvm.is_dirty(n);
-        let (lsn, rec) = nvm.header(n)?.map_or((0, 0), |h| (h.page_lsn, h.rec_lsn));
+        if nvm.is_dirty(n) {
+            self.ssd_write(pid, &self.stored_image(g.frame(), g))?;
+            self.counters.bump(Count::NvmToSsd);
+        }
         nvm.release(n)?;
         self.policy.nvm_evicted(pid);
-        let meta = g.meta();
-        meta.nvm.store(NO_NVM_FRAME, Ordering::Relaxed);
-        meta.dirty.store(dirty, Ordering::Relaxed);
-        meta.page_lsn.store(lsn, Ordering::Relaxed);
-        // Its oldest change not on SSD (unknown: 1, the whole log) stays its first update.
-        meta.first_lsn.store(if dirty { rec.max(1) } else { 0 }, Ordering::Relaxed);
+        g.meta().nvm.store(NO_NVM_FRAME, Ordering::Relaxed);
         Ok(())
     }
 

@@ -96,11 +96,15 @@ pub(super) fn recover<S: DbStore>(db: &Db<S>, started: Instant) -> Result<Recove
     };
     let start = db.wal.start_lsn();
     let (retain, redo) = read_control(&db.dir)?.unwrap_or((start, start));
-    // Redo scans from the checkpoint's redo point, or further back to rebuild a page
-    // whose NVM frame a crash caught mid-write (NV-SQL §5.3); the pages in NVM that
-    // were not being written skip the records they hold (by page LSN).
+    // Redo scans from the oldest retained record: a durable NVM cache (`nvsql`) keeps
+    // the log back to its dirty pages' oldest change, needed to rebuild a page whose
+    // frame a crash caught mid-write (NV-SQL §5.3); the pages in NVM that were not
+    // being written skip the records they hold (by page LSN). Scanning only from the
+    // checkpoint's redo point when no frame was caught lost a commit in `crashtest
+    // --arch nvsql` (cause not found yet; docs/nvsql.md), so `redo` only bounds the
+    // scan from above.
     let from = match db.store.log_needed_at_open() {
-        None => redo,
+        None => retain.min(redo),
         Some(0) => retain,
         Some(l) => redo.min(l).max(retain),
     }
