@@ -40,8 +40,9 @@ const TABLE: &str = "crash";
 
 #[derive(Args, Debug)]
 pub struct CrashtestArgs {
-    /// ssd-bm (DRAM + SSD), three-tier (DRAM + NVM + SSD, all techniques) or
-    /// nvm-direct (all pages in NVM, changed in place).
+    /// ssd-bm (DRAM + SSD), three-tier (DRAM + NVM + SSD, all techniques), nvsql
+    /// (DRAM beside a durable NVM write cache, over SSD) or nvm-direct (all pages in
+    /// NVM, changed in place).
     #[arg(long, default_value = "three-tier")]
     arch: String,
     /// Kill points.
@@ -89,12 +90,19 @@ fn config(dir: &Path, arch: &str, log_buffer: &str) -> Result<(DbConfig, Option<
             c.buffer.techniques = Techniques::ALL;
             c.buffer.policy = "hymem".into();
         }
+        "nvsql" => {
+            // Small pools (16 DRAM frames beside 64 NVM frames), so that pages are
+            // admitted, updated in place and evicted to SSD between kills.
+            c.buffer.dram = tierdb::device::DramConfig::new(ByteSize(16 * 4096));
+            c.buffer.nvm = Some(NvmConfig::new(dir.join("pool.nvm"), ByteSize(64 * 4160 + 16384)));
+            c.buffer.policy = "nvsql".into();
+        }
         "nvm-direct" => {
             direct = Some(DirectConfig::new(NvmConfig::new(dir.join("data.nvm"), ByteSize(2048 * 4096)), 4096));
         }
         other => {
             bail!(
-                "--arch {other:?}: crashtest runs ssd-bm, three-tier or nvm-direct (main-memory and basic-nvm-bm keep no database to recover)"
+                "--arch {other:?}: crashtest runs ssd-bm, three-tier, nvsql or nvm-direct (main-memory and basic-nvm-bm keep no database to recover)"
             )
         }
     }
@@ -274,6 +282,10 @@ struct Report {
     /// Kills inside the first open, before the database was created: its files were
     /// discarded and it was created afresh on reopening.
     creations_discarded: u32,
+    /// Summed over the recoveries: pages found again in NVM, and NVM frames not used
+    /// because a kill caught them in an in-place write (rebuilt by redo).
+    nvm_pages_reused: usize,
+    nvm_frames_cleared: usize,
     max_recovery_ms: f64,
     median_recovery_ms: f64,
     secs: f64,
@@ -295,6 +307,7 @@ pub fn run(args: CrashtestArgs) -> Result<()> {
     let started = Instant::now();
     let (mut acked, mut losers, mut recoveries) = (0u64, 0usize, Vec::new());
     let mut creations_discarded = 0u32;
+    let (mut nvm_pages_reused, mut nvm_frames_cleared) = (0usize, 0usize);
     let mut last_surviving = None;
     for point in 0..args.points {
         let kill_after = Duration::from_millis(rng.random_range(1..=args.kill_after_ms));
@@ -358,6 +371,10 @@ pub fn run(args: CrashtestArgs) -> Result<()> {
         let context =
             || format!("point {point} (killed after {} ms, last acknowledged commit {ack:?})", kill_after.as_millis());
         let (secs, lost) = with_db!(&opened, db => (db.recovery().secs, db.recovery().losers.len()));
+        let (reused, cleared) =
+            with_db!(&opened, db => (db.recovery().nvm_pages_reused, db.recovery().nvm_frames_cleared));
+        nvm_pages_reused += reused;
+        nvm_frames_cleared += cleared;
         recoveries.push(secs * 1e3);
         losers += lost;
         // A kill inside the first open, before it created the database: the files it
@@ -407,6 +424,8 @@ pub fn run(args: CrashtestArgs) -> Result<()> {
         surviving_transactions: last_surviving.map_or(0, |d| d + 1),
         losers_rolled_back: losers,
         creations_discarded,
+        nvm_pages_reused,
+        nvm_frames_cleared,
         max_recovery_ms: recoveries.last().copied().unwrap_or(0.0),
         median_recovery_ms: recoveries.get(recoveries.len() / 2).copied().unwrap_or(0.0),
         secs: started.elapsed().as_secs_f64(),
@@ -415,7 +434,7 @@ pub fn run(args: CrashtestArgs) -> Result<()> {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         println!(
-            "crashtest {} (log buffer {}): {} kill points, seed {}: every acknowledged commit survived ({} acknowledged, {} transactions in the database), {} unfinished transaction(s) rolled back, {} kill(s) inside creation (discarded, created afresh); recovery median {:.1} ms, max {:.1} ms; {:.1} s",
+            "crashtest {} (log buffer {}): {} kill points, seed {}: every acknowledged commit survived ({} acknowledged, {} transactions in the database), {} unfinished transaction(s) rolled back, {} kill(s) inside creation (discarded, created afresh); NVM pages reused {}, NVM frames cleared mid-write {}; recovery median {:.1} ms, max {:.1} ms; {:.1} s",
             report.arch,
             report.log_buffer,
             report.points,
@@ -424,6 +443,8 @@ pub fn run(args: CrashtestArgs) -> Result<()> {
             report.surviving_transactions,
             report.losers_rolled_back,
             report.creations_discarded,
+            report.nvm_pages_reused,
+            report.nvm_frames_cleared,
             report.median_recovery_ms,
             report.max_recovery_ms,
             report.secs

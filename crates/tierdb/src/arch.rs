@@ -12,6 +12,7 @@
 //! | `mmap-se1` | DRAM + NVM | the same with the file mapped: pages copied with `memcpy` (SE1) |
 //! | `mmap-se2` | DRAM + NVM | the same, but reads go to the mapping in place and a page is copied into DRAM only before it is changed (SE2, policy `se2`) |
 //! | `nvcache` | DRAM + NVM + SSD | [`BufferManager`], `nvcache`: NVM a volatile cache of clean SSD pages under DRAM (NVCache, §3) |
+//! | `nvsql` | DRAM + NVM + SSD | [`BufferManager`], `nvsql`: NVM a durable write cache beside DRAM, pages read and updated in place there (NV-SQL, §3–5; `docs/nvsql.md`) |
 //!
 //! Code that runs a workload is written once, generic over [`PageSource`], and reaches
 //! the concrete source through [`Engine::visit`], so `main-memory` is monomorphised
@@ -24,7 +25,8 @@
 //! headers, [`Engine::restart_info`]). `basic-nvm-bm` has every page in its NVM pool
 //! after a close and reopens from the frame headers alone (the catalog is page 1).
 //! `nvm-direct` keeps everything in its NVM region and reopens it in place. `nvcache`
-//! reopens from SSD with an empty NVM cache (it is volatile by design).
+//! reopens from SSD with an empty NVM cache (it is volatile by design); `nvsql` reuses
+//! its NVM pool like `three-tier` (NVM holds the durable copy of its pages).
 //! `main-memory` keeps nothing to reopen.
 
 use std::fmt;
@@ -55,10 +57,11 @@ pub enum Architecture {
     MmapSe1,
     MmapSe2,
     Nvcache,
+    Nvsql,
 }
 
 impl Architecture {
-    pub const ALL: [Architecture; 9] = [
+    pub const ALL: [Architecture; 10] = [
         Architecture::MainMemory,
         Architecture::SsdBm,
         Architecture::BasicNvmBm,
@@ -68,6 +71,7 @@ impl Architecture {
         Architecture::MmapSe1,
         Architecture::MmapSe2,
         Architecture::Nvcache,
+        Architecture::Nvsql,
     ];
 
     /// The memory-mapped engines of the PostgreSQL study.
@@ -84,13 +88,18 @@ impl Architecture {
             Architecture::MmapSe1 => "mmap-se1",
             Architecture::MmapSe2 => "mmap-se2",
             Architecture::Nvcache => "nvcache",
+            Architecture::Nvsql => "nvsql",
         }
     }
 
     pub fn uses_nvm(self) -> bool {
         matches!(
             self,
-            Architecture::BasicNvmBm | Architecture::ThreeTier | Architecture::NvmDirect | Architecture::Nvcache
+            Architecture::BasicNvmBm
+                | Architecture::ThreeTier
+                | Architecture::NvmDirect
+                | Architecture::Nvcache
+                | Architecture::Nvsql
         ) || self.is_mmap()
     }
 
@@ -101,8 +110,14 @@ impl Architecture {
 
     /// True if the architecture has a buffer manager (DRAM caching a lower tier).
     pub fn has_buffer(self) -> bool {
-        matches!(self, Architecture::SsdBm | Architecture::BasicNvmBm | Architecture::ThreeTier | Architecture::Nvcache)
-            || self.is_mmap()
+        matches!(
+            self,
+            Architecture::SsdBm
+                | Architecture::BasicNvmBm
+                | Architecture::ThreeTier
+                | Architecture::Nvcache
+                | Architecture::Nvsql
+        ) || self.is_mmap()
     }
 
     /// True if a database it made can be reopened ([`ArchConfig::open_existing`]): all
@@ -112,7 +127,7 @@ impl Architecture {
     }
 
     pub fn uses_ssd(self) -> bool {
-        matches!(self, Architecture::SsdBm | Architecture::ThreeTier | Architecture::Nvcache)
+        matches!(self, Architecture::SsdBm | Architecture::ThreeTier | Architecture::Nvcache | Architecture::Nvsql)
     }
 
     /// The policy the paper's version of this architecture uses.
@@ -121,6 +136,7 @@ impl Architecture {
             Architecture::ThreeTier => "hymem",
             Architecture::MmapSe2 => "se2",
             Architecture::Nvcache => "nvcache",
+            Architecture::Nvsql => "nvsql",
             _ => "eager",
         }
     }
@@ -141,7 +157,7 @@ impl Architecture {
             Architecture::MainMemory => Some(dram.bytes()),
             Architecture::BasicNvmBm | Architecture::NvmDirect => Some(nvm.bytes()),
             Architecture::MmapRead | Architecture::MmapSe1 | Architecture::MmapSe2 => Some(nvm.bytes()),
-            Architecture::SsdBm | Architecture::ThreeTier | Architecture::Nvcache => None,
+            Architecture::SsdBm | Architecture::ThreeTier | Architecture::Nvcache | Architecture::Nvsql => None,
         }
     }
 }
@@ -397,6 +413,7 @@ impl Engine {
                     nvm_frames: d.capacity_pages() as usize,
                     pages_reused: r.pages_in_use as usize,
                     frames_cleared: Vec::new(),
+                    log_needed_from: None,
                     frames_discarded: 0,
                     scan_secs: secs,
                     frames_gb_per_sec: if secs > 0.0 { bytes / secs / 1e9 } else { 0.0 },

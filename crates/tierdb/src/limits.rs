@@ -192,3 +192,15 @@ const _: () = assert!(ANNEAL_ATTEMPTS_PER_TEMPERATURE_DEFAULT <= ANNEAL_ATTEMPTS
 /// Epochs the coordinate search may measure one candidate (largest value of its
 /// setting).
 pub const COORD_MEASUREMENTS_MAX: u32 = 100;
+
+/// `nvsql`: the default re-update-interval threshold, as a percentile of the recent
+/// intervals (a dirty page whose interval ranks within it is admitted to NVM).
+pub const NVSQL_INTERVAL_PERCENT_DEFAULT: f64 = 30.0;
+/// `nvsql`: recent re-update intervals the online sketch ranks against.
+pub const NVSQL_SKETCH_WINDOW: usize = 4096;
+/// `nvsql`: intervals seen before the sketch decides (every dirty page is admitted
+/// until then, as NVM starts empty).
+pub const NVSQL_SKETCH_MIN_SAMPLES: usize = 32;
+/// `nvsql`: the new sublist's share of the NVM frames in midpoint-insertion LRU
+/// (InnoDB's default: 5/8 new, 3/8 old).
+pub const NVSQL_NEW_SUBLIST_PERCENT: usize = 62;

@@ -170,6 +170,10 @@ impl<'s, S: PageSource> BTree<'s, S> {
                     if page.wrote() {
                         let lsn = log.smo_image(id, *pid, page)?;
                         NodeMut::trusted(page, *pid).set_page_lsn(lsn);
+                        // The frame learns the image's LSN too (the end's follows): its
+                        // first-update LSN must not be past the record that redoes it
+                        // (`nvsql` keeps the log back to it).
+                        page.set_page_lsn(lsn);
                         page.image_logged();
                     }
                 }

@@ -240,6 +240,10 @@ pub struct RestartInfo {
     /// Frames whose header was cleared (written in place when the crash came, or an
     /// unreadable header), with the reason.
     pub frames_cleared: Vec<String>,
+    /// The oldest change a cleared frame held that SSD does not: recovery redoes from
+    /// there to rebuild its page (`Some(0)`: unknown, from the log's start; `None`: the
+    /// checkpoint's redo point suffices).
+    pub log_needed_from: Option<u64>,
     /// Frames naming pages the database does not have (freed, never allocated).
     pub frames_discarded: usize,
     /// Time to read and check every frame header.
@@ -340,6 +344,7 @@ impl BufferManager {
                                 nvm_frames: frames,
                                 pages_reused: 0,
                                 frames_cleared: r.cleared.iter().map(|(n, why)| format!("frame {n}: {why}")).collect(),
+                                log_needed_from: r.log_needed_from,
                                 frames_discarded: 0,
                                 scan_secs: r.scan_secs,
                                 frames_gb_per_sec: (frames * ps) as f64 / r.scan_secs.max(1e-9) / 1e9,
@@ -687,6 +692,18 @@ impl BufferManager {
         self.free(page)
     }
 
+    /// For a durable NVM cache ([`Policy::nvm_durable_cache`], `nvsql`): the LSN of the
+    /// oldest change that only NVM holds (dirty frames are not written to SSD by a
+    /// checkpoint), which the log must keep for recovery to rebuild a frame a crash
+    /// caught mid-write; `None` for other policies or with no dirty frame. Call it
+    /// after a [`checkpoint`](Self::checkpoint) that followed the redo point.
+    pub fn oldest_unflushed_lsn(&self) -> Option<u64> {
+        if !self.policy.nvm_durable_cache() {
+            return None;
+        }
+        self.nvm.as_ref().and_then(NvmPool::oldest_dirty_rec_lsn)
+    }
+
     /// What opening the SSD page file did with the double-write file it found: the
     /// pages it restored (`None`: no SSD, or no double-write file was there).
     pub fn torn_pages(&self) -> Option<&TornPageRecovery> {
@@ -893,7 +910,14 @@ impl BufferManager {
                 Entry::Mini(i) => Some((&self.frames.minis().meta(i).latch, Place::Mini(i))),
                 Entry::Busy => None,
                 Entry::Nvm(n) => {
-                    let info = PageInfo { pid, dirty: false, nvm_copy: true, referenced: true };
+                    let info = PageInfo {
+                        pid,
+                        dirty: false,
+                        nvm_copy: true,
+                        referenced: true,
+                        first_update_lsn: 0,
+                        page_lsn: 0,
+                    };
                     match *access.get_or_insert_with(|| self.policy.nvm_access(&info, exclusive, &self.tiers)) {
                         policy::NvmAccess::InPlace => {
                             if let Some(g) = self.fix_in_place(pid, n, exclusive) {
@@ -910,7 +934,14 @@ impl BufferManager {
                 }
                 Entry::Empty => {
                     self.check_allocated(pid)?;
-                    let info = PageInfo { pid, dirty: false, nvm_copy: false, referenced: true };
+                    let info = PageInfo {
+                        pid,
+                        dirty: false,
+                        nvm_copy: false,
+                        referenced: true,
+                        first_update_lsn: 0,
+                        page_lsn: 0,
+                    };
                     let miss = self.policy.ssd_miss(&info, &self.tiers);
                     // `Nvm`: into NVM only, and the next turn asks whether it goes on
                     // to DRAM; if NVM has no frame to give, into DRAM.
@@ -998,7 +1029,7 @@ impl BufferManager {
     fn read_in_place(&self, pid: PageId) -> Result<Option<(&NvmPool, u32)>> {
         self.check_stopped()?;
         let Entry::Nvm(n) = self.table.get(pid)? else { return Ok(None) };
-        let info = PageInfo { pid, dirty: false, nvm_copy: true, referenced: true };
+        let info = PageInfo { pid, dirty: false, nvm_copy: true, referenced: true, first_update_lsn: 0, page_lsn: 0 };
         if self.policy.nvm_access(&info, false, &self.tiers) == policy::NvmAccess::Migrate {
             return Ok(None);
         }
@@ -1129,6 +1160,7 @@ impl BufferManager {
         meta.referenced.store(true, Ordering::Relaxed);
         meta.resident_all.store(resident_all, Ordering::Relaxed);
         meta.page_lsn.store(0, Ordering::Relaxed);
+        meta.first_lsn.store(0, Ordering::Relaxed);
         self.frames.clear_mask(Mask::Resident, f);
         self.frames.clear_mask(Mask::Dirty, f);
     }
@@ -1337,6 +1369,14 @@ impl BufferManager {
             Ok(()) => {
                 let n = g.meta().nvm.load(Ordering::Relaxed);
                 self.reset_frame(g.frame(), pid, n, true);
+                if n != NO_NVM_FRAME
+                    && self.policy.nvm_disjoint()
+                    && let Err(e) = self.leave_nvm(&g, pid, n)
+                {
+                    self.table.set(pid, observed);
+                    self.return_frame(g);
+                    return Err(e);
+                }
                 self.table.set(pid, Entry::Dram(g.frame()));
                 Ok(Some(g))
             }
@@ -1348,12 +1388,38 @@ impl BufferManager {
         }
     }
 
+    /// Disjoint tiers (`nvsql`): page `pid`, just copied from NVM frame `n` into DRAM
+    /// frame `g` (held, its entry claimed), gives up the NVM frame. If the NVM copy is
+    /// newer than SSD it is written to SSD first: the frame may hold changes older than
+    /// the last checkpoint's redo point, which a restart would not redo for a page that
+    /// is in no NVM frame (the log before that point is scanned only to rebuild a frame
+    /// caught mid-write). Its log records were forced before they reached NVM. Then the
+    /// header is cleared durably; the DRAM copy is clean.
+    fn leave_nvm(&self, g: &FrameWrite<'_>, pid: PageId, n: u32) -> Result<()> {
+        let nvm = self.nvm.as_ref().expect("an NVM frame implies an NVM pool");
+        if nvm.is_dirty(n) {
+            self.ssd_write(pid, &self.stored_image(g.frame(), g))?;
+            self.counters.bump(Count::NvmToSsd);
+        }
+        nvm.release(n)?;
+        self.policy.nvm_evicted(pid);
+        g.meta().nvm.store(NO_NVM_FRAME, Ordering::Relaxed);
+        Ok(())
+    }
+
     /// Copies the page into frame `g` from NVM or SSD. Whole-page loads always migrate
     /// (an in-place answer of the policy applies to line-grained fixes only), and a page
     /// the policy sends from SSD to NVM goes to DRAM as well. `miss` is the policy's
     /// answer for an SSD miss if the caller asked already.
     fn fill(&self, pid: PageId, from: Entry, g: &mut FrameWrite<'_>, miss: Option<MissTarget>) -> Result<()> {
-        let info = PageInfo { pid, dirty: false, nvm_copy: matches!(from, Entry::Nvm(_)), referenced: true };
+        let info = PageInfo {
+            pid,
+            dirty: false,
+            nvm_copy: matches!(from, Entry::Nvm(_)),
+            referenced: true,
+            first_update_lsn: 0,
+            page_lsn: 0,
+        };
         match from {
             Entry::Nvm(n) => {
                 let nvm = self.nvm.as_ref().expect("an NVM entry implies an NVM pool");
@@ -1435,6 +1501,8 @@ impl BufferManager {
                 dirty: meta.dirty.load(Ordering::Relaxed),
                 nvm_copy: meta.nvm.load(Ordering::Relaxed) != NO_NVM_FRAME,
                 referenced: meta.referenced.load(Ordering::Relaxed),
+                first_update_lsn: 0,
+                page_lsn: 0,
             };
             match self.policy.dram_victim(&info, &self.tiers) {
                 Victim::SecondChance => {
@@ -1480,6 +1548,8 @@ impl BufferManager {
                 dirty: m.dirty.load(Ordering::Relaxed) != 0,
                 nvm_copy: true,
                 referenced: m.referenced.load(Ordering::Relaxed),
+                first_update_lsn: 0,
+                page_lsn: 0,
             };
             match self.policy.dram_victim(&info, &self.tiers) {
                 Victim::SecondChance => {
@@ -1596,7 +1666,15 @@ impl BufferManager {
         let dirty = meta.dirty.load(Ordering::Relaxed)
             || g.wrote()
             || (nvm_frame != NO_NVM_FRAME && self.frames.count_set(Mask::Dirty, g.frame()) > 0);
-        let info = PageInfo { pid, dirty, nvm_copy: nvm_frame != NO_NVM_FRAME, referenced: false };
+        let info = PageInfo {
+            pid,
+            dirty,
+            nvm_copy: nvm_frame != NO_NVM_FRAME,
+            referenced: false,
+            // `nvsql`'s admission rule measures the re-update interval from these.
+            first_update_lsn: meta.first_lsn.load(Ordering::Relaxed),
+            page_lsn: meta.page_lsn.load(Ordering::Relaxed),
+        };
         let mut to = self.policy.dram_eviction(&info, &self.tiers);
         let clean_only = self.policy.nvm_clean_only();
         debug_assert!(!(clean_only && dirty && to == EvictTo::Nvm), "{pid}: a dirty page sent to a clean-only NVM");
@@ -1626,6 +1704,7 @@ impl BufferManager {
                 meta.pid.store(NO_PAGE, Ordering::Relaxed);
                 meta.nvm.store(NO_NVM_FRAME, Ordering::Relaxed);
                 meta.dirty.store(false, Ordering::Relaxed);
+                meta.first_lsn.store(0, Ordering::Relaxed);
                 g.clear_wrote();
                 self.counters.bump(Count::DramEvictions);
                 Ok(())
@@ -1658,7 +1737,10 @@ impl BufferManager {
             // NVM has no victim to give (all its pages are in DRAM or moving).
             return self.evict_to_ssd(g, pid, dirty, NO_NVM_FRAME);
         };
-        if let Err(e) = nvm.write_page(n, pid, g, dirty, g.meta().page_lsn.load(Ordering::Relaxed)) {
+        // The first-update LSN bounds the oldest change not on SSD (`nvsql` keeps the
+        // log back to it while the page is dirty in NVM).
+        let (lsn, rec) = (g.meta().page_lsn.load(Ordering::Relaxed), g.meta().first_lsn.load(Ordering::Relaxed));
+        if let Err(e) = nvm.write_page_rec(n, pid, g, dirty, lsn, rec) {
             nvm.detach(n);
             return Err(e.into());
         }
@@ -1743,7 +1825,14 @@ impl BufferManager {
             if self.table.get(pid)? != Entry::Nvm(n) {
                 continue; // in DRAM too (its DRAM frame owns it) or moving
             }
-            let info = PageInfo { pid, dirty: nvm.is_dirty(n), nvm_copy: true, referenced: nvm.is_referenced(n) };
+            let info = PageInfo {
+                pid,
+                dirty: nvm.is_dirty(n),
+                nvm_copy: true,
+                referenced: nvm.is_referenced(n),
+                first_update_lsn: 0,
+                page_lsn: 0,
+            };
             match self.policy.nvm_victim(&info, &self.tiers) {
                 Victim::SecondChance => {
                     nvm.clear_referenced(n);

@@ -9,7 +9,8 @@
 //!   data_offset       frames, page_size bytes each (4 KiB aligned)
 //!
 //!   frame header:  0 page id u64 | 8 page LSN u64 (of the page's last logged change) | 16 flags u32 | 20 data CRC-32C u32
-//!                  24..60 reserved (zero) | 60 header CRC-32C u32 over bytes 0..60
+//!                  24 recovery LSN u64 (of the oldest change not on SSD, while DIRTY; 0: unknown)
+//!                  32..60 reserved (zero) | 60 header CRC-32C u32 over bytes 0..60
 //!   flags:         VALID 1, DIRTY 2 (newer than the SSD copy), IN_UPDATE 4,
 //!                  NO_CRC 8 (written back line by line: the data CRC is not kept)
 //! ```
@@ -57,6 +58,10 @@ pub struct FrameHeader {
     pub page_lsn: u64,
     pub flags: u32,
     pub data_crc: u32,
+    /// While DIRTY: a lower bound of the LSN of the oldest change the frame holds that
+    /// SSD does not (0: unknown). `nvsql` keeps dirty pages in NVM across checkpoints,
+    /// so the log must reach back to it (`NvmPool::oldest_dirty_rec_lsn`).
+    pub rec_lsn: u64,
 }
 
 impl FrameHeader {
@@ -66,6 +71,7 @@ impl FrameHeader {
         b[8..16].copy_from_slice(&self.page_lsn.to_le_bytes());
         b[16..20].copy_from_slice(&self.flags.to_le_bytes());
         b[20..24].copy_from_slice(&self.data_crc.to_le_bytes());
+        b[24..32].copy_from_slice(&self.rec_lsn.to_le_bytes());
         let crc = crc32c::crc32c(&b[..60]);
         b[60..64].copy_from_slice(&crc.to_le_bytes());
         b
@@ -85,7 +91,13 @@ impl FrameHeader {
         if stored != computed {
             return Err(format!("header CRC-32C {stored:#010x}, computed {computed:#010x}"));
         }
-        Ok(Some(FrameHeader { pid: PageId(u64_at(0)), page_lsn: u64_at(8), flags: u32_at(16), data_crc: u32_at(20) }))
+        Ok(Some(FrameHeader {
+            pid: PageId(u64_at(0)),
+            page_lsn: u64_at(8),
+            flags: u32_at(16),
+            data_crc: u32_at(20),
+            rec_lsn: u64_at(24),
+        }))
     }
 }
 
@@ -106,6 +118,8 @@ pub struct NvmFrameMeta {
     /// Bumped by every in-place writer and every claim, before it releases the latch:
     /// optimistic in-place readers validate against it (seqlock).
     version: AtomicU64,
+    /// The header's recovery LSN, while dirty.
+    rec_lsn: AtomicU64,
 }
 
 /// A pool found again at restart ([`NvmPool::reopen`]).
@@ -115,6 +129,10 @@ pub struct Reopened {
     pub pages: Vec<(u32, FrameHeader)>,
     /// Frames cleared, and why.
     pub cleared: Vec<(u32, String)>,
+    /// The oldest change a cleared frame held that SSD does not (`Some(0)`: unknown, as
+    /// far back as the log goes; `None`: no cleared frame needs the log before the
+    /// last checkpoint's redo point).
+    pub log_needed_from: Option<u64>,
     /// Time to read and check the headers.
     pub scan_secs: f64,
 }
@@ -188,6 +206,7 @@ impl NvmPool {
                 no_crc: AtomicBool::new(false),
                 latch: Latch::new(),
                 version: AtomicU64::new(0),
+                rec_lsn: AtomicU64::new(0),
             })
             .collect();
         // Hand frames out from index 0 upwards.
@@ -249,6 +268,7 @@ impl NvmPool {
         let mut metas = Vec::with_capacity(count);
         let mut pages = Vec::new();
         let mut cleared = Vec::new();
+        let mut log_needed_from = None;
         for (n, b) in headers.chunks_exact(HEADER_BYTES).enumerate() {
             let meta = NvmFrameMeta {
                 pid: AtomicU64::new(NO_PAGE),
@@ -257,17 +277,32 @@ impl NvmPool {
                 no_crc: AtomicBool::new(false),
                 latch: Latch::new(),
                 version: AtomicU64::new(0),
+                rec_lsn: AtomicU64::new(0),
             };
             match FrameHeader::decode(b.try_into().expect("64 bytes")) {
                 Ok(Some(fh)) if fh.flags & FLAG_VALID != 0 && fh.flags & FLAG_IN_UPDATE == 0 => {
                     meta.pid.store(fh.pid.0, Ordering::Relaxed);
                     meta.dirty.store(fh.flags & FLAG_DIRTY != 0, Ordering::Relaxed);
                     meta.no_crc.store(fh.flags & FLAG_NO_CRC != 0, Ordering::Relaxed);
+                    meta.rec_lsn.store(fh.rec_lsn, Ordering::Relaxed);
                     pages.push((n as u32, fh));
                 }
                 Ok(None) => {}
-                Ok(Some(fh)) => cleared.push((n as u32, format!("{} was being written in place (IN_UPDATE)", fh.pid))),
-                Err(e) => cleared.push((n as u32, format!("unreadable header: {e}"))),
+                Ok(Some(fh)) => {
+                    // A dirty frame's page is rebuilt from SSD with the changes since its
+                    // recovery LSN (0: unknown, the whole log kept); a clean one's SSD
+                    // copy is the frame as it was, and its changes are newer than the
+                    // last checkpoint (which waited for in-place writers).
+                    if fh.flags & FLAG_DIRTY != 0 {
+                        let from = if fh.rec_lsn == 0 { 0 } else { fh.rec_lsn };
+                        log_needed_from = Some(log_needed_from.map_or(from, |l: u64| l.min(from)));
+                    }
+                    cleared.push((n as u32, format!("{} was being written in place (IN_UPDATE)", fh.pid)));
+                }
+                Err(e) => {
+                    log_needed_from = Some(0);
+                    cleared.push((n as u32, format!("unreadable header: {e}")));
+                }
             }
             metas.push(meta);
         }
@@ -288,7 +323,20 @@ impl NvmPool {
         let used: std::collections::HashSet<u32> = pages.iter().map(|(n, _)| *n).collect();
         *pool.free.lock() = (0..count as u32).rev().filter(|n| !used.contains(n)).collect();
         let scan_secs = start.elapsed().as_secs_f64();
-        Ok(Ok(Reopened { pool, pages, cleared, scan_secs }))
+        Ok(Ok(Reopened { pool, pages, cleared, log_needed_from, scan_secs }))
+    }
+
+    /// The oldest change any dirty frame holds that SSD does not: the least recovery LSN
+    /// of the dirty frames (a frame whose bound is unknown counts as LSN 1, keeping the
+    /// whole log); `None` if no frame is dirty. Racy against concurrent writers, which
+    /// only add changes newer than the caller's bound (the checkpoint takes it after
+    /// choosing its redo point).
+    pub fn oldest_dirty_rec_lsn(&self) -> Option<u64> {
+        self.metas
+            .iter()
+            .filter(|m| m.pid.load(Ordering::Relaxed) != NO_PAGE && m.dirty.load(Ordering::Relaxed))
+            .map(|m| m.rec_lsn.load(Ordering::Relaxed).max(1))
+            .min()
     }
 
     /// Frees frame `n` at restart (its header named a page the database does not have):
@@ -481,32 +529,62 @@ impl NvmPool {
     pub fn write_lines(&self, n: u32, pid: PageId, runs: &[(usize, &[u8])], page_lsn: u64) -> Result<(), BufferError> {
         debug_assert_eq!(self.pid(n), Some(pid));
         let base = self.data_offset(n);
-        self.begin_update(n, pid)?;
+        let before = self.begin_update(n, pid)?;
+        // A clean frame becomes newer than SSD with this change, whose LSN is past the
+        // page LSN SSD holds; a dirty one keeps its older bound.
+        let m = &self.metas[n as usize];
+        let rec_lsn = match before {
+            Some(h) if h.flags & FLAG_DIRTY != 0 => h.rec_lsn,
+            Some(h) => h.page_lsn + 1,
+            None => 0,
+        };
         for (off, bytes) in runs {
             debug_assert!(off + bytes.len() <= self.page_size);
             // SAFETY: frame `n`'s data is written only by its owner, the caller.
             unsafe { self.region.write_lines_shared(base + *off as u64, bytes) }.map_err(dev)?;
             self.region.persist(base + *off as u64, bytes.len() as u64).map_err(dev)?;
         }
-        let m = &self.metas[n as usize];
-        let h = FrameHeader { pid, page_lsn, flags: FLAG_VALID | FLAG_DIRTY | FLAG_NO_CRC, data_crc: 0 };
+        let h = FrameHeader { pid, page_lsn, flags: FLAG_VALID | FLAG_DIRTY | FLAG_NO_CRC, data_crc: 0, rec_lsn };
         self.write_header(n, &h)?;
+        m.rec_lsn.store(rec_lsn, Ordering::Relaxed);
         m.dirty.store(true, Ordering::Relaxed);
         m.no_crc.store(true, Ordering::Relaxed);
         Ok(())
+    }
+
+    /// Crash tests: what a power loss in the middle of [`write_lines`](Self::write_lines)
+    /// leaves — the header marked IN_UPDATE (durably, by the same step `write_lines`
+    /// takes first) and `bytes` at page offset `off` persisted, the rest of the change
+    /// and the header's completion never made. The frame must not be used afterwards
+    /// (the caller abandons the process, as a crash would); its owner must not be
+    /// accessing it.
+    ///
+    /// # Errors
+    /// Device errors.
+    #[doc(hidden)]
+    pub fn crash_inside_write_lines(&self, n: u32, pid: PageId, off: usize, bytes: &[u8]) -> Result<(), BufferError> {
+        debug_assert!(off + bytes.len() <= self.page_size && bytes.len().is_multiple_of(CACHE_LINE_BYTES));
+        self.begin_update(n, pid)?;
+        let at = self.data_offset(n) + off as u64;
+        // SAFETY: the caller owns frame `n` and stops using the pool after this call.
+        unsafe { self.region.write_lines_shared(at, bytes) }.map_err(dev)?;
+        self.region.persist(at, bytes.len() as u64).map_err(dev)
     }
 
     /// Before frame `n`'s data is overwritten in place for the page it holds: marks the
     /// header IN_UPDATE (durably), so that a crash in the middle leaves a frame that a
     /// restart discards instead of a valid header over torn bytes. A frame being
     /// filled for a new page has an empty header already.
-    fn begin_update(&self, n: u32, pid: PageId) -> Result<(), BufferError> {
+    /// Returns the header as it was before (`None` for a frame filled for a new page).
+    fn begin_update(&self, n: u32, pid: PageId) -> Result<Option<FrameHeader>, BufferError> {
         if self.metas[n as usize].pid.load(Ordering::Relaxed) != pid.0 {
-            return Ok(());
+            return Ok(None);
         }
-        let Some(mut h) = self.header(n)? else { return Ok(()) };
+        let Some(before) = self.header(n)? else { return Ok(None) };
+        let mut h = before;
         h.flags |= FLAG_IN_UPDATE;
-        self.write_header(n, &h)
+        self.write_header(n, &h)?;
+        Ok(Some(before))
     }
 
     /// Reads frame `n`'s persistent header.
@@ -530,9 +608,33 @@ impl NvmPool {
     /// # Errors
     /// Device errors.
     pub fn write_page(&self, n: u32, pid: PageId, src: &[u8], dirty: bool, page_lsn: u64) -> Result<(), BufferError> {
+        self.write_page_rec(n, pid, src, dirty, page_lsn, 0)
+    }
+
+    /// [`write_page`](Self::write_page) with the recovery LSN of a dirty page: a lower
+    /// bound of its oldest change not on SSD (0: unknown). A frame that held the page
+    /// dirty already keeps the older of its bound and this one.
+    ///
+    /// # Errors
+    /// Device errors.
+    pub fn write_page_rec(
+        &self,
+        n: u32,
+        pid: PageId,
+        src: &[u8],
+        dirty: bool,
+        page_lsn: u64,
+        rec_lsn: u64,
+    ) -> Result<(), BufferError> {
         debug_assert_eq!(src.len(), self.page_size);
         let off = self.data_offset(n);
-        self.begin_update(n, pid)?;
+        let before = self.begin_update(n, pid)?;
+        let rec_lsn = match before {
+            _ if !dirty => 0,
+            Some(h) if h.flags & FLAG_DIRTY != 0 && (h.rec_lsn == 0 || rec_lsn == 0) => 0,
+            Some(h) if h.flags & FLAG_DIRTY != 0 => h.rec_lsn.min(rec_lsn),
+            _ => rec_lsn,
+        };
         if self.file_io.load(Ordering::Relaxed) {
             // SAFETY: as below.
             unsafe { self.region.pwrite_in_shared(off, src) }.map_err(dev)?;
@@ -543,9 +645,10 @@ impl NvmPool {
         }
         self.region.persist(off, src.len() as u64).map_err(dev)?;
         let flags = FLAG_VALID | if dirty { FLAG_DIRTY } else { 0 };
-        let h = FrameHeader { pid, page_lsn, flags, data_crc: crc32c::crc32c(src) };
+        let h = FrameHeader { pid, page_lsn, flags, data_crc: crc32c::crc32c(src), rec_lsn };
         self.write_header(n, &h)?;
         let m = &self.metas[n as usize];
+        m.rec_lsn.store(rec_lsn, Ordering::Relaxed);
         m.pid.store(pid.0, Ordering::Relaxed);
         m.dirty.store(dirty, Ordering::Relaxed);
         m.referenced.store(true, Ordering::Relaxed);
@@ -567,6 +670,7 @@ impl NvmPool {
             });
         };
         h.flags &= !FLAG_DIRTY;
+        h.rec_lsn = 0;
         self.write_header(n, &h)?;
         self.metas[n as usize].dirty.store(false, Ordering::Relaxed);
         Ok(())
@@ -718,7 +822,7 @@ mod tests {
 
     #[test]
     fn header_decoding_rejects_bad_crc() {
-        let h = FrameHeader { pid: PageId(3), page_lsn: 5, flags: FLAG_VALID, data_crc: 11 };
+        let h = FrameHeader { pid: PageId(3), page_lsn: 5, flags: FLAG_VALID, data_crc: 11, rec_lsn: 4 };
         let mut b = h.encode();
         assert_eq!(FrameHeader::decode(&b).unwrap(), Some(h));
         b[3] ^= 0x10;

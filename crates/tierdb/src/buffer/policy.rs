@@ -23,6 +23,7 @@ pub mod eager;
 pub mod hymem;
 pub mod knobs;
 pub mod nvcache;
+pub mod nvsql;
 pub mod se2;
 pub mod spitfire;
 
@@ -30,6 +31,7 @@ pub use eager::Eager;
 pub use hymem::Hymem;
 pub use knobs::MigrationKnobs;
 pub use nvcache::{Nvcache, NvcacheConfig, NvmCacheStats, ObpMode};
+pub use nvsql::{Nvsql, NvsqlAdmission, NvsqlConfig, NvsqlReplacement, NvsqlStats};
 pub use se2::Se2;
 pub use spitfire::Spitfire;
 
@@ -45,6 +47,12 @@ pub struct PageInfo {
     pub nvm_copy: bool,
     /// Touched since the clock hand last passed.
     pub referenced: bool,
+    /// LSN of the first logged change since the page was last clean in DRAM (0:
+    /// unknown, or no change). Set only where a policy decides on it
+    /// (`dram_eviction`); `nvsql`'s re-update interval starts here.
+    pub first_update_lsn: u64,
+    /// LSN of the page's last logged change in DRAM (0: unknown). As above.
+    pub page_lsn: u64,
 }
 
 /// Which tiers an architecture has and how full they are.
@@ -150,6 +158,21 @@ pub trait Policy: Send + Sync {
         false
     }
 
+    /// DRAM and NVM are disjoint (`nvsql`): a page a whole-page fix copies from NVM into
+    /// DRAM gives up its NVM frame (its DRAM copy is dirty if the frame was), so that a
+    /// page is in one of the two. False (the default): the NVM frame stays as the
+    /// page's older copy.
+    fn nvm_disjoint(&self) -> bool {
+        false
+    }
+
+    /// NVM is a durable cache (`nvsql`): a checkpoint leaves dirty pages in NVM instead
+    /// of writing them to SSD, and the log is kept back to their oldest change
+    /// ([`BufferManager::oldest_unflushed_lsn`](crate::buffer::BufferManager::oldest_unflushed_lsn)).
+    fn nvm_durable_cache(&self) -> bool {
+        false
+    }
+
     /// The NVM pool is full and a frame is needed. A policy that chooses NVM victims
     /// itself appends the pages to evict, in order, to `out` (perhaps none: a veto) and
     /// returns true; the manager evicts those that are in NVM only and does not run its
@@ -173,8 +196,9 @@ pub trait Policy: Send + Sync {
 }
 
 /// The policies selectable by name. `spitfire` takes its knobs after a colon:
-/// `spitfire:b`, `spitfire:dr=0.1,dw=0.1` (plain `spitfire` is eager).
-pub const POLICY_NAMES: &[&str] = &["eager", "hymem", "nvcache", "spitfire", "se2"];
+/// `spitfire:b`, `spitfire:dr=0.1,dw=0.1` (plain `spitfire` is eager); `nvsql` its
+/// admission and replacement: `nvsql:admit=fixed,lsns=5000,lru=lru` ([`NvsqlConfig`]).
+pub const POLICY_NAMES: &[&str] = &["eager", "hymem", "nvcache", "nvsql", "spitfire", "se2"];
 
 /// Builds a policy by name. `admission_set_pages` sizes `hymem`'s admission set,
 /// `nvcache` configures `nvcache`, `seed` seeds the probabilistic policies; each policy
@@ -200,6 +224,10 @@ pub fn by_name(
         ("nvcache", None) => {
             nvcache.validate().map_err(|what| super::BufferError::Config { what })?;
             Ok(Box::new(Nvcache::new(nvcache.clone())))
+        }
+        ("nvsql", args) => {
+            let cfg = args.map(str::parse).transpose()?.unwrap_or_default();
+            Ok(Box::new(Nvsql::new(cfg, 0)))
         }
         ("spitfire", knobs) => {
             let knobs = knobs.map(str::parse).transpose()?.unwrap_or(MigrationKnobs::EAGER);

@@ -238,6 +238,27 @@ pub trait DbStore: PageSource + Sized {
         0
     }
 
+    /// NVM frames caught in the middle of an in-place write (IN_UPDATE) or unreadable
+    /// at open: not used, so their pages are rebuilt from SSD and the log.
+    fn nvm_frames_cleared(&self) -> usize {
+        0
+    }
+
+    /// The oldest change the store keeps outside the page file that a crash may make
+    /// recovery rebuild (`nvsql`: dirty NVM pages, left there by checkpoints): the log
+    /// is kept back to it, but redo scans from there only when the store says at open
+    /// that it must ([`log_needed_at_open`](Self::log_needed_at_open)).
+    fn oldest_retained(&self) -> Option<Lsn> {
+        None
+    }
+
+    /// At open: the oldest change of a page the store could not keep (an NVM frame a
+    /// crash caught mid-write), from which redo must scan to rebuild it (`Some(0)`:
+    /// unknown, from the oldest retained record); `None`: none.
+    fn log_needed_at_open(&self) -> Option<Lsn> {
+        None
+    }
+
     /// Pages are changed in place and each write-back is logged as a line image before it
     /// happens: recovery repeats those images instead of the updates, and a commit
     /// truncates the log behind the oldest record still needed.
@@ -284,6 +305,15 @@ impl DbStore for BufferManager {
     }
     fn pages_restored(&self) -> usize {
         self.torn_pages().map_or(0, |t| t.pages_restored())
+    }
+    fn nvm_frames_cleared(&self) -> usize {
+        self.restart_info().map_or(0, |r| r.frames_cleared.len())
+    }
+    fn oldest_retained(&self) -> Option<Lsn> {
+        self.oldest_unflushed_lsn()
+    }
+    fn log_needed_at_open(&self) -> Option<Lsn> {
+        self.restart_info().and_then(|r| r.log_needed_from)
     }
 }
 
@@ -660,8 +690,11 @@ impl<S: DbStore> Db<S> {
         let lsn = self.wal.append(&RecordHead::new(Kind::CheckpointBegin, 0, 0), &redo.to_le_bytes())?;
         self.wal.flush_until(lsn + 1)?;
         let start = self.log_needed_from(redo);
-        write_control(&self.dir, start)?;
-        self.wal.truncate_before(start)?;
+        // A durable NVM cache's dirty pages keep older records (not scanned unless a
+        // crash tears one of them).
+        let retain = start.min(self.store.oldest_retained().unwrap_or(start));
+        write_control(&self.dir, retain, start)?;
+        self.wal.truncate_before(retain)?;
         Ok(())
     }
 
@@ -701,11 +734,19 @@ impl<S: DbStore> Db<S> {
 
 /// Writes the control file (redo point and CRC) atomically: a temporary file, fsync,
 /// rename, fsync of the directory.
-fn write_control(dir: &Path, redo: Lsn) -> Result<()> {
-    let mut b = [0u8; 16];
-    b[0..8].copy_from_slice(&redo.to_le_bytes());
+/// Writes the control file: the oldest record kept (`retain`) and where redo starts
+/// (`redo`, not before it). Layout: retain u64 | CRC-32C of it | 0 u32 | redo u64 |
+/// CRC-32C of it | 0 u32; a 16-byte file (the first half) is one written before redo
+/// and retain were told apart (redo = retain).
+fn write_control(dir: &Path, retain: Lsn, redo: Lsn) -> Result<()> {
+    debug_assert!(retain <= redo, "control: retain {retain} after redo {redo}");
+    let mut b = [0u8; 32];
+    b[0..8].copy_from_slice(&retain.to_le_bytes());
     let crc = crc32c::crc32c(&b[0..8]);
     b[8..12].copy_from_slice(&crc.to_le_bytes());
+    b[16..24].copy_from_slice(&redo.to_le_bytes());
+    let crc = crc32c::crc32c(&b[16..24]);
+    b[24..28].copy_from_slice(&crc.to_le_bytes());
     let tmp = dir.join(format!("{CONTROL_FILE}.tmp"));
     let io = |what: &str, e: std::io::Error| DbError::Open { path: dir.to_path_buf(), what: format!("{what}: {e}") };
     {
@@ -718,18 +759,27 @@ fn write_control(dir: &Path, redo: Lsn) -> Result<()> {
     Ok(())
 }
 
-/// Reads the control file: the redo point, if there is one.
-fn read_control(dir: &Path) -> Result<Option<Lsn>> {
+/// Reads the control file: the oldest record kept and the redo point, if there is one.
+fn read_control(dir: &Path) -> Result<Option<(Lsn, Lsn)>> {
     let path = dir.join(CONTROL_FILE);
     let b = match std::fs::read(&path) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(DbError::Open { path, what: format!("cannot read the control file: {e}") }.into()),
     };
-    if b.len() != 16 || crc32c::crc32c(&b[0..8]).to_le_bytes() != b[8..12] {
+    let half_ok = |o: usize| crc32c::crc32c(&b[o..o + 8]).to_le_bytes() == b[o + 8..o + 12];
+    if !(b.len() == 16 || b.len() == 32) || !half_ok(0) || (b.len() == 32 && !half_ok(16)) {
         return Err(DbError::Open { path, what: "the control file is corrupt".into() }.into());
     }
-    Ok(Some(u64::from_le_bytes(b[0..8].try_into().expect("8 bytes"))))
+    let at = |o: usize| u64::from_le_bytes(b[o..o + 8].try_into().expect("8 bytes"));
+    let retain = at(0);
+    let redo = if b.len() == 32 { at(16) } else { retain };
+    if redo < retain {
+        return Err(
+            DbError::Open { path, what: format!("the control file's redo point {redo} is before {retain}") }.into()
+        );
+    }
+    Ok(Some((retain, redo)))
 }
 
 #[derive(Default)]

@@ -37,6 +37,9 @@ use crate::wal::{Kind, Lsn, RecordHead};
 pub struct RecoveryReport {
     /// Where redo started (the last checkpoint's redo point, or the log's start).
     pub redo_from: Lsn,
+    /// The oldest record the last checkpoint kept: before `redo_from` when a durable
+    /// NVM cache (`nvsql`) holds older changes than SSD.
+    pub log_retained_from: Lsn,
     /// The end of the log.
     pub log_end: Lsn,
     pub records_read: u64,
@@ -68,6 +71,11 @@ pub struct RecoveryReport {
     /// Files of a creation that a crash cut short (no control file yet), removed before
     /// the database was created afresh.
     pub unfinished_creation: Vec<String>,
+    /// NVM frames not used because a crash caught them being written in place (their
+    /// IN_UPDATE flag set) or their header unreadable: each such page is rebuilt from
+    /// its SSD copy by the redo (NV-SQL §5.3). Pages reused from NVM skip the redo of
+    /// every change they hold (counted in `changes_skipped`).
+    pub nvm_frames_cleared: usize,
     /// SSD pages restored from the double-write area when the page file was opened
     /// (torn in place by the crash, or older than their copy).
     pub pages_restored: usize,
@@ -85,11 +93,27 @@ pub(super) fn recover<S: DbStore>(db: &Db<S>, started: Instant) -> Result<Recove
     let mut rep = RecoveryReport {
         log_tail: db.wal.recovered().tail.clone(),
         nvm_pages_reused: db.store.pages_reused(),
+        nvm_frames_cleared: db.store.nvm_frames_cleared(),
         pages_restored: db.store.pages_restored(),
         ..RecoveryReport::default()
     };
-    let from = read_control(&db.dir)?.unwrap_or(db.wal.start_lsn()).max(db.wal.start_lsn());
+    let start = db.wal.start_lsn();
+    let (retain, redo) = read_control(&db.dir)?.unwrap_or((start, start));
+    // Redo scans from the oldest retained record: a durable NVM cache (`nvsql`) keeps
+    // the log back to its dirty pages' oldest change, needed to rebuild a page whose
+    // frame a crash caught mid-write (NV-SQL §5.3); the pages in NVM that were not
+    // being written skip the records they hold (by page LSN). Scanning only from the
+    // checkpoint's redo point when no frame was caught lost a commit in `crashtest
+    // --arch nvsql` (cause not found yet; docs/nvsql.md), so `redo` only bounds the
+    // scan from above.
+    let from = match db.store.log_needed_at_open() {
+        None => retain.min(redo),
+        Some(0) => retain,
+        Some(l) => redo.min(l).max(retain),
+    }
+    .max(start);
     rep.redo_from = from;
+    rep.log_retained_from = retain.max(start);
     let mut txns: HashMap<u64, TxnInfo> = HashMap::new();
     let mut max_txn = 0u64;
     let mut max_smo = 0u64;

@@ -480,11 +480,12 @@ impl LinePage for LineGuard<'_> {
     }
 
     fn set_page_lsn(&mut self, lsn: u64) {
-        let cell = match self.place {
-            Place::Full(f) => &self.pool.meta(f).page_lsn,
-            Place::Mini(i) => &self.pool.minis().meta(i).page_lsn,
-        };
-        cell.fetch_max(lsn, Ordering::Relaxed);
+        match self.place {
+            Place::Full(f) => self.pool.meta(f).note_lsn(lsn),
+            Place::Mini(i) => {
+                self.pool.minis().meta(i).page_lsn.fetch_max(lsn, Ordering::Relaxed);
+            }
+        }
     }
 
     fn whole_mut(&mut self) -> Result<&mut [u8]> {

@@ -85,6 +85,9 @@ pub struct FrameMeta {
     /// LSN of the last logged change to the page: the WAL is forced up to it before the
     /// page is written to NVM or SSD (the write-ahead rule).
     pub page_lsn: AtomicU64,
+    /// LSN of the first logged change since the page was last clean in this frame (0:
+    /// none): `nvsql`'s first-update LSN, from which its re-update interval runs.
+    pub first_lsn: AtomicU64,
 }
 
 impl FrameMeta {
@@ -101,6 +104,17 @@ impl FrameMeta {
             parent_offset: AtomicU32::new(0),
             swizzled_children: AtomicU32::new(0),
             page_lsn: AtomicU64::new(0),
+            first_lsn: AtomicU64::new(0),
+        }
+    }
+
+    /// A change logged at `lsn` was made to the page: raises the page LSN, and sets the
+    /// first-update LSN if the page had none since it was last clean.
+    #[inline]
+    pub fn note_lsn(&self, lsn: u64) {
+        self.page_lsn.fetch_max(lsn, Ordering::Relaxed);
+        if lsn != 0 && self.first_lsn.load(Ordering::Relaxed) == 0 {
+            let _ = self.first_lsn.compare_exchange(0, lsn, Ordering::Relaxed, Ordering::Relaxed);
         }
     }
 
@@ -624,7 +638,7 @@ impl ExclusivePage for FrameWrite<'_> {
 
     #[inline]
     fn set_page_lsn(&mut self, lsn: u64) {
-        self.meta().page_lsn.fetch_max(lsn, Ordering::Relaxed);
+        self.meta().note_lsn(lsn);
     }
 }
 

@@ -129,6 +129,8 @@ impl<'a> SsdBatch<'a> {
                     nvm().write_page(p.nvm, p.pid, &bm.stored_image(g.frame(), &g), false, p.lsn)?;
                 }
                 g.meta().dirty.store(false, Ordering::Relaxed);
+                // On SSD now: the next change starts a new re-update interval (`nvsql`).
+                g.meta().first_lsn.store(0, Ordering::Relaxed);
                 bm.frames.clear_mask(Mask::Dirty, g.frame());
                 Ok(())
             }
@@ -320,7 +322,20 @@ impl BufferManager {
         drop(batch);
         let Some(ssd) = &self.ssd else { return Ok(()) };
         // 4. Pages in NVM only whose copy is newer than SSD. They hold no DRAM frame.
-        if let Some(nvm) = &self.nvm {
+        //    A durable NVM cache (`nvsql`) keeps them there: the log is kept back to
+        //    their oldest change instead (`oldest_unflushed_lsn`). Waiting once for each
+        //    frame's in-place latch makes sure that a change logged before the caller's
+        //    redo point and still staged in an in-place guard has reached its frame (and
+        //    its recovery LSN) before the caller asks.
+        if let Some(nvm) = &self.nvm
+            && self.policy.nvm_durable_cache()
+        {
+            for n in 0..nvm.len() as u32 {
+                let latch = nvm.latch(n);
+                latch.shared();
+                latch.unlock_shared();
+            }
+        } else if let Some(nvm) = &self.nvm {
             let mut batch = SsdBatch::new(self, ssd, DOUBLE_WRITE_SLOTS);
             for n in 0..nvm.len() as u32 {
                 let Some(pid) = nvm.pid(n) else { continue };

@@ -118,7 +118,14 @@ mod tests {
     const TIERS: Tiers = Tiers { has_nvm: true, has_ssd: true, dram_frames: 4, nvm_frames: 8 };
 
     fn page(pid: u64) -> PageInfo {
-        PageInfo { pid: PageId(pid), dirty: false, nvm_copy: false, referenced: false }
+        PageInfo {
+            pid: PageId(pid),
+            dirty: false,
+            nvm_copy: false,
+            referenced: false,
+            first_update_lsn: 0,
+            page_lsn: 0,
+        }
     }
 
     #[test]

@@ -1,0 +1,679 @@
+//! `nvsql`: NVM as a durable write cache *beside* DRAM (NV-SQL, papers/
+//! nv-sql-nvdimm-write-cache.txt, §3–4).
+//!
+//! DRAM and NVM are one tier: a page read from SSD always enters DRAM
+//! ([`MissTarget::Dram`]); a page in NVM is read and updated in place there
+//! ([`NvmAccess::InPlace`]: the buffer manager persists the changed lines under the
+//! frame's IN_UPDATE flag, after the log force); a dirty page leaving DRAM goes to NVM
+//! only if the admission rule calls it write-hot, else to SSD; a page leaving NVM is
+//! written to SSD. A page that a whole-page fix (an inner node, a structure change)
+//! needs in DRAM moves there and gives up its NVM frame ([`Policy::nvm_disjoint`]): a
+//! page is in one of the two (see `docs/nvsql.md`).
+//!
+//! **Admission** (§4.3), [`NvsqlAdmission`]:
+//! - *re-update interval*: interval = first-update LSN of this stay in DRAM − the LSN
+//!   at which the page was last flushed to SSD. A short interval means the page is
+//!   updated again soon after it is written out: write-hot. The paper ranks the interval
+//!   among recent ones against a threshold found by offline profiling; here the recent
+//!   intervals are kept online in an [`IntervalSketch`] (a fixed window of the last
+//!   [`NVSQL_SKETCH_WINDOW`] intervals over log-linear buckets), so no profiling is
+//!   needed, and [`NvsqlAdmission::FixedInterval`] keeps an absolute LSN threshold for
+//!   comparison;
+//! - *checkpoint*: nothing is admitted at eviction; at a checkpoint the dirty pages with
+//!   the oldest first-update LSN (the head of the dirty-page list) go to NVM instead of
+//!   SSD ([`Nvsql::checkpoint_selection`]).
+//!
+//! The last-flush LSN is kept here, per page, from the evictions the policy sends to
+//! SSD (the page's LSN at that moment). Without a log (LSNs all zero) the policy's count
+//! of dirty evictions stands in for the LSN clock.
+//!
+//! **Replacement** (§4.4), [`NvsqlReplacement`]: midpoint-insertion LRU — a new and an
+//! old sublist, pages enter at the head of the old one (the midpoint), the tail of the
+//! new one spills into the old one, victims come from the tail of the old one — with
+//! the *update-count* rule: a hit in the old sublist moves a page to the new sublist
+//! only if it was an update (reads leave it where it is). `midpoint` promotes on any
+//! hit (InnoDB's default), `lru` is plain LRU.
+//!
+//! Concurrency: one mutex, taken on NVM accesses and on evictions (which do I/O anyway).
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::fmt;
+use std::str::FromStr;
+
+use parking_lot::Mutex;
+use serde::Serialize;
+
+use super::{EvictTo, MissTarget, NvmAccess, PageInfo, Policy, Tiers, Victim};
+use crate::buffer::BufferError;
+use crate::ids::PageId;
+use crate::limits::{
+    NVSQL_INTERVAL_PERCENT_DEFAULT, NVSQL_NEW_SUBLIST_PERCENT, NVSQL_SKETCH_MIN_SAMPLES, NVSQL_SKETCH_WINDOW,
+};
+
+/// Which dirty pages leaving DRAM are admitted to NVM.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub enum NvsqlAdmission {
+    /// Admit when the re-update interval ranks within the shortest `percent` of the
+    /// recent intervals (online sketch).
+    Interval { percent: f64 },
+    /// Admit when the re-update interval is at most `lsns`.
+    FixedInterval { lsns: u64 },
+    /// Admit nothing at eviction; checkpoints move the oldest dirty pages to NVM.
+    Checkpoint { percent: f64 },
+    /// Every dirty page (a baseline).
+    Always,
+}
+
+/// How NVM victims are chosen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum NvsqlReplacement {
+    /// Midpoint insertion; a hit in the old sublist promotes only if it is an update.
+    UpdateCount,
+    /// Midpoint insertion; any hit in the old sublist promotes.
+    Midpoint,
+    /// Plain LRU.
+    Lru,
+}
+
+/// `nvsql`'s configuration, parsed from `nvsql[:key=value,...]`:
+/// `admit=interval|fixed|checkpoint|always`, `pct=P` (interval and checkpoint),
+/// `lsns=N` (fixed), `lru=update-count|midpoint|lru`.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct NvsqlConfig {
+    pub admission: NvsqlAdmission,
+    pub replacement: NvsqlReplacement,
+}
+
+impl Default for NvsqlConfig {
+    fn default() -> NvsqlConfig {
+        NvsqlConfig {
+            admission: NvsqlAdmission::Interval { percent: NVSQL_INTERVAL_PERCENT_DEFAULT },
+            replacement: NvsqlReplacement::UpdateCount,
+        }
+    }
+}
+
+impl fmt::Display for NvsqlConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.admission {
+            NvsqlAdmission::Interval { percent } => write!(f, "admit=interval,pct={percent}")?,
+            NvsqlAdmission::FixedInterval { lsns } => write!(f, "admit=fixed,lsns={lsns}")?,
+            NvsqlAdmission::Checkpoint { percent } => write!(f, "admit=checkpoint,pct={percent}")?,
+            NvsqlAdmission::Always => f.write_str("admit=always")?,
+        }
+        let lru = match self.replacement {
+            NvsqlReplacement::UpdateCount => "update-count",
+            NvsqlReplacement::Midpoint => "midpoint",
+            NvsqlReplacement::Lru => "lru",
+        };
+        write!(f, ",lru={lru}")
+    }
+}
+
+impl FromStr for NvsqlConfig {
+    type Err = BufferError;
+    fn from_str(s: &str) -> Result<NvsqlConfig, BufferError> {
+        let bad = |what: String| BufferError::Config { what: format!("nvsql:{s}: {what}") };
+        let (mut admit, mut pct, mut lsns) = ("interval", NVSQL_INTERVAL_PERCENT_DEFAULT, None);
+        let mut cfg = NvsqlConfig::default();
+        for kv in s.split(',').filter(|kv| !kv.is_empty()) {
+            let (k, v) = kv.split_once('=').ok_or_else(|| bad(format!("{kv:?} is not key=value")))?;
+            match k {
+                "admit" => admit = v,
+                "pct" => {
+                    pct = v.parse().map_err(|_| bad(format!("pct {v:?} is not a number")))?;
+                    if !(0.0..=100.0).contains(&pct) {
+                        return Err(bad(format!("pct {pct} is not within 0..=100")));
+                    }
+                }
+                "lsns" => lsns = Some(v.parse().map_err(|_| bad(format!("lsns {v:?} is not an integer")))?),
+                "lru" => {
+                    cfg.replacement = match v {
+                        "update-count" => NvsqlReplacement::UpdateCount,
+                        "midpoint" => NvsqlReplacement::Midpoint,
+                        "lru" => NvsqlReplacement::Lru,
+                        _ => return Err(bad(format!("lru {v:?}: update-count, midpoint or lru"))),
+                    }
+                }
+                _ => return Err(bad(format!("unknown key {k:?} (admit, pct, lsns, lru)"))),
+            }
+        }
+        cfg.admission = match (admit, lsns) {
+            ("interval", None) => NvsqlAdmission::Interval { percent: pct },
+            ("fixed", Some(lsns)) => NvsqlAdmission::FixedInterval { lsns },
+            ("fixed", None) => return Err(bad("admit=fixed needs lsns=N".into())),
+            ("checkpoint", None) => NvsqlAdmission::Checkpoint { percent: pct },
+            ("always", None) => NvsqlAdmission::Always,
+            (_, Some(_)) => return Err(bad("lsns=N goes with admit=fixed only".into())),
+            (a, _) => return Err(bad(format!("admit {a:?}: interval, fixed, checkpoint or always"))),
+        };
+        Ok(cfg)
+    }
+}
+
+/// Sub-buckets per power of two in [`IntervalSketch`]: ranks are exact to 1/8 of an
+/// octave.
+const SUB_BUCKET_BITS: u32 = 3;
+const BUCKETS: usize = (64 << SUB_BUCKET_BITS) + 1;
+
+/// The distribution of the last `window` re-update intervals: a ring of the samples
+/// (so the oldest can be taken out again) over counts per log-linear bucket.
+#[derive(Clone, Debug)]
+pub struct IntervalSketch {
+    window: usize,
+    ring: VecDeque<u64>,
+    counts: Vec<u32>,
+}
+
+impl IntervalSketch {
+    pub fn new(window: usize) -> IntervalSketch {
+        debug_assert!(window > 0);
+        IntervalSketch { window, ring: VecDeque::with_capacity(window), counts: vec![0; BUCKETS] }
+    }
+
+    /// The bucket of `x`: exact below 2^SUB_BUCKET_BITS, then 2^SUB_BUCKET_BITS per
+    /// power of two (monotone in `x`).
+    fn bucket(x: u64) -> usize {
+        if x < (1 << SUB_BUCKET_BITS) {
+            return x as usize;
+        }
+        let top = 63 - x.leading_zeros(); // >= SUB_BUCKET_BITS
+        let sub = (x >> (top - SUB_BUCKET_BITS)) & ((1 << SUB_BUCKET_BITS) - 1);
+        (((top - SUB_BUCKET_BITS + 1) << SUB_BUCKET_BITS) as u64 + sub) as usize
+    }
+
+    pub fn add(&mut self, x: u64) {
+        if self.ring.len() == self.window {
+            let old = self.ring.pop_front().expect("full");
+            self.counts[Self::bucket(old)] -= 1;
+        }
+        self.ring.push_back(x);
+        self.counts[Self::bucket(x)] += 1;
+    }
+
+    pub fn len(&self) -> usize {
+        self.ring.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ring.is_empty()
+    }
+
+    /// The share (0..=1) of the samples shorter than `x`, counting half of those in
+    /// `x`'s own bucket.
+    pub fn rank(&self, x: u64) -> f64 {
+        if self.ring.is_empty() {
+            return 0.0;
+        }
+        let b = Self::bucket(x);
+        let below: u64 = self.counts[..b].iter().map(|&c| u64::from(c)).sum();
+        (below as f64 + f64::from(self.counts[b]) / 2.0) / self.ring.len() as f64
+    }
+}
+
+/// Where a page is in the NVM replacement list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Sub {
+    New,
+    Old,
+}
+
+/// Midpoint-insertion LRU over page ids, by sequence numbers: each sublist maps a
+/// recency stamp to a page (larger: nearer the head).
+#[derive(Debug)]
+pub struct MidpointList {
+    replacement: NvsqlReplacement,
+    /// Most pages in the new sublist (0 for plain LRU, which uses the old one only).
+    new_cap: usize,
+    new: BTreeMap<u64, PageId>,
+    old: BTreeMap<u64, PageId>,
+    at: HashMap<PageId, (Sub, u64)>,
+    stamp: u64,
+}
+
+impl MidpointList {
+    /// A list for a pool of `frames` frames.
+    pub fn new(replacement: NvsqlReplacement, frames: usize) -> MidpointList {
+        let new_cap = match replacement {
+            NvsqlReplacement::Lru => 0,
+            _ => frames * NVSQL_NEW_SUBLIST_PERCENT / 100,
+        };
+        MidpointList { replacement, new_cap, new: BTreeMap::new(), old: BTreeMap::new(), at: HashMap::new(), stamp: 0 }
+    }
+
+    /// Sizes the new sublist for a pool of `frames` frames (the pool's size is known
+    /// to the policy from the [`Tiers`] of its first NVM access or sweep).
+    pub fn resize(&mut self, frames: usize) {
+        if self.replacement != NvsqlReplacement::Lru {
+            self.new_cap = frames * NVSQL_NEW_SUBLIST_PERCENT / 100;
+        }
+    }
+
+    fn next(&mut self) -> u64 {
+        self.stamp += 1;
+        self.stamp
+    }
+
+    fn remove(&mut self, pid: PageId) -> Option<Sub> {
+        let (sub, s) = self.at.remove(&pid)?;
+        match sub {
+            Sub::New => self.new.remove(&s),
+            Sub::Old => self.old.remove(&s),
+        };
+        Some(sub)
+    }
+
+    fn push_head(&mut self, pid: PageId, sub: Sub) {
+        let s = self.next();
+        match sub {
+            Sub::New => self.new.insert(s, pid),
+            Sub::Old => self.old.insert(s, pid),
+        };
+        self.at.insert(pid, (sub, s));
+        // The new sublist's tail spills into the old sublist's head.
+        while self.new.len() > self.new_cap {
+            let (_, p) = self.new.pop_first().expect("non-empty");
+            let s = self.next();
+            self.old.insert(s, p);
+            self.at.insert(p, (Sub::Old, s));
+        }
+    }
+
+    /// A page entered NVM: at the midpoint (the head of the old sublist), or at the
+    /// head for plain LRU. A page already listed counts as an update hit.
+    pub fn insert(&mut self, pid: PageId) {
+        if self.at.contains_key(&pid) {
+            self.hit(pid, true);
+        } else {
+            self.push_head(pid, Sub::Old);
+        }
+    }
+
+    /// An access to a listed page (`update`: a write).
+    pub fn hit(&mut self, pid: PageId, update: bool) {
+        let Some(&(sub, _)) = self.at.get(&pid) else { return };
+        let to = match (self.replacement, sub) {
+            (NvsqlReplacement::Lru, _) => Sub::Old,
+            (_, Sub::New) => Sub::New,
+            (NvsqlReplacement::Midpoint, Sub::Old) => Sub::New,
+            (NvsqlReplacement::UpdateCount, Sub::Old) if update => Sub::New,
+            (NvsqlReplacement::UpdateCount, Sub::Old) => return,
+        };
+        self.remove(pid);
+        self.push_head(pid, to);
+    }
+
+    pub fn forget(&mut self, pid: PageId) {
+        self.remove(pid);
+    }
+
+    /// Up to `k` victims, least recent first: the old sublist's tail, then the new one's.
+    pub fn victims(&self, k: usize, out: &mut Vec<PageId>) {
+        out.extend(self.old.values().chain(self.new.values()).take(k).copied());
+    }
+
+    /// The pages from the head of the new sublist to the tail of the old one (tests).
+    pub fn order(&self) -> Vec<PageId> {
+        self.new.values().rev().chain(self.old.values().rev()).copied().collect()
+    }
+
+    pub fn len(&self) -> usize {
+        self.at.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.at.is_empty()
+    }
+}
+
+/// Counters of the admission rule.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct NvsqlStats {
+    /// Dirty DRAM evictions admitted to NVM / sent to SSD by the rule.
+    pub admitted: u64,
+    pub rejected: u64,
+    /// Intervals seen (dirty evictions of pages with a known last flush).
+    pub intervals: u64,
+}
+
+struct State {
+    list: MidpointList,
+    sketch: IntervalSketch,
+    /// Per page: the LSN (or eviction count, without a log) at its last flush to SSD.
+    last_flush: HashMap<PageId, u64>,
+    /// Dirty evictions so far: the clock when pages carry no LSN.
+    dirty_evictions: u64,
+    stats: NvsqlStats,
+}
+
+pub struct Nvsql {
+    cfg: NvsqlConfig,
+    state: Mutex<State>,
+}
+
+impl Nvsql {
+    /// A policy for an NVM pool of `nvm_frames` frames.
+    pub fn new(cfg: NvsqlConfig, nvm_frames: usize) -> Nvsql {
+        Nvsql {
+            cfg,
+            state: Mutex::new(State {
+                list: MidpointList::new(cfg.replacement, nvm_frames),
+                sketch: IntervalSketch::new(NVSQL_SKETCH_WINDOW),
+                last_flush: HashMap::new(),
+                dirty_evictions: 0,
+                stats: NvsqlStats::default(),
+            }),
+        }
+    }
+
+    pub fn config(&self) -> NvsqlConfig {
+        self.cfg
+    }
+
+    pub fn stats(&self) -> NvsqlStats {
+        self.state.lock().stats
+    }
+
+    /// The admission decision for a dirty page leaving DRAM without an NVM frame; also
+    /// records the page's interval and, when it goes to SSD, its last flush.
+    pub fn admit(&self, page: &PageInfo) -> bool {
+        let mut st = self.state.lock();
+        st.dirty_evictions += 1;
+        // Without a log the clock is the count of dirty evictions.
+        let (first, now) = if page.first_update_lsn == 0 {
+            (st.dirty_evictions, st.dirty_evictions)
+        } else {
+            (page.first_update_lsn, page.page_lsn.max(page.first_update_lsn))
+        };
+        // A page never flushed since start-up is taken as flushed at 0: a long interval.
+        let interval = first.saturating_sub(st.last_flush.get(&page.pid).copied().unwrap_or(0));
+        let admit = match self.cfg.admission {
+            NvsqlAdmission::Always => true,
+            NvsqlAdmission::Checkpoint { .. } => false,
+            NvsqlAdmission::FixedInterval { lsns } => interval <= lsns,
+            NvsqlAdmission::Interval { percent } => {
+                // Until the sketch has seen enough, admit: NVM starts empty.
+                let admit = st.sketch.len() < NVSQL_SKETCH_MIN_SAMPLES || st.sketch.rank(interval) * 100.0 <= percent;
+                st.sketch.add(interval);
+                admit
+            }
+        };
+        st.stats.intervals += 1;
+        if admit {
+            st.stats.admitted += 1;
+        } else {
+            st.stats.rejected += 1;
+            st.last_flush.insert(page.pid, now);
+        }
+        admit
+    }
+
+    /// Checkpoint-based admission: of the dirty pages `(pid, first-update LSN)`, those
+    /// to move to NVM instead of writing to SSD — the oldest first-update LSNs, the
+    /// configured share of them. Empty for the other admission modes.
+    pub fn checkpoint_selection(&self, dirty: &[(PageId, u64)]) -> Vec<PageId> {
+        let NvsqlAdmission::Checkpoint { percent } = self.cfg.admission else { return Vec::new() };
+        let mut v = dirty.to_vec();
+        v.sort_by_key(|&(pid, lsn)| (lsn, pid));
+        let k = ((v.len() as f64) * percent / 100.0).ceil() as usize;
+        v.into_iter().take(k).map(|(p, _)| p).collect()
+    }
+}
+
+impl Policy for Nvsql {
+    fn name(&self) -> &'static str {
+        "nvsql"
+    }
+
+    fn ssd_miss(&self, _page: &PageInfo, _tiers: &Tiers) -> MissTarget {
+        MissTarget::Dram
+    }
+
+    fn nvm_access(&self, page: &PageInfo, write: bool, tiers: &Tiers) -> NvmAccess {
+        let mut st = self.state.lock();
+        st.list.resize(tiers.nvm_frames);
+        st.list.hit(page.pid, write);
+        NvmAccess::InPlace
+    }
+
+    fn may_access_in_place(&self) -> bool {
+        true
+    }
+
+    fn nvm_disjoint(&self) -> bool {
+        true
+    }
+
+    fn nvm_durable_cache(&self) -> bool {
+        true
+    }
+
+    fn dram_eviction(&self, page: &PageInfo, tiers: &Tiers) -> EvictTo {
+        if !tiers.has_nvm || !tiers.has_ssd {
+            return if tiers.has_nvm { EvictTo::Nvm } else { EvictTo::Ssd };
+        }
+        // Not for `nvsql` (disjoint tiers), but for a manager that kept the frame: the
+        // page goes back to it.
+        if page.nvm_copy {
+            return EvictTo::Nvm;
+        }
+        if !page.dirty {
+            return EvictTo::Ssd; // clean: dropped
+        }
+        if self.admit(page) { EvictTo::Nvm } else { EvictTo::Ssd }
+    }
+
+    fn nvm_victim(&self, _page: &PageInfo, _tiers: &Tiers) -> Victim {
+        Victim::Evict
+    }
+
+    fn nvm_sweep(&self, tiers: &Tiers, out: &mut Vec<PageId>) -> bool {
+        let mut st = self.state.lock();
+        st.list.resize(tiers.nvm_frames);
+        st.list.victims(1, out);
+        true
+    }
+
+    fn nvm_admitted(&self, pid: PageId, _on_eviction: bool) {
+        self.state.lock().list.insert(pid);
+    }
+
+    fn nvm_evicted(&self, pid: PageId) {
+        let mut st = self.state.lock();
+        st.list.forget(pid);
+        // Written to SSD now; its LSN is not known here, the eviction clock is.
+        let now = st.dirty_evictions;
+        st.last_flush.entry(pid).and_modify(|l| *l = (*l).max(now)).or_insert(now);
+    }
+
+    fn page_freed(&self, pid: PageId) {
+        let mut st = self.state.lock();
+        st.list.forget(pid);
+        st.last_flush.remove(&pid);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dirty(pid: u64, first: u64, last: u64) -> PageInfo {
+        PageInfo {
+            pid: PageId(pid),
+            dirty: true,
+            nvm_copy: false,
+            referenced: false,
+            first_update_lsn: first,
+            page_lsn: last,
+        }
+    }
+
+    fn tiers() -> Tiers {
+        Tiers { has_nvm: true, has_ssd: true, dram_frames: 8, nvm_frames: 8 }
+    }
+
+    #[test]
+    fn config_parses_and_rejects() {
+        assert_eq!("".parse::<NvsqlConfig>().unwrap(), NvsqlConfig::default());
+        let c: NvsqlConfig = "admit=fixed,lsns=100,lru=lru".parse().unwrap();
+        assert_eq!(c.admission, NvsqlAdmission::FixedInterval { lsns: 100 });
+        assert_eq!(c.replacement, NvsqlReplacement::Lru);
+        assert_eq!(c.to_string().parse::<NvsqlConfig>().unwrap(), c);
+        for bad in ["admit=fixed", "pct=101", "admit=x", "lsns=3", "lru=mru", "foo=1", "admit"] {
+            assert!(bad.parse::<NvsqlConfig>().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn sketch_ranks_and_forgets() {
+        let mut s = IntervalSketch::new(100);
+        for x in 1..=100u64 {
+            s.add(x * 1000);
+        }
+        let r = s.rank(25_000);
+        assert!((0.2..0.3).contains(&r), "{r}");
+        assert!(s.rank(1) < 0.01 && s.rank(1 << 40) > 0.99);
+        // The window slides: 100 short intervals push the long ones out.
+        for _ in 0..100 {
+            s.add(10);
+        }
+        assert!(s.rank(1000) > 0.99, "{}", s.rank(1000));
+        assert_eq!(s.len(), 100);
+        for x in [0u64, 7, 8, 9, 15, 16, 1000, u64::MAX] {
+            assert!(IntervalSketch::bucket(x) < BUCKETS);
+            assert!(IntervalSketch::bucket(x) <= IntervalSketch::bucket(x.saturating_add(1)));
+        }
+    }
+
+    /// A scripted LSN sequence: page 1 is re-updated soon after each flush, page 2
+    /// long after. With a fixed threshold of 50 LSNs, page 1 is admitted on its second
+    /// eviction, page 2 never.
+    #[test]
+    fn fixed_interval_admits_short_re_updates() {
+        let p =
+            Nvsql::new(NvsqlConfig { admission: NvsqlAdmission::FixedInterval { lsns: 50 }, ..Default::default() }, 8);
+        // First stays: never flushed before, interval = first-update LSN (long).
+        assert_eq!(p.dram_eviction(&dirty(1, 1000, 1010), &tiers()), EvictTo::Ssd); // flushed at 1010
+        assert_eq!(p.dram_eviction(&dirty(2, 1005, 1020), &tiers()), EvictTo::Ssd); // flushed at 1020
+        // Page 1 updated again at 1040 (interval 30), page 2 at 1500 (interval 480).
+        assert_eq!(p.dram_eviction(&dirty(1, 1040, 1045), &tiers()), EvictTo::Nvm);
+        assert_eq!(p.dram_eviction(&dirty(2, 1500, 1501), &tiers()), EvictTo::Ssd);
+        // Clean pages are dropped; a page with an NVM frame goes home.
+        let clean = PageInfo { dirty: false, ..dirty(3, 0, 0) };
+        assert_eq!(p.dram_eviction(&clean, &tiers()), EvictTo::Ssd);
+        assert_eq!(p.dram_eviction(&PageInfo { nvm_copy: true, ..dirty(2, 1, 1) }, &tiers()), EvictTo::Nvm);
+        assert_eq!(p.stats(), NvsqlStats { admitted: 1, rejected: 3, intervals: 4 });
+    }
+
+    /// Online ranking: after a warm-up of intervals 1..=100 (×10 LSNs), a 20% threshold
+    /// admits an interval of 100 (rank ~10%) and rejects one of 900 (rank ~90%).
+    #[test]
+    fn online_interval_ranks_against_recent_intervals() {
+        let p =
+            Nvsql::new(NvsqlConfig { admission: NvsqlAdmission::Interval { percent: 20.0 }, ..Default::default() }, 8);
+        let mut lsn = 1_000_000;
+        for i in 1..=100u64 {
+            // Flushed at `lsn` (rejected or not, the policy records the flush when it
+            // sends the page to SSD): seed every page's last flush explicitly.
+            p.state.lock().last_flush.insert(PageId(i), lsn);
+            p.admit(&dirty(i, lsn + i * 10, lsn + i * 10));
+            lsn += 10_000;
+        }
+        assert!(p.state.lock().sketch.len() >= NVSQL_SKETCH_MIN_SAMPLES);
+        p.state.lock().last_flush.insert(PageId(500), lsn);
+        p.state.lock().last_flush.insert(PageId(501), lsn);
+        assert!(p.admit(&dirty(500, lsn + 100, lsn + 100)));
+        assert!(!p.admit(&dirty(501, lsn + 900, lsn + 900)));
+        // The rejected page's flush is recorded at its LSN.
+        assert_eq!(p.state.lock().last_flush[&PageId(501)], lsn + 900);
+    }
+
+    #[test]
+    fn checkpoint_selects_oldest_first_updates() {
+        let p = Nvsql::new(
+            NvsqlConfig { admission: NvsqlAdmission::Checkpoint { percent: 50.0 }, ..Default::default() },
+            8,
+        );
+        let dirty = [(PageId(1), 40), (PageId(2), 10), (PageId(3), 30), (PageId(4), 20)];
+        assert_eq!(p.checkpoint_selection(&dirty), vec![PageId(2), PageId(4)]);
+        // Nothing is admitted at eviction in this mode.
+        assert_eq!(p.dram_eviction(&super::tests::dirty(9, 5, 5), &tiers()), EvictTo::Ssd);
+        let q = Nvsql::new(NvsqlConfig::default(), 8);
+        assert!(q.checkpoint_selection(&dirty).is_empty());
+    }
+
+    /// A scripted access sequence over 8 frames (new sublist 5 of them): pages enter at
+    /// the midpoint; under the update-count rule reads in the old sublist do not promote,
+    /// updates do; the victim is the old sublist's tail.
+    #[test]
+    fn midpoint_list_update_count_rule() {
+        let mut l = MidpointList::new(NvsqlReplacement::UpdateCount, 8);
+        assert_eq!(l.new_cap, 8 * NVSQL_NEW_SUBLIST_PERCENT / 100);
+        let pid = PageId;
+        for p in 1..=4 {
+            l.insert(pid(p));
+        }
+        // All in the old sublist, newest at its head.
+        assert_eq!(l.order(), vec![pid(4), pid(3), pid(2), pid(1)]);
+        l.hit(pid(1), false); // a read: stays at the tail
+        let mut v = Vec::new();
+        l.victims(1, &mut v);
+        assert_eq!(v, vec![pid(1)]);
+        l.hit(pid(1), true); // an update: to the new sublist
+        l.hit(pid(2), true);
+        assert_eq!(l.order(), vec![pid(2), pid(1), pid(4), pid(3)]);
+        v.clear();
+        l.victims(2, &mut v);
+        assert_eq!(v, vec![pid(3), pid(4)]);
+        // Reads in the new sublist move to its head.
+        l.hit(pid(1), false);
+        assert_eq!(l.order()[0], pid(1));
+        l.forget(pid(3));
+        assert_eq!(l.len(), 3);
+
+        // Midpoint without the rule promotes on a read.
+        let mut m = MidpointList::new(NvsqlReplacement::Midpoint, 8);
+        m.insert(pid(1));
+        m.insert(pid(2));
+        m.hit(pid(1), false);
+        assert_eq!(m.order(), vec![pid(1), pid(2)]);
+    }
+
+    #[test]
+    fn new_sublist_spills_into_old_and_lru_is_plain() {
+        let mut l = MidpointList::new(NvsqlReplacement::UpdateCount, 4); // new cap 2
+        for p in 1..=4 {
+            l.insert(PageId(p));
+            l.hit(PageId(p), true);
+        }
+        // 4 and 3 in new; 2 then 1 spilled to the old head in that order.
+        assert_eq!(l.order(), [4, 3, 2, 1].map(PageId));
+        let mut v = Vec::new();
+        l.victims(1, &mut v);
+        assert_eq!(v, vec![PageId(1)]);
+
+        let mut lru = MidpointList::new(NvsqlReplacement::Lru, 4);
+        for p in 1..=3 {
+            lru.insert(PageId(p));
+        }
+        lru.hit(PageId(1), false);
+        assert_eq!(lru.order(), [1, 3, 2].map(PageId));
+    }
+
+    #[test]
+    fn the_policy_feeds_the_list() {
+        let p = Nvsql::new(NvsqlConfig::default(), 8);
+        p.nvm_admitted(PageId(1), true);
+        p.nvm_admitted(PageId(2), true);
+        let info = |pid| PageInfo { nvm_copy: true, ..dirty(pid, 0, 0) };
+        assert_eq!(p.nvm_access(&info(1), true, &tiers()), NvmAccess::InPlace);
+        let mut v = Vec::new();
+        assert!(p.nvm_sweep(&tiers(), &mut v));
+        assert_eq!(v, vec![PageId(2)]);
+        p.nvm_evicted(PageId(2));
+        v.clear();
+        p.nvm_sweep(&tiers(), &mut v);
+        assert_eq!(v, vec![PageId(1)]);
+        assert_eq!(p.ssd_miss(&info(3), &tiers()), MissTarget::Dram);
+    }
+}

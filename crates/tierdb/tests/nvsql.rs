@@ -1,0 +1,318 @@
+//! `nvsql` end to end (NV-SQL, docs/nvsql.md).
+//!
+//! - A B+-tree far larger than DRAM and NVM, random inserts, updates, deletes and
+//!   lookups checked against a `BTreeMap`, with pages moving through every tier: SSD →
+//!   DRAM, dirty DRAM victims admitted to NVM or written to SSD, NVM pages read and
+//!   updated in place, NVM victims written to SSD; DRAM and NVM never both hold a
+//!   page; a reopen reuses the NVM frames as the durable copy.
+//! - A database power loss, including one in the middle of an in-place NVM update (the
+//!   frame's IN_UPDATE flag set, part of the change persisted): no committed
+//!   transaction is lost, the torn frame is not used, its page is rebuilt from its SSD
+//!   copy and the log.
+//!
+//! `TIERDB_SEED=<seed>` reruns one seed.
+
+use std::collections::BTreeMap;
+use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+
+use rand::prelude::*;
+use tierdb::arch::{ArchConfig, Architecture, Engine};
+use tierdb::buffer::{BufferManager, Entry};
+use tierdb::db::{Db, DbConfig};
+use tierdb::device::FaultPlan;
+use tierdb::wal::Durability;
+use tierdb::{ByteSize, Catalog, PageId};
+
+const PAGE: usize = 4096;
+const KEYS: u64 = 4000;
+const OPS: usize = 5000;
+
+fn seeds() -> Vec<u64> {
+    match std::env::var("TIERDB_SEED") {
+        Ok(s) => vec![s.parse().expect("TIERDB_SEED is a number")],
+        Err(_) => vec![1, 2],
+    }
+}
+
+fn for_each_seed(name: &str, f: impl Fn(u64)) {
+    for seed in seeds() {
+        if let Err(e) = catch_unwind(AssertUnwindSafe(|| f(seed))) {
+            eprintln!("{name} failed with seed {seed}; rerun with TIERDB_SEED={seed}");
+            resume_unwind(e);
+        }
+    }
+}
+
+/// DRAM of 16 pages, NVM of 64 frames, a database of a few hundred pages.
+fn config(dir: &std::path::Path, policy: &str) -> ArchConfig {
+    let mut c =
+        ArchConfig::new(Architecture::Nvsql, ByteSize(16 * PAGE as u64), ByteSize(72 * PAGE as u64), "nvsql", dir)
+            .unwrap();
+    c.nvm_path = dir.join("nvsql.nvm");
+    c.page_size = PAGE;
+    c.policy = Some(policy.into());
+    c
+}
+
+fn key(i: u64) -> [u8; 8] {
+    (i * 7919 % 100_003).to_be_bytes()
+}
+
+fn value(i: u64, version: u32) -> Vec<u8> {
+    let len = 150 + (i as usize * 13 + version as usize) % 150;
+    (0..len).map(|k| (i as usize + k + version as usize * 31) as u8).collect()
+}
+
+fn buffer(engine: &Engine) -> &BufferManager {
+    match engine {
+        Engine::Buffer(bm) => bm,
+        _ => panic!("nvsql runs on the buffer manager"),
+    }
+}
+
+/// Pages held by NVM whose page table entry says NVM, and those in DRAM that also keep
+/// an NVM frame (none, for disjoint tiers).
+fn residency(bm: &BufferManager) -> (usize, usize) {
+    let nvm = bm.nvm().unwrap();
+    let (mut only, mut both) = (0, 0);
+    for n in 0..nvm.len() as u32 {
+        let Some(pid) = nvm.pid(n) else { continue };
+        match bm.location(pid).unwrap() {
+            Entry::Nvm(m) => {
+                assert_eq!(m, n, "{pid} in two NVM frames");
+                only += 1;
+            }
+            Entry::Dram(_) => both += 1,
+            other => panic!("NVM frame {n} holds {pid}, whose entry is {other:?}"),
+        }
+    }
+    (only, both)
+}
+
+fn run(seed: u64, policy: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = config(dir.path(), policy);
+    let engine = Engine::open(&cfg).unwrap();
+    let bm = buffer(&engine);
+    assert_eq!(bm.policy().name(), "nvsql");
+    let tree = Catalog::create_tree(bm, "t").unwrap();
+    let mut model: BTreeMap<u64, u32> = BTreeMap::new();
+    let mut rng = SmallRng::seed_from_u64(seed);
+    for i in (0..KEYS).step_by(2) {
+        tree.insert(&key(i), &value(i, 0)).unwrap();
+        model.insert(i, 0);
+    }
+    // Skewed to a hot tenth of the keys, so that some pages are re-updated soon after
+    // they leave DRAM (write-hot) and others not.
+    for _ in 0..OPS {
+        let i = if rng.random_bool(0.7) { rng.random_range(0..KEYS / 10) } else { rng.random_range(0..KEYS) };
+        match rng.random_range(0..10) {
+            0..5 => {
+                let got = tree.get(&key(i), |v| v.to_vec()).unwrap();
+                assert_eq!(got, model.get(&i).map(|v| value(i, *v)), "seed {seed}: get {i}");
+            }
+            5..9 => {
+                let version = model.get(&i).map_or(0, |v| v + 1);
+                let existed = model.insert(i, version).is_some();
+                if existed {
+                    assert!(tree.update(&key(i), &value(i, version)).unwrap(), "seed {seed}: update {i}");
+                } else {
+                    assert!(tree.insert(&key(i), &value(i, version)).unwrap(), "seed {seed}: insert {i}");
+                }
+            }
+            _ => {
+                assert_eq!(tree.delete(&key(i)).unwrap(), model.remove(&i).is_some(), "seed {seed}: delete {i}");
+            }
+        }
+    }
+    for (i, v) in &model {
+        assert_eq!(tree.get(&key(*i), |x| x.to_vec()).unwrap(), Some(value(*i, *v)), "seed {seed}: key {i}");
+    }
+    bm.check_invariants();
+    let b = bm.stats().buffer;
+    // Every tier moved pages: SSD reads into DRAM only, DRAM victims to NVM and to
+    // SSD, NVM accessed in place, NVM victims to SSD.
+    assert!(b.ssd_reads > 0 && b.dram_to_nvm_pages > 0 && b.dram_to_ssd_pages > 0, "{policy}: {b:?}");
+    assert!(b.nvm_reads_in_place > 0 && b.nvm_writes_in_place > 0, "{policy}: {b:?}");
+    assert!(b.nvm_evictions > 0 && b.nvm_to_ssd_pages > 0, "{policy}: {b:?}");
+    let (only, both) = residency(bm);
+    assert!(only > 0, "{policy}: no page in NVM only");
+    // Disjoint tiers: whole-page fixes (inner nodes, structure changes) took pages from
+    // NVM to DRAM, and each gave up its NVM frame.
+    assert!(b.nvm_to_dram_pages > 0, "{policy}: {b:?}");
+    assert_eq!(both, 0, "{policy}: pages in DRAM kept NVM frames");
+    let pages = engine.pages_in_use();
+    engine.close().unwrap();
+
+    // Reopen: the NVM frames are the pages' durable copies and are used again.
+    cfg.open_existing = true;
+    let engine = Engine::open(&cfg).unwrap();
+    let bm = buffer(&engine);
+    let info = engine.restart_info().expect("a reopened nvsql reuses NVM");
+    assert!(info.formatted_because.is_none() && info.pages_reused > 0, "{info:?}");
+    assert_eq!(engine.pages_in_use(), pages);
+    let tree = Catalog::open_tree(bm, "t").unwrap();
+    for (i, v) in &model {
+        assert_eq!(tree.get(&key(*i), |x| x.to_vec()).unwrap(), Some(value(*i, *v)), "seed {seed}: reopened {i}");
+    }
+    bm.check_invariants();
+    engine.close().unwrap();
+}
+
+#[test]
+fn nvsql_online_interval_and_update_count_lru_match_a_btreemap_through_every_tier() {
+    for_each_seed("nvsql default", |seed| run(seed, "nvsql"));
+}
+
+#[test]
+fn nvsql_fixed_interval_and_plain_lru_match_a_btreemap_through_every_tier() {
+    for_each_seed("nvsql fixed/lru", |seed| run(seed, "nvsql:admit=fixed,lsns=64,lru=lru"));
+}
+
+#[test]
+fn a_bad_nvsql_configuration_is_refused_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = Engine::open(&config(dir.path(), "nvsql:admit=fixed")).err().expect("refused");
+    assert!(err.to_string().contains("lsns"), "{err}");
+}
+
+// ----- power loss -------------------------------------------------------------------
+
+fn db_config(dir: &std::path::Path, plan: Option<&std::sync::Arc<FaultPlan>>) -> DbConfig {
+    let mut arch = config(dir, "nvsql:admit=always");
+    arch.nvm = ByteSize(48 * PAGE as u64);
+    let mut c = DbConfig::from_arch(&arch, dir.join("db")).unwrap();
+    if let Some(ssd) = c.buffer.ssd.as_mut() {
+        ssd.faults = plan.cloned();
+    }
+    c.wal.file.faults = plan.cloned();
+    c.durability = Durability::Sync;
+    c
+}
+
+fn contents(db: &Db) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    let mut m = BTreeMap::new();
+    db.scan("t", b"", |k, v| {
+        m.insert(k.to_vec(), v.to_vec());
+        true
+    })
+    .unwrap();
+    m
+}
+
+/// Committed transactions over a tree larger than DRAM, a checkpoint in the middle, an
+/// a checkpoint at the end — which leaves the dirty NVM pages in NVM — an open
+/// transaction; then (if `tear`) a crash inside the in-place update of a page in NVM only
+/// that is newer than its SSD copy, and the power loss. After recovery the committed
+/// state is exactly there; redo scanned from the last checkpoint, or from further back
+/// (the retained log) to rebuild the torn page.
+fn power_loss(seed: u64, tear: bool) {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = FaultPlan::new();
+    let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let mut torn: Option<PageId> = None;
+    let cp_redo;
+    {
+        let db = Db::open(&db_config(dir.path(), Some(&plan))).unwrap();
+        db.create_tree("t").unwrap();
+        for round in 0..40 {
+            let mut t = db.begin();
+            let mut staged = model.clone();
+            for _ in 0..rng.random_range(1..40) {
+                let k = format!("key{:05}", rng.random_range(0..3000)).into_bytes();
+                match rng.random_range(0..10) {
+                    0..6 => {
+                        let v = vec![rng.random::<u8>(); rng.random_range(10..300)];
+                        t.put("t", &k, &v).unwrap();
+                        staged.insert(k, v);
+                    }
+                    6..8 => match staged.get_mut(&k) {
+                        Some(v) => {
+                            let offset = rng.random_range(0..v.len());
+                            let bytes: Vec<u8> =
+                                (0..rng.random_range(1..=v.len() - offset)).map(|_| rng.random()).collect();
+                            assert!(t.update_in_place("t", &k, offset, &bytes).unwrap());
+                            v[offset..offset + bytes.len()].copy_from_slice(&bytes);
+                        }
+                        None => assert!(!t.update_in_place("t", &k, 0, b"x").unwrap()),
+                    },
+                    _ => {
+                        let had = staged.remove(&k).is_some();
+                        assert_eq!(t.delete("t", &k).unwrap(), had);
+                    }
+                }
+            }
+            if round % 5 == 4 {
+                t.rollback().unwrap();
+            } else {
+                t.commit().unwrap();
+                model = staged;
+            }
+            if round == 20 {
+                db.checkpoint().unwrap();
+            }
+        }
+        let b = db.buffer().stats().buffer;
+        assert!(b.nvm_writes_in_place > 0 && b.dram_to_nvm_pages > 0, "{b:?}");
+        // A checkpoint leaves the dirty NVM pages in NVM and keeps the log back to
+        // their oldest change: the page torn below holds changes older than it.
+        cp_redo = db.wal().next_lsn();
+        db.checkpoint().unwrap();
+        let nvm = db.buffer().nvm().unwrap();
+        let dirty = (0..nvm.len() as u32).filter(|&n| nvm.pid(n).is_some() && nvm.is_dirty(n)).count();
+        assert!(dirty > 0, "no dirty page in NVM after a checkpoint");
+        let oldest = db.buffer().oldest_unflushed_lsn().expect("dirty NVM pages need the log");
+        assert!(oldest < db.wal().next_lsn());
+        let mut open = db.begin();
+        for (k, v) in model.iter().take(30) {
+            assert!(open.update_in_place("t", k, v.len() / 2, &vec![0xDD; v.len() - v.len() / 2]).unwrap());
+        }
+        if tear {
+            // A page in NVM only, dirty (newer than SSD): the crash comes while its lines
+            // are being written in place.
+            let bm = db.buffer();
+            let nvm = bm.nvm().unwrap();
+            let n = (0..nvm.len() as u32)
+                .find(|&n| nvm.pid(n).is_some_and(|p| nvm.is_dirty(n) && bm.location(p).unwrap() == Entry::Nvm(n)))
+                .expect("a dirty page in NVM only");
+            let pid = nvm.pid(n).unwrap();
+            nvm.crash_inside_write_lines(n, pid, 2 * PAGE / 4, &[0xA5; 256]).unwrap();
+            torn = Some(pid);
+        }
+        std::mem::forget(open);
+        std::mem::forget(db); // the process stops: nothing more is written
+    }
+    plan.lose_unsynced().unwrap();
+    let db = Db::open(&db_config(dir.path(), None)).unwrap();
+    let rep = db.recovery().clone();
+    assert_eq!(rep.losers.len(), 1, "{rep:?}");
+    assert!(rep.nvm_pages_reused > 0, "{rep:?}");
+    // The last checkpoint kept older records for the dirty NVM pages, and redo scans
+    // them (docs/nvsql.md: scanning only from the checkpoint's redo point is not safe yet).
+    assert!(rep.log_retained_from < cp_redo, "checkpoint at {cp_redo}: {rep:?}");
+    assert_eq!(rep.redo_from, rep.log_retained_from, "{rep:?}");
+    if let Some(pid) = torn {
+        assert_eq!(rep.nvm_frames_cleared, 1, "{rep:?}");
+        assert!(rep.changes_redone > 0, "the torn page {pid} was rebuilt by redo: {rep:?}");
+    } else {
+        assert_eq!(rep.nvm_frames_cleared, 0, "{rep:?}");
+    }
+    let got = contents(&db);
+    assert!(got == model, "committed state differs after recovery (torn {torn:?}): {rep:?}");
+    db.buffer().check_invariants();
+    db.close().unwrap();
+    let db = Db::open(&db_config(dir.path(), None)).unwrap();
+    assert!(db.recovery().losers.is_empty());
+    assert!(contents(&db) == model);
+}
+
+#[test]
+fn power_loss_keeps_exactly_the_committed_transactions() {
+    for_each_seed("nvsql power loss", |seed| power_loss(seed, false));
+}
+
+#[test]
+fn a_crash_inside_an_in_place_nvm_update_loses_no_commit() {
+    for_each_seed("nvsql torn in-place update", |seed| power_loss(seed + 100, true));
+}
