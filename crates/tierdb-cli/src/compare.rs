@@ -265,11 +265,7 @@ fn chart(report: &CompareReport, archs: &[Architecture]) -> Chart {
     let mut c = Chart::new(format!("YCSB {} throughput vs data size", report.setup.workload.origin()));
     c.subtitle = describe(report);
     c.x_label = "data size (B+-tree after load)".into();
-    c.y_label = if report.setup.mode == tierdb::device::EmulationMode::Model {
-        "modelled operations / s".into()
-    } else {
-        "operations / s".into()
-    };
+    c.y_label = crate::plot::throughput_label(report.setup.mode);
     c.x_format = AxisFormat::Bytes;
     c.y_format = AxisFormat::Plain;
     c.legend = LegendPosition::UpperRight;

@@ -214,11 +214,7 @@ fn chart(report: &MmapReport, workload: &str) -> Chart {
     let mut c = Chart::new(format!("{workload}: the database file on NVM under a buffer pool"));
     c.subtitle = describe(report);
     c.x_label = "buffer pool, % of the data".into();
-    c.y_label = if report.setups[0].mode == tierdb::device::EmulationMode::Model {
-        "modelled operations / s".into()
-    } else {
-        "operations / s".into()
-    };
+    c.y_label = crate::plot::throughput_label(report.setups[0].mode);
     c.x_format = AxisFormat::Plain;
     c.y_format = AxisFormat::Plain;
     c.y_from_zero = true;

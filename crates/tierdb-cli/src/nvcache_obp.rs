@@ -318,10 +318,8 @@ fn chart(r: &ObpReport, writes: bool) -> Chart {
     c.x_label = "YCSB workload".into();
     c.y_label = if writes {
         "NVM lines written in the measured run".into()
-    } else if r.setup.mode == tierdb::device::EmulationMode::Model {
-        "modelled operations / s".into()
     } else {
-        "operations / s".into()
+        crate::plot::throughput_label(r.setup.mode)
     };
     c.y_log10 = writes;
     c.x_categories = workloads.clone();

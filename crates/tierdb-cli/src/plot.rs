@@ -923,6 +923,11 @@ pub fn write_outputs(
     to_stdout(&format!("{text}wrote {names}\n"))
 }
 
+/// The y-axis label of a throughput plot: modelled in `model` mode, measured otherwise.
+pub fn throughput_label(mode: tierdb::device::EmulationMode) -> String {
+    if mode == tierdb::device::EmulationMode::Model { "modelled operations / s" } else { "operations / s" }.into()
+}
+
 /// Writes `s` to standard output. A closed pipe (`tierdb ... | head`) is not an error:
 /// the outputs are on disk already; any other failure is.
 fn to_stdout(s: &str) -> anyhow::Result<()> {
