@@ -348,11 +348,8 @@ fn chart(r: &ObpReport, writes: bool) -> Chart {
     });
     c.subtitle = describe(r);
     c.x_label = "YCSB workload".into();
-    c.y_label = if writes {
-        "NVM lines written per operation".into()
-    } else {
-        crate::plot::throughput_label(r.setup.mode)
-    };
+    c.y_label =
+        if writes { "NVM lines written per operation".into() } else { crate::plot::throughput_label(r.setup.mode) };
     c.y_log10 = writes;
     c.x_categories = workloads.clone();
     c.legend = LegendPosition::Auto;
