@@ -489,10 +489,10 @@ impl Policy for Nvcache {
             return if page.nvm_copy { EvictTo::SsdAndNvm } else { EvictTo::Ssd };
         }
         let why = self.refusal(&s, tiers);
-        // The page's copy is stale now. OBP refuses the new version; the paper's
-        // engine would free the old block (a removal). The optional rule overwrites a
-        // copy that has been reused instead: the same one unit of OBP, one page write,
-        // and the hit is kept.
+        // The page's copy, if any, is stale now. If OBP refuses the new version the
+        // copy is removed, as the paper's engine frees the old block, unless the
+        // optional rule overwrites a reused copy instead: the same one unit of OBP,
+        // one page write, and the hit is kept.
         let overwrite = why == Some(Bypass::Obp)
             && page.nvm_copy
             && self
