@@ -13,7 +13,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
 use tierdb::ByteSize;
 use tierdb::arch::{ArchConfig, Architecture, Engine};
-use tierdb::buffer::policy::{NvcacheConfig, ObpMode};
+use tierdb::buffer::policy::{NvcacheConfig, ObpCount, ObpMode};
 use tierdb::device::{DeviceProfile, DirectIo, EmulationMode};
 use tierdb::limits::{NVCACHE_OBP_WINDOW_LOOKUPS_DEFAULT, NVCACHE_SMALL_BYPASS_DRAM_PERCENT_DEFAULT};
 use tierdb_workload::YcsbSpec;
@@ -103,6 +103,16 @@ pub struct EngineArgs {
     /// from eviction (default: one per NVM frame).
     #[arg(long)]
     pub lfru_window: Option<u64>,
+    /// nvcache: what OBP's numerator counts: all (inserts + removals + evictions, the
+    /// paper's definition) or inserts (the NVM writes only; a removal writes nothing
+    /// to the volatile cache).
+    #[arg(long, default_value = "all")]
+    pub obp_count: ObpCount,
+    /// nvcache: a dirty DRAM victim whose admission OBP refuses overwrites its page's
+    /// stale NVM copy in place if the copy had at least N NVM hits (not given: the copy
+    /// is removed, as in the paper).
+    #[arg(long, value_name = "N")]
+    pub stale_overwrite: Option<u64>,
     /// Worker threads.
     #[arg(long, default_value_t = 1)]
     pub threads: u32,
@@ -169,6 +179,8 @@ impl EngineArgs {
             obp_window_lookups: self.obp_window,
             small_bypass_dram_percent: self.small_bypass,
             reuse_window_lookups: self.lfru_window,
+            obp_count: self.obp_count,
+            stale_overwrite_hits_min: self.stale_overwrite,
         };
         nvcache.validate().map_err(anyhow::Error::msg)?;
         Ok(Setup {
@@ -625,6 +637,12 @@ pub fn print_nvm_cache(c: &tierdb::buffer::policy::NvmCacheStats, cfg: &NvcacheC
         cfg.small_bypass_dram_percent,
         cfg.reuse_window_lookups.map_or_else(|| "1 lookup per frame".to_string(), |w| format!("{w} lookups")),
     );
+    println!(
+        "  OBP counts {}; a stale copy of a dirty victim refused by OBP is {}",
+        if cfg.obp_count == ObpCount::All { "inserts + removals + evictions" } else { "inserts only" },
+        cfg.stale_overwrite_hits_min
+            .map_or_else(|| "removed".to_string(), |k| format!("overwritten if it had ≥ {k} NVM hits, else removed")),
+    );
     let mut t = Table::new();
     t.set_header(["NVM cache (measured run)", "count"]);
     for (name, v) in [
@@ -635,6 +653,7 @@ pub fn print_nvm_cache(c: &tierdb::buffer::policy::NvmCacheStats, cfg: &NvcacheC
         ("inserts on write (write-through)", c.write_inserts),
         ("removals (stale or freed)", c.removals),
         ("evictions (LFRU)", c.evictions),
+        ("stale copies overwritten over target", c.stale_overwrites),
         ("bypassed: small database", c.bypass_small_db),
         ("bypassed: OBP over target", c.bypass_obp),
         ("bypassed: full, nothing stale", c.bypass_full),

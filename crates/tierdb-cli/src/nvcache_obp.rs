@@ -19,7 +19,7 @@ use comfy_table::Table;
 use serde::Serialize;
 use tierdb::ByteSize;
 use tierdb::arch::Architecture;
-use tierdb::buffer::policy::{NvmCacheStats, ObpMode};
+use tierdb::buffer::policy::{NvmCacheStats, ObpCount, ObpMode};
 
 use crate::bench_ycsb::{EngineArgs, Progress, RunReport, Setup, fmt_rate, remove_files_on_interrupt, run_one};
 use crate::compare::value;
@@ -65,8 +65,14 @@ struct Row {
     obp: ObpMode,
     /// Medians over the runs.
     ops_per_sec: f64,
+    /// Modelled device time per operation, µs: the part of `model` mode's time that
+    /// does not depend on the machine's load (the rest is the thread's wall time).
+    device_us_per_op: f64,
     nvm_line_writes: u64,
     nvm_page_writes: u64,
+    /// NVM lines written per operation: the rows run for the same wall time, not the
+    /// same number of operations, so the write reduction compares this.
+    nvm_line_writes_per_op: f64,
     nvm_hit_ratio: f64,
     nvm_cache: NvmCacheStats,
     runs: Vec<RunReport>,
@@ -152,6 +158,7 @@ pub fn run(args: NvcacheObpArgs) -> Result<()> {
                 write_inserts: med(&|c| c.write_inserts),
                 removals: med(&|c| c.removals),
                 evictions: med(&|c| c.evictions),
+                stale_overwrites: med(&|c| c.stale_overwrites),
                 bypass_small_db: med(&|c| c.bypass_small_db),
                 bypass_obp: med(&|c| c.bypass_obp),
                 bypass_full: med(&|c| c.bypass_full),
@@ -163,8 +170,14 @@ pub fn run(args: NvcacheObpArgs) -> Result<()> {
                 workload: w.clone(),
                 obp,
                 ops_per_sec: median_f(runs.iter().map(value).collect()),
+                device_us_per_op: median_f(
+                    runs.iter().map(|r| r.result.modelled_device_secs * 1e6 / r.result.ops.max(1) as f64).collect(),
+                ),
                 nvm_line_writes: median_u(runs.iter().map(nvm_lines).collect()),
                 nvm_page_writes: median_u(runs.iter().map(|r| r.result.tiers.buffer.dram_to_nvm_pages).collect()),
+                nvm_line_writes_per_op: median_f(
+                    runs.iter().map(|r| nvm_lines(r) as f64 / r.result.ops.max(1) as f64).collect(),
+                ),
                 nvm_hit_ratio: median_f(runs.iter().map(|r| cache(r).hit_ratio()).collect()),
                 nvm_cache,
                 runs,
@@ -181,7 +194,20 @@ pub fn run(args: NvcacheObpArgs) -> Result<()> {
             setup.nvcache.obp_window_lookups,
             f64::from(setup.nvcache.obp_target_permille) / 10.0
         ),
-        "NVM line writes: the NVM device's written cache lines in the measured run (pages, frame headers); page writes: pages copied DRAM → NVM".into(),
+        format!(
+            "OBP counts {}; a dirty victim refused by OBP {} its page's stale NVM copy (--obp-count, --stale-overwrite)",
+            if setup.nvcache.obp_count == ObpCount::All {
+                "inserts + removals + evictions (the paper)"
+            } else {
+                "inserts only (the NVM writes)"
+            },
+            setup
+                .nvcache
+                .stale_overwrite_hits_min
+                .map_or_else(|| "removes (the paper)".to_string(), |k| format!("overwrites (if it had ≥ {k} NVM hits) or removes")),
+        ),
+        "device µs/op: modelled device time per operation, the same from run to run; ops/s adds the thread's wall time, which varies with the machine's load".into(),
+        "NVM line writes: the NVM device's written cache lines in the measured run (pages, frame headers); page writes: pages copied DRAM → NVM; rows run for the same time, not the same operations, so `writes ÷` (always-admit ÷ row) compares lines per operation".into(),
         format!(
             "interference: NVM reads within {} ns of an NVM write cost {}× ({} profile)",
             setup.nvm_profile.interference_window_ns, setup.nvm_profile.write_read_interference, setup.nvm_profile.name
@@ -247,13 +273,16 @@ fn render(r: &ObpReport) -> String {
         "admission",
         "ops/s",
         "vs always",
+        "device µs/op",
         "NVM line writes",
         "NVM page writes",
+        "lines/op",
         "writes ÷",
         "NVM hit ratio",
         "inserts r/w",
         "removals",
         "evictions",
+        "stale overwr.",
         "bypass OBP",
         "bypass full",
         "OBP",
@@ -267,8 +296,8 @@ fn render(r: &ObpReport) -> String {
                 } else {
                     "—".into()
                 },
-                if row.nvm_line_writes > 0 {
-                    format!("{:.1}×", a.nvm_line_writes as f64 / row.nvm_line_writes as f64)
+                if row.nvm_line_writes_per_op > 0.0 {
+                    format!("{:.1}×", a.nvm_line_writes_per_op / row.nvm_line_writes_per_op)
                 } else {
                     "∞".into()
                 },
@@ -281,13 +310,16 @@ fn render(r: &ObpReport) -> String {
             label(row.obp).into(),
             fmt_rate(row.ops_per_sec),
             vs,
+            format!("{:.1}", row.device_us_per_op),
             row.nvm_line_writes.to_string(),
             row.nvm_page_writes.to_string(),
+            format!("{:.1}", row.nvm_line_writes_per_op),
             fewer,
             format!("{:.1}%", 100.0 * row.nvm_hit_ratio),
             format!("{}/{}", c.read_inserts, c.write_inserts),
             c.removals.to_string(),
             c.evictions.to_string(),
+            c.stale_overwrites.to_string(),
             c.bypass_obp.to_string(),
             c.bypass_full.to_string(),
             format!("{:.1}%", 100.0 * c.obp()),
@@ -310,17 +342,14 @@ fn chart(r: &ObpReport, writes: bool) -> Chart {
         w
     };
     let mut c = Chart::new(if writes {
-        "NVM cache: NVM line writes by admission policy"
+        "NVM cache: NVM line writes per operation by admission policy"
     } else {
         "NVM cache: throughput by admission policy"
     });
     c.subtitle = describe(r);
     c.x_label = "YCSB workload".into();
-    c.y_label = if writes {
-        "NVM lines written in the measured run".into()
-    } else {
-        crate::plot::throughput_label(r.setup.mode)
-    };
+    c.y_label =
+        if writes { "NVM lines written per operation".into() } else { crate::plot::throughput_label(r.setup.mode) };
     c.y_log10 = writes;
     c.x_categories = workloads.clone();
     c.legend = LegendPosition::Auto;
@@ -331,7 +360,7 @@ fn chart(r: &ObpReport, writes: bool) -> Chart {
             .filter(|row| row.obp == m)
             .filter_map(|row| {
                 let x = workloads.iter().position(|w| *w == row.workload)? as f64;
-                let y = if writes { row.nvm_line_writes.max(1) as f64 } else { row.ops_per_sec };
+                let y = if writes { row.nvm_line_writes_per_op.max(1e-3) } else { row.ops_per_sec };
                 Some((x, y))
             })
             .collect();

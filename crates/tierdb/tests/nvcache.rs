@@ -83,9 +83,10 @@ fn check_nvm_clean(bm: &BufferManager) -> usize {
     held
 }
 
-fn run(seed: u64, mode: ObpMode) {
+fn run(seed: u64, mode: ObpMode, stale_overwrite: Option<u64>) {
     let dir = tempfile::tempdir().unwrap();
     let mut cfg = config(dir.path(), mode);
+    cfg.nvcache.stale_overwrite_hits_min = stale_overwrite;
     let engine = Engine::open(&cfg).unwrap();
     let bm = buffer(&engine);
     let tree = Catalog::create_tree(bm, "t").unwrap();
@@ -96,6 +97,7 @@ fn run(seed: u64, mode: ObpMode) {
         tree.insert(&key(i), &value(i, 0)).unwrap();
         model.insert(i, 0);
     }
+    let before = bm.stats();
     // 2. Mixed operations, skewed to a hot tenth of the keys so that NVM gets hits.
     for _ in 0..OPS {
         let i = if rng.random_bool(0.7) { rng.random_range(0..KEYS / 10) } else { rng.random_range(0..KEYS) };
@@ -135,6 +137,18 @@ fn run(seed: u64, mode: ObpMode) {
     }
     // New frames are a subset of inserts (an overwrite of a stale copy takes none).
     assert!(bm.stats().buffer.nvm_admissions <= c.inserts(), "{c:?}");
+    if stale_overwrite.is_some() {
+        assert!(c.stale_overwrites > 0 && c.stale_overwrites <= c.write_inserts, "{c:?}");
+    } else {
+        assert_eq!(c.stale_overwrites, 0, "{c:?}");
+    }
+    // The volatile cache writes NVM only to insert pages: each page's lines and its
+    // frame header. Removals and evictions write nothing.
+    let during = bm.stats().since(&before);
+    let (lines, pages) = (during.nvm.unwrap().write_lines, during.buffer.dram_to_nvm_pages);
+    let removed = during.nvm_cache.unwrap();
+    assert!(removed.removals + removed.evictions > 0, "{removed:?}");
+    assert_eq!(lines, pages * (PAGE as u64 / 64 + 1), "{pages} pages written, {removed:?}");
     let pages = engine.pages_in_use();
     engine.close().unwrap();
 
@@ -160,12 +174,17 @@ fn run(seed: u64, mode: ObpMode) {
 
 #[test]
 fn nvcache_always_admit_matches_a_btreemap_through_every_tier() {
-    for_each_seed("nvcache always-admit", |seed| run(seed, ObpMode::Off));
+    for_each_seed("nvcache always-admit", |seed| run(seed, ObpMode::Off, None));
 }
 
 #[test]
 fn nvcache_windowed_obp_matches_a_btreemap_through_every_tier() {
-    for_each_seed("nvcache windowed OBP", |seed| run(seed, ObpMode::Window));
+    for_each_seed("nvcache windowed OBP", |seed| run(seed, ObpMode::Window, None));
+}
+
+#[test]
+fn nvcache_overwriting_reused_stale_copies_matches_a_btreemap() {
+    for_each_seed("nvcache stale overwrite", |seed| run(seed, ObpMode::Window, Some(1)));
 }
 
 #[test]

@@ -370,6 +370,10 @@ impl BufferManager {
                 }
             }
         };
+        let mut nvm = nvm;
+        if volatile_nvm && let Some(pool) = nvm.as_mut() {
+            pool.set_volatile();
+        }
         let nvm_frames = nvm.as_ref().map_or(0, NvmPool::len);
         let admission = cfg.admission_set_pages.unwrap_or(policy::Hymem::default_capacity(nvm_frames));
         let policy = policy::by_name(&cfg.policy, admission, &cfg.nvcache, cfg.policy_seed)?;
@@ -1794,7 +1798,8 @@ impl BufferManager {
         if nvm_frame != NO_NVM_FRAME {
             let nvm = self.nvm.as_ref().expect("an NVM frame implies an NVM pool");
             // The SSD copy is current now; the NVM copy must not come back after a
-            // restart, so its header is cleared.
+            // restart, so its header is cleared (not in a volatile pool, which no
+            // restart reuses: a removal there writes nothing to NVM).
             nvm.release(nvm_frame)?;
             self.policy.nvm_evicted(pid);
         }

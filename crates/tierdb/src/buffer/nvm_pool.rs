@@ -151,6 +151,10 @@ pub struct NvmPool {
     file_io: AtomicBool,
     /// Charges reads made in place (set when the policy may read in place).
     cpu_cache: std::sync::OnceLock<CpuCacheModel>,
+    /// The pool is a volatile cache, formatted on every open ([`set_volatile`](Self::set_volatile)):
+    /// no header is ever read after a restart, so freeing a frame writes nothing and
+    /// rewriting a frame sets no in-update flag.
+    volatile: bool,
 }
 
 impl NvmPool {
@@ -221,6 +225,7 @@ impl NvmPool {
             verify_checksums,
             file_io: AtomicBool::new(false),
             cpu_cache: std::sync::OnceLock::new(),
+            volatile: false,
         })
     }
 
@@ -316,6 +321,7 @@ impl NvmPool {
             verify_checksums,
             file_io: AtomicBool::new(false),
             cpu_cache: std::sync::OnceLock::new(),
+            volatile: false,
         };
         for (n, _) in &cleared {
             pool.write_header_bytes(*n, &[0u8; HEADER_BYTES])?;
@@ -402,6 +408,16 @@ impl NvmPool {
 
     pub fn clear_referenced(&self, n: u32) {
         self.metas[n as usize].referenced.store(false, Ordering::Relaxed);
+    }
+
+    /// Runs the pool as a volatile cache (the `nvcache` policy's clean copies): the
+    /// caller formats it on every open, so its frame headers matter only while it runs.
+    /// [`release`](Self::release) and [`clear_owner`](Self::clear_owner) then forget the
+    /// frame's page in DRAM metadata without writing its header, and
+    /// [`write_page`](Self::write_page) over a frame's own page sets no in-update flag
+    /// first: both exist for a restart that reuses the pool, and none does.
+    pub fn set_volatile(&mut self) {
+        self.volatile = true;
     }
 
     /// Moves whole pages with `pread`/`pwrite` on the file (true) or `memcpy` on the
@@ -628,7 +644,8 @@ impl NvmPool {
     ) -> Result<(), BufferError> {
         debug_assert_eq!(src.len(), self.page_size);
         let off = self.data_offset(n);
-        let before = self.begin_update(n, pid)?;
+        let before = if self.volatile { None } else { self.begin_update(n, pid)? };
+        debug_assert!(!(self.volatile && dirty), "{pid}: a dirty page in volatile NVM frame {n}");
         let rec_lsn = match before {
             _ if !dirty => 0,
             Some(h) if h.flags & FLAG_DIRTY != 0 && (h.rec_lsn == 0 || rec_lsn == 0) => 0,
@@ -676,12 +693,15 @@ impl NvmPool {
         Ok(())
     }
 
-    /// Marks frame `n` empty, durably, and returns it to the free list.
+    /// Marks frame `n` empty, durably (in a volatile pool, in DRAM metadata only), and
+    /// returns it to the free list.
     ///
     /// # Errors
     /// Device errors (the frame then stays owned by the caller's page).
     pub fn release(&self, n: u32) -> Result<(), BufferError> {
-        self.write_header_bytes(n, &[0u8; HEADER_BYTES])?;
+        if !self.volatile {
+            self.write_header_bytes(n, &[0u8; HEADER_BYTES])?;
+        }
         self.detach(n);
         Ok(())
     }
@@ -701,12 +721,14 @@ impl NvmPool {
     /// Takes frame `n` out of use by its page without freeing it (the caller reuses it
     /// at once for another page). The header is cleared durably first: a restart must
     /// never take the frame's old bytes for its old page, whose copy on SSD may later
-    /// become newer.
+    /// become newer. (A volatile pool has no restart: nothing is written.)
     ///
     /// # Errors
     /// Device errors (the frame then still holds its page).
     pub fn clear_owner(&self, n: u32) -> Result<(), BufferError> {
-        self.write_header_bytes(n, &[0u8; HEADER_BYTES])?;
+        if !self.volatile {
+            self.write_header_bytes(n, &[0u8; HEADER_BYTES])?;
+        }
         let m = &self.metas[n as usize];
         m.pid.store(NO_PAGE, Ordering::Relaxed);
         m.dirty.store(false, Ordering::Relaxed);
@@ -749,6 +771,40 @@ mod tests {
         assert!(p.len() >= 245 && p.len() <= 251, "{}", p.len());
         assert!(p.data_offset(p.len() as u32 - 1) + 4096 <= 1 << 20);
         assert!(p.data_offset(0) >= HEADERS_OFFSET + p.len() as u64 * 64);
+    }
+
+    #[test]
+    fn a_volatile_pool_frees_frames_without_writing_nvm() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut p = pool(&dir, 1 << 20);
+        p.set_volatile();
+        let lines = |p: &NvmPool| p.region.core().stats().snapshot().write_lines;
+        let n = p.pop_free().unwrap();
+        let page = vec![5u8; 4096];
+        let before = lines(&p);
+        p.write_page(n, PageId(3), &page, false, 0).unwrap();
+        // Data and header, nothing more.
+        assert_eq!(lines(&p) - before, 4096 / 64 + 1);
+        // Rewriting its own page sets no in-update flag first.
+        let before = lines(&p);
+        p.write_page(n, PageId(3), &page, false, 0).unwrap();
+        assert_eq!(lines(&p) - before, 4096 / 64 + 1);
+        let before = lines(&p);
+        p.release(n).unwrap();
+        let m = p.pop_free().unwrap();
+        assert_eq!(m, n);
+        p.write_page(m, PageId(4), &page, false, 0).unwrap();
+        p.clear_owner(m).unwrap();
+        assert_eq!(lines(&p) - before, 4096 / 64 + 1, "release and clear_owner wrote NVM");
+        assert_eq!((p.pid(n), p.pid(m)), (None, None));
+        // A durable pool clears the header on both.
+        let dir2 = tempfile::tempdir().unwrap();
+        let q = pool(&dir2, 1 << 20);
+        let n = q.pop_free().unwrap();
+        q.write_page(n, PageId(3), &page, false, 0).unwrap();
+        let before = lines(&q);
+        q.release(n).unwrap();
+        assert_eq!(lines(&q) - before, 1);
     }
 
     #[test]

@@ -30,7 +30,7 @@ pub mod spitfire;
 pub use eager::Eager;
 pub use hymem::Hymem;
 pub use knobs::MigrationKnobs;
-pub use nvcache::{Nvcache, NvcacheConfig, NvmCacheStats, ObpMode};
+pub use nvcache::{Nvcache, NvcacheConfig, NvmCacheStats, ObpCount, ObpMode};
 pub use nvsql::{Nvsql, NvsqlAdmission, NvsqlConfig, NvsqlReplacement, NvsqlStats};
 pub use se2::Se2;
 pub use spitfire::Spitfire;

@@ -33,7 +33,15 @@
 //! on a dirty DRAM eviction (write insert; overwriting a cached page's stale copy in
 //! place counts as one insert, as it is one page write). A *removal* drops a copy made
 //! stale by a write that was not admitted, or a freed page; an *eviction* is the
-//! sweep's. Inserts, removals and evictions all count in OBP's numerator.
+//! sweep's. Inserts, removals and evictions all count in OBP's numerator (the paper's
+//! definition, the default); [`ObpCount::Inserts`] counts only the inserts, the
+//! operations that write NVM in this volatile pool.
+//!
+//! Stale copies: a page updated in DRAM has a stale copy in NVM until it leaves DRAM.
+//! The paper's engine writes the new version as a new block (admitted or not) and frees
+//! the old one (a removal, always). By default a dirty victim whose admission OBP
+//! refuses has its copy removed likewise; with `stale_overwrite_hits_min` a copy that
+//! has been reused is overwritten in place instead, one write insert for one removal.
 //!
 //! Concurrency: all state is behind one mutex, taken only on the DRAM-miss and eviction
 //! paths, which do I/O anyway.
@@ -87,6 +95,42 @@ impl std::str::FromStr for ObpMode {
     }
 }
 
+/// What OBP's numerator counts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ObpCount {
+    /// The paper's definition: inserts + removals (+ the sweep's evictions, which
+    /// remove blocks too).
+    #[default]
+    All,
+    /// Inserts only: the operations that write NVM. In the paper every removal frees
+    /// allocator metadata kept in NVM, a write; in a volatile pool a removal or an
+    /// eviction writes nothing (the pool runs volatile: it frees frames without
+    /// touching their headers).
+    Inserts,
+}
+
+impl ObpCount {
+    pub const ALL: [ObpCount; 2] = [ObpCount::All, ObpCount::Inserts];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ObpCount::All => "all",
+            ObpCount::Inserts => "inserts",
+        }
+    }
+}
+
+impl std::str::FromStr for ObpCount {
+    type Err = String;
+    fn from_str(s: &str) -> Result<ObpCount, String> {
+        ObpCount::ALL
+            .into_iter()
+            .find(|m| m.name() == s)
+            .ok_or_else(|| format!("unknown OBP count {s:?}; known: all, inserts"))
+    }
+}
+
 /// The tunables of `nvcache`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct NvcacheConfig {
@@ -101,6 +145,15 @@ pub struct NvcacheConfig {
     /// LFRU: a page not hit in NVM within this many lookups may be evicted; `None`:
     /// [`NVCACHE_REUSE_WINDOW_LOOKUPS_PER_FRAME_DEFAULT`] per NVM frame.
     pub reuse_window_lookups: Option<u64>,
+    /// What OBP's numerator counts (the paper: inserts and removals).
+    #[serde(default)]
+    pub obp_count: ObpCount,
+    /// A dirty DRAM victim whose admission OBP refuses, and whose page has a (now
+    /// stale) NVM copy: `None` (the paper) removes the copy; `Some(k)` overwrites it in
+    /// place instead (one page write, counted as a write insert, the same one unit of
+    /// OBP as the removal) if the copy has had at least `k` NVM hits since admission.
+    #[serde(default)]
+    pub stale_overwrite_hits_min: Option<u64>,
 }
 
 impl Default for NvcacheConfig {
@@ -111,6 +164,8 @@ impl Default for NvcacheConfig {
             obp_window_lookups: NVCACHE_OBP_WINDOW_LOOKUPS_DEFAULT,
             small_bypass_dram_percent: NVCACHE_SMALL_BYPASS_DRAM_PERCENT_DEFAULT,
             reuse_window_lookups: None,
+            obp_count: ObpCount::All,
+            stale_overwrite_hits_min: None,
         }
     }
 }
@@ -153,6 +208,10 @@ pub struct NvmCacheStats {
     pub removals: u64,
     /// Copies the LFRU sweep evicted.
     pub evictions: u64,
+    /// Write inserts that overwrote a page's stale copy while OBP was over target
+    /// (`stale_overwrite_hits_min`; included in `write_inserts`).
+    #[serde(default)]
+    pub stale_overwrites: u64,
     /// Admissions refused: the database is smaller than the small-bypass threshold.
     pub bypass_small_db: u64,
     /// Admissions refused: OBP above its target.
@@ -179,6 +238,7 @@ impl NvmCacheStats {
             write_inserts: d(self.write_inserts, earlier.write_inserts),
             removals: d(self.removals, earlier.removals),
             evictions: d(self.evictions, earlier.evictions),
+            stale_overwrites: d(self.stale_overwrites, earlier.stale_overwrites),
             bypass_small_db: d(self.bypass_small_db, earlier.bypass_small_db),
             bypass_obp: d(self.bypass_obp, earlier.bypass_obp),
             bypass_full: d(self.bypass_full, earlier.bypass_full),
@@ -197,9 +257,18 @@ impl NvmCacheStats {
         if self.lookups == 0 { 0.0 } else { self.hits as f64 / self.lookups as f64 }
     }
 
-    /// (inserts + removals + evictions) / lookups over the counted interval.
+    /// (inserts + removals + evictions) / lookups over the counted interval: the paper's
+    /// OBP ([`ObpCount::All`]).
     pub fn obp(&self) -> f64 {
-        let overhead = (self.inserts() + self.removals + self.evictions) as f64;
+        self.obp_counting(ObpCount::All)
+    }
+
+    /// OBP over the counted interval with the numerator `count` says.
+    pub fn obp_counting(&self, count: ObpCount) -> f64 {
+        let overhead = match count {
+            ObpCount::All => self.inserts() + self.removals + self.evictions,
+            ObpCount::Inserts => self.inserts(),
+        } as f64;
         if self.lookups == 0 {
             if overhead == 0.0 { 0.0 } else { f64::INFINITY }
         } else {
@@ -333,7 +402,11 @@ impl Nvcache {
         s.ring[s.current].lookups += 1;
     }
 
-    fn overhead(s: &mut State) {
+    /// One unit of OBP's numerator: an insert (`write`) or a removal or eviction.
+    fn overhead(&self, s: &mut State, write: bool) {
+        if !write && self.cfg.obp_count == ObpCount::Inserts {
+            return;
+        }
         s.total.overhead += 1;
         let c = s.current;
         s.ring[c].overhead += 1;
@@ -341,18 +414,29 @@ impl Nvcache {
 
     /// Whether an admission may happen now; counts the attempt or the bypass.
     fn admit(&self, s: &mut State, tiers: &Tiers) -> Result<(), Bypass> {
+        let why = self.refusal(s, tiers);
+        self.count_admission(s, why);
+        why.map_or(Ok(()), Err)
+    }
+
+    /// Why an admission would be refused now, if it would.
+    fn refusal(&self, s: &State, tiers: &Tiers) -> Option<Bypass> {
         let small = s.db_pages * 100 < u64::from(self.cfg.small_bypass_dram_percent) * tiers.dram_frames as u64;
-        let why = if small {
-            s.stats.bypass_small_db += 1;
-            Bypass::SmallDb
+        if small {
+            Some(Bypass::SmallDb)
         } else if self.obp_over_target(s) {
-            s.stats.bypass_obp += 1;
-            Bypass::Obp
+            Some(Bypass::Obp)
         } else {
-            s.attempts += 1;
-            return Ok(());
-        };
-        Err(why)
+            None
+        }
+    }
+
+    fn count_admission(&self, s: &mut State, why: Option<Bypass>) {
+        match why {
+            Some(Bypass::SmallDb) => s.stats.bypass_small_db += 1,
+            Some(Bypass::Obp) => s.stats.bypass_obp += 1,
+            None => s.attempts += 1,
+        }
     }
 
     fn reuse_window(&self, tiers: &Tiers) -> u64 {
@@ -404,7 +488,24 @@ impl Policy for Nvcache {
             // was bypassed when it was read and is dropped.
             return if page.nvm_copy { EvictTo::SsdAndNvm } else { EvictTo::Ssd };
         }
-        if self.admit(&mut s, tiers).is_ok() {
+        let why = self.refusal(&s, tiers);
+        // The page's copy, if any, is stale now. If OBP refuses the new version the
+        // copy is removed, as the paper's engine frees the old block, unless the
+        // optional rule overwrites a reused copy instead: the same one unit of OBP,
+        // one page write, and the hit is kept.
+        let overwrite = why == Some(Bypass::Obp)
+            && page.nvm_copy
+            && self
+                .cfg
+                .stale_overwrite_hits_min
+                .is_some_and(|k| s.cached.get(&page.pid).is_some_and(|c| c.accesses >= k));
+        if overwrite {
+            s.attempts += 1;
+            s.stats.stale_overwrites += 1;
+            return EvictTo::SsdAndNvm;
+        }
+        self.count_admission(&mut s, why);
+        if why.is_none() {
             return EvictTo::SsdAndNvm;
         }
         if page.nvm_copy
@@ -429,14 +530,14 @@ impl Policy for Nvcache {
         } else {
             s.stats.evictions += 1;
         }
-        Self::overhead(&mut s);
+        self.overhead(&mut s, false);
     }
 
     fn page_freed(&self, pid: PageId) {
         let mut s = self.state.lock();
         if s.cached.remove(&pid).is_some() {
             s.stats.removals += 1;
-            Self::overhead(&mut s);
+            self.overhead(&mut s, false);
         }
     }
 
@@ -483,7 +584,7 @@ impl Policy for Nvcache {
         } else {
             s.stats.read_inserts += 1;
         }
-        Self::overhead(&mut s);
+        self.overhead(&mut s, true);
         let tick = s.tick;
         // Admitted on a read miss, the page is in DRAM now; on an eviction, it is not.
         let c = s.cached.entry(pid).or_insert(Cached { accesses: 0, last_tick: tick, in_dram: false, removing: false });
@@ -583,6 +684,123 @@ mod tests {
         assert!(read_miss(&p, 400), "OBP {} under target, yet refused", p.obp());
         let st = p.cache_stats().unwrap();
         assert_eq!((st.read_inserts, st.write_inserts), (2, 1), "pages 1 and 400; 201");
+    }
+
+    /// Runs one dirty eviction of `pid` through the policy as the manager would:
+    /// `true` if the page went to NVM (its copy overwritten or a new one).
+    fn dirty_eviction(p: &Nvcache, pid: u64, nvm_copy: bool) -> bool {
+        match p.dram_eviction(&page(pid, true, nvm_copy), &TIERS) {
+            EvictTo::SsdAndNvm => {
+                p.nvm_admitted(PageId(pid), true);
+                true
+            }
+            _ => {
+                if nvm_copy {
+                    p.nvm_evicted(PageId(pid));
+                }
+                false
+            }
+        }
+    }
+
+    #[test]
+    fn a_reused_stale_copy_is_overwritten_when_obp_refuses_and_a_cold_one_removed() {
+        let script = |hits_min: Option<u64>| {
+            let p = Nvcache::new(NvcacheConfig {
+                obp_mode: ObpMode::Window,
+                obp_window_lookups: 160,
+                reuse_window_lookups: Some(50),
+                stale_overwrite_hits_min: hits_min,
+                ..NvcacheConfig::default()
+            });
+            p.database_size(1000);
+            // Pages 1 and 2 admitted while OBP is low (a lookup without overhead first).
+            p.ssd_miss(&page(50, false, false), &TIERS);
+            assert!(read_miss(&p, 1));
+            for pid in 60..80 {
+                p.ssd_miss(&page(pid, false, false), &TIERS);
+            }
+            assert!(read_miss(&p, 2));
+            // Page 1 goes back to NVM only, then is hit twice (reused); page 2 stays in
+            // DRAM from its admission (never hit).
+            p.dram_eviction(&page(1, false, true), &TIERS);
+            hit(&p, 1);
+            p.dram_eviction(&page(1, false, true), &TIERS);
+            hit(&p, 1);
+            // Three write inserts of other pages push OBP over target.
+            for pid in 3..6 {
+                p.nvm_admitted(PageId(pid), true);
+            }
+            assert!(p.obp() > 0.1, "OBP {}", p.obp());
+            let before = p.cache_stats().unwrap();
+            // Both pages come back dirty; OBP refuses the new versions.
+            let kept1 = dirty_eviction(&p, 1, true);
+            let kept2 = dirty_eviction(&p, 2, true);
+            let st = p.cache_stats().unwrap().since(&before);
+            (kept1, kept2, st, p.is_cached(PageId(1)), p.is_cached(PageId(2)))
+        };
+        // The paper: both stale copies removed, two removals, nothing written.
+        let (k1, k2, st, c1, c2) = script(None);
+        assert_eq!((k1, k2, c1, c2), (false, false, false, false));
+        assert_eq!((st.removals, st.write_inserts, st.stale_overwrites, st.bypass_obp), (2, 0, 0, 2));
+        // Overwrite copies with ≥ 2 hits: page 1 (hit twice) is rewritten in place, one
+        // write insert instead of a removal; page 2 (never hit) is removed.
+        let (k1, k2, st, c1, c2) = script(Some(2));
+        assert_eq!((k1, k2, c1, c2), (true, false, true, false));
+        assert_eq!((st.removals, st.write_inserts, st.stale_overwrites, st.bypass_obp), (1, 1, 1, 1));
+        // The same units of OBP either way: one per stale copy.
+        assert_eq!(st.inserts() + st.removals, 2);
+        // Threshold 0: every stale copy is overwritten.
+        let (k1, k2, st, ..) = script(Some(0));
+        assert_eq!((k1, k2, st.removals, st.stale_overwrites), (true, true, 0, 2));
+        // A victim without a copy is still refused (the rule never admits new pages).
+        let p = Nvcache::new(NvcacheConfig {
+            obp_window_lookups: 160,
+            stale_overwrite_hits_min: Some(0),
+            ..NvcacheConfig::default()
+        });
+        p.database_size(1000);
+        assert!(read_miss(&p, 1));
+        assert!(p.obp() > 0.1);
+        assert!(!dirty_eviction(&p, 7, false));
+        assert_eq!(p.cache_stats().unwrap().stale_overwrites, 0);
+    }
+
+    #[test]
+    fn counting_inserts_only_leaves_removals_out_of_obp() {
+        let run = |count| {
+            let p = Nvcache::new(NvcacheConfig {
+                obp_mode: ObpMode::Window,
+                obp_window_lookups: 160,
+                obp_count: count,
+                ..NvcacheConfig::default()
+            });
+            p.database_size(1000);
+            // 30 pages cached at OBP ≤ 10% (one admission per ten lookups).
+            let mut cached = Vec::new();
+            for pid in 1..=300 {
+                if read_miss(&p, pid) {
+                    cached.push(pid);
+                }
+            }
+            // Each is rewritten; OBP admits at most the first, the others' stale
+            // copies are removed. Then more misses.
+            let kept: usize = cached.iter().map(|&pid| usize::from(dirty_eviction(&p, pid, true))).sum();
+            assert!(kept <= 1, "{count:?}: {kept} of {} rewritten copies admitted", cached.len());
+            let admitted: u64 = (1000..1020).map(|pid| u64::from(read_miss(&p, pid))).sum();
+            (p.obp(), admitted, p.cache_stats().unwrap())
+        };
+        let (obp_all, admitted_all, st_all) = run(ObpCount::All);
+        let (obp_ins, admitted_ins, st_ins) = run(ObpCount::Inserts);
+        // The paper's count: the removals push OBP over target and stop admissions.
+        assert!(obp_all > 0.1, "OBP {obp_all}");
+        assert_eq!(admitted_all, 0);
+        assert!(st_all.removals >= 20, "{st_all:?}");
+        // Counting inserts only: removals are free, admissions go on.
+        assert!(obp_ins <= 0.11, "OBP {obp_ins}");
+        assert!(admitted_ins >= 1, "{st_ins:?}");
+        // The report's paper-defined OBP still counts everything.
+        assert!(st_ins.obp() > st_ins.obp_counting(ObpCount::Inserts));
     }
 
     #[test]
