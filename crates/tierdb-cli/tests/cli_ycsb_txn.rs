@@ -45,6 +45,8 @@ fn every_durability_commits_and_reports_its_log() {
         ("three-tier", "group", "dram"),
         ("three-tier", "group", "nvm"),
         ("ssd-bm", "group", "nvm"),
+        ("basic-nvm-bm", "group", "dram"),
+        ("mmap-se2", "sync", "dram"),
         ("three-tier", "none", "dram"),
     ] {
         let what = format!("{arch} {durability} {buffer}");
@@ -104,7 +106,7 @@ fn bad_transactional_options_are_clear_errors() {
         (&["--flush-interval-us", "500"], "needs --durability"),
         (&["--durability", "group", "--flush-interval-us", "0"], "--flush-interval-us"),
         (&["--durability", "sync", "--arch", "main-memory"], "main-memory has none"),
-        (&["--durability", "sync", "--arch", "basic-nvm-bm"], "needs an SSD"),
+        (&["--durability", "sync", "--arch", "nvm-direct"], "nvm-direct has none"),
         (&["--durability", "group", "--log-buffer", "nvm", "--log-buffer-size", "100KiB"], "largest records"),
     ];
     for (args, want) in cases {
