@@ -582,12 +582,13 @@ impl RunCtx<'_> {
                 latency_p99_us: us(0.99),
             });
         }
-        let modelled = results.iter().any(|r| r.virtual_ps > 0).then(|| {
-            results
-                .iter()
-                .map(|r| r.committed.iter().sum::<u64>() as f64 / (run_secs + r.virtual_ps as f64 * 1e-12))
-                .sum::<f64>()
-        });
+        let modelled = (setup.mode == tierdb::device::EmulationMode::Model || results.iter().any(|r| r.virtual_ps > 0))
+            .then(|| {
+                results
+                    .iter()
+                    .map(|r| r.committed.iter().sum::<u64>() as f64 / (run_secs + r.virtual_ps as f64 * 1e-12))
+                    .sum::<f64>()
+            });
         Ok(TpccReport {
             command: "bench tpcc",
             version: env!("CARGO_PKG_VERSION"),

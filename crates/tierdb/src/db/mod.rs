@@ -24,6 +24,11 @@
 //! another's change); reads take no locks and may see uncommitted changes (read
 //! uncommitted). A lock wait longer than [`LOCK_WAIT_MS_MAX`] fails the operation.
 //!
+//! Stores: a buffer manager ([`Db::open`]) with its page file on SSD, or with its pages
+//! in the NVM pool ([`DbConfig::pages_in_nvm`]: each write-back's page image logged
+//! first); `nvm-direct` ([`Db::open_nvm_direct`]); all pages in DRAM with a snapshot
+//! per checkpoint ([`Db::open_main_memory`], [`MemoryStore`]). See `docs/wal.md`.
+//!
 //! Recovery on open: the log is read from the last checkpoint's redo point; every
 //! logged change is redone where its page is older; transactions without a commit are
 //! rolled back (compensation records make that restartable); a checkpoint ends it.
