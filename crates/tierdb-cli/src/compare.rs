@@ -28,8 +28,8 @@ pub struct CompareArgs {
     #[arg(long, value_delimiter = ',', default_value = "128MiB,192MiB,384MiB,640MiB,896MiB,1536MiB,2GiB")]
     sizes: Vec<ByteSize>,
     /// Architectures, comma-separated [default: main-memory, ssd-bm, basic-nvm-bm,
-    /// three-tier, nvm-direct; with --workload tpcc: ssd-bm, three-tier, nvcache,
-    /// nvm-direct, the architectures with transactions].
+    /// three-tier, nvm-direct (the paper's Figures 7 and 9); with --workload tpcc also
+    /// nvcache].
     #[arg(long, value_delimiter = ',')]
     archs: Option<Vec<String>>,
     /// ro, rw:PCT, scan, a..f, or a YCSB property file; or tpcc (the paper's Figure 9:
@@ -45,8 +45,9 @@ pub struct CompareArgs {
     /// With --workload tpcc: sync, group or none.
     #[arg(long, default_value = "group")]
     durability: tierdb::wal::Durability,
-    /// With --workload tpcc: where the log buffer lives, dram or nvm.
-    #[arg(long, default_value = "dram")]
+    /// With --workload tpcc: where the log buffer lives, dram, nvm, or auto (nvm for
+    /// nvm-direct, dram for the others).
+    #[arg(long, default_value = "auto")]
     log_buffer: String,
     /// Runs of each point; the table and plot show the median.
     #[arg(long, default_value_t = 1)]
@@ -92,18 +93,17 @@ pub fn run(args: CompareArgs) -> Result<()> {
         bail!("--sizes takes 1..={SIZES_MAX} sizes");
     }
     let tpcc = args.workload == "tpcc";
-    let default_archs = if tpcc {
-        crate::bench_tpcc::TXN_ARCHS.to_vec()
-    } else {
-        [
-            Architecture::MainMemory,
-            Architecture::SsdBm,
-            Architecture::BasicNvmBm,
-            Architecture::ThreeTier,
-            Architecture::NvmDirect,
-        ]
-        .to_vec()
-    };
+    let mut default_archs = [
+        Architecture::MainMemory,
+        Architecture::SsdBm,
+        Architecture::BasicNvmBm,
+        Architecture::ThreeTier,
+        Architecture::NvmDirect,
+    ]
+    .to_vec();
+    if tpcc {
+        default_archs.push(Architecture::Nvcache);
+    }
     let archs: Vec<Architecture> = match &args.archs {
         Some(names) => names.iter().map(|a| a.parse()).collect::<Result<_, _>>()?,
         None => default_archs,

@@ -106,7 +106,7 @@ enum BenchCommand {
     Wal(bench_wal::WalArgs),
     /// TPC-C through a database's transactions: load W warehouses, run the standard mix,
     /// report tx/s by type, aborts, tier counters and database size, check consistency;
-    /// --arch ssd-bm|three-tier|nvcache|nvm-direct (the architectures with transactions).
+    /// any architecture (each durable, each recovers after --crash).
     Tpcc(Box<bench_tpcc::TpccArgs>),
 }
 

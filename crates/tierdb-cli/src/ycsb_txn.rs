@@ -5,8 +5,11 @@
 //! profiles, emulation mode, policy and techniques), in a fresh directory next to where
 //! the raw mode puts its page file; its NVM pool is where the raw mode's is, and an NVM
 //! log buffer is a file beside it. All of them are removed after the run, on error and
-//! on Ctrl-C. Only architectures with an SSD run: the database keeps its page file,
-//! catalog and checkpoints there (`main-memory` and `basic-nvm-bm` are refused).
+//! on Ctrl-C. Architectures with a buffer manager run: with an SSD the database keeps
+//! its page file there; `basic-nvm-bm` and the `mmap-*` engines keep their pages in the
+//! NVM pool ([`tierdb::db::DbConfig::pages_in_nvm`]). `main-memory` and `nvm-direct`
+//! are refused (the load goes straight into the buffer manager's tree); `bench tpcc`
+//! runs transactions on them.
 //!
 //! Phases:
 //! 1. **Load**: the table is created through the database (logged), then the records
@@ -189,10 +192,10 @@ pub fn run_one(
     tag: &str,
     progress: &Progress,
 ) -> Result<RunReport> {
-    if arch == Architecture::MainMemory {
+    if !arch.has_buffer() {
         bail!(
             "--durability runs YCSB through a database's transactions and log, on a buffer manager; \
-             main-memory has none (use ssd-bm or three-tier)"
+             {arch} has none (use another architecture, or `bench tpcc --arch {arch}` for transactions on it)"
         );
     }
     let acfg = engine_args.arch_config(setup, arch, dram, nvm, tag)?;

@@ -268,7 +268,7 @@ impl ArchConfig {
     }
 
     /// The DRAM tier: page-sized frames, this configuration's profile and mode.
-    fn dram_config(&self) -> DramConfig {
+    pub fn dram_config(&self) -> DramConfig {
         let mut dram = DramConfig::new(self.dram);
         dram.frame_bytes = self.page_size;
         dram.profile = self.dram_profile.clone();
@@ -297,6 +297,7 @@ impl ArchConfig {
         bc.techniques = self.techniques.unwrap_or(self.arch.default_techniques());
         bc.debug_lines = self.debug_lines;
         bc.double_write = self.double_write;
+        bc.nvm_file_io = self.arch == Architecture::MmapRead;
         if bc.techniques != Techniques::NONE && !self.arch.uses_nvm() {
             return Err(BufferError::Config {
                 what: format!(
@@ -378,13 +379,7 @@ impl Engine {
             return Ok(Engine::Memory(Box::new(MemorySource::new(&cfg.dram_config())?)));
         }
         let bc = cfg.buffer_config()?;
-        let bm = BufferManager::open(&bc)?;
-        if cfg.arch == Architecture::MmapRead
-            && let Some(nvm) = bm.nvm()
-        {
-            nvm.set_file_io(true);
-        }
-        Ok(Engine::Buffer(Box::new(bm)))
+        Ok(Engine::Buffer(Box::new(BufferManager::open(&bc)?)))
     }
 
     /// Checkpoints and closes: every page a buffer manager holds is written to its

@@ -96,6 +96,9 @@ pub struct BufferConfig {
     /// page file (`device::double_write`; overrides `ssd.double_write`). On by default;
     /// off, a torn page is still detected (its seal fails) but cannot be repaired.
     pub double_write: bool,
+    /// Copy pages between DRAM and NVM with `pread`/`pwrite` on the pool's file instead
+    /// of through the mapping (`mmap-read`, the PostgreSQL study's unmodified engine).
+    pub nvm_file_io: bool,
 }
 
 impl BufferConfig {
@@ -119,6 +122,7 @@ impl BufferConfig {
             reuse_nvm: true,
             reopen_nvm_only: false,
             double_write: true,
+            nvm_file_io: false,
         }
     }
 }
@@ -406,12 +410,16 @@ impl BufferManager {
             // Without SSD, the pages are those the pool holds.
             None if nvm_only => {
                 let high = nvm_pages.iter().map(|(_, h)| h.pid.0).max().unwrap_or(0);
-                if high < PageId::CATALOG.0 {
+                // A frame a crash tore may have held the catalog: the log rebuilds it
+                // (a database on NVM logs a page's image before each write-back).
+                let torn = restart.as_ref().is_some_and(|r: &RestartInfo| !r.frames_cleared.is_empty());
+                if high < PageId::CATALOG.0 && !torn {
                     return Err(BufferError::Config {
                         what: "the NVM pool holds no page: no database to reopen (it was never closed?)".into(),
                     }
                     .into());
                 }
+                let high = high.max(PageId::CATALOG.0);
                 (high + 1, high + 1)
             }
             _ => (PageId::CATALOG.0, 0),
@@ -450,6 +458,11 @@ impl BufferManager {
             in_place_reads,
             recorder: std::sync::OnceLock::new(),
         };
+        if cfg.nvm_file_io
+            && let Some(nvm) = &bm.nvm
+        {
+            nvm.set_file_io(true);
+        }
         bm.policy.database_size(next_pid.saturating_sub(1));
         if pages_allocated == 0 {
             let catalog = bm.allocate()?.page_id();
@@ -457,7 +470,8 @@ impl BufferManager {
         } else if nvm_only {
             // Page ids below the highest that no frame holds were freed.
             let held: std::collections::HashSet<u64> = nvm_pages.iter().map(|(_, h)| h.pid.0).collect();
-            if !held.contains(&PageId::CATALOG.0) {
+            let torn = restart.as_ref().is_some_and(|r| !r.frames_cleared.is_empty());
+            if !held.contains(&PageId::CATALOG.0) && !torn {
                 return Err(BufferError::Corrupted {
                     pid: PageId::CATALOG,
                     location: "the NVM pool".into(),
@@ -472,6 +486,11 @@ impl BufferManager {
         }
         if let Some(mut info) = restart {
             info.pages_reused = nvm_pages.len();
+            if nvm_only && !info.frames_cleared.is_empty() {
+                // The page a cleared frame held has no other copy: redo rebuilds it from
+                // its last image in the log (`log_nvm_images`), found by scanning all of it.
+                info.log_needed_from = Some(0);
+            }
             let freed: std::collections::HashSet<PageId> = bm.freed.lock().all().collect();
             let limit = bm.next_pid.load(Ordering::Relaxed);
             let nvm = bm.nvm.as_ref().expect("a restart info implies NVM");
@@ -594,6 +613,28 @@ impl BufferManager {
         }
     }
 
+    /// Without SSD an NVM frame holds its page's only durable copy, and a write over it
+    /// that a crash cuts short leaves neither version: each page's image is appended to
+    /// the log and forced before any of `pages` is written into NVM (the log keeps
+    /// images only when it is a database's, [`LogForce::append_image`]).
+    pub(super) fn log_nvm_images(&self, pages: &[(PageId, &[u8])]) -> Result<()> {
+        if self.ssd.is_some() {
+            return Ok(());
+        }
+        let Some(log) = self.log.get() else { return Ok(()) };
+        let mut last = 0;
+        for &(pid, bytes) in pages {
+            debug_assert_eq!(bytes.len(), self.page_size, "{pid}: an image of a part of the page");
+            if let Some(lsn) = log.append_image(pid, bytes)? {
+                last = last.max(lsn);
+            }
+        }
+        if last != 0 {
+            log.force(last)?;
+        }
+        Ok(())
+    }
+
     /// Stops the manager after a failure that an unfix could not report (see
     /// [`NvmLines`]): every later fix fails. The first reason is kept.
     pub(crate) fn stop(&self, why: String) {
@@ -672,6 +713,17 @@ impl BufferManager {
         }
         self.next_pid.fetch_max(pid.0 + 1, Ordering::AcqRel);
         free.ready.retain(|p| *p != pid);
+        drop(free);
+        if self.ssd.is_none() && self.table.get(pid)? == Entry::Empty {
+            // Without SSD no tier holds a page allocated after the last checkpoint
+            // that never left DRAM, or one whose NVM frame a crash tore: it starts
+            // zeroed, as on an SSD past its end, and the log's images rebuild it.
+            let mut g = self.free_frame()?;
+            self.reset_frame(g.frame(), pid, NO_NVM_FRAME, true);
+            g.fill(0);
+            self.table.set(pid, Entry::Dram(g.frame()));
+            self.counters.bump(Count::Allocations);
+        }
         Ok(true)
     }
 
@@ -1728,6 +1780,7 @@ impl BufferManager {
             // dirty (newer than SSD) if it was.
             if g.meta().dirty.load(Ordering::Relaxed) || g.wrote() {
                 debug_assert!(g.meta().resident_all.load(Ordering::Relaxed));
+                self.log_nvm_images(&[(pid, &g[..])])?;
                 nvm.write_page(nvm_frame, pid, g, true, g.meta().page_lsn.load(Ordering::Relaxed))?;
                 self.count_page_to_nvm();
             } else if dirty {
@@ -1744,6 +1797,10 @@ impl BufferManager {
         // The first-update LSN bounds the oldest change not on SSD (`nvsql` keeps the
         // log back to it while the page is dirty in NVM).
         let (lsn, rec) = (g.meta().page_lsn.load(Ordering::Relaxed), g.meta().first_lsn.load(Ordering::Relaxed));
+        if let Err(e) = self.log_nvm_images(&[(pid, &g[..])]) {
+            nvm.detach(n);
+            return Err(e);
+        }
         if let Err(e) = nvm.write_page_rec(n, pid, g, dirty, lsn, rec) {
             nvm.detach(n);
             return Err(e.into());

@@ -53,6 +53,78 @@ impl MemorySource {
         self.pool.len() as u64
     }
 
+    /// The allocation state: the next never-used page id and the freed pages (for a
+    /// snapshot of the database, `db::snapshot`).
+    pub fn allocation(&self) -> (PageId, Vec<PageId>) {
+        // The free list first: a page freed meanwhile is below `next` either way.
+        let freed = self.freed.lock().clone();
+        (PageId(self.next.load(Ordering::Acquire)), freed)
+    }
+
+    /// Restores the allocation state of a snapshot: pages `1..next` exist (their frames
+    /// keep the bytes the caller writes into them), `freed` are free.
+    ///
+    /// # Errors
+    /// `Full` if the pages do not fit in DRAM; `Config` for a free page outside them.
+    pub fn restore_allocation(&self, next: PageId, freed: Vec<PageId>) -> Result<()> {
+        let cap = self.pool.len() as u64;
+        if next.0 == 0 || next.0 - 1 > cap {
+            return Err(self.full(next.0.saturating_sub(1)).into());
+        }
+        if let Some(p) = freed.iter().find(|p| p.0 <= PageId::CATALOG.0 || p.0 >= next.0) {
+            return Err(BufferError::Config { what: format!("free page {p} outside pages 2..{}", next.0) }.into());
+        }
+        self.cover(next.0);
+        *self.freed.lock() = freed;
+        Ok(())
+    }
+
+    /// Recovery: page `pid` counts as allocated (a page the log created after the
+    /// snapshot): the pages up to it exist, and it is off the free list.
+    ///
+    /// # Errors
+    /// `Full` past DRAM.
+    pub fn recover_allocated(&self, pid: PageId) -> Result<()> {
+        if pid.0 == 0 || pid.0 > self.pool.len() as u64 {
+            return Err(self.full(pid.0).into());
+        }
+        let mut freed = self.freed.lock();
+        if pid.0 >= self.next.load(Ordering::Acquire) {
+            // The ids skipped on the way were free at this point of the log.
+            let old = self.next.load(Ordering::Acquire);
+            freed.extend((old..pid.0).map(PageId));
+            self.cover(pid.0 + 1);
+        }
+        freed.retain(|p| *p != pid);
+        Ok(())
+    }
+
+    /// Recovery: page `pid` is free here (on the free list or never allocated).
+    pub fn is_free(&self, pid: PageId) -> bool {
+        pid.0 >= self.next.load(Ordering::Acquire) || self.freed.lock().contains(&pid)
+    }
+
+    /// Raises the allocation mark to `next`, naming the frames it covers.
+    fn cover(&self, next: u64) {
+        let old = self.next.load(Ordering::Acquire);
+        for n in old.max(1)..next {
+            self.pool.meta(FrameId((n - 1) as u32)).pid.store(n, Ordering::Relaxed);
+        }
+        self.next.fetch_max(next, Ordering::AcqRel);
+    }
+
+    fn full(&self, pages: u64) -> BufferError {
+        let cap = self.pool.len() as u64;
+        BufferError::Full {
+            tier: "dram",
+            what: format!(
+                "main-memory holds at most {cap} pages of {} bytes ({}), not {pages}; the data does not fit in DRAM",
+                self.pool.frame_bytes(),
+                crate::ByteSize(self.pool.arena().size_bytes())
+            ),
+        }
+    }
+
     #[inline]
     fn frame_of(&self, pid: PageId) -> Result<FrameId> {
         let n = pid.0;

@@ -24,11 +24,17 @@
 //! another's change); reads take no locks and may see uncommitted changes (read
 //! uncommitted). A lock wait longer than [`LOCK_WAIT_MS_MAX`] fails the operation.
 //!
+//! Stores: a buffer manager ([`Db::open`]) with its page file on SSD, or with its pages
+//! in the NVM pool ([`DbConfig::pages_in_nvm`]: each write-back's page image logged
+//! first); `nvm-direct` ([`Db::open_nvm_direct`]); all pages in DRAM with a snapshot
+//! per checkpoint ([`Db::open_main_memory`], [`MemoryStore`]). See `docs/wal.md`.
+//!
 //! Recovery on open: the log is read from the last checkpoint's redo point; every
 //! logged change is redone where its page is older; transactions without a commit are
 //! rolled back (compensation records make that restartable); a checkpoint ends it.
 
 mod recovery;
+mod snapshot;
 
 use std::collections::HashMap;
 use std::ops::Range;
@@ -41,11 +47,12 @@ use parking_lot::{Condvar, Mutex, RwLock};
 use serde::Serialize;
 
 pub use recovery::RecoveryReport;
+pub use snapshot::{MemoryStore, SNAPSHOT_FILE};
 
-use crate::arch::ArchConfig;
+use crate::arch::{ArchConfig, Architecture};
 use crate::btree::{BTree, LeafChange, TreeLog};
 use crate::buffer::frame::direct::WriteBackLog;
-use crate::buffer::{BufferConfig, BufferManager, DirectConfig, NvmDirect, PageSource};
+use crate::buffer::{BufferConfig, BufferManager, DirectConfig, NvmDirect, PageSource, Techniques};
 use crate::catalog::Catalog;
 use crate::device::{OpenMode, SsdConfig};
 use crate::ids::PageId;
@@ -84,6 +91,12 @@ pub struct DbConfig {
     /// The log; its directory is set from `dir`.
     pub wal: WalConfig,
     pub durability: Durability,
+    /// The database lives in the NVM pool of `buffer.nvm` (`basic-nvm-bm`, `mmap-*`):
+    /// no page file; the catalog is page 1 of the pool, checkpoints write DRAM pages to
+    /// their NVM frames, and a reopen rebuilds the page table from the frame headers.
+    /// Each write of a page into its NVM frame is preceded by the page's image in the
+    /// log, so that redo rebuilds a page a crash tore mid-write.
+    pub pages_in_nvm: bool,
 }
 
 impl DbConfig {
@@ -95,35 +108,66 @@ impl DbConfig {
             buffer: BufferConfig::new(ByteSize(64 << 20)),
             wal: WalConfig::new(dir.join("wal")),
             durability: Durability::Sync,
+            pages_in_nvm: false,
             dir,
         }
     }
 
-    /// A database in `dir` on the buffer manager of architecture `arch` (its tiers,
-    /// profiles, emulation mode, policy and techniques; [`ArchConfig::buffer_config`]).
-    /// The page file is `dir/data.db`, not `arch.ssd_path`; the NVM pool stays at
-    /// `arch.nvm_path`. The log is on a device of the architecture's SSD profile and
-    /// emulation mode, with a DRAM log buffer and durability `sync` until changed.
+    /// A database in `dir` on architecture `arch` (its tiers, profiles, emulation mode,
+    /// policy and techniques; [`ArchConfig::buffer_config`]):
+    ///
+    /// - with an SSD (`ssd-bm`, `three-tier`, `nvcache`, `nvsql`): the page file is
+    ///   `dir/data.db`, not `arch.ssd_path`; the log is on a device of the SSD profile;
+    ///   open with [`Db::open`];
+    /// - with NVM and no SSD (`basic-nvm-bm`, `mmap-*`): the pages live in the NVM pool
+    ///   at `arch.nvm_path` ([`DbConfig::pages_in_nvm`]); the log files are on a device
+    ///   of the NVM profile (there is no SSD to put them on); open with [`Db::open`];
+    /// - `main-memory`: every page in DRAM, a snapshot file in `dir` written by each
+    ///   checkpoint, the log on a device of the SSD profile; open with
+    ///   [`Db::open_main_memory`].
+    ///
+    /// The log buffer is in DRAM and durability `sync` until changed.
     ///
     /// # Errors
-    /// `Config` for an architecture without a buffer manager or without an SSD (the
-    /// page file holds the catalog and what checkpoints write).
+    /// `Config` for `nvm-direct` (it opens with [`Db::open_nvm_direct`]) and for
+    /// techniques on an architecture whose pages live in NVM (a line-grained
+    /// write-back would not be covered by the page images the log keeps).
     pub fn from_arch(arch: &ArchConfig, dir: impl Into<PathBuf>) -> Result<DbConfig> {
-        if !arch.arch.uses_ssd() {
-            return Err(DbError::Config {
-                what: format!(
-                    "a buffer-managed database needs an SSD for its page file, catalog and checkpoints; {} has none \
-                     (ssd-bm and three-tier have one; an nvm-direct database opens with Db::open_nvm_direct)",
-                    arch.arch
-                ),
-            }
-            .into());
-        }
         let mut cfg = DbConfig::new(dir);
-        cfg.buffer = arch.buffer_config()?;
-        cfg.buffer.ssd_open_mode = OpenMode::OpenOrCreate;
-        cfg.wal.file.profile = arch.ssd_profile.clone();
         cfg.wal.file.mode = arch.mode;
+        cfg.wal.file.profile = arch.ssd_profile.clone();
+        match arch.arch {
+            Architecture::NvmDirect => {
+                return Err(DbError::Config {
+                    what: "an nvm-direct database opens with Db::open_nvm_direct (no buffer manager)".into(),
+                }
+                .into());
+            }
+            Architecture::MainMemory => {
+                cfg.buffer.page_size = arch.page_size;
+                cfg.buffer.dram = arch.dram_config();
+                return Ok(cfg);
+            }
+            _ => {}
+        }
+        cfg.buffer = arch.buffer_config()?;
+        if arch.arch.uses_ssd() {
+            cfg.buffer.ssd_open_mode = OpenMode::OpenOrCreate;
+        } else {
+            if cfg.buffer.techniques != Techniques::NONE {
+                return Err(DbError::Config {
+                    what: format!(
+                        "techniques {} on {}: a database whose pages live in NVM logs whole-page images before \
+                         write-backs, and line-grained write-backs are not covered",
+                        cfg.buffer.techniques, arch.arch
+                    ),
+                }
+                .into());
+            }
+            cfg.pages_in_nvm = true;
+            cfg.buffer.reopen_nvm_only = false; // `Db::open` decides
+            cfg.wal.file.profile = arch.nvm_profile.clone();
+        }
         Ok(cfg)
     }
 }
@@ -233,6 +277,11 @@ pub trait DbStore: PageSource + Sized {
     /// Pages found again in NVM at open.
     fn pages_reused(&self) -> usize;
 
+    /// Pages loaded from a snapshot at open (`main-memory`).
+    fn snapshot_pages(&self) -> usize {
+        0
+    }
+
     /// Torn SSD pages the store restored from its double-write area at open.
     fn pages_restored(&self) -> usize {
         0
@@ -281,9 +330,26 @@ pub trait DbStore: PageSource + Sized {
     }
 }
 
+/// The log as a buffer manager sees it: forced before a page leaves DRAM, and taking
+/// the image of a page about to be written over its only durable copy (a database whose
+/// pages live in NVM) as a line image of every line.
+struct PageLog(Arc<Wal>);
+
+impl crate::wal::LogForce for PageLog {
+    fn force(&self, lsn: Lsn) -> Result<()> {
+        Ok(self.0.flush_until(lsn + 1)?)
+    }
+
+    fn append_image(&self, pid: PageId, page: &[u8]) -> Result<Option<Lsn>> {
+        let lines = page.len() / crate::limits::CACHE_LINE_BYTES;
+        let payload = encode_lines(lines, &[(0, page)]);
+        Ok(Some(self.0.append(&RecordHead::new(Kind::LineImage, 0, 0).page(pid.0), &payload)?))
+    }
+}
+
 impl DbStore for BufferManager {
     fn attach_log(&self, wal: &Arc<Wal>) -> Result<()> {
-        self.set_log(wal.clone())
+        self.set_log(Arc::new(PageLog(wal.clone())))
     }
     fn flush_all(&self) -> Result<()> {
         self.checkpoint()
@@ -433,14 +499,32 @@ impl Db<BufferManager> {
         let started = Instant::now();
         create_dir(&cfg.dir)?;
         let mut bc = cfg.buffer.clone();
-        let ssd_path = cfg.dir.join(PAGE_FILE);
-        let mut ssd = bc.ssd.clone().unwrap_or_else(|| SsdConfig::new(&ssd_path));
-        ssd.path = ssd_path.clone();
-        bc.ssd = Some(ssd);
-        bc.ssd_open_mode = OpenMode::OpenOrCreate;
-        let mut files = vec![crate::device::double_write::path_for(&ssd_path), ssd_path];
-        files.extend(bc.nvm.as_ref().map(|n| n.path.clone()));
+        let mut files = Vec::new();
+        if cfg.pages_in_nvm {
+            let Some(nvm) = &bc.nvm else {
+                return Err(DbError::Config { what: "pages in NVM, and no NVM pool configured".into() }.into());
+            };
+            if bc.techniques != Techniques::NONE {
+                return Err(DbError::Config {
+                    what: format!("techniques {} on a database whose pages live in NVM", bc.techniques),
+                }
+                .into());
+            }
+            files.push(nvm.path.clone());
+            bc.ssd = None;
+        } else {
+            let ssd_path = cfg.dir.join(PAGE_FILE);
+            let mut ssd = bc.ssd.clone().unwrap_or_else(|| SsdConfig::new(&ssd_path));
+            ssd.path = ssd_path.clone();
+            bc.ssd = Some(ssd);
+            bc.ssd_open_mode = OpenMode::OpenOrCreate;
+            files.extend([crate::device::double_write::path_for(&ssd_path), ssd_path]);
+            files.extend(bc.nvm.as_ref().map(|n| n.path.clone()));
+        }
         let removed = discard_unfinished_creation(cfg, files)?;
+        // A database in NVM exists once its control file does: its pool is reopened
+        // (never formatted, which would lose it).
+        bc.reopen_nvm_only = cfg.pages_in_nvm && cfg.dir.join(CONTROL_FILE).exists();
         let mut db = Db::open_with(cfg, BufferManager::open(&bc)?, started)?;
         db.recovery.unfinished_creation = removed;
         Ok(db)
@@ -448,6 +532,29 @@ impl Db<BufferManager> {
 
     pub fn buffer(&self) -> &BufferManager {
         &self.store
+    }
+}
+
+impl Db<MemoryStore> {
+    /// Opens a `main-memory` database in `cfg.dir`: every page in DRAM
+    /// (`cfg.buffer.dram`, page size `cfg.buffer.page_size`), loaded from the snapshot
+    /// the last checkpoint wrote, then recovered from the log like any other
+    /// ([`MemoryStore`]); `cfg.buffer`'s other tiers are not used.
+    ///
+    /// # Errors
+    /// As [`Db::open`]; a snapshot missing or corrupt while the control file exists;
+    /// `Full` when the data does not fit in DRAM.
+    pub fn open_main_memory(cfg: &DbConfig) -> Result<Db<MemoryStore>> {
+        let started = Instant::now();
+        create_dir(&cfg.dir)?;
+        let snapshot = cfg.dir.join(SNAPSHOT_FILE);
+        let removed = discard_unfinished_creation(cfg, vec![snapshot.with_extension("mm.tmp"), snapshot])?;
+        let mut dram = cfg.buffer.dram.clone();
+        dram.frame_bytes = cfg.buffer.page_size;
+        let existing = cfg.dir.join(CONTROL_FILE).exists();
+        let mut db = Db::open_with(cfg, MemoryStore::open(&dram, &cfg.dir, existing)?, started)?;
+        db.recovery.unfinished_creation = removed;
+        Ok(db)
     }
 }
 

@@ -68,6 +68,8 @@ pub struct RecoveryReport {
     pub log_tail: Option<String>,
     /// Pages found again in NVM.
     pub nvm_pages_reused: usize,
+    /// `main-memory`: pages loaded from the last checkpoint's snapshot.
+    pub snapshot_pages_loaded: usize,
     /// Files of a creation that a crash cut short (no control file yet), removed before
     /// the database was created afresh.
     pub unfinished_creation: Vec<String>,
@@ -93,6 +95,7 @@ pub(super) fn recover<S: DbStore>(db: &Db<S>, started: Instant) -> Result<Recove
     let mut rep = RecoveryReport {
         log_tail: db.wal.recovered().tail.clone(),
         nvm_pages_reused: db.store.pages_reused(),
+        snapshot_pages_loaded: db.store.snapshot_pages(),
         nvm_frames_cleared: db.store.nvm_frames_cleared(),
         pages_restored: db.store.pages_restored(),
         ..RecoveryReport::default()

@@ -40,6 +40,7 @@ pub struct LogFileConfig {
     pub dir: PathBuf,
     /// A new segment begins once the current one holds this many bytes.
     pub segment_bytes: u64,
+    /// An SSD profile, or an NVM one (the log on NVM, for databases without an SSD).
     pub profile: DeviceProfile,
     pub mode: EmulationMode,
     /// Faults to inject (tests).
@@ -123,7 +124,10 @@ impl LogFile {
                 what: format!("segment size {} bytes is below {LOG_SEGMENT_BYTES_MIN}", cfg.segment_bytes),
             });
         }
-        let core = DeviceCore::new(Tier::Ssd, cfg.profile.clone(), cfg.mode)
+        // The log's device is of its profile's kind: SSD, or NVM for a database with no
+        // SSD (log files on a DAX file system, where a sync is a persist).
+        let tier = if cfg.profile.kind == Tier::Ssd { Tier::Ssd } else { Tier::Nvm };
+        let core = DeviceCore::new(tier, cfg.profile.clone(), cfg.mode)
             .map_err(|e| DeviceError::Config { device: DEVICE, what: e.to_string() })?;
         let dir = cfg.dir.clone();
         std::fs::create_dir_all(&dir).map_err(|e| DeviceError::Create { path: dir.clone(), source: e })?;

@@ -46,6 +46,19 @@ pub trait LogForce: Send + Sync {
     /// # Errors
     /// The log's errors.
     fn force(&self, lsn: Lsn) -> crate::Result<()>;
+
+    /// Appends an image of page `pid` (not yet durable: [`force`](Self::force) it) before
+    /// the page is written over its only durable copy — an NVM frame of a database with
+    /// no SSD below, where a crash in the middle of the write would leave neither the
+    /// old page nor the new one. Redo rebuilds such a page from its last image and the
+    /// changes after it. Returns the image's LSN; `None` if this log keeps no images
+    /// (the plain [`Wal`]: the write then goes unprotected).
+    ///
+    /// # Errors
+    /// The log's errors.
+    fn append_image(&self, _pid: crate::ids::PageId, _page: &[u8]) -> crate::Result<Option<Lsn>> {
+        Ok(None)
+    }
 }
 
 impl LogForce for Wal {

@@ -271,7 +271,10 @@ impl BufferManager {
             b.flush()?;
         }
         // 3. Pages dirty as a whole in DRAM (and clean ones whose NVM copy is newer than
-        //    SSD: the NVM pass below cannot claim them, as they are in DRAM).
+        //    SSD: the NVM pass below cannot claim them, as they are in DRAM). Without SSD
+        //    they go to their NVM frames, in batches whose images are logged with one
+        //    force first (`log_nvm_images`).
+        let mut to_nvm: Vec<(FrameRead<'_>, PageId, u32, u64)> = Vec::new();
         for i in 0..self.frames.len() {
             let f = FrameId(i as u32);
             if !self.frames.meta(f).holds_page() {
@@ -283,6 +286,7 @@ impl BufferManager {
                     if let Some(b) = &mut batch {
                         b.flush()?;
                     }
+                    self.flush_to_nvm(&mut to_nvm)?;
                     self.frames.read(f)
                 }
             };
@@ -300,22 +304,15 @@ impl BufferManager {
             let lsn = meta.page_lsn.load(Ordering::Relaxed);
             if let Some(b) = &mut batch {
                 b.push(Pending { pid, nvm: nvm_frame, bytes: None, refresh_nvm: true, lsn, hold: Hold::Shared(g) })?;
-            } else if let Some(nvm) = &self.nvm {
-                // No SSD: NVM is the durable tier. The frame is owned through the DRAM
-                // latch; shared suffices, as no writer can hold the page.
-                self.force_log(lsn)?;
-                let n = if nvm_frame != NO_NVM_FRAME {
-                    nvm_frame
-                } else {
-                    self.nvm_frame()?.ok_or_else(|| self.full_error())?
-                };
-                nvm.write_page(n, pid, &self.stored_image(f, &g), true, lsn)?;
-                meta.nvm.store(n, Ordering::Relaxed);
-                meta.dirty.store(false, Ordering::Relaxed);
-                self.frames.clear_mask(Mask::Dirty, f);
+            } else if self.nvm.is_some() {
+                to_nvm.push((g, pid, nvm_frame, lsn));
+                if to_nvm.len() >= frames_cap {
+                    self.flush_to_nvm(&mut to_nvm)?;
+                }
             }
             // Main memory only: nothing to write to.
         }
+        self.flush_to_nvm(&mut to_nvm)?;
         if let Some(b) = &mut batch {
             b.flush()?;
         }
@@ -360,6 +357,37 @@ impl BufferManager {
         }
         // 5. The free-page list, the sync, and the superblock that names them.
         self.write_free_list(ssd)
+    }
+
+    /// Without SSD (NVM is the durable tier): writes the DRAM pages of `pages`, latched
+    /// shared (no writer can hold them, so the latch owns their NVM frames), into their
+    /// NVM frames, after the log is forced up to their LSNs and their images are logged;
+    /// empties `pages`.
+    fn flush_to_nvm(&self, pages: &mut Vec<(FrameRead<'_>, PageId, u32, u64)>) -> Result<()> {
+        if pages.is_empty() {
+            return Ok(());
+        }
+        let nvm = self.nvm.as_ref().expect("pages to NVM imply an NVM pool");
+        self.force_log(pages.iter().map(|p| p.3).max().unwrap_or(0))?;
+        let images: Vec<(PageId, Cow<'_, [u8]>)> =
+            pages.iter().map(|(g, pid, ..)| (*pid, self.stored_image(g.frame(), g))).collect();
+        let refs: Vec<(PageId, &[u8])> = images.iter().map(|(pid, b)| (*pid, &b[..])).collect();
+        self.log_nvm_images(&refs)?;
+        for ((g, pid, nvm_frame, lsn), (_, bytes)) in pages.iter().zip(&images) {
+            let meta = g.meta();
+            let n = if *nvm_frame != NO_NVM_FRAME {
+                *nvm_frame
+            } else {
+                self.nvm_frame()?.ok_or_else(|| self.full_error())?
+            };
+            nvm.write_page(n, *pid, bytes, true, *lsn)?;
+            meta.nvm.store(n, Ordering::Relaxed);
+            meta.dirty.store(false, Ordering::Relaxed);
+            self.frames.clear_mask(Mask::Dirty, g.frame());
+        }
+        drop(images);
+        pages.clear();
+        Ok(())
     }
 
     /// The bytes of page `pid`'s NVM copy (frame `n`, owned by the caller through the
