@@ -997,16 +997,21 @@ pub struct SplitPlan {
 
 /// Chooses the split of a full `node` that must take `key`.
 ///
-/// At the middle by bytes, except for an insert past the last key of the rightmost node
-/// (a sequential load): then everything that still fits next to the new upper fence
-/// stays left, and the new right node starts almost empty.
+/// At the middle by bytes, except for an insert past the last key of a leaf (an append:
+/// a sequential load, or TPC-C's new orders at the end of a district's range) or of the
+/// rightmost inner node: then everything that still fits next to the new upper fence
+/// stays left, and the new right node starts almost empty. Splitting an append in the
+/// middle leaves every left half half-empty: a load of two TPC-C warehouses at once
+/// (each appending in its own key range of the same trees) grew the database by a
+/// quarter, and a run's orders filled their pages by half.
 ///
 /// # Errors
 /// `Corrupted` for entries out of order or a node too small to split.
 pub fn plan_split(node: &NodeRef<'_>, key: &[u8]) -> NodeResult<SplitPlan> {
     let n = node.count;
     let pid = node.pid;
-    if node.upper_fence().is_none() && n >= 2 {
+    let rightmost = node.upper_fence().is_none();
+    if n >= 2 && (rightmost || node.kind == Kind::Leaf) {
         let (pos, found) = node.search(key, node.kind == Kind::Inner)?;
         if pos == n && !found {
             if node.kind == Kind::Inner {
@@ -1026,8 +1031,10 @@ pub fn plan_split(node: &NodeRef<'_>, key: &[u8]) -> NodeResult<SplitPlan> {
             for at in (1..=n).rev() {
                 let last = node.full_key(at - 1)?;
                 let sep = shortest_separator(&last, &right_min, pid)?;
-                // The prefix grows from zero to the fences' common prefix.
-                let shrink = at * common_prefix_len(lower, &sep);
+                // The prefix grows from the node's (empty for the rightmost) to the
+                // new fences' common prefix, which is at least as long: lower <= sep
+                // < the old upper fence.
+                let shrink = at * common_prefix_len(lower, &sep).saturating_sub(node.prefix_len());
                 if left_bytes + sep.len() <= node.page_size() + shrink {
                     return Ok(SplitPlan { at, sep });
                 }
@@ -1379,15 +1386,25 @@ mod tests {
         assert!(ln.count() + 1 >= i as usize, "left keeps {} of {i}", ln.count());
         assert!(rn.count() <= 1);
         assert!(keys(&l).last().unwrap() < &plan.sep && plan.sep <= next);
-        // The same key into a node that is not rightmost splits in the middle.
-        let mut nb = leaf(4096, b"", Some(b"v"));
+        // An append to a leaf that is not rightmost (its own key range, in the middle of
+        // the tree) keeps the left half full too; an insert before its last key splits
+        // in the middle.
+        let mut nb = leaf(4096, b"user", Some(b"user9"));
         for k in keys(&b) {
             if !insert(&mut nb, &k, &[0; 50]) {
                 break;
             }
         }
-        let (l, _, _) = split(&nb, b"user99999999");
-        assert!(NodeRef::parse(&l, P).unwrap().count() < i as usize * 2 / 3);
+        let m = NodeRef::parse(&nb, P).unwrap().count();
+        let (l, r, plan) = split(&nb, b"user5");
+        check(&l);
+        check(&r);
+        let (ln, rn) = (NodeRef::parse(&l, P).unwrap(), NodeRef::parse(&r, P).unwrap());
+        assert!(ln.count() + 1 >= m && rn.count() <= 1, "left keeps {} of {m}", ln.count());
+        assert_eq!(rn.upper_fence(), Some(&b"user9"[..]));
+        assert!(plan.sep.as_slice() <= b"user5".as_slice());
+        let (l, _, _) = split(&nb, b"user00000011");
+        assert!(NodeRef::parse(&l, P).unwrap().count() < m * 2 / 3);
     }
 
     #[test]
