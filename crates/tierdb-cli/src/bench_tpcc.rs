@@ -129,7 +129,7 @@ pub struct TpccOptions {
 }
 
 impl TpccOptions {
-    fn scale(&self) -> Result<Scale> {
+    pub fn scale(&self) -> Result<Scale> {
         let s = if self.tiny { Scale::tiny(self.warehouses) } else { Scale::spec(self.warehouses) };
         s.validate()?;
         let ok = |v: f64| (INTERVAL_SECS_MIN..=INTERVAL_SECS_MAX).contains(&v);

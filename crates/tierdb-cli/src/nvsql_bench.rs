@@ -54,6 +54,8 @@ const TPCC_ITEM_BYTES_EST: u64 = 9 << 20;
 /// The same at the tiny scale (`--tiny`).
 const TPCC_TINY_WAREHOUSE_BYTES_EST: u64 = 3 << 20;
 const TPCC_TINY_ITEM_BYTES_EST: u64 = 1 << 20;
+/// An NVM pool's size is a multiple of this.
+const NVM_ALIGN_BYTES: u64 = 4096;
 /// DRAM frames a configuration needs at least (pages pinned by the workers' descents,
 /// the checkpoint and the loaders).
 const DRAM_FRAMES_MIN: u64 = 64;
@@ -204,8 +206,9 @@ pub fn configurations(
         cost_usd: cost(budget, 0),
     }];
     for &k in nvm_units {
-        let nvm_bytes = (unit * f64::from(k)).round() as u64;
-        let dram_f = budget as f64 - ratio * nvm_bytes as f64;
+        // NVM pools come in 4 KiB multiples, DRAM in pages: the costs agree to a page.
+        let nvm_bytes = (unit * f64::from(k)) as u64 / NVM_ALIGN_BYTES * NVM_ALIGN_BYTES;
+        let dram_f = ((budget as f64 - ratio * nvm_bytes as f64) / page as f64).floor() * page as f64;
         if k == 0 || dram_f < (DRAM_FRAMES_MIN * page) as f64 {
             bail!(
                 "--nvm-units {k}: {} of NVM at {ratio:.2}× DRAM's price leaves {} of the {} budget for DRAM (at least \
@@ -427,13 +430,21 @@ pub fn run(args: NvsqlBenchArgs) -> Result<()> {
         checkpoint_interval: args.checkpoint_interval,
         write_set_interval: Some(args.write_set_interval),
     };
+    tpcc.scale()?; // checks the intervals before anything runs
     let (per_wh, items) = if args.tiny {
         (TPCC_TINY_WAREHOUSE_BYTES_EST, TPCC_TINY_ITEM_BYTES_EST)
     } else {
         (TPCC_WAREHOUSE_BYTES_EST, TPCC_ITEM_BYTES_EST)
     };
     let estimate = u64::from(args.warehouses) * per_wh + items;
-    let budget = args.budget.map_or((estimate as f64 / args.data_ratio) as u64, ByteSize::bytes);
+    // The default: the data ratio, but never so small that a configuration has fewer
+    // than DRAM_FRAMES_MIN DRAM pages (the tiny scale).
+    let price = setup.nvm_profile.cost_per_gb_usd / setup.dram_profile.cost_per_gb_usd.max(f64::MIN_POSITIVE);
+    let k_max = f64::from(args.nvm_units.iter().copied().max().unwrap_or(0));
+    let left = 1.0 - price * k_max / f64::from(args.units.max(1));
+    let floor = if left > 0.0 { (2 * DRAM_FRAMES_MIN * page) as f64 / left } else { 0.0 };
+    let budget =
+        args.budget.map_or((estimate as f64 / args.data_ratio).max(floor) as u64 / page * page, ByteSize::bytes);
     let configs = configurations(budget, args.units, &args.nvm_units, page, &setup.dram_profile, &setup.nvm_profile)?;
     let ycsb_data = args.ycsb_data.map_or((budget as f64 * args.data_ratio) as u64, ByteSize::bytes);
     std::fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
@@ -737,13 +748,13 @@ fn write_write_set(out: &Path, d: &Describe, workload: &str, points: &[Point]) -
         .filter_map(|p| p.write_set.as_ref().map(|w| (p, w)))
         .map(|(p, w)| {
             let (mean, share) = w.mean_written();
-            let n = w.accessed.len().max(1);
+            let [accessed, _, twice] = w.means();
             vec![
                 p.config.name(),
                 format!("{}", w.interval_secs),
-                format!("{:.0}", w.accessed.iter().sum::<u64>() as f64 / n as f64),
+                format!("{accessed:.0}"),
                 format!("{mean:.0}"),
-                format!("{:.0}", w.written_twice.iter().sum::<u64>() as f64 / n as f64),
+                format!("{twice:.0}"),
                 pct(share),
                 ByteSize((mean * d.page_size_bytes as f64) as u64).to_string(),
             ]

@@ -44,16 +44,19 @@ pub struct WriteSet {
 }
 
 impl WriteSet {
-    /// Mean over the whole intervals (the last, partial one left out when there are
-    /// more) of distinct pages written, and of written / accessed.
-    pub fn mean_written(&self) -> (f64, f64) {
+    /// Means over the whole intervals (the last, partial one left out when there are
+    /// more) of distinct pages accessed, written and written twice.
+    pub fn means(&self) -> [f64; 3] {
         let n = if self.written.len() > 1 { self.written.len() - 1 } else { self.written.len() };
-        if n == 0 {
-            return (0.0, 0.0);
-        }
-        let w: u64 = self.written[..n].iter().sum();
-        let a: u64 = self.accessed[..n].iter().sum();
-        (w as f64 / n as f64, if a == 0 { 0.0 } else { w as f64 / a as f64 })
+        let mean = |v: &[u64]| if n == 0 { 0.0 } else { v[..n].iter().sum::<u64>() as f64 / n as f64 };
+        [mean(&self.accessed), mean(&self.written), mean(&self.written_twice)]
+    }
+
+    /// The mean of distinct pages written per interval, and its share of those
+    /// accessed.
+    pub fn mean_written(&self) -> (f64, f64) {
+        let [a, w, _] = self.means();
+        (w, if a == 0.0 { 0.0 } else { w / a })
     }
 }
 
@@ -152,5 +155,6 @@ mod tests {
         assert_eq!(s.written_twice, [1, 0]);
         assert_eq!(s.untracked_accesses, 1);
         assert_eq!(s.mean_written(), (2.0, 2.0 / 3.0));
+        assert_eq!(s.means(), [3.0, 2.0, 1.0]);
     }
 }
