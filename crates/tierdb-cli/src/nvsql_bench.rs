@@ -756,7 +756,7 @@ fn write_write_set(out: &Path, d: &Describe, workload: &str, points: &[Point]) -
                 format!("{mean:.0}"),
                 format!("{twice:.0}"),
                 pct(share),
-                ByteSize((mean * d.page_size_bytes as f64) as u64).to_string(),
+                format!("{:.1} MiB", mean * d.page_size_bytes as f64 / f64::from(1 << 20)),
             ]
         })
         .collect();
@@ -769,7 +769,7 @@ fn write_write_set(out: &Path, d: &Describe, workload: &str, points: &[Point]) -
             "pages written / interval",
             "written twice / interval",
             "written / accessed",
-            "write working set",
+            "write working set (pages written × page)",
         ],
         &rows,
     );
