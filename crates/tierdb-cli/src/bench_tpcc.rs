@@ -65,13 +65,8 @@ const INTERVAL_SECS_MIN: f64 = 0.1;
 const INTERVAL_SECS_MAX: f64 = 3600.0;
 
 /// The architectures a TPC-C database runs on.
-pub const TXN_ARCHS: [Architecture; 5] = [
-    Architecture::SsdBm,
-    Architecture::ThreeTier,
-    Architecture::Nvcache,
-    Architecture::Nvsql,
-    Architecture::NvmDirect,
-];
+pub const TXN_ARCHS: [Architecture; 5] =
+    [Architecture::SsdBm, Architecture::ThreeTier, Architecture::Nvcache, Architecture::Nvsql, Architecture::NvmDirect];
 
 #[derive(Args, Debug)]
 pub struct TpccArgs {
@@ -725,7 +720,13 @@ fn new_histogram() -> Histogram<u64> {
 }
 
 /// Sleeps `d` in steps of at most 50 ms, calling `step` with the time elapsed after each.
-fn sleep_with_progress(progress: &Progress, phase: &str, d: Duration, stop: &AtomicBool, step: &mut dyn FnMut(Duration)) {
+fn sleep_with_progress(
+    progress: &Progress,
+    phase: &str,
+    d: Duration,
+    stop: &AtomicBool,
+    step: &mut dyn FnMut(Duration),
+) {
     let start = Instant::now();
     let total_ms = d.as_millis() as u64;
     while start.elapsed() < d && !stop.load(Ordering::Relaxed) {
@@ -738,7 +739,12 @@ fn sleep_with_progress(progress: &Progress, phase: &str, d: Duration, stop: &Ato
 /// Takes a checkpoint every `every` seconds (none for 0) from `origin` until `stop`,
 /// while the workers run. Returns when each started (after `origin`) and how long it
 /// took. An error stops the workers too.
-fn checkpointer<S: DbStore>(db: &Db<S>, every: f64, origin: Instant, stop: &AtomicBool) -> Result<Vec<(Duration, f64)>> {
+fn checkpointer<S: DbStore>(
+    db: &Db<S>,
+    every: f64,
+    origin: Instant,
+    stop: &AtomicBool,
+) -> Result<Vec<(Duration, f64)>> {
     let mut taken = Vec::new();
     if every <= 0.0 {
         return Ok(taken);

@@ -471,28 +471,29 @@ pub fn run(args: NvsqlBenchArgs) -> Result<()> {
     };
     let progress = Progress::new(!args.quiet);
     let has = |p: &str| args.parts.iter().any(|q| q == p);
-    let tpcc_run = |config: &MemConfig, policy: Option<&str>, crash: bool, tag: &str| -> Result<(Metrics, TpccReport)> {
-        let mut e = engine.clone();
-        e.policy = policy.map(str::to_string);
-        let s = e.setup("ro")?;
-        let r = bench_tpcc::run_one(
-            &e,
-            &s,
-            &tpcc,
-            config.arch,
-            ByteSize(config.dram_bytes),
-            ByteSize(config.nvm_bytes),
-            crash,
-            tag,
-            &progress,
-        )
-        .with_context(|| format!("TPC-C on {}", config.name()))?;
-        let bad = !r.consistency.ok() || r.crash.as_ref().is_some_and(|c| !c.consistency.ok());
-        if bad {
-            bail!("TPC-C on {}: the consistency check failed", config.name());
-        }
-        Ok((tpcc_metrics(&r), r))
-    };
+    let tpcc_run =
+        |config: &MemConfig, policy: Option<&str>, crash: bool, tag: &str| -> Result<(Metrics, TpccReport)> {
+            let mut e = engine.clone();
+            e.policy = policy.map(str::to_string);
+            let s = e.setup("ro")?;
+            let r = bench_tpcc::run_one(
+                &e,
+                &s,
+                &tpcc,
+                config.arch,
+                ByteSize(config.dram_bytes),
+                ByteSize(config.nvm_bytes),
+                crash,
+                tag,
+                &progress,
+            )
+            .with_context(|| format!("TPC-C on {}", config.name()))?;
+            let bad = !r.consistency.ok() || r.crash.as_ref().is_some_and(|c| !c.consistency.ok());
+            if bad {
+                bail!("TPC-C on {}: the consistency check failed", config.name());
+            }
+            Ok((tpcc_metrics(&r), r))
+        };
     let tpcc_point = |config: &MemConfig, policy: Option<&str>, crash: bool, tag: &str| -> Result<Point> {
         let mut runs = Vec::new();
         let mut sets = Vec::new();
@@ -721,9 +722,13 @@ fn write_config_part(
     let charts = vec![
         (
             format!("{stem}-throughput.svg"),
-            category_chart(&format!("{name} throughput at equal memory cost"), d, &format!("{unit}s / s"), points, &[(
-                name, "throughput",
-            )]),
+            category_chart(
+                &format!("{name} throughput at equal memory cost"),
+                d,
+                &format!("{unit}s / s"),
+                points,
+                &[(name, "throughput")],
+            ),
         ),
         (
             format!("{stem}-writes.svg"),
@@ -790,7 +795,8 @@ fn write_write_set(out: &Path, d: &Describe, workload: &str, points: &[Point]) -
         c.series.push(Series { name: format!("written, {}", p.config.label), points: line(&w.written) });
         if p.config.arch == Architecture::SsdBm {
             c.series.push(Series { name: format!("accessed, {}", p.config.label), points: line(&w.accessed) });
-            c.series.push(Series { name: format!("written twice, {}", p.config.label), points: line(&w.written_twice) });
+            c.series
+                .push(Series { name: format!("written twice, {}", p.config.label), points: line(&w.written_twice) });
         }
     }
     let rep = PartReport { part: "write-set", setup: d, workload: workload.into(), points };
