@@ -16,12 +16,17 @@
 //! 2. **Warm-up** and 3. **measured run**: `--threads` workers run the standard mix back
 //!    to back. A transaction that meets a lock wait over the limit or a row a concurrent
 //!    Delivery took is rolled back and retried (counted as an abort); New-Order's 1%
-//!    with an unused item is rolled back and counted apart.
+//!    with an unused item is rolled back and counted apart. A background thread takes a
+//!    checkpoint every `--checkpoint-interval` seconds from the warm-up's start, while
+//!    the workers run (so the log is truncated and a crash's redo is bounded, as in a
+//!    real deployment); with `--write-set-interval` a recorder counts the distinct pages
+//!    accessed and written per interval of the measured run ([`crate::write_set`]).
 //! 4. **Consistency**: conditions 1–6 and the indexes are checked on the quiet database;
 //!    with `--crash`, the database is then abandoned without a checkpoint or close (the
 //!    workers' last transactions left open), reopened — recovery redoes and undoes
 //!    from the log — and checked again.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
@@ -42,6 +47,7 @@ use tierdb_workload::tpcc::{
 
 use crate::bench_ycsb::{Cleanup, DURATION_SECS_MAX, EngineArgs, Progress, Setup, fmt_rate, remove_files_on_interrupt};
 use crate::plot::{AxisFormat, Chart, LegendPosition, Marker, Series, write_outputs};
+use crate::write_set::{WriteSet, WriteSetRecorder};
 
 /// Rows per loader transaction.
 pub const LOAD_BATCH_ROWS: u64 = 2000;
@@ -51,6 +57,14 @@ const RETRIES_MAX: u32 = 1000;
 const LOAD_THREADS_MAX: u32 = 64;
 /// Longest a latency histogram records: 100 s in TSC ticks at up to 10 GHz.
 const LATENCY_TICKS_MAX: u64 = 1_000_000_000_000;
+/// Seconds between the checkpoints taken while transactions run, by default: a
+/// checkpoint of a database that fits in DRAM takes 1–2 s here (docs/tpcc.md), so one
+/// every 10 s costs a run little and bounds the log to about 10 s of transactions.
+pub const CHECKPOINT_INTERVAL_SECS_DEFAULT: f64 = 10.0;
+/// Checkpoint and write-set intervals: at least this (0 turns checkpoints off)...
+const INTERVAL_SECS_MIN: f64 = 0.1;
+/// ...and at most this.
+const INTERVAL_SECS_MAX: f64 = 3600.0;
 
 #[derive(Args, Debug)]
 pub struct TpccArgs {
@@ -100,14 +114,45 @@ pub struct TpccOptions {
     /// Loader threads [default: --threads, at least 2].
     #[arg(long)]
     pub load_threads: Option<u32>,
+    /// Seconds between checkpoints taken by a background thread while the transactions
+    /// run, from the warm-up's start (0: none, the log grows until the run ends).
+    #[arg(long, default_value_t = CHECKPOINT_INTERVAL_SECS_DEFAULT)]
+    pub checkpoint_interval: f64,
+    /// Count the distinct pages accessed and written per interval of this many seconds
+    /// of the measured run (the write working set, NV-SQL's Figure 2).
+    #[arg(long)]
+    pub write_set_interval: Option<f64>,
 }
 
 impl TpccOptions {
-    fn scale(&self) -> Result<Scale> {
+    pub fn scale(&self) -> Result<Scale> {
         let s = if self.tiny { Scale::tiny(self.warehouses) } else { Scale::spec(self.warehouses) };
         s.validate()?;
+        let ok = |v: f64| (INTERVAL_SECS_MIN..=INTERVAL_SECS_MAX).contains(&v);
+        if !(self.checkpoint_interval == 0.0 || ok(self.checkpoint_interval)) {
+            bail!(
+                "--checkpoint-interval {} is outside {INTERVAL_SECS_MIN}..={INTERVAL_SECS_MAX} seconds (0: none)",
+                self.checkpoint_interval
+            );
+        }
+        if let Some(w) = self.write_set_interval.filter(|&w| !ok(w)) {
+            bail!("--write-set-interval {w} is outside {INTERVAL_SECS_MIN}..={INTERVAL_SECS_MAX} seconds");
+        }
         Ok(s)
     }
+}
+
+/// The checkpoints taken while the transactions ran.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct CheckpointReport {
+    /// `--checkpoint-interval` (0: none taken).
+    pub interval_secs: f64,
+    /// Checkpoints that started in the warm-up, and in the measured run.
+    pub in_warmup: u32,
+    pub in_run: u32,
+    /// Their time, all of them.
+    pub secs_total: f64,
+    pub secs_max: f64,
 }
 
 /// Counters of one transaction type.
@@ -162,6 +207,9 @@ pub struct TpccReport {
     pub aborts: u64,
     pub tiers: TierStats,
     pub wal: WalStats,
+    pub checkpoints: CheckpointReport,
+    /// With `--write-set-interval`: distinct pages accessed and written per interval.
+    pub write_set: Option<WriteSet>,
     pub consistency: ConsistencyReport,
     /// With `--crash`: what recovery did, and the check after it.
     pub crash: Option<CrashReport>,
@@ -282,6 +330,8 @@ fn resolve_log_buffer(choice: &str, arch: Architecture) -> &str {
 pub trait StoreView {
     fn tier_stats(&self) -> TierStats;
     fn bytes_in_use(&self) -> u64;
+    /// Installs an access recorder; false if the store has none to install.
+    fn set_recorder(&self, r: Arc<WriteSetRecorder>) -> bool;
 }
 
 impl StoreView for BufferManager {
@@ -290,6 +340,9 @@ impl StoreView for BufferManager {
     }
     fn bytes_in_use(&self) -> u64 {
         self.pages_in_use() * self.page_size() as u64
+    }
+    fn set_recorder(&self, r: Arc<WriteSetRecorder>) -> bool {
+        BufferManager::set_recorder(self, r)
     }
 }
 
@@ -300,6 +353,9 @@ impl StoreView for MemoryStore {
     fn bytes_in_use(&self) -> u64 {
         self.source().pages_used() * self.page_size() as u64
     }
+    fn set_recorder(&self, _: Arc<WriteSetRecorder>) -> bool {
+        false
+    }
 }
 
 impl StoreView for NvmDirect {
@@ -308,6 +364,9 @@ impl StoreView for NvmDirect {
     }
     fn bytes_in_use(&self) -> u64 {
         self.pages_in_use() * self.page_size() as u64
+    }
+    fn set_recorder(&self, _: Arc<WriteSetRecorder>) -> bool {
+        false
     }
 }
 
@@ -485,24 +544,55 @@ impl RunCtx<'_> {
         let load_checkpoint_secs = started.elapsed().as_secs_f64();
         let db_bytes_loaded = db.store().bytes_in_use();
 
-        // 2 + 3. Warm-up and measured run.
+        // 2 + 3. Warm-up and measured run, checkpoints meanwhile.
         let threads = setup.threads;
         let measuring = AtomicBool::new(false);
         let stop = AtomicBool::new(false);
-        let (results, run_secs, before, after) = std::thread::scope(|s| -> Result<_> {
+        let recorder = match self.opts.write_set_interval {
+            Some(_) => {
+                let r = Arc::new(WriteSetRecorder::new());
+                if !db.store().set_recorder(Arc::clone(&r)) {
+                    bail!("--write-set-interval: {} has no buffer manager to record page accesses of", self.arch);
+                }
+                Some(r)
+            }
+            None => None,
+        };
+        let ws_interval = self.opts.write_set_interval.unwrap_or(1.0);
+        let mut last_interval = 0u32;
+        let warmup = Duration::from_secs_f64(setup.warmup_secs);
+        let (results, run_secs, before, after, checkpoints) = std::thread::scope(|s| -> Result<_> {
+            let origin = Instant::now();
             let workers: Vec<_> = (0..threads)
                 .map(|t| {
                     let (db, measuring, stop) = (&db, &measuring, &stop);
                     s.spawn(move || worker(db, scale, setup.seed, t, threads, measuring, stop))
                 })
                 .collect();
-            let warmup = Duration::from_secs_f64(setup.warmup_secs);
+            let every = self.opts.checkpoint_interval;
+            let (db_ref, stop_ref) = (&db, &stop);
+            let checkpointer = s.spawn(move || checkpointer(db_ref, every, origin, stop_ref));
             let duration = Duration::from_secs_f64(setup.duration_secs.unwrap_or(3.0).min(DURATION_SECS_MAX));
-            sleep_with_progress(progress, "warm-up", warmup, &stop);
+            sleep_with_progress(progress, "warm-up", warmup, &stop, &mut |_| {});
             let before = (db.store().tier_stats(), db.wal().stats());
             let started = Instant::now();
             measuring.store(true, Ordering::Release);
-            sleep_with_progress(progress, "run", duration, &stop);
+            if let Some(r) = &recorder {
+                r.tick(1);
+                last_interval = 1;
+            }
+            sleep_with_progress(progress, "run", duration, &stop, &mut |elapsed| {
+                if let Some(r) = &recorder {
+                    let i = (elapsed.as_secs_f64() / ws_interval) as u32 + 1;
+                    if i != last_interval {
+                        r.tick(i);
+                        last_interval = i;
+                    }
+                }
+            });
+            if let Some(r) = &recorder {
+                r.tick(0);
+            }
             stop.store(true, Ordering::Release);
             let run_secs = started.elapsed().as_secs_f64();
             let after = (db.store().tier_stats(), db.wal().stats());
@@ -510,8 +600,20 @@ impl RunCtx<'_> {
                 .into_iter()
                 .map(|w| w.join().unwrap_or_else(|_| Err(anyhow!("a worker thread panicked"))))
                 .collect();
-            Ok((results.into_iter().collect::<Result<Vec<_>>>()?, run_secs, before, after))
+            let taken = checkpointer.join().unwrap_or_else(|_| Err(anyhow!("the checkpoint thread panicked")))?;
+            let mut c = CheckpointReport { interval_secs: every, ..CheckpointReport::default() };
+            for (at, secs) in taken {
+                if at < warmup {
+                    c.in_warmup += 1;
+                } else {
+                    c.in_run += 1;
+                }
+                c.secs_total += secs;
+                c.secs_max = c.secs_max.max(secs);
+            }
+            Ok((results.into_iter().collect::<Result<Vec<_>>>()?, run_secs, before, after, c))
         })?;
+        let write_set = recorder.map(|r| r.series(ws_interval, last_interval));
         let db_bytes_after = db.store().bytes_in_use();
 
         // 4. Consistency, then optionally a crash and recovery.
@@ -620,6 +722,8 @@ impl RunCtx<'_> {
             kinds,
             tiers: after.0.since(&before.0),
             wal: after.1.since(&before.1),
+            checkpoints,
+            write_set,
             consistency,
             crash,
         })
@@ -630,12 +734,53 @@ fn new_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, LATENCY_TICKS_MAX, 2).expect("valid bounds")
 }
 
-fn sleep_with_progress(progress: &Progress, phase: &str, d: Duration, stop: &AtomicBool) {
+/// Sleeps `d` in steps of at most 50 ms, calling `step` with the time elapsed after each.
+fn sleep_with_progress(
+    progress: &Progress,
+    phase: &str,
+    d: Duration,
+    stop: &AtomicBool,
+    step: &mut dyn FnMut(Duration),
+) {
     let start = Instant::now();
     let total_ms = d.as_millis() as u64;
     while start.elapsed() < d && !stop.load(Ordering::Relaxed) {
         progress.update(phase, start.elapsed().as_millis() as u64, total_ms);
         std::thread::sleep(Duration::from_millis(50).min(d.saturating_sub(start.elapsed())));
+        step(start.elapsed());
+    }
+}
+
+/// Takes a checkpoint every `every` seconds (none for 0) from `origin` until `stop`,
+/// while the workers run. Returns when each started (after `origin`) and how long it
+/// took. An error stops the workers too.
+fn checkpointer<S: DbStore>(
+    db: &Db<S>,
+    every: f64,
+    origin: Instant,
+    stop: &AtomicBool,
+) -> Result<Vec<(Duration, f64)>> {
+    let mut taken = Vec::new();
+    if every <= 0.0 {
+        return Ok(taken);
+    }
+    let every = Duration::from_secs_f64(every);
+    let mut next = origin + every;
+    loop {
+        while Instant::now() < next {
+            if stop.load(Ordering::Acquire) {
+                return Ok(taken);
+            }
+            std::thread::sleep(Duration::from_millis(20).min(next.saturating_duration_since(Instant::now())));
+        }
+        let t = Instant::now();
+        if let Err(e) = db.checkpoint() {
+            stop.store(true, Ordering::Release);
+            return Err(anyhow::Error::from(e).context("a checkpoint during the run"));
+        }
+        taken.push((t - origin, t.elapsed().as_secs_f64()));
+        // The next one an interval after this one's start, or at once if it took longer.
+        next += every;
     }
 }
 
@@ -793,15 +938,40 @@ pub fn print_report(r: &TpccReport) {
     row("log records", r.wal.records);
     row("log bytes", r.wal.bytes);
     println!("{t}");
+    let c = &r.checkpoints;
+    if c.interval_secs > 0.0 {
+        println!(
+            "checkpoints every {} s while running: {} in the warm-up, {} in the measured run, {:.2} s in all (longest {:.2} s)",
+            c.interval_secs, c.in_warmup, c.in_run, c.secs_total, c.secs_max
+        );
+    } else {
+        println!("checkpoints while running: none (--checkpoint-interval 0)");
+    }
+    if let Some(w) = &r.write_set {
+        let (mean, share) = w.mean_written();
+        println!(
+            "write working set: {:.0} distinct pages written per {} s interval on average ({:.1}% of those accessed); \
+             per interval written / accessed: {}",
+            mean,
+            w.interval_secs,
+            share * 100.0,
+            w.written.iter().zip(&w.accessed).map(|(w, a)| format!("{w}/{a}")).collect::<Vec<_>>().join(" ")
+        );
+    }
     print_consistency("after the run", &r.consistency);
     if let Some(c) = &r.crash {
         println!(
-            "crash: abandoned without checkpoint or close, {} transaction(s) open; recovery read {} records, redid {} changes, rolled back {} transaction(s) in {:.2} s",
+            "crash: abandoned without checkpoint or close, {} transaction(s) open; recovery read {} records, redid {} changes, rolled back {} transaction(s) in {:.2} s (open {:.2} · analysis {:.2} · redo {:.2} · undo {:.2} · checkpoint {:.2})",
             c.open_transactions,
             c.recovery.records_read,
             c.recovery.changes_redone,
             c.recovery.losers.len(),
-            c.recovery.secs
+            c.recovery.secs,
+            c.recovery.open_secs,
+            c.recovery.analysis_secs,
+            c.recovery.redo_secs,
+            c.recovery.undo_secs,
+            c.recovery.checkpoint_secs
         );
         print_consistency("after recovery", &c.consistency);
     }

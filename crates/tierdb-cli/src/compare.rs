@@ -116,6 +116,8 @@ pub fn run(args: CompareArgs) -> Result<()> {
             durability: args.durability,
             log_buffer: args.log_buffer.clone(),
             load_threads: None,
+            checkpoint_interval: crate::bench_tpcc::CHECKPOINT_INTERVAL_SECS_DEFAULT,
+            write_set_interval: None,
         };
         return crate::bench_tpcc::compare(
             &args.engine,

@@ -15,12 +15,14 @@ mod devices;
 mod drilldown;
 mod mmap_bench;
 mod nvcache_obp;
+mod nvsql_bench;
 mod plot;
 mod restart_bench;
 mod sim_cmd;
 mod spitfire;
 mod tune;
 mod wear;
+mod write_set;
 mod ycsb_driver;
 mod ycsb_txn;
 
@@ -83,6 +85,11 @@ enum Command {
     /// windowed OBP on YCSB A and C (NVM writes, throughput, hit ratio); writes a
     /// table, JSON and SVG plots.
     NvcacheObp(nvcache_obp::NvcacheObpArgs),
+    /// NV-SQL's experiments at equal memory cost: DRAM-only against nvsql with DRAM and
+    /// NVM on TPC-C and YCSB-R/W (throughput, SSD page writes, hit ratios), the write
+    /// working set over time, NVM replacement rules (Table 4) and the recovery time split
+    /// (Figure 10); writes tables, JSON and SVG plots.
+    NvsqlBench(Box<nvsql_bench::NvsqlBenchArgs>),
     /// Replays a page-access trace through a policy over metadata-only pools: hits per
     /// tier, pages moved, modelled time, skew (docs/sim.md).
     Sim(Box<sim_cmd::SimArgs>),
@@ -126,6 +133,7 @@ fn main() -> ExitCode {
         Command::WalDump(args) => crashtest::wal_dump(args),
         Command::RestartBench(args) => restart_bench::run(args),
         Command::NvcacheObp(args) => nvcache_obp::run(args),
+        Command::NvsqlBench(args) => nvsql_bench::run(*args),
         Command::Tune(args) => tune::run(*args),
         Command::Spitfire(args) => spitfire::run(*args),
         Command::Sim(args) => sim_cmd::run_sim(*args),

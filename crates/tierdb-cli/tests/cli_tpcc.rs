@@ -60,7 +60,7 @@ fn every_architecture_runs_crashes_and_stays_consistent() {
         // nvm-direct logs each write-back durably before it: an NVM log buffer makes that
         // an NVM persist, not an fdatasync.
         let log = if arch == "nvm-direct" { "nvm" } else { "dram" };
-        let out = bench(dir.path(), arch, &["--crash", "--json", "--log-buffer", log]);
+        let out = bench(dir.path(), arch, &["--crash", "--json", "--log-buffer", log, "--checkpoint-interval", "0.2"]);
         assert!(out.status.success(), "{arch}: {}", stderr(&out));
         let r = json(&out);
         assert_eq!(r["arch"], arch);
@@ -72,8 +72,16 @@ fn every_architecture_runs_crashes_and_stays_consistent() {
         assert!(kinds[0]["committed"].as_u64().unwrap() > 0 && kinds[1]["committed"].as_u64().unwrap() > 0, "{arch}");
         assert!(r["modelled_tx_per_sec"].as_f64().unwrap() > 0.0);
         assert_eq!(r["consistency"]["violations"].as_array().unwrap().len(), 0, "{arch}: {}", r["consistency"]);
+        // Checkpoints ran while the transactions did (every 0.2 s).
+        assert!(r["checkpoints"]["in_warmup"].as_u64().unwrap() + r["checkpoints"]["in_run"].as_u64().unwrap() >= 1);
         let crash = &r["crash"];
         assert_eq!(crash["open_transactions"], 2);
+        let rec = &crash["recovery"];
+        let phases: f64 = ["open_secs", "analysis_secs", "redo_secs", "undo_secs", "checkpoint_secs"]
+            .iter()
+            .map(|k| rec[k].as_f64().unwrap())
+            .sum();
+        assert!(phases <= rec["secs"].as_f64().unwrap() + 1e-6, "{arch}: the phases split the recovery: {rec}");
         assert!(crash["recovery"]["losers"].as_array().unwrap().len() >= 2, "{arch}: {crash}");
         assert_eq!(crash["consistency"]["violations"].as_array().unwrap().len(), 0, "{arch}: {crash}");
         assert_eq!(crash["consistency"]["orders"], r["consistency"]["orders"], "{arch}: committed orders kept");

@@ -997,16 +997,21 @@ pub struct SplitPlan {
 
 /// Chooses the split of a full `node` that must take `key`.
 ///
-/// At the middle by bytes, except for an insert past the last key of the rightmost node
-/// (a sequential load): then everything that still fits next to the new upper fence
-/// stays left, and the new right node starts almost empty.
+/// At the middle by bytes, except for an insert past the last key of a leaf (an append:
+/// a sequential load, or TPC-C's new orders at the end of a district's range) or of the
+/// rightmost inner node: then everything that still fits next to the new upper fence
+/// stays left, and the new right node starts almost empty. Splitting an append in the
+/// middle leaves every left half half-empty: a load of two TPC-C warehouses at once
+/// (each appending in its own key range of the same trees) grew the database by a
+/// quarter, and a run's orders filled their pages by half.
 ///
 /// # Errors
 /// `Corrupted` for entries out of order or a node too small to split.
 pub fn plan_split(node: &NodeRef<'_>, key: &[u8]) -> NodeResult<SplitPlan> {
     let n = node.count;
     let pid = node.pid;
-    if node.upper_fence().is_none() && n >= 2 {
+    let rightmost = node.upper_fence().is_none();
+    if n >= 2 && (rightmost || node.kind == Kind::Leaf) {
         let (pos, found) = node.search(key, node.kind == Kind::Inner)?;
         if pos == n && !found {
             if node.kind == Kind::Inner {
@@ -1026,8 +1031,10 @@ pub fn plan_split(node: &NodeRef<'_>, key: &[u8]) -> NodeResult<SplitPlan> {
             for at in (1..=n).rev() {
                 let last = node.full_key(at - 1)?;
                 let sep = shortest_separator(&last, &right_min, pid)?;
-                // The prefix grows from zero to the fences' common prefix.
-                let shrink = at * common_prefix_len(lower, &sep);
+                // The prefix grows from the node's (empty for the rightmost) to the
+                // new fences' common prefix, which is at least as long: lower <= sep
+                // < the old upper fence.
+                let shrink = at * common_prefix_len(lower, &sep).saturating_sub(node.prefix_len());
                 if left_bytes + sep.len() <= node.page_size() + shrink {
                     return Ok(SplitPlan { at, sep });
                 }
@@ -1035,6 +1042,12 @@ pub fn plan_split(node: &NodeRef<'_>, key: &[u8]) -> NodeResult<SplitPlan> {
                 right_min = last;
             }
         }
+    }
+    if node.kind == Kind::Leaf
+        && n >= 2
+        && let Some(plan) = plan_boundary_split(node, key)?
+    {
+        return Ok(plan);
     }
     let min = if node.kind == Kind::Leaf { 2 } else { 3 };
     if n < min {
@@ -1063,6 +1076,55 @@ pub fn plan_split(node: &NodeRef<'_>, key: &[u8]) -> NodeResult<SplitPlan> {
             Ok(SplitPlan { at, sep: node.full_key(at)? })
         }
     }
+}
+
+/// How many bytes longer `key`'s common prefix with its left neighbour must be than
+/// with its right one for [`plan_boundary_split`] to call the key an append to the left
+/// neighbour's key group. Two: random keys of one group (TPC-C's customer ids in a
+/// district, YCSB's hashed keys) rarely differ that much; the last order of a district
+/// against the first of the next one always does.
+const BOUNDARY_PREFIX_BYTES: usize = 2;
+
+/// A leaf split at the boundary of two key groups: `key` goes between its neighbours
+/// `l` and `r`, sharing a longer prefix with `l` (e.g. the next order of a district
+/// whose leaf ends with the next district's first orders). A split in the middle would
+/// leave a half-empty left node at every split, since the group keeps growing at the
+/// same place (two TPC-C warehouses loaded at once made the database a quarter larger).
+/// The split goes at the boundary instead: `key` stays left with its group if the left
+/// part has room for it, else it starts the right node before `r` (the next keys of
+/// its group then go in front of `r` and split at that boundary with room to spare).
+/// `None` when the key is not at such a boundary or a half would not have room for a
+/// maximal entry (computed with the node's prefix: the halves' prefixes can only be
+/// longer).
+fn plan_boundary_split(node: &NodeRef<'_>, key: &[u8]) -> NodeResult<Option<SplitPlan>> {
+    let (n, pid) = (node.count, node.pid);
+    let (pos, found) = node.search(key, false)?;
+    if found || pos == 0 || pos >= n {
+        return Ok(None);
+    }
+    let (l, r) = (node.full_key(pos - 1)?, node.full_key(pos)?);
+    if common_prefix_len(key, &l) < common_prefix_len(key, &r) + BOUNDARY_PREFIX_BYTES {
+        return Ok(None);
+    }
+    let page = node.page_size();
+    let room = leaf_entry_bytes_max(page);
+    let mut sizes = Vec::with_capacity(n);
+    for i in 0..n {
+        sizes.push(node.entry_bytes(i)?);
+    }
+    let left_entries: usize = sizes[..pos].iter().sum();
+    let right_entries: usize = sizes[pos..].iter().sum();
+    let lower = node.lower_fence().len();
+    let upper = node.upper_fence().map_or(0, <[u8]>::len);
+    let sep = shortest_separator(key, &r, pid)?;
+    if HEADER_BYTES + lower + sep.len() + left_entries + room <= page {
+        return Ok(Some(SplitPlan { at: pos, sep }));
+    }
+    let sep = shortest_separator(&l, key, pid)?;
+    if HEADER_BYTES + sep.len() + upper + right_entries + room <= page {
+        return Ok(Some(SplitPlan { at: pos, sep }));
+    }
+    Ok(None)
 }
 
 /// Writes the halves of `old` (a copy of the node's page) into `left` (the node's own
@@ -1379,15 +1441,49 @@ mod tests {
         assert!(ln.count() + 1 >= i as usize, "left keeps {} of {i}", ln.count());
         assert!(rn.count() <= 1);
         assert!(keys(&l).last().unwrap() < &plan.sep && plan.sep <= next);
-        // The same key into a node that is not rightmost splits in the middle.
-        let mut nb = leaf(4096, b"", Some(b"v"));
+        // An append to a leaf that is not rightmost (its own key range, in the middle of
+        // the tree) keeps the left half full too; an insert before its last key splits
+        // in the middle.
+        let mut nb = leaf(4096, b"user", Some(b"user9"));
         for k in keys(&b) {
             if !insert(&mut nb, &k, &[0; 50]) {
                 break;
             }
         }
-        let (l, _, _) = split(&nb, b"user99999999");
-        assert!(NodeRef::parse(&l, P).unwrap().count() < i as usize * 2 / 3);
+        let m = NodeRef::parse(&nb, P).unwrap().count();
+        let (l, r, plan) = split(&nb, b"user5");
+        check(&l);
+        check(&r);
+        let (ln, rn) = (NodeRef::parse(&l, P).unwrap(), NodeRef::parse(&r, P).unwrap());
+        assert!(ln.count() + 1 >= m && rn.count() <= 1, "left keeps {} of {m}", ln.count());
+        assert_eq!(rn.upper_fence(), Some(&b"user9"[..]));
+        assert!(plan.sep.as_slice() <= b"user5".as_slice());
+        let (l, _, _) = split(&nb, b"user00000011");
+        assert!(NodeRef::parse(&l, P).unwrap().count() < m * 2 / 3);
+        // At the boundary of two key groups (the key shares 2+ more bytes with its left
+        // neighbour than with its right one) the split goes at the boundary.
+        let mut g = leaf(4096, b"", None);
+        let mut k = 0u32;
+        loop {
+            let (w, o) = if k % 4 == 3 { (2u16, k) } else { (1u16, k) };
+            let mut key = w.to_be_bytes().to_vec();
+            key.extend_from_slice(&o.to_be_bytes());
+            if !insert(&mut g, &key, &[0; 50]) {
+                break;
+            }
+            k += 1;
+        }
+        let gn = NodeRef::parse(&g, P).unwrap().count();
+        let ones = keys(&g).iter().filter(|k| k[..2] == [0, 1]).count();
+        let mut key = 1u16.to_be_bytes().to_vec();
+        key.extend_from_slice(&(k + 1).to_be_bytes());
+        let (l, r, plan) = split(&g, &key);
+        check(&l);
+        check(&r);
+        let (ln, rn) = (NodeRef::parse(&l, P).unwrap(), NodeRef::parse(&r, P).unwrap());
+        assert_eq!(ln.count() + rn.count(), gn);
+        assert!(ln.count() == ones || ln.count() + 1 == ones, "{} of {ones}", ln.count());
+        assert!(keys(&r).iter().all(|k| k[..2] == [0, 2] || k.as_slice() >= plan.sep.as_slice()));
     }
 
     #[test]

@@ -1,0 +1,948 @@
+//! `tierdb nvsql-bench`: NV-SQL's evaluation (papers/nv-sql-nvdimm-write-cache.txt,
+//! §6) at equal memory cost, scaled to this machine.
+//!
+//! **Equal cost.** DRAM is priced at the DRAM profile's $/GB, NVM at the NVM profile's
+//! (`nvdimm-n`: three times DRAM, NV-SQL's Table 3). The memory budget `B` is the DRAM
+//! of the DRAM-only configuration (`ssd-bm`, label `U:0` with `U = --units`); a
+//! configuration with `k` NVM units (`--nvm-units`) has `k·B/U` bytes of NVM and
+//! `B − ratio·k·B/U` of DRAM (`nvsql`), so all cost the same: with the paper's ratio 3
+//! and 11 units, 11:0, 8:1 and 5:2. The default budget is the estimated database size
+//! over `--data-ratio` (5: data ≈ 5× the buffer memory; NV-SQL used 20%).
+//!
+//! **Parts** (`--parts`), each a markdown table, JSON and SVG in `--out`:
+//! - `tpcc`: per configuration, TPC-C throughput, SSD page writes per transaction (the
+//!   page file's, checkpoints included; the double-write area's apart), DRAM and NVM
+//!   hit ratios (`nvsql-tpcc.*`); the write working set over time, distinct pages
+//!   written (and written twice) per interval against those accessed (NV-SQL's Figure
+//!   2, `nvsql-write-set.*`); and unless `--no-crash`, a crash after the run and the
+//!   recovery's time split into open / analysis / redo / undo / checkpoint (Figure 10,
+//!   `nvsql-recovery.*`);
+//! - `ycsb`: the same per configuration for YCSB-R/W (`--ycsb-workload rw:50`) through
+//!   transactions (`nvsql-ycsb.*`);
+//! - `table4`: NVM replacement on the first nvsql configuration: update-count midpoint
+//!   insertion (nvsql's default) against default midpoint insertion and plain LRU
+//!   (`nvsql-table4.*`).
+//!
+//! With `--runs N` every number is the median of N runs; the write-set series is the
+//! run with the median throughput's.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, Parser};
+use serde::Serialize;
+use tierdb::ByteSize;
+use tierdb::arch::Architecture;
+use tierdb::buffer::TierStats;
+use tierdb::device::{DeviceProfile, EmulationMode};
+use tierdb::wal::{self, Durability};
+
+use crate::bench_tpcc::{self, TpccOptions, TpccReport};
+use crate::bench_ycsb::{EngineArgs, Progress, RunReport, fmt_rate, remove_files_on_interrupt};
+use crate::plot::{AxisFormat, Chart, LegendPosition, Series, write_svg};
+use crate::write_set::WriteSet;
+use crate::ycsb_txn::{LogPlace, TxnSetup};
+
+/// Estimated database bytes per TPC-C warehouse after the load (16 KiB and 8 KiB
+/// pages, docs/tpcc.md "Measured"), items included once in
+/// [`TPCC_ITEM_BYTES_EST`]; they size the default budget only (the report states the
+/// measured size and ratio).
+const TPCC_WAREHOUSE_BYTES_EST: u64 = 80 << 20;
+const TPCC_ITEM_BYTES_EST: u64 = 9 << 20;
+/// The same at the tiny scale (`--tiny`).
+const TPCC_TINY_WAREHOUSE_BYTES_EST: u64 = 3 << 20;
+const TPCC_TINY_ITEM_BYTES_EST: u64 = 1 << 20;
+/// An NVM pool's size is a multiple of this.
+const NVM_ALIGN_BYTES: u64 = 4096;
+/// DRAM frames a configuration needs at least (pages pinned by the workers' descents,
+/// the checkpoint and the loaders).
+const DRAM_FRAMES_MIN: u64 = 64;
+/// Bounds on the counts, so a typo cannot start a day-long run.
+const UNITS_MAX: u32 = 1000;
+const RUNS_MAX: usize = 21;
+const PARTS: [&str; 3] = ["tpcc", "ycsb", "table4"];
+/// Table 4's replacement rules: name and policy.
+const TABLE4: [(&str, &str); 3] = [
+    ("update-count midpoint", "nvsql:lru=update-count"),
+    ("default midpoint", "nvsql:lru=midpoint"),
+    ("plain LRU", "nvsql:lru=lru"),
+];
+
+#[derive(Args, Debug)]
+pub struct NvsqlBenchArgs {
+    /// Directory for the tables, JSON and SVG plots.
+    #[arg(long)]
+    out: PathBuf,
+    /// Parts to run: tpcc (with the write working set and the recovery split), ycsb,
+    /// table4.
+    #[arg(long, value_delimiter = ',', default_value = "tpcc,ycsb,table4")]
+    parts: Vec<String>,
+    /// TPC-C warehouses.
+    #[arg(long, default_value_t = 1)]
+    warehouses: u32,
+    /// TPC-C at the tiny scale (tests): NOT spec-conformant.
+    #[arg(long)]
+    tiny: bool,
+    /// The memory budget: DRAM of the DRAM-only configuration [default: the estimated
+    /// TPC-C database / --data-ratio].
+    #[arg(long)]
+    budget: Option<ByteSize>,
+    /// Data size over buffer memory, for the default budget and YCSB's data.
+    #[arg(long, default_value_t = 5.0)]
+    data_ratio: f64,
+    /// Units the budget is divided into (NV-SQL: 11, i.e. 11 GB of DRAM).
+    #[arg(long, default_value_t = 11)]
+    units: u32,
+    /// NVM units of each nvsql configuration (NV-SQL: 1 and 2, i.e. 8:1 and 5:2).
+    #[arg(long, value_delimiter = ',', default_value = "1,2")]
+    nvm_units: Vec<u32>,
+    /// YCSB's data [default: --data-ratio × the budget].
+    #[arg(long)]
+    ycsb_data: Option<ByteSize>,
+    /// YCSB workload (rw:50: YCSB-R/W, 50% updates).
+    #[arg(long, default_value = "rw:50")]
+    ycsb_workload: String,
+    /// Runs per configuration; every figure is the median.
+    #[arg(long, default_value_t = 1)]
+    runs: usize,
+    /// No crash after the TPC-C runs (no recovery split).
+    #[arg(long)]
+    no_crash: bool,
+    /// TPC-C: seconds between checkpoints while transactions run.
+    #[arg(long, default_value_t = crate::bench_tpcc::CHECKPOINT_INTERVAL_SECS_DEFAULT)]
+    checkpoint_interval: f64,
+    /// TPC-C: the write working set's interval, seconds.
+    #[arg(long, default_value_t = 1.0)]
+    write_set_interval: f64,
+    /// sync, group or none.
+    #[arg(long, default_value = "group")]
+    durability: Durability,
+    /// Emulation mode: off, spin, model.
+    #[arg(long, default_value = "spin")]
+    mode: EmulationMode,
+    #[arg(long, default_value = "dram")]
+    dram_profile: String,
+    /// NVM profile (NV-SQL ran on NVDIMM-N).
+    #[arg(long, default_value = "nvdimm-n")]
+    nvm_profile: String,
+    #[arg(long, default_value = "nvme-ssd")]
+    ssd_profile: String,
+    /// Page size (TPC-C's customer rows need 8 KiB at least).
+    #[arg(long, default_value = "8KiB")]
+    page_size: ByteSize,
+    #[arg(long, default_value_t = 2)]
+    threads: u32,
+    /// Seconds of warm-up per run.
+    #[arg(long, default_value_t = 3.0)]
+    warmup: f64,
+    /// Seconds of measured run per run.
+    #[arg(long, default_value_t = 15.0)]
+    duration: f64,
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+    /// Directory for the SSD files (default: the temporary directory).
+    #[arg(long)]
+    ssd_dir: Option<PathBuf>,
+    /// Directory for the NVM files (default /dev/shm).
+    #[arg(long)]
+    nvm_dir: Option<PathBuf>,
+    /// No progress bar.
+    #[arg(long)]
+    quiet: bool,
+}
+
+/// `EngineArgs` with its defaults, for filling from this command's options.
+#[derive(Parser)]
+struct EngineOnly {
+    #[command(flatten)]
+    engine: EngineArgs,
+}
+
+/// One memory configuration.
+#[derive(Clone, Debug, Serialize)]
+pub struct MemConfig {
+    /// `DRAM units:NVM units`, e.g. `8:1`.
+    pub label: String,
+    pub arch: Architecture,
+    pub dram_bytes: u64,
+    pub nvm_bytes: u64,
+    pub cost_usd: f64,
+}
+
+impl MemConfig {
+    fn name(&self) -> String {
+        format!("{} {}", self.label, self.arch)
+    }
+}
+
+/// The equal-cost configurations: DRAM-only first, then one per NVM unit count.
+///
+/// # Errors
+/// A configuration whose NVM would cost the whole budget or leave too little DRAM.
+pub fn configurations(
+    budget: u64,
+    units: u32,
+    nvm_units: &[u32],
+    page: u64,
+    dram: &DeviceProfile,
+    nvm: &DeviceProfile,
+) -> Result<Vec<MemConfig>> {
+    if units == 0 || units > UNITS_MAX {
+        bail!("--units {units} is outside 1..={UNITS_MAX}");
+    }
+    if !(dram.cost_per_gb_usd > 0.0 && nvm.cost_per_gb_usd > 0.0) {
+        bail!("the DRAM and NVM profiles need a price (cost_per_gb_usd > 0) to compare at equal cost");
+    }
+    let ratio = nvm.cost_per_gb_usd / dram.cost_per_gb_usd;
+    let unit = budget as f64 / f64::from(units);
+    let cost = |d: u64, n: u64| (d as f64 * dram.cost_per_gb_usd + n as f64 * nvm.cost_per_gb_usd) / 1e9;
+    let mut out = vec![MemConfig {
+        label: format!("{units}:0"),
+        arch: Architecture::SsdBm,
+        dram_bytes: budget,
+        nvm_bytes: 0,
+        cost_usd: cost(budget, 0),
+    }];
+    for &k in nvm_units {
+        // NVM pools come in 4 KiB multiples, DRAM in pages: the costs agree to a page.
+        let nvm_bytes = (unit * f64::from(k)) as u64 / NVM_ALIGN_BYTES * NVM_ALIGN_BYTES;
+        let dram_f = ((budget as f64 - ratio * nvm_bytes as f64) / page as f64).floor() * page as f64;
+        if k == 0 || dram_f < (DRAM_FRAMES_MIN * page) as f64 {
+            bail!(
+                "--nvm-units {k}: {} of NVM at {ratio:.2}× DRAM's price leaves {} of the {} budget for DRAM (at least \
+                 {DRAM_FRAMES_MIN} pages of {} are needed, and k must be at least 1)",
+                ByteSize(nvm_bytes),
+                ByteSize(dram_f.max(0.0) as u64),
+                ByteSize(budget),
+                ByteSize(page)
+            );
+        }
+        let dram_bytes = dram_f as u64;
+        out.push(MemConfig {
+            label: format!("{}:{k}", fmt_units(dram_bytes as f64 / unit)),
+            arch: Architecture::Nvsql,
+            dram_bytes,
+            nvm_bytes,
+            cost_usd: cost(dram_bytes, nvm_bytes),
+        });
+    }
+    Ok(out)
+}
+
+fn fmt_units(u: f64) -> String {
+    if (u - u.round()).abs() < 0.05 { format!("{}", u.round()) } else { format!("{u:.1}") }
+}
+
+/// One run's figures, by name (medians are taken name by name).
+type Metrics = BTreeMap<&'static str, f64>;
+
+fn ratio(a: u64, b: u64) -> f64 {
+    if b == 0 { 0.0 } else { a as f64 / b as f64 }
+}
+
+/// Figures common to both workloads, per unit of work (`work`: transactions or
+/// operations).
+fn tier_metrics(m: &mut Metrics, t: &TierStats, work: u64, page: u64) {
+    let b = &t.buffer;
+    let fixes = b.fixes();
+    let ssd_writes = t.ssd.map_or(0, |s| s.write_bytes / page);
+    let dwa_writes = t.ssd_double_write.map_or(0, |s| s.write_bytes / page);
+    let ssd_reads = t.ssd.map_or(0, |s| s.read_bytes / page);
+    m.insert("ssd_page_writes", ssd_writes as f64);
+    m.insert("ssd_writes_per_unit", ratio(ssd_writes, work));
+    m.insert("double_write_pages_per_unit", ratio(dwa_writes, work));
+    m.insert("ssd_reads_per_unit", ratio(ssd_reads, work));
+    m.insert("dram_hit_ratio", ratio(b.dram_hits, fixes));
+    m.insert("nvm_hit_ratio", ratio(b.nvm_hits, fixes));
+    m.insert("nvm_admissions_per_unit", ratio(b.nvm_admissions, work));
+    m.insert("nvm_evictions_per_unit", ratio(b.nvm_evictions, work));
+    m.insert("nvm_writes_in_place_per_unit", ratio(b.nvm_writes_in_place, work));
+}
+
+fn tpcc_metrics(r: &TpccReport) -> Metrics {
+    let mut m = Metrics::new();
+    let tx: u64 = r.kinds.iter().map(|k| k.committed).sum();
+    m.insert("throughput", r.modelled_tx_per_sec.unwrap_or(r.tx_per_sec));
+    m.insert("units", tx as f64);
+    tier_metrics(&mut m, &r.tiers, tx, r.page_size_bytes as u64);
+    m.insert("log_bytes_per_unit", ratio(r.wal.bytes, tx));
+    m.insert("checkpoints_in_run", f64::from(r.checkpoints.in_run));
+    m.insert("db_bytes_loaded", r.db_bytes_loaded as f64);
+    m.insert("db_bytes_after", r.db_bytes_after as f64);
+    if let Some(w) = &r.write_set {
+        let (mean, share) = w.mean_written();
+        m.insert("write_set_pages", mean);
+        m.insert("write_set_share", share);
+    }
+    if let Some(c) = &r.crash {
+        let rec = &c.recovery;
+        m.insert("recovery_secs", rec.secs);
+        m.insert("recovery_open_secs", rec.open_secs);
+        m.insert("recovery_analysis_secs", rec.analysis_secs);
+        m.insert("recovery_redo_secs", rec.redo_secs);
+        m.insert("recovery_undo_secs", rec.undo_secs);
+        m.insert("recovery_checkpoint_secs", rec.checkpoint_secs);
+        m.insert("recovery_records_read", rec.records_read as f64);
+        m.insert("recovery_changes_redone", rec.changes_redone as f64);
+        m.insert("recovery_changes_skipped", rec.changes_skipped as f64);
+        m.insert("recovery_log_scanned_bytes", rec.log_end.saturating_sub(rec.redo_from) as f64);
+        m.insert("recovery_nvm_pages_reused", rec.nvm_pages_reused as f64);
+        m.insert("recovery_consistent", f64::from(u8::from(c.consistency.ok())));
+    }
+    m
+}
+
+fn ycsb_metrics(r: &RunReport) -> Metrics {
+    let mut m = Metrics::new();
+    let res = &r.result;
+    m.insert("throughput", res.modelled_ops_per_sec.unwrap_or(res.throughput_ops_per_sec));
+    m.insert("units", res.ops as f64);
+    tier_metrics(&mut m, &res.tiers, res.ops, r.setup.page_size_bytes as u64);
+    m.insert("db_bytes_loaded", res.data_bytes as f64);
+    if let Some(t) = &r.txn {
+        m.insert("log_bytes_per_unit", ratio(t.wal.bytes, res.ops));
+    }
+    m
+}
+
+fn median(runs: &[Metrics]) -> Metrics {
+    let mut out = Metrics::new();
+    if let Some(first) = runs.first() {
+        for &k in first.keys() {
+            let mut v: Vec<f64> = runs.iter().filter_map(|m| m.get(k).copied()).collect();
+            v.sort_by(f64::total_cmp);
+            out.insert(k, v[v.len() / 2]);
+        }
+    }
+    out
+}
+
+/// One configuration's runs.
+#[derive(Serialize)]
+struct Point {
+    config: MemConfig,
+    policy: String,
+    median: Metrics,
+    runs: Vec<Metrics>,
+    /// TPC-C: the write working set of the run with the median throughput.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    write_set: Option<WriteSet>,
+}
+
+fn get(m: &Metrics, k: &str) -> f64 {
+    m.get(k).copied().unwrap_or(f64::NAN)
+}
+
+/// What every report states.
+#[derive(Clone, Serialize)]
+struct Describe {
+    command: &'static str,
+    version: &'static str,
+    mode: EmulationMode,
+    profiles: [String; 3],
+    prices_usd_per_gb: [f64; 2],
+    page_size_bytes: u64,
+    threads: u32,
+    seed: u64,
+    durability: Durability,
+    warmup_secs: f64,
+    duration_secs: f64,
+    runs: usize,
+    budget_bytes: u64,
+    units: u32,
+    warehouses: u32,
+    tiny: bool,
+    ycsb_workload: String,
+    ycsb_data_bytes: u64,
+    checkpoint_interval_secs: f64,
+}
+
+impl Describe {
+    fn line(&self) -> String {
+        format!(
+            "mode {} · profiles dram {} (${}/GB), nvm {} (${}/GB), ssd {} · budget {} in {} units · page {} · {} \
+             thread(s) · seed {} · durability {} · {} s warm-up + {} s run · {} run(s), median",
+            self.mode,
+            self.profiles[0],
+            self.prices_usd_per_gb[0],
+            self.profiles[1],
+            self.prices_usd_per_gb[1],
+            self.profiles[2],
+            ByteSize(self.budget_bytes),
+            self.units,
+            ByteSize(self.page_size_bytes),
+            self.threads,
+            self.seed,
+            self.durability,
+            self.warmup_secs,
+            self.duration_secs,
+            self.runs
+        )
+    }
+}
+
+#[derive(Serialize)]
+struct PartReport<'a> {
+    part: &'static str,
+    setup: &'a Describe,
+    workload: String,
+    points: &'a [Point],
+}
+
+pub fn run(args: NvsqlBenchArgs) -> Result<()> {
+    remove_files_on_interrupt()?;
+    for p in &args.parts {
+        if !PARTS.contains(&p.as_str()) {
+            bail!("--parts {p:?}: expected a list of {}", PARTS.join(", "));
+        }
+    }
+    if args.runs == 0 || args.runs > RUNS_MAX {
+        bail!("--runs {} is outside 1..={RUNS_MAX}", args.runs);
+    }
+    if !(args.data_ratio > 0.0 && args.data_ratio <= 1000.0) {
+        bail!("--data-ratio {} is outside (0, 1000]", args.data_ratio);
+    }
+    let mut engine = EngineOnly::try_parse_from(["nvsql-bench"]).context("engine defaults")?.engine;
+    engine.mode = args.mode;
+    engine.dram_profile = args.dram_profile.clone();
+    engine.nvm_profile = args.nvm_profile.clone();
+    engine.ssd_profile = args.ssd_profile.clone();
+    engine.page_size = args.page_size;
+    engine.threads = args.threads;
+    engine.warmup = args.warmup;
+    engine.duration = args.duration;
+    engine.seed = args.seed;
+    engine.ssd_dir = args.ssd_dir.clone();
+    engine.nvm_dir = args.nvm_dir.clone();
+    if args.duration <= 0.0 {
+        bail!("--duration {} must be positive", args.duration);
+    }
+    let setup = engine.setup("ro")?;
+    let page = setup.page_size_bytes as u64;
+    let tpcc = TpccOptions {
+        warehouses: args.warehouses,
+        tiny: args.tiny,
+        durability: args.durability,
+        log_buffer: "dram".into(),
+        load_threads: None,
+        checkpoint_interval: args.checkpoint_interval,
+        write_set_interval: Some(args.write_set_interval),
+    };
+    tpcc.scale()?; // checks the intervals before anything runs
+    let (per_wh, items) = if args.tiny {
+        (TPCC_TINY_WAREHOUSE_BYTES_EST, TPCC_TINY_ITEM_BYTES_EST)
+    } else {
+        (TPCC_WAREHOUSE_BYTES_EST, TPCC_ITEM_BYTES_EST)
+    };
+    let estimate = u64::from(args.warehouses) * per_wh + items;
+    // The default: the data ratio, but never so small that a configuration has fewer
+    // than DRAM_FRAMES_MIN DRAM pages (the tiny scale).
+    let price = setup.nvm_profile.cost_per_gb_usd / setup.dram_profile.cost_per_gb_usd.max(f64::MIN_POSITIVE);
+    let k_max = f64::from(args.nvm_units.iter().copied().max().unwrap_or(0));
+    let left = 1.0 - price * k_max / f64::from(args.units.max(1));
+    let floor = if left > 0.0 { (2 * DRAM_FRAMES_MIN * page) as f64 / left } else { 0.0 };
+    let budget =
+        args.budget.map_or((estimate as f64 / args.data_ratio).max(floor) as u64 / page * page, ByteSize::bytes);
+    let configs = configurations(budget, args.units, &args.nvm_units, page, &setup.dram_profile, &setup.nvm_profile)?;
+    let ycsb_data = args.ycsb_data.map_or((budget as f64 * args.data_ratio) as u64, ByteSize::bytes);
+    std::fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
+    let describe = Describe {
+        command: "nvsql-bench",
+        version: env!("CARGO_PKG_VERSION"),
+        mode: setup.mode,
+        profiles: [setup.dram_profile.name.clone(), setup.nvm_profile.name.clone(), setup.ssd_profile.name.clone()],
+        prices_usd_per_gb: [setup.dram_profile.cost_per_gb_usd, setup.nvm_profile.cost_per_gb_usd],
+        page_size_bytes: page,
+        threads: setup.threads,
+        seed: setup.seed,
+        durability: args.durability,
+        warmup_secs: args.warmup,
+        duration_secs: args.duration,
+        runs: args.runs,
+        budget_bytes: budget,
+        units: args.units,
+        warehouses: args.warehouses,
+        tiny: args.tiny,
+        ycsb_workload: args.ycsb_workload.clone(),
+        ycsb_data_bytes: ycsb_data,
+        checkpoint_interval_secs: args.checkpoint_interval,
+    };
+    let progress = Progress::new(!args.quiet);
+    let has = |p: &str| args.parts.iter().any(|q| q == p);
+    let tpcc_run =
+        |config: &MemConfig, policy: Option<&str>, crash: bool, tag: &str| -> Result<(Metrics, TpccReport)> {
+            let mut e = engine.clone();
+            e.policy = policy.map(str::to_string);
+            let s = e.setup("ro")?;
+            let r = bench_tpcc::run_one(
+                &e,
+                &s,
+                &tpcc,
+                config.arch,
+                ByteSize(config.dram_bytes),
+                ByteSize(config.nvm_bytes),
+                crash,
+                tag,
+                &progress,
+            )
+            .with_context(|| format!("TPC-C on {}", config.name()))?;
+            let bad = !r.consistency.ok() || r.crash.as_ref().is_some_and(|c| !c.consistency.ok());
+            if bad {
+                bail!("TPC-C on {}: the consistency check failed", config.name());
+            }
+            Ok((tpcc_metrics(&r), r))
+        };
+    let tpcc_point = |config: &MemConfig, policy: Option<&str>, crash: bool, tag: &str| -> Result<Point> {
+        let mut runs = Vec::new();
+        let mut sets = Vec::new();
+        for i in 0..args.runs {
+            let (m, r) = tpcc_run(config, policy, crash, &format!("{tag}{i}"))?;
+            sets.push((get(&m, "throughput"), r.write_set));
+            runs.push(m);
+        }
+        sets.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let write_set = sets.swap_remove(sets.len() / 2).1;
+        Ok(Point {
+            config: config.clone(),
+            policy: policy.map_or_else(|| config.arch.default_policy().to_string(), str::to_string),
+            median: median(&runs),
+            runs,
+            write_set,
+        })
+    };
+
+    let mut tpcc_points = Vec::new();
+    if has("tpcc") {
+        for (i, c) in configs.iter().enumerate() {
+            tpcc_points.push(tpcc_point(c, None, !args.no_crash, &format!("nvt{i}r"))?);
+        }
+        let workload = tpcc_workload(&args);
+        write_config_part(&args.out, "nvsql-tpcc", "TPC-C", "transaction", &describe, &workload, &tpcc_points)?;
+        write_write_set(&args.out, &describe, &workload, &tpcc_points)?;
+        if !args.no_crash {
+            write_recovery(&args.out, &describe, &workload, &tpcc_points)?;
+        }
+    }
+    if has("ycsb") {
+        let mut e = engine.clone();
+        e.policy = None;
+        let ys = e.setup(&args.ycsb_workload)?;
+        let txn = TxnSetup {
+            durability: args.durability,
+            log_buffer: LogPlace::Dram,
+            log_buffer_bytes: wal::BUFFER_BYTES_DEFAULT as u64,
+            flush_interval_us: wal::FLUSH_INTERVAL_DEFAULT.as_micros() as u64,
+        };
+        let mut points = Vec::new();
+        for (i, c) in configs.iter().enumerate() {
+            let mut runs = Vec::new();
+            for r in 0..args.runs {
+                let rep = crate::ycsb_txn::run_one(
+                    &e,
+                    &ys,
+                    &txn,
+                    c.arch,
+                    ByteSize(c.dram_bytes),
+                    ByteSize(c.nvm_bytes),
+                    Some(ByteSize(ycsb_data)),
+                    &format!("nvy{i}r{r}"),
+                    &progress,
+                )
+                .with_context(|| format!("YCSB on {}", c.name()))?;
+                runs.push(ycsb_metrics(&rep));
+            }
+            points.push(Point {
+                config: c.clone(),
+                policy: c.arch.default_policy().to_string(),
+                median: median(&runs),
+                runs,
+                write_set: None,
+            });
+        }
+        let workload = format!(
+            "YCSB {}, {} of data, one transaction per operation (no checkpoints while running)",
+            args.ycsb_workload,
+            ByteSize(ycsb_data)
+        );
+        write_config_part(&args.out, "nvsql-ycsb", "YCSB", "operation", &describe, &workload, &points)?;
+    }
+    if has("table4") {
+        let Some(c) = configs.get(1) else { bail!("table4 needs an nvsql configuration (--nvm-units)") };
+        let mut points = Vec::new();
+        for (i, (_, policy)) in TABLE4.iter().enumerate() {
+            // The default policy's run is the tpcc part's, when it ran.
+            match tpcc_points.get(1).filter(|_| i == 0) {
+                Some(p) => points.push(Point {
+                    config: p.config.clone(),
+                    policy: (*policy).to_string(),
+                    median: p.median.clone(),
+                    runs: p.runs.clone(),
+                    write_set: None,
+                }),
+                None => {
+                    let mut p = tpcc_point(c, Some(policy), false, &format!("nv4{i}r"))?;
+                    p.write_set = None;
+                    points.push(p);
+                }
+            }
+        }
+        write_table4(&args.out, &describe, &tpcc_workload(&args), &points)?;
+    }
+    progress.finish();
+    Ok(())
+}
+
+fn tpcc_workload(args: &NvsqlBenchArgs) -> String {
+    format!(
+        "TPC-C, {} warehouse(s){}, checkpoints every {} s while running",
+        args.warehouses,
+        if args.tiny { " at the TINY scale (not spec-conformant)" } else { "" },
+        args.checkpoint_interval
+    )
+}
+
+/// Writes `<stem>.md`, `<stem>.json` and the charts, and prints the table.
+fn write_part(out: &Path, stem: &str, md: &str, json: &impl Serialize, charts: &[(String, Chart)]) -> Result<()> {
+    let mut written = Vec::new();
+    let p = out.join(format!("{stem}.md"));
+    std::fs::write(&p, md).with_context(|| format!("writing {}", p.display()))?;
+    written.push(p);
+    let p = out.join(format!("{stem}.json"));
+    std::fs::write(&p, serde_json::to_string_pretty(json)?).with_context(|| format!("writing {}", p.display()))?;
+    written.push(p);
+    for (name, c) in charts {
+        let p = out.join(name);
+        write_svg(c, &p).with_context(|| format!("writing {}", p.display()))?;
+        written.push(p);
+    }
+    println!("{md}wrote {}\n", written.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "));
+    Ok(())
+}
+
+fn header(md: &mut String, title: &str, d: &Describe, workload: &str) {
+    let _ = writeln!(md, "## {title}\n\n{workload}. {}\n", d.line());
+}
+
+fn table(md: &mut String, head: &[&str], rows: &[Vec<String>]) {
+    let _ = writeln!(md, "| {} |", head.join(" | "));
+    let _ = writeln!(md, "|{}", head.iter().map(|_| "---|").collect::<String>());
+    for r in rows {
+        let _ = writeln!(md, "| {} |", r.join(" | "));
+    }
+    md.push('\n');
+}
+
+fn pct(v: f64) -> String {
+    format!("{:.1}%", v * 100.0)
+}
+
+fn change(v: f64, base: f64) -> String {
+    if base > 0.0 && v.is_finite() { format!("{:+.0}%", (v / base - 1.0) * 100.0) } else { "—".into() }
+}
+
+fn category_chart(title: &str, d: &Describe, y: &str, points: &[Point], series: &[(&str, &str)]) -> Chart {
+    let mut c = Chart::new(title);
+    c.subtitle = d.line();
+    c.y_label = y.into();
+    c.x_label = "configuration (DRAM:NVM units, equal cost)".into();
+    c.x_categories = points.iter().map(|p| p.config.name()).collect();
+    c.legend = LegendPosition::Auto;
+    for (name, key) in series {
+        c.series.push(Series {
+            name: (*name).into(),
+            points: points.iter().enumerate().map(|(i, p)| (i as f64, get(&p.median, key))).collect(),
+        });
+    }
+    c
+}
+
+fn write_config_part(
+    out: &Path,
+    stem: &str,
+    name: &str,
+    unit: &str,
+    d: &Describe,
+    workload: &str,
+    points: &[Point],
+) -> Result<()> {
+    let mut md = String::new();
+    header(&mut md, &format!("{name} at equal memory cost"), d, workload);
+    let base = points.first().map(|p| p.median.clone()).unwrap_or_default();
+    let rows: Vec<Vec<String>> = points
+        .iter()
+        .map(|p| {
+            let m = &p.median;
+            vec![
+                p.config.name(),
+                ByteSize(p.config.dram_bytes).to_string(),
+                ByteSize(p.config.nvm_bytes).to_string(),
+                format!("${:.5}", p.config.cost_usd),
+                ByteSize(get(m, "db_bytes_loaded") as u64).to_string(),
+                fmt_rate(get(m, "throughput")),
+                change(get(m, "throughput"), get(&base, "throughput")),
+                format!("{:.2}", get(m, "ssd_writes_per_unit")),
+                change(get(m, "ssd_writes_per_unit"), get(&base, "ssd_writes_per_unit")),
+                format!("{:.2}", get(m, "double_write_pages_per_unit")),
+                format!("{:.2}", get(m, "ssd_reads_per_unit")),
+                pct(get(m, "dram_hit_ratio")),
+                pct(get(m, "nvm_hit_ratio")),
+                format!("{:.3}", get(m, "nvm_admissions_per_unit")),
+            ]
+        })
+        .collect();
+    let per = format!("per {unit}");
+    table(
+        &mut md,
+        &[
+            "configuration",
+            "DRAM",
+            "NVM",
+            "memory cost",
+            "data",
+            &format!("{unit}s/s"),
+            "vs DRAM-only",
+            &format!("SSD page writes {per}"),
+            "vs DRAM-only",
+            &format!("double-write pages {per}"),
+            &format!("SSD page reads {per}"),
+            "DRAM hit",
+            "NVM hit",
+            &format!("NVM admissions {per}"),
+        ],
+        &rows,
+    );
+    let _ = writeln!(
+        md,
+        "SSD page writes: pages written in place to the page file in the measured run (evictions and checkpoints), \
+         over committed {unit}s; the double-write area's copies apart. Hit ratios: fixes served by DRAM, by NVM (in \
+         place), out of all fixes.\n"
+    );
+    let charts = vec![
+        (
+            format!("{stem}-throughput.svg"),
+            category_chart(
+                &format!("{name} throughput at equal memory cost"),
+                d,
+                &format!("{unit}s / s"),
+                points,
+                &[(name, "throughput")],
+            ),
+        ),
+        (
+            format!("{stem}-writes.svg"),
+            category_chart(
+                &format!("{name}: SSD page writes per {unit}"),
+                d,
+                &format!("SSD page writes / {unit}"),
+                points,
+                &[("page file", "ssd_writes_per_unit"), ("double-write area", "double_write_pages_per_unit")],
+            ),
+        ),
+    ];
+    let rep = PartReport { part: "configurations", setup: d, workload: workload.into(), points };
+    write_part(out, stem, &md, &rep, &charts)
+}
+
+fn write_write_set(out: &Path, d: &Describe, workload: &str, points: &[Point]) -> Result<()> {
+    let mut md = String::new();
+    header(&mut md, "Write working set over time (NV-SQL Figure 2)", d, workload);
+    let rows: Vec<Vec<String>> = points
+        .iter()
+        .filter_map(|p| p.write_set.as_ref().map(|w| (p, w)))
+        .map(|(p, w)| {
+            let (mean, share) = w.mean_written();
+            let [accessed, _, twice] = w.means();
+            vec![
+                p.config.name(),
+                format!("{}", w.interval_secs),
+                format!("{accessed:.0}"),
+                format!("{mean:.0}"),
+                format!("{twice:.0}"),
+                pct(share),
+                format!("{:.1} MiB", mean * d.page_size_bytes as f64 / f64::from(1 << 20)),
+            ]
+        })
+        .collect();
+    table(
+        &mut md,
+        &[
+            "configuration",
+            "interval s",
+            "pages accessed / interval",
+            "pages written / interval",
+            "written twice / interval",
+            "written / accessed",
+            "write working set (pages written × page)",
+        ],
+        &rows,
+    );
+    let _ = writeln!(
+        md,
+        "Distinct pages per interval of the measured run: accessed (any fix), written (an exclusive fix or an \
+         allocation), written at least twice. Means over the whole intervals.\n"
+    );
+    let mut c = Chart::new("Write working set over time (TPC-C)");
+    c.subtitle = format!("{workload} · {}", d.line());
+    c.x_label = "seconds into the measured run".into();
+    c.y_label = "distinct pages per interval".into();
+    c.y_log10 = true;
+    for p in points {
+        let Some(w) = &p.write_set else { continue };
+        let at = |i: usize| (i as f64 + 1.0) * w.interval_secs;
+        let line = |v: &[u64]| v.iter().enumerate().filter(|(_, v)| **v > 0).map(|(i, v)| (at(i), *v as f64)).collect();
+        c.series.push(Series { name: format!("written, {}", p.config.label), points: line(&w.written) });
+        if p.config.arch == Architecture::SsdBm {
+            c.series.push(Series { name: format!("accessed, {}", p.config.label), points: line(&w.accessed) });
+            c.series
+                .push(Series { name: format!("written twice, {}", p.config.label), points: line(&w.written_twice) });
+        }
+    }
+    let rep = PartReport { part: "write-set", setup: d, workload: workload.into(), points };
+    write_part(out, "nvsql-write-set", &md, &rep, &[("nvsql-write-set.svg".into(), c)])
+}
+
+const PHASES: [(&str, &str); 5] = [
+    ("open", "recovery_open_secs"),
+    ("analysis", "recovery_analysis_secs"),
+    ("redo", "recovery_redo_secs"),
+    ("undo", "recovery_undo_secs"),
+    ("checkpoint", "recovery_checkpoint_secs"),
+];
+
+fn write_recovery(out: &Path, d: &Describe, workload: &str, points: &[Point]) -> Result<()> {
+    let mut md = String::new();
+    header(&mut md, "Recovery time after a crash (NV-SQL Figure 10)", d, workload);
+    let rows: Vec<Vec<String>> = points
+        .iter()
+        .map(|p| {
+            let m = &p.median;
+            let mut r = vec![p.config.name()];
+            r.extend(PHASES.iter().map(|(_, k)| format!("{:.3}", get(m, k))));
+            r.extend([
+                format!("{:.3}", get(m, "recovery_secs")),
+                format!("{:.0}", get(m, "recovery_records_read")),
+                ByteSize(get(m, "recovery_log_scanned_bytes") as u64).to_string(),
+                format!("{:.0}", get(m, "recovery_changes_redone")),
+                format!("{:.0}", get(m, "recovery_changes_skipped")),
+                format!("{:.0}", get(m, "recovery_nvm_pages_reused")),
+            ]);
+            r
+        })
+        .collect();
+    table(
+        &mut md,
+        &[
+            "configuration",
+            "open s",
+            "analysis s",
+            "redo s",
+            "undo s",
+            "checkpoint s",
+            "total s",
+            "records read",
+            "log scanned",
+            "changes redone",
+            "changes skipped",
+            "NVM pages reused",
+        ],
+        &rows,
+    );
+    let _ = writeln!(
+        md,
+        "The database is abandoned after the run (no checkpoint, no close; a New-Order and a Payment left open) and \
+         reopened. open: the page file, double-write area, NVM frame headers (the in-update flag scan) and log; \
+         analysis: the log pass less the time applying records; redo: applying changes, images and frees to pages; \
+         undo: rolling back the open transactions; checkpoint: the one ending recovery.\n"
+    );
+    let series: Vec<(&str, &str)> = PHASES.to_vec();
+    let c = category_chart("Recovery time by phase (TPC-C)", d, "seconds", points, &series);
+    let rep = PartReport { part: "recovery", setup: d, workload: workload.into(), points };
+    write_part(out, "nvsql-recovery", &md, &rep, &[("nvsql-recovery.svg".into(), c)])
+}
+
+fn write_table4(out: &Path, d: &Describe, workload: &str, points: &[Point]) -> Result<()> {
+    let mut md = String::new();
+    let cfg = points.first().map(|p| p.config.name()).unwrap_or_default();
+    header(&mut md, &format!("NVM replacement (NV-SQL Table 4), {cfg}"), d, workload);
+    let rows: Vec<Vec<String>> = points
+        .iter()
+        .zip(TABLE4)
+        .map(|(p, (name, _))| {
+            let m = &p.median;
+            vec![
+                name.to_string(),
+                p.policy.clone(),
+                fmt_rate(get(m, "throughput")),
+                pct(get(m, "dram_hit_ratio")),
+                pct(get(m, "nvm_hit_ratio")),
+                format!("{:.2}", get(m, "ssd_writes_per_unit")),
+                format!("{:.3}", get(m, "nvm_admissions_per_unit")),
+                format!("{:.3}", get(m, "nvm_evictions_per_unit")),
+                format!("{:.2}", get(m, "nvm_writes_in_place_per_unit")),
+            ]
+        })
+        .collect();
+    table(
+        &mut md,
+        &[
+            "replacement",
+            "policy",
+            "tx/s",
+            "DRAM hit",
+            "NVM hit",
+            "SSD page writes / tx",
+            "NVM admissions / tx",
+            "NVM evictions / tx",
+            "in-place NVM updates / tx",
+        ],
+        &rows,
+    );
+    let mut c = Chart::new(format!("NVM replacement rules, TPC-C on {cfg}"));
+    c.subtitle = d.line();
+    c.x_label = "NVM replacement".into();
+    c.y_label = "per transaction".into();
+    c.x_categories = TABLE4.iter().map(|(n, _)| (*n).to_string()).collect();
+    c.y_format = AxisFormat::Plain;
+    for (name, key) in [
+        ("SSD page writes", "ssd_writes_per_unit"),
+        ("NVM evictions", "nvm_evictions_per_unit"),
+        ("in-place NVM updates", "nvm_writes_in_place_per_unit"),
+    ] {
+        c.series.push(Series {
+            name: name.into(),
+            points: points.iter().enumerate().map(|(i, p)| (i as f64, get(&p.median, key))).collect(),
+        });
+    }
+    let rep = PartReport { part: "table4", setup: d, workload: workload.into(), points };
+    write_part(out, "nvsql-table4", &md, &rep, &[("nvsql-table4.svg".into(), c)])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn equal_cost_configurations_follow_the_price_ratio() {
+        let dram = DeviceProfile::load("dram").unwrap();
+        let nvm = DeviceProfile::load("nvdimm-n").unwrap();
+        let b = 11 << 20;
+        let c = configurations(b, 11, &[1, 2], 8192, &dram, &nvm).unwrap();
+        let labels: Vec<&str> = c.iter().map(|c| c.label.as_str()).collect();
+        assert_eq!(labels, ["11:0", "8:1", "5:2"], "NV-SQL's configurations at its price ratio of 3");
+        assert_eq!((c[1].dram_bytes, c[1].nvm_bytes), (8 << 20, 1 << 20));
+        for x in &c {
+            assert!((x.cost_usd - c[0].cost_usd).abs() < 1e-9, "{x:?}");
+        }
+        assert!(configurations(b, 11, &[4], 8192, &dram, &nvm).is_err(), "12 units of cost for 11");
+        assert!(configurations(b, 0, &[1], 8192, &dram, &nvm).is_err());
+    }
+
+    #[test]
+    fn medians_are_taken_figure_by_figure() {
+        let m = |a: f64, b: f64| Metrics::from([("throughput", a), ("dram_hit_ratio", b)]);
+        let med = median(&[m(3.0, 0.1), m(1.0, 0.9), m(2.0, 0.5)]);
+        assert_eq!((get(&med, "throughput"), get(&med, "dram_hit_ratio")), (2.0, 0.5));
+    }
+}

@@ -1,0 +1,101 @@
+//! `tierdb nvsql-bench` end to end at the tiny scale (not spec-conformant): every part
+//! writes its table, JSON and plots, the configurations cost the same, and bad options
+//! are refused naming the option.
+
+mod common;
+use common::{stderr, tierdb};
+
+#[test]
+fn nvsql_bench_writes_every_part_and_the_configurations_cost_the_same() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().join("files");
+    std::fs::create_dir_all(&d).unwrap();
+    let d = d.display().to_string();
+    let out_dir = dir.path().join("out");
+    let o = out_dir.display().to_string();
+    let out = tierdb(&[
+        "nvsql-bench",
+        "--tiny",
+        "--nvm-units",
+        "1",
+        "--mode",
+        "off",
+        "--warmup",
+        "0.1",
+        "--duration",
+        "0.6",
+        "--checkpoint-interval",
+        "0.2",
+        "--write-set-interval",
+        "0.2",
+        "--ycsb-data",
+        "4MiB",
+        "--quiet",
+        "--ssd-dir",
+        &d,
+        "--nvm-dir",
+        &d,
+        "--out",
+        &o,
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let read = |name: &str| std::fs::read_to_string(out_dir.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let json = |name: &str| -> serde_json::Value { serde_json::from_str(&read(name)).unwrap() };
+    for stem in ["nvsql-tpcc", "nvsql-write-set", "nvsql-recovery", "nvsql-ycsb", "nvsql-table4"] {
+        let md = read(&format!("{stem}.md"));
+        assert!(md.contains("mode off") && md.contains("nvdimm-n") && md.contains("seed 42"), "{stem}: {md}");
+        assert!(md.contains("| 11:0 ssd-bm |") || stem == "nvsql-table4", "{stem}: {md}");
+        let r = json(&format!("{stem}.json"));
+        assert_eq!(r["setup"]["threads"], 2, "{stem}");
+    }
+    for svg in [
+        "nvsql-tpcc-throughput.svg",
+        "nvsql-tpcc-writes.svg",
+        "nvsql-write-set.svg",
+        "nvsql-recovery.svg",
+        "nvsql-ycsb-throughput.svg",
+        "nvsql-ycsb-writes.svg",
+        "nvsql-table4.svg",
+    ] {
+        assert!(read(svg).contains("<svg"), "{svg}");
+    }
+    let t = json("nvsql-tpcc.json");
+    let points = t["points"].as_array().unwrap();
+    assert_eq!(points.len(), 2);
+    let labels: Vec<&str> = points.iter().map(|p| p["config"]["label"].as_str().unwrap()).collect();
+    assert_eq!(labels, ["11:0", "8:1"]);
+    let cost = |i: usize| points[i]["config"]["cost_usd"].as_f64().unwrap();
+    assert!((cost(0) - cost(1)).abs() / cost(0) < 0.01, "equal cost: {} vs {}", cost(0), cost(1));
+    for p in points {
+        let m = &p["median"];
+        assert!(m["throughput"].as_f64().unwrap() > 0.0, "{p}");
+        assert_eq!(m["recovery_consistent"], 1.0, "{p}");
+        let ws = &p["write_set"];
+        assert!(!ws["written"].as_array().unwrap().is_empty(), "{p}");
+    }
+    assert_eq!(points[1]["config"]["arch"], "nvsql");
+    assert!(points[1]["median"]["nvm_hit_ratio"].as_f64().unwrap() > 0.0, "nvsql served fixes from NVM");
+    let t4 = json("nvsql-table4.json");
+    let policies: Vec<&str> = t4["points"].as_array().unwrap().iter().map(|p| p["policy"].as_str().unwrap()).collect();
+    assert_eq!(policies, ["nvsql:lru=update-count", "nvsql:lru=midpoint", "nvsql:lru=lru"]);
+    // Nothing is left behind.
+    assert_eq!(std::fs::read_dir(dir.path().join("files")).unwrap().count(), 0);
+}
+
+#[test]
+fn bad_nvsql_bench_options_are_refused_naming_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = dir.path().display().to_string();
+    for (args, says) in [
+        (vec!["--parts", "tpcc,fig9"], "--parts \"fig9\""),
+        (vec!["--nvm-units", "4"], "--nvm-units 4"),
+        (vec!["--runs", "0"], "--runs 0"),
+        (vec!["--checkpoint-interval=-1"], "--checkpoint-interval -1"),
+    ] {
+        let mut a = vec!["nvsql-bench", "--tiny", "--quiet", "--out", &o];
+        a.extend(args);
+        let out = tierdb(&a);
+        assert!(!out.status.success(), "{a:?}");
+        assert!(stderr(&out).contains(says), "{a:?}: {}", stderr(&out));
+    }
+}
