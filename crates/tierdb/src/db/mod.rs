@@ -438,7 +438,9 @@ impl Db<BufferManager> {
         ssd.path = ssd_path.clone();
         bc.ssd = Some(ssd);
         bc.ssd_open_mode = OpenMode::OpenOrCreate;
+        let nvm_dwa = bc.ssd.as_ref().map(|s| s.nvm_double_write.path.clone());
         let mut files = vec![crate::device::double_write::path_for(&ssd_path), ssd_path];
+        files.extend(nvm_dwa);
         files.extend(bc.nvm.as_ref().map(|n| n.path.clone()));
         let removed = discard_unfinished_creation(cfg, files)?;
         let mut db = Db::open_with(cfg, BufferManager::open(&bc)?, started)?;

@@ -46,11 +46,21 @@ pub trait LogForce: Send + Sync {
     /// # Errors
     /// The log's errors.
     fn force(&self, lsn: Lsn) -> crate::Result<()>;
+
+    /// The log's LSN now: the next record's. A page written to SSD records it as its
+    /// last-flush LSN (0: unknown, the default).
+    fn end_lsn(&self) -> Lsn {
+        0
+    }
 }
 
 impl LogForce for Wal {
     fn force(&self, lsn: Lsn) -> crate::Result<()> {
         Ok(self.flush_until(lsn + 1)?)
+    }
+
+    fn end_lsn(&self) -> Lsn {
+        self.next_lsn()
     }
 }
 
