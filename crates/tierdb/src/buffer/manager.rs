@@ -1395,7 +1395,10 @@ impl BufferManager {
         match self.fill(pid, observed, &mut g, miss) {
             Ok(()) => {
                 let n = g.meta().nvm.load(Ordering::Relaxed);
+                // What the SSD copy's seal said survives the reset.
+                let flushed = g.meta().flush_lsn.load(Ordering::Relaxed);
                 self.reset_frame(g.frame(), pid, n, true);
+                g.meta().flush_lsn.store(flushed, Ordering::Relaxed);
                 if n != NO_NVM_FRAME
                     && self.policy.nvm_disjoint()
                     && let Err(e) = self.leave_nvm(&g, pid, n)

@@ -1135,6 +1135,35 @@ mod tests {
         );
     }
 
+    /// A format-3 file (seals without last-flush LSN) opens; its pages read with LSN
+    /// 0, and the file is recorded as format 4 from then on.
+    #[test]
+    fn a_format_3_file_is_read_and_upgraded() {
+        let d = dir();
+        let c = make(&d);
+        let mut old = unaligned_page(5);
+        old[48..56].copy_from_slice(&1u64.to_le_bytes());
+        let crc = crc32c::crc32c_append(crc32c::crc32c(&old[..56]), &old[60..]);
+        old[56..60].copy_from_slice(&crc.to_le_bytes());
+        patch(&c.path, 4096, &old);
+        let sb = SsdFile::read_superblock(&c.path).unwrap().0;
+        for slot in 0..2 {
+            let mut v3 = sb.clone();
+            v3.format_version = 3;
+            v3.generation = sb.generation - 1 + slot as u64;
+            patch(&c.path, v3.slot() * 512, &v3.encode());
+        }
+        let f = SsdFile::open(&c).unwrap();
+        assert_eq!(f.superblock().format_version, FORMAT_VERSION);
+        let mut buf = vec![0u8; 4096];
+        assert_eq!(f.read_page_flushed(PageId(1), &mut buf).unwrap(), 0);
+        assert_eq!(buf, unaligned_page(5));
+        f.write_pages_flushed(&[(PageId(2), &unaligned_page(6))], 1 << 40).unwrap();
+        assert_eq!(f.read_page_flushed(PageId(2), &mut buf).unwrap(), 1 << 40);
+        drop(f);
+        assert_eq!(SsdFile::read_superblock(&c.path).unwrap().0.format_version, FORMAT_VERSION);
+    }
+
     #[test]
     fn another_page_size_is_refused() {
         let d = dir();
