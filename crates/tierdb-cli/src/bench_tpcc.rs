@@ -51,12 +51,12 @@ const LOAD_THREADS_MAX: u32 = 64;
 const LATENCY_TICKS_MAX: u64 = 1_000_000_000_000;
 
 /// The architectures a TPC-C database runs on.
-pub const TXN_ARCHS: [Architecture; 4] =
-    [Architecture::SsdBm, Architecture::ThreeTier, Architecture::Nvcache, Architecture::NvmDirect];
+pub const TXN_ARCHS: [Architecture; 5] =
+    [Architecture::SsdBm, Architecture::ThreeTier, Architecture::Nvcache, Architecture::Nvsql, Architecture::NvmDirect];
 
 #[derive(Args, Debug)]
 pub struct TpccArgs {
-    /// Architecture with transactions: ssd-bm, three-tier, nvcache, nvm-direct.
+    /// Architecture with transactions: ssd-bm, three-tier, nvcache, nvsql, nvm-direct.
     #[arg(long, default_value = "three-tier")]
     arch: String,
     #[arg(long, default_value = "1GiB")]
