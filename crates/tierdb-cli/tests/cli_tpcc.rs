@@ -43,7 +43,7 @@ fn bench(dir: &Path, arch: &str, extra: &[&str]) -> Output {
 
 #[test]
 fn every_architecture_with_transactions_runs_crashes_and_stays_consistent() {
-    for arch in ["ssd-bm", "three-tier", "nvcache", "nvm-direct"] {
+    for arch in ["ssd-bm", "three-tier", "nvcache", "nvsql", "nvm-direct"] {
         let dir = tempfile::tempdir().unwrap();
         // nvm-direct logs each write-back durably before it: an NVM log buffer makes that
         // an NVM persist, not an fdatasync.
@@ -77,7 +77,7 @@ fn architectures_without_transactions_are_refused() {
         let out = bench(dir.path(), arch, &[]);
         assert!(!out.status.success());
         let e = stderr(&out);
-        assert!(e.contains("cannot run TPC-C") && e.contains("ssd-bm, three-tier, nvcache, nvm-direct"), "{e}");
+        assert!(e.contains("cannot run TPC-C") && e.contains("ssd-bm, three-tier, nvcache, nvsql, nvm-direct"), "{e}");
     }
     let out = bench(dir.path(), "ssd-bm", &["--log-buffer", "pmem"]);
     assert!(!out.status.success() && stderr(&out).contains("--log-buffer"));
