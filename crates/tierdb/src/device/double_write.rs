@@ -43,8 +43,8 @@
 //! 2. Only then are the pages written in place (not synced).
 //! 3. A sync of the page file makes every copy's page durable in place: the slots of the
 //!    period are no longer needed. The floor moves on by the slot count (a header
-//!    write and `fdatasync`, NVM: persist) and `head` returns to 0. A batch that does not fit in the
-//!    slots left runs this step first.
+//!    write and `fdatasync`; NVM: a persist) and `head` returns to 0. A batch that
+//!    does not fit in the slots left runs this step first.
 //!
 //! So the slots of the current period hold, in write order, every page whose in-place
 //! write may be torn or missing, and a slot from an earlier period can never pass for
