@@ -263,7 +263,7 @@ pub fn run_one(
     let acfg = engine.arch_config(setup, arch, dram, nvm, tag)?;
     let stem = acfg.ssd_path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
     let dir = acfg.ssd_path.with_file_name(format!("{stem}-tpcc"));
-    let mut files = vec![acfg.nvm_path.clone(), dir.clone()];
+    let mut files = vec![acfg.nvm_path.clone(), acfg.nvm_double_write_path(), dir.clone()];
     let mut cfg = if arch == Architecture::NvmDirect {
         DbConfig::new(&dir)
     } else {

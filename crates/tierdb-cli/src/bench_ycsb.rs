@@ -14,6 +14,7 @@ use serde::Serialize;
 use tierdb::ByteSize;
 use tierdb::arch::{ArchConfig, Architecture, Engine};
 use tierdb::buffer::policy::{NvcacheConfig, ObpCount, ObpMode};
+use tierdb::device::DoubleWriteMode;
 use tierdb::device::{DeviceProfile, DirectIo, EmulationMode};
 use tierdb::limits::{NVCACHE_OBP_WINDOW_LOOKUPS_DEFAULT, NVCACHE_SMALL_BYPASS_DRAM_PERCENT_DEFAULT};
 use tierdb_workload::YcsbSpec;
@@ -80,10 +81,12 @@ pub struct EngineArgs {
     #[arg(long, default_value = "32MiB")]
     pub cpu_cache: ByteSize,
     /// Torn-page protection of SSD page writes: each write (a batch at checkpoints)
-    /// first goes to a double-write file and is synced. off: torn pages are detected
-    /// but cannot be repaired.
-    #[arg(long, value_name = "on|off", default_value = "on", value_parser = parse_on_off, action = clap::ArgAction::Set)]
-    pub double_write: bool,
+    /// is first made durable in a double-write area — ssd: a file next to the page file
+    /// (write + fdatasync); nvm: a 2 MiB NVM region (copy + persist; NV-SQL §5.4); on:
+    /// the architecture's default (nvm for nvsql, ssd for the others). off: torn pages
+    /// are detected but cannot be repaired.
+    #[arg(long, value_name = "on|off|ssd|nvm", default_value = "on", value_parser = parse_double_write, action = clap::ArgAction::Set)]
+    pub double_write: DoubleWriteArg,
     /// nvcache: the overhead-bypass ratio (inserted + removed) / looked-up taken over a
     /// sliding window of lookups (window), since start-up (cumulative), or not at all
     /// (off: always admit).
@@ -146,8 +149,8 @@ pub struct Setup {
     pub techniques: Option<tierdb::buffer::Techniques>,
     /// The CPU cache `nvm-direct`'s read charges model.
     pub cpu_cache_model_bytes: u64,
-    /// SSD page writes go through the double-write area.
-    pub double_write: bool,
+    /// Where SSD page writes go first (`on`: the architecture's default).
+    pub double_write: DoubleWriteArg,
     /// The `nvcache` policy's tunables (used by `--arch nvcache` or `--policy nvcache`).
     pub nvcache: NvcacheConfig,
     pub workload: YcsbSpec,
@@ -229,7 +232,7 @@ impl EngineArgs {
         c.techniques = self.techniques;
         c.debug_lines = self.debug_lines;
         c.cpu_cache_model = ByteSize(setup.cpu_cache_model_bytes);
-        c.double_write = self.double_write;
+        c.double_write = setup.double_write.resolve(arch);
         if self.buffered_io {
             c.direct_io = DirectIo::Off;
         }
@@ -507,10 +510,12 @@ pub fn print_report(r: &RunReport) {
         s.ssd_profile.name,
         if !r.arch.uses_ssd() {
             ""
-        } else if s.double_write {
-            " (double write on)"
         } else {
-            " (double write off)"
+            match s.double_write.resolve(r.arch) {
+                DoubleWriteMode::Off => " (double write off)",
+                DoubleWriteMode::Ssd => " (double write on SSD)",
+                DoubleWriteMode::Nvm => " (double write in NVM)",
+            }
         },
         ByteSize(s.page_size_bytes as u64),
         ByteSize(r.dram_bytes),
@@ -621,6 +626,11 @@ pub fn print_report(r: &RunReport) {
         row("SSD double-write writes", d.writes);
         row("SSD double-write syncs", d.syncs);
     }
+    if let Some(d) = &res.tiers.nvm_double_write {
+        row("NVM double-write writes", d.writes);
+        row("NVM double-write bytes", d.write_bytes);
+        row("NVM double-write persists", d.persists);
+    }
     println!("{t}");
     if let Some(c) = &res.tiers.nvm_cache {
         print_nvm_cache(c, &s.nvcache);
@@ -667,11 +677,34 @@ pub fn print_nvm_cache(c: &tierdb::buffer::policy::NvmCacheStats, cfg: &NvcacheC
     println!("{t}");
 }
 
-fn parse_on_off(s: &str) -> Result<bool, String> {
+/// `--double-write`: a place, or `on` for the architecture's default.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DoubleWriteArg {
+    On,
+    Off,
+    Ssd,
+    Nvm,
+}
+
+impl DoubleWriteArg {
+    pub fn resolve(self, arch: Architecture) -> DoubleWriteMode {
+        match self {
+            DoubleWriteArg::On => arch.default_double_write(),
+            DoubleWriteArg::Off => DoubleWriteMode::Off,
+            DoubleWriteArg::Ssd => DoubleWriteMode::Ssd,
+            DoubleWriteArg::Nvm => DoubleWriteMode::Nvm,
+        }
+    }
+}
+
+fn parse_double_write(s: &str) -> Result<DoubleWriteArg, String> {
     match s {
-        "on" => Ok(true),
-        "off" => Ok(false),
-        _ => Err(format!("{s:?}: expected on or off")),
+        "on" => Ok(DoubleWriteArg::On),
+        "off" => Ok(DoubleWriteArg::Off),
+        "ssd" => Ok(DoubleWriteArg::Ssd),
+        "nvm" => Ok(DoubleWriteArg::Nvm),
+        _ => Err(format!("{s:?}: expected on, off, ssd or nvm")),
     }
 }
 

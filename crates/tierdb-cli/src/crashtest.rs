@@ -96,6 +96,11 @@ fn config(dir: &Path, arch: &str, log_buffer: &str) -> Result<(DbConfig, Option<
             c.buffer.dram = tierdb::device::DramConfig::new(ByteSize(16 * 4096));
             c.buffer.nvm = Some(NvmConfig::new(dir.join("pool.nvm"), ByteSize(64 * 4160 + 16384)));
             c.buffer.policy = "nvsql".into();
+            // The paper's double-write buffer in NVM, beside the pool.
+            c.buffer.double_write = tierdb::device::DoubleWriteMode::Nvm;
+            let mut ssd = tierdb::device::SsdConfig::new(dir.join("data.db"));
+            ssd.nvm_double_write.path = dir.join("pool.nvm.dwa");
+            c.buffer.ssd = Some(ssd);
         }
         "nvm-direct" => {
             direct = Some(DirectConfig::new(NvmConfig::new(dir.join("data.nvm"), ByteSize(2048 * 4096)), 4096));

@@ -215,7 +215,7 @@ pub fn run(args: NvcacheObpArgs) -> Result<()> {
         format!(
             "SSD page file in {}; double write {}",
             engine.ssd_dir.as_ref().map_or_else(|| std::env::temp_dir().display().to_string(), |d| d.display().to_string()),
-            if setup.double_write { "on" } else { "off" }
+            setup.double_write.resolve(tierdb::arch::Architecture::Nvcache)
         ),
     ];
     let report = ObpReport {

@@ -202,7 +202,7 @@ pub fn run_one(
     let mut cfg = DbConfig::from_arch(&acfg, db_dir(&acfg.ssd_path)).with_context(|| format!("--arch {arch}"))?;
     cfg.durability = txn.durability;
     cfg.wal.flush_interval = Duration::from_micros(txn.flush_interval_us);
-    let mut files = vec![acfg.nvm_path.clone()];
+    let mut files = vec![acfg.nvm_path.clone(), acfg.nvm_double_write_path()];
     match txn.log_buffer {
         LogPlace::Dram => {
             cfg.wal.buffer_bytes = usize::try_from(txn.log_buffer_bytes).context("--log-buffer-size")?;

@@ -255,7 +255,8 @@ fn an_interrupted_run_removes_its_files() {
 fn double_write_can_be_turned_off_for_a_benchmark() {
     let dir = tempfile::tempdir().unwrap();
     let mut dwa_writes = Vec::new();
-    for dw in ["on", "off"] {
+    let mut nvm_dwa_writes = Vec::new();
+    for dw in ["on", "off", "nvm"] {
         let o = bench(
             dir.path(),
             &[
@@ -274,14 +275,18 @@ fn double_write_can_be_turned_off_for_a_benchmark() {
         );
         assert!(o.status.success(), "{dw}: {}", stderr(&o));
         let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON report");
-        assert_eq!(v["setup"]["double_write"], dw == "on");
+        assert_eq!(v["setup"]["double_write"], dw);
         let t = &v["result"]["tiers"];
         // Updates evict dirty pages: each eviction's page goes through the double-write file.
         assert!(t["ssd"]["writes"].as_u64().unwrap() > 0, "{dw}: {t}");
         dwa_writes.push(t["ssd_double_write"]["writes"].as_u64());
+        nvm_dwa_writes.push(t["nvm_double_write"]["writes"].as_u64());
     }
+    // on (ssd-bm: a file on SSD), off, nvm (the copies go to an NVM region instead).
     assert!(dwa_writes[0].is_some_and(|w| w > 0) && dwa_writes[1].is_none(), "{dwa_writes:?}");
+    assert!(dwa_writes[2].is_none() && nvm_dwa_writes[2].is_some_and(|w| w > 0), "{nvm_dwa_writes:?}");
+    assert!(nvm_dwa_writes[0].is_none() && nvm_dwa_writes[1].is_none(), "{nvm_dwa_writes:?}");
     let o = bench(dir.path(), &["--arch", "ssd-bm", "--double-write", "maybe"]);
-    assert!(!o.status.success() && stderr(&o).contains("expected on or off"), "{}", stderr(&o));
+    assert!(!o.status.success() && stderr(&o).contains("expected on, off, ssd or nvm"), "{}", stderr(&o));
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "nothing left behind");
 }

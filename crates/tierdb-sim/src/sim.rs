@@ -187,7 +187,15 @@ impl Pools {
 
     #[inline]
     fn info(pid: u32, dirty: bool, nvm_copy: bool, referenced: bool) -> PageInfo {
-        PageInfo { pid: PageId(u64::from(pid)), dirty, nvm_copy, referenced, first_update_lsn: 0, page_lsn: 0 }
+        PageInfo {
+            pid: PageId(u64::from(pid)),
+            dirty,
+            nvm_copy,
+            referenced,
+            first_update_lsn: 0,
+            page_lsn: 0,
+            last_flush_lsn: 0,
+        }
     }
 
     /// A whole-page fix (`fix_optimistic` / `fix_shared` for reads, `fix_exclusive`

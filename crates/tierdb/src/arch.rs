@@ -40,7 +40,8 @@ use crate::buffer::{
     Techniques, TierStats,
 };
 use crate::device::{
-    DeviceProfile, DirectIo, DramConfig, EmulationMode, NvmConfig, OpenMode, SsdConfig, TornPageRecovery,
+    DeviceProfile, DirectIo, DoubleWriteMode, DramConfig, EmulationMode, NvmConfig, OpenMode, SsdConfig,
+    TornPageRecovery,
 };
 use crate::{ByteSize, Result};
 
@@ -141,6 +142,16 @@ impl Architecture {
         }
     }
 
+    /// Where SSD page writes are made durable before they go in place: in NVM for
+    /// `nvsql` (NV-SQL §5.4, its double-write buffer in NVDIMM), in a file on SSD for
+    /// the others.
+    pub fn default_double_write(self) -> DoubleWriteMode {
+        match self {
+            Architecture::Nvsql => DoubleWriteMode::Nvm,
+            _ => DoubleWriteMode::Ssd,
+        }
+    }
+
     /// The NVM techniques of the paper's version of this architecture: all three for
     /// `three-tier`, none elsewhere (`basic-nvm-bm` is the paper's basic NVM buffer
     /// manager; the others have no NVM).
@@ -218,9 +229,9 @@ pub struct ArchConfig {
     /// The CPU last-level cache that charges for reads made in place in NVM model
     /// (`nvm-direct`, `spitfire`'s and SE2's in-place reads; 0: none).
     pub cpu_cache_model: ByteSize,
-    /// Protect SSD page writes with the double-write area (`BufferConfig::double_write`,
-    /// on by default).
-    pub double_write: bool,
+    /// Protect SSD page writes with a double-write area (`BufferConfig::double_write`):
+    /// [`Architecture::default_double_write`] unless set.
+    pub double_write: DoubleWriteMode,
 }
 
 impl ArchConfig {
@@ -257,14 +268,26 @@ impl ArchConfig {
             debug_lines: false,
             wear_counters: false,
             cpu_cache_model: ByteSize(crate::buffer::frame::direct::CPU_CACHE_MODEL_DEFAULT_BYTES),
-            double_write: true,
+            double_write: arch.default_double_write(),
         })
     }
 
     /// The files the engine may create: the NVM pool, the SSD page file and its
-    /// double-write file (for callers that remove them afterwards).
+    /// double-write areas, on SSD and in NVM (for callers that remove them afterwards).
     pub fn files(&self) -> Vec<PathBuf> {
-        vec![self.nvm_path.clone(), self.ssd_path.clone(), crate::device::double_write::path_for(&self.ssd_path)]
+        vec![
+            self.nvm_path.clone(),
+            self.ssd_path.clone(),
+            crate::device::double_write::path_for(&self.ssd_path),
+            self.nvm_double_write_path(),
+        ]
+    }
+
+    /// The NVM double-write area: beside the NVM pool, `<nvm path>.dwa`.
+    pub fn nvm_double_write_path(&self) -> PathBuf {
+        let mut name = self.nvm_path.as_os_str().to_owned();
+        name.push(".dwa");
+        PathBuf::from(name)
     }
 
     /// The DRAM tier: page-sized frames, this configuration's profile and mode.
@@ -323,6 +346,10 @@ impl ArchConfig {
             s.profile = self.ssd_profile.clone();
             s.mode = self.mode;
             s.direct_io = self.direct_io;
+            // The NVM double-write area is on the NVM device: its profile and mode.
+            s.nvm_double_write.path = self.nvm_double_write_path();
+            s.nvm_double_write.profile = self.nvm_profile.clone();
+            s.nvm_double_write.mode = self.mode;
             bc.ssd = Some(s);
             bc.ssd_open_mode = if self.open_existing { OpenMode::Open } else { OpenMode::Create };
         }

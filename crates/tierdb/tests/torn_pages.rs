@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use tierdb::buffer::{BufferConfig, BufferError, BufferManager};
 use tierdb::db::{Db, DbConfig};
-use tierdb::device::{DeviceError, FaultPlan, OpenMode, SsdConfig, double_write, page_seal};
+use tierdb::device::{DeviceError, DoubleWriteMode, FaultPlan, OpenMode, SsdConfig, double_write, page_seal};
 use tierdb::wal::Durability;
 use tierdb::{ByteSize, Error, ExclusivePage, PageId, PageSource};
 
@@ -21,7 +21,7 @@ fn config(dir: &Path, dram_frames: u64, plan: Option<&Arc<FaultPlan>>, double_wr
     let mut ssd = SsdConfig::new(dir.join("t.db"));
     ssd.faults = plan.cloned();
     c.ssd = Some(ssd);
-    c.double_write = double_write;
+    c.double_write = if double_write { DoubleWriteMode::Ssd } else { DoubleWriteMode::Off };
     c
 }
 

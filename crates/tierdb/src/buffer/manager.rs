@@ -36,8 +36,8 @@ use super::source::{ExclusivePage, PageSource};
 use super::table::{Entry, PageTable};
 use super::techniques::Techniques;
 use crate::device::{
-    AlignedBuf, DeviceError, DramArena, DramConfig, NvmConfig, NvmRegion, OpenMode, SsdConfig, SsdFile, StatsSnapshot,
-    TornPageRecovery,
+    AlignedBuf, DeviceError, DoubleWriteMode, DramArena, DramConfig, NvmConfig, NvmRegion, OpenMode, SsdConfig,
+    SsdFile, StatsSnapshot, TornPageRecovery,
 };
 use crate::ids::PageId;
 use crate::limits::{
@@ -92,10 +92,11 @@ pub struct BufferConfig {
     /// the allocated pages are those with a frame; the rest below the highest are
     /// free) instead of formatting the pool. Every page is in NVM after `close`.
     pub reopen_nvm_only: bool,
-    /// Protect SSD page writes against tearing with a double-write area next to the
-    /// page file (`device::double_write`; overrides `ssd.double_write`). On by default;
-    /// off, a torn page is still detected (its seal fails) but cannot be repaired.
-    pub double_write: bool,
+    /// Protect SSD page writes against tearing with a double-write area
+    /// (`device::double_write`; overrides `ssd.double_write`): a file next to the page
+    /// file (`Ssd`, the default) or an NVM region (`Nvm`, where `ssd.nvm_double_write`
+    /// says). Off, a torn page is still detected (its seal fails) but cannot be repaired.
+    pub double_write: DoubleWriteMode,
     /// Copy pages between DRAM and NVM with `pread`/`pwrite` on the pool's file instead
     /// of through the mapping (`mmap-read`, the PostgreSQL study's unmodified engine).
     pub nvm_file_io: bool,
@@ -121,7 +122,7 @@ impl BufferConfig {
             debug_lines: false,
             reuse_nvm: true,
             reopen_nvm_only: false,
-            double_write: true,
+            double_write: DoubleWriteMode::Ssd,
             nvm_file_io: false,
         }
     }
@@ -147,8 +148,11 @@ pub struct TierStats {
     pub nvm: Option<StatsSnapshot>,
     /// The SSD page file (in-place page reads and writes, syncs).
     pub ssd: Option<StatsSnapshot>,
-    /// The SSD page file's double-write area, when it is on.
+    /// The SSD page file's double-write area, when it is on in a file on SSD.
     pub ssd_double_write: Option<StatsSnapshot>,
+    /// The double-write area's NVM region, when it is on in NVM (`DoubleWriteMode::Nvm`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nvm_double_write: Option<StatsSnapshot>,
     /// The NVM cache's counters, for a policy that runs NVM as a cache (`nvcache`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub nvm_cache: Option<policy::NvmCacheStats>,
@@ -165,6 +169,7 @@ impl TierStats {
             nvm: d(&self.nvm, &earlier.nvm),
             ssd: d(&self.ssd, &earlier.ssd),
             ssd_double_write: d(&self.ssd_double_write, &earlier.ssd_double_write),
+            nvm_double_write: d(&self.nvm_double_write, &earlier.nvm_double_write),
             nvm_cache: match (&self.nvm_cache, &earlier.nvm_cache) {
                 (Some(a), Some(b)) => Some(a.since(b)),
                 (a, _) => *a,
@@ -875,7 +880,18 @@ impl BufferManager {
             buffer: self.counters.snapshot(),
             nvm: self.nvm.as_ref().map(|n| n.region().core().stats().snapshot()),
             ssd: self.ssd.as_ref().map(|s| s.core().stats().snapshot()),
-            ssd_double_write: self.ssd.as_ref().and_then(|s| s.double_write_core()).map(|c| c.stats().snapshot()),
+            ssd_double_write: self
+                .ssd
+                .as_ref()
+                .filter(|s| s.info().double_write_mode == DoubleWriteMode::Ssd)
+                .and_then(|s| s.double_write_core())
+                .map(|c| c.stats().snapshot()),
+            nvm_double_write: self
+                .ssd
+                .as_ref()
+                .filter(|s| s.info().double_write_mode == DoubleWriteMode::Nvm)
+                .and_then(|s| s.double_write_core())
+                .map(|c| c.stats().snapshot()),
             nvm_cache: self.policy.cache_stats(),
         }
     }
@@ -973,6 +989,7 @@ impl BufferManager {
                         referenced: true,
                         first_update_lsn: 0,
                         page_lsn: 0,
+                        last_flush_lsn: 0,
                     };
                     match *access.get_or_insert_with(|| self.policy.nvm_access(&info, exclusive, &self.tiers)) {
                         policy::NvmAccess::InPlace => {
@@ -997,6 +1014,7 @@ impl BufferManager {
                         referenced: true,
                         first_update_lsn: 0,
                         page_lsn: 0,
+                        last_flush_lsn: 0,
                     };
                     let miss = self.policy.ssd_miss(&info, &self.tiers);
                     // `Nvm`: into NVM only, and the next turn asks whether it goes on
@@ -1085,7 +1103,15 @@ impl BufferManager {
     fn read_in_place(&self, pid: PageId) -> Result<Option<(&NvmPool, u32)>> {
         self.check_stopped()?;
         let Entry::Nvm(n) = self.table.get(pid)? else { return Ok(None) };
-        let info = PageInfo { pid, dirty: false, nvm_copy: true, referenced: true, first_update_lsn: 0, page_lsn: 0 };
+        let info = PageInfo {
+            pid,
+            dirty: false,
+            nvm_copy: true,
+            referenced: true,
+            first_update_lsn: 0,
+            page_lsn: 0,
+            last_flush_lsn: 0,
+        };
         if self.policy.nvm_access(&info, false, &self.tiers) == policy::NvmAccess::Migrate {
             return Ok(None);
         }
@@ -1131,7 +1157,7 @@ impl BufferManager {
                 buf.fill(0); // allocated but never written back, as in `fill`
                 Ok(())
             } else {
-                self.ssd_read(ssd, pid, &mut buf)
+                self.ssd_read(ssd, pid, &mut buf).map(|_| ())
             };
             if let Err(e) = read.and_then(|()| nvm.write_page(n, pid, &buf, false, 0).map_err(Into::into)) {
                 nvm.detach(n);
@@ -1217,6 +1243,7 @@ impl BufferManager {
         meta.resident_all.store(resident_all, Ordering::Relaxed);
         meta.page_lsn.store(0, Ordering::Relaxed);
         meta.first_lsn.store(0, Ordering::Relaxed);
+        meta.flush_lsn.store(0, Ordering::Relaxed);
         self.frames.clear_mask(Mask::Resident, f);
         self.frames.clear_mask(Mask::Dirty, f);
     }
@@ -1424,7 +1451,10 @@ impl BufferManager {
         match self.fill(pid, observed, &mut g, miss) {
             Ok(()) => {
                 let n = g.meta().nvm.load(Ordering::Relaxed);
+                // What the SSD copy's seal said survives the reset.
+                let flushed = g.meta().flush_lsn.load(Ordering::Relaxed);
                 self.reset_frame(g.frame(), pid, n, true);
+                g.meta().flush_lsn.store(flushed, Ordering::Relaxed);
                 if n != NO_NVM_FRAME
                     && self.policy.nvm_disjoint()
                     && let Err(e) = self.leave_nvm(&g, pid, n)
@@ -1468,6 +1498,8 @@ impl BufferManager {
     /// the policy sends from SSD to NVM goes to DRAM as well. `miss` is the policy's
     /// answer for an SSD miss if the caller asked already.
     fn fill(&self, pid: PageId, from: Entry, g: &mut FrameWrite<'_>, miss: Option<MissTarget>) -> Result<()> {
+        // Known only for a copy read from SSD (below).
+        g.meta().flush_lsn.store(0, Ordering::Relaxed);
         let info = PageInfo {
             pid,
             dirty: false,
@@ -1475,6 +1507,7 @@ impl BufferManager {
             referenced: true,
             first_update_lsn: 0,
             page_lsn: 0,
+            last_flush_lsn: 0,
         };
         match from {
             Entry::Nvm(n) => {
@@ -1493,7 +1526,8 @@ impl BufferManager {
                     // allocated with. (Only reachable after a failed write-back.)
                     g.bytes_for_load().fill(0);
                 } else {
-                    self.ssd_read(ssd, pid, g.bytes_for_load())?;
+                    let flushed = self.ssd_read(ssd, pid, g.bytes_for_load())?;
+                    g.meta().flush_lsn.store(flushed, Ordering::Relaxed);
                 }
                 self.counters.bump(Count::SsdReads);
                 g.meta().nvm.store(NO_NVM_FRAME, Ordering::Relaxed);
@@ -1559,6 +1593,7 @@ impl BufferManager {
                 referenced: meta.referenced.load(Ordering::Relaxed),
                 first_update_lsn: 0,
                 page_lsn: 0,
+                last_flush_lsn: 0,
             };
             match self.policy.dram_victim(&info, &self.tiers) {
                 Victim::SecondChance => {
@@ -1606,6 +1641,7 @@ impl BufferManager {
                 referenced: m.referenced.load(Ordering::Relaxed),
                 first_update_lsn: 0,
                 page_lsn: 0,
+                last_flush_lsn: 0,
             };
             match self.policy.dram_victim(&info, &self.tiers) {
                 Victim::SecondChance => {
@@ -1730,6 +1766,7 @@ impl BufferManager {
             // `nvsql`'s admission rule measures the re-update interval from these.
             first_update_lsn: meta.first_lsn.load(Ordering::Relaxed),
             page_lsn: meta.page_lsn.load(Ordering::Relaxed),
+            last_flush_lsn: meta.flush_lsn.load(Ordering::Relaxed),
         };
         let mut to = self.policy.dram_eviction(&info, &self.tiers);
         let clean_only = self.policy.nvm_clean_only();
@@ -1894,6 +1931,7 @@ impl BufferManager {
                 referenced: nvm.is_referenced(n),
                 first_update_lsn: 0,
                 page_lsn: 0,
+                last_flush_lsn: 0,
             };
             match self.policy.nvm_victim(&info, &self.tiers) {
                 Victim::SecondChance => {
@@ -1959,11 +1997,39 @@ impl BufferManager {
     }
 
     /// Writes a page (protected by the double-write area if it is on), growing the file
-    /// first if the page lies past its end.
+    /// first if the page lies past its end. The page's seal records the log's LSN now
+    /// as its last-flush LSN, and the policy hears of the flush.
     fn ssd_write_with(&self, ssd: &SsdFile, pid: PageId, bytes: &[u8]) -> Result<()> {
         self.ssd_reserve(ssd, pid)?;
-        ssd.write_page(pid, bytes)?;
+        let lsn = self.log_end_lsn();
+        ssd.write_pages_flushed(&[(pid, bytes)], lsn)?;
+        self.policy.page_flushed(pid, lsn);
         Ok(())
+    }
+
+    /// The log's LSN now (0 without a log): the last-flush LSN of a page written now.
+    /// Taken after the write-ahead force, so it is past every change the page holds.
+    pub(crate) fn log_end_lsn(&self) -> u64 {
+        self.log.get().map_or(0, |l| l.end_lsn())
+    }
+
+    /// The policy hears that `pids` were written to SSD at log LSN `lsn`.
+    pub(crate) fn note_flushed(&self, pids: impl IntoIterator<Item = PageId>, lsn: u64) {
+        for pid in pids {
+            self.policy.page_flushed(pid, lsn);
+        }
+    }
+
+    /// The last-flush LSN that page `pid`'s SSD copy carried when it was read into its
+    /// DRAM frame (0: unknown); `None` if the page is not in DRAM. For reports and tests.
+    ///
+    /// # Errors
+    /// `OutOfRange` for a page id past the page table.
+    pub fn loaded_flush_lsn(&self, pid: PageId) -> Result<Option<u64>> {
+        Ok(match self.table.get(pid)? {
+            Entry::Dram(f) => Some(self.frames.meta(f).flush_lsn.load(Ordering::Relaxed)),
+            _ => None,
+        })
     }
 
     /// Grows the page file, in chunks, until it holds page `pid`.
@@ -1979,10 +2045,10 @@ impl BufferManager {
         Ok(())
     }
 
-    /// Reads page `pid` from SSD; a page that fails its seal is `Corrupted`, naming it
-    /// and the file.
-    fn ssd_read(&self, ssd: &SsdFile, pid: PageId, buf: &mut [u8]) -> Result<()> {
-        ssd.read_page(pid, buf).map_err(|e| match e {
+    /// Reads page `pid` from SSD and returns its last-flush LSN (0: unknown); a page
+    /// that fails its seal is `Corrupted`, naming it and the file.
+    fn ssd_read(&self, ssd: &SsdFile, pid: PageId, buf: &mut [u8]) -> Result<u64> {
+        ssd.read_page_flushed(pid, buf).map_err(|e| match e {
             DeviceError::Corrupted { what: "page", detail, .. } => {
                 BufferError::Corrupted { pid, location: ssd.info().path.display().to_string(), detail }.into()
             }

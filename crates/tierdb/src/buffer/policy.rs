@@ -53,6 +53,11 @@ pub struct PageInfo {
     pub first_update_lsn: u64,
     /// LSN of the page's last logged change in DRAM (0: unknown). As above.
     pub page_lsn: u64,
+    /// The last-flush LSN the page's SSD copy carried when it was read into this frame
+    /// (the log's LSN when it was written to SSD, kept in its seal; 0: unknown, or not
+    /// read from SSD). As above; `nvsql` also records later flushes itself
+    /// ([`Policy::page_flushed`]).
+    pub last_flush_lsn: u64,
 }
 
 /// Which tiers an architecture has and how full they are.
@@ -133,6 +138,11 @@ pub trait Policy: Send + Sync {
 
     /// A page was freed; forget it.
     fn page_freed(&self, _pid: PageId) {}
+
+    /// Page `pid` was written to SSD when the log's LSN was `flush_lsn` (0: no log):
+    /// every write — a DRAM eviction, an NVM eviction, a checkpoint, a page leaving
+    /// NVM. `nvsql`'s last-flush LSN.
+    fn page_flushed(&self, _pid: PageId, _flush_lsn: u64) {}
 
     /// True if [`nvm_access`](Self::nvm_access) may answer `InPlace` (the buffer
     /// manager asks whole-page reads only then).

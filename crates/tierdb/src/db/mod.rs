@@ -345,6 +345,10 @@ impl crate::wal::LogForce for PageLog {
         let payload = encode_lines(lines, &[(0, page)]);
         Ok(Some(self.0.append(&RecordHead::new(Kind::LineImage, 0, 0).page(pid.0), &payload)?))
     }
+
+    fn end_lsn(&self) -> Lsn {
+        self.0.next_lsn()
+    }
 }
 
 impl DbStore for BufferManager {
@@ -518,7 +522,9 @@ impl Db<BufferManager> {
             ssd.path = ssd_path.clone();
             bc.ssd = Some(ssd);
             bc.ssd_open_mode = OpenMode::OpenOrCreate;
+            let nvm_dwa = bc.ssd.as_ref().map(|s| s.nvm_double_write.path.clone());
             files.extend([crate::device::double_write::path_for(&ssd_path), ssd_path]);
+            files.extend(nvm_dwa);
             files.extend(bc.nvm.as_ref().map(|n| n.path.clone()));
         }
         let removed = discard_unfinished_creation(cfg, files)?;

@@ -1,7 +1,14 @@
-//! The double-write area (DWA) of the SSD page file: a file next to it
-//! (`<page file>.dwa`) where each batch of page writes is made durable before any of its
-//! pages is written in place. A page torn by a crash in the middle of its in-place write
-//! is restored from its copy when the page file is opened again.
+//! The double-write area (DWA) of the SSD page file: where each batch of page writes is
+//! made durable before any of its pages is written in place. A page torn by a crash in
+//! the middle of its in-place write is restored from its copy when the page file is
+//! opened again.
+//!
+//! The area lives either in a file next to the page file (`<page file>.dwa`, on SSD:
+//! [`DoubleWriteMode::Ssd`]) or in a small NVM region ([`DoubleWriteMode::Nvm`], NV-SQL
+//! §5.4): there a copy is made durable by cache-line flushes instead of an SSD write
+//! and `fdatasync`, so each page reaches SSD once. Both use the layout and protocol
+//! below; the NVM area has its own magic (`TIERDBDN`) and 64-byte slot headers (one
+//! cache line; the SSD file's are one 4 KiB O_DIRECT block).
 //!
 //! No write larger than a sector is atomic on SSD (`docs/format.md`), and the WAL's
 //! redo applies logical changes to a page, which needs the page intact: a torn page can
@@ -11,7 +18,8 @@
 //! Layout (little endian; `docs/format.md` has the same tables): block 0 holds two
 //! header slots of 512 bytes, written alternately by generation as the superblock's
 //! are; then [`slots`](DoubleWrite::slots) slots, slot *i* at
-//! `4096 + i × (4096 + page size)`, each a 4 KiB slot header block and a sealed page.
+//! `4096 + i × (h + page size)`, each a slot header of *h* bytes (4096 in the SSD file,
+//! 64 in NVM) and a sealed page.
 //!
 //! ```text
 //! header slot                          slot header
@@ -30,12 +38,13 @@
 //! Protocol (driven by `SsdFile` under the lock of [`DoubleWrite::lock`]):
 //!
 //! 1. A batch of pages goes, sealed, to the consecutive slots from `head`, slot *i*
-//!    numbered `floor + i`, in one write, followed by one `fdatasync`.
+//!    numbered `floor + i`, in one write, followed by one `fdatasync` (NVM: one copy
+//!    and one persist of its lines).
 //! 2. Only then are the pages written in place (not synced).
 //! 3. A sync of the page file makes every copy's page durable in place: the slots of the
 //!    period are no longer needed. The floor moves on by the slot count (a header
-//!    write and `fdatasync`) and `head` returns to 0. A batch that does not fit in the
-//!    slots left runs this step first.
+//!    write and `fdatasync`; NVM: a persist) and `head` returns to 0. A batch that
+//!    does not fit in the slots left runs this step first.
 //!
 //! So the slots of the current period hold, in write order, every page whose in-place
 //! write may be torn or missing, and a slot from an earlier period can never pass for
@@ -44,6 +53,8 @@
 //! copy of each page is compared with the page in place ([`super::SsdFile`]).
 //!
 //! Concurrency: every protected write and every page-file sync holds the one lock.
+
+#![allow(unsafe_code)] // one block: the copy into the NVM area, under its lock
 
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
@@ -55,11 +66,20 @@ use serde::Serialize;
 
 use super::aligned::AlignedBuf;
 use super::page_seal::{self, Sealed};
-use super::{DeviceCore, DeviceError, FaultPlan, OpKind};
+use super::{DeviceCore, DeviceError, FaultPlan, NvmConfig, NvmRegion, OpKind, OpenMode};
 use crate::ids::PageId;
-use crate::limits::{DOUBLE_WRITE_SLOT_HEADER_BYTES, DOUBLE_WRITE_SLOTS, IO_ALIGN_BYTES, SUPERBLOCK_SLOT_BYTES};
+use crate::limits::{
+    CACHE_LINE_BYTES, DOUBLE_WRITE_SLOT_HEADER_BYTES, DOUBLE_WRITE_SLOTS, IO_ALIGN_BYTES, OS_PAGE_BYTES,
+    SUPERBLOCK_SLOT_BYTES,
+};
+use crate::size::ByteSize;
 
 pub const MAGIC: [u8; 8] = *b"TIERDBDW";
+/// The NVM area's magic: its slot headers are smaller, so an SSD file's bytes never
+/// pass for it.
+pub const MAGIC_NVM: [u8; 8] = *b"TIERDBDN";
+/// Slot header bytes in the NVM area: one cache line.
+pub const NVM_SLOT_HEADER_BYTES: usize = CACHE_LINE_BYTES;
 pub const SLOT_MAGIC: [u8; 8] = *b"TDBDWSLT";
 pub const FORMAT_VERSION: u32 = 1;
 /// Slot counts a file may declare (a bound on a corrupt header).
@@ -76,6 +96,70 @@ const _: () = assert!(2 * HEADER_SLOT_BYTES <= IO_ALIGN_BYTES);
 const _: () = assert!(SLOT_CRC_AT + 4 <= DOUBLE_WRITE_SLOT_HEADER_BYTES);
 const _: () = assert!(DOUBLE_WRITE_SLOTS as u64 <= SLOTS_MAX);
 const _: () = assert!(ZERO_FILL_BYTES.is_multiple_of(IO_ALIGN_BYTES));
+const _: () = assert!(SLOT_CRC_AT + 4 <= NVM_SLOT_HEADER_BYTES);
+
+/// Where SSD page writes are made durable before they go in place.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DoubleWriteMode {
+    /// No double write: a torn page is detected (its seal) but cannot be repaired.
+    Off,
+    /// A file next to the page file (`<page file>.dwa`): one more SSD write and
+    /// `fdatasync` per batch.
+    #[default]
+    Ssd,
+    /// An NVM region (NV-SQL §5.4): the copy costs NVM writes and a persist; each page
+    /// is written to SSD once.
+    Nvm,
+}
+
+impl DoubleWriteMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            DoubleWriteMode::Off => "off",
+            DoubleWriteMode::Ssd => "ssd",
+            DoubleWriteMode::Nvm => "nvm",
+        }
+    }
+
+    pub fn is_on(self) -> bool {
+        self != DoubleWriteMode::Off
+    }
+}
+
+impl std::fmt::Display for DoubleWriteMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for DoubleWriteMode {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "off" => Ok(DoubleWriteMode::Off),
+            "ssd" => Ok(DoubleWriteMode::Ssd),
+            "nvm" => Ok(DoubleWriteMode::Nvm),
+            _ => Err(format!("double write {s:?}: expected off, ssd or nvm")),
+        }
+    }
+}
+
+/// The default NVM double-write area of the page file at `page_file`:
+/// `<page file>.dwa.nvm` next to it (architectures put it beside their NVM pool instead).
+pub fn nvm_path_for(page_file: &Path) -> PathBuf {
+    let mut name = page_file.as_os_str().to_owned();
+    name.push(".dwa.nvm");
+    PathBuf::from(name)
+}
+
+/// Bytes of an NVM double-write area of `slots` slots of `page_size` pages (a whole
+/// number of OS pages): 2 MiB at 16 KiB pages and 128 slots, as the paper's DWB.
+pub fn nvm_area_bytes(slots: usize, page_size: usize) -> u64 {
+    let b = SLOTS_OFFSET + (slots * (NVM_SLOT_HEADER_BYTES + page_size)) as u64;
+    b.div_ceil(OS_PAGE_BYTES as u64) * OS_PAGE_BYTES as u64
+}
 
 /// The double-write file of the page file at `page_file`: `<page file>.dwa`.
 pub fn path_for(page_file: &Path) -> PathBuf {
@@ -132,18 +216,28 @@ pub(crate) struct State {
     buf: Option<AlignedBuf>,
 }
 
-/// An open double-write file.
+/// What holds the area.
+enum Medium {
+    /// The SSD file, with its own device counters and the page file's faults.
+    File { file: File, core: DeviceCore, faults: Option<Arc<FaultPlan>> },
+    /// An NVM region (its counters are the region's).
+    Nvm(NvmRegion),
+}
+
+/// An open double-write area.
 pub struct DoubleWrite {
-    file: File,
+    medium: Medium,
     path: PathBuf,
     page_size: usize,
     slots: usize,
+    /// Slot header bytes: [`DOUBLE_WRITE_SLOT_HEADER_BYTES`] in a file,
+    /// [`NVM_SLOT_HEADER_BYTES`] in NVM.
+    slot_header: usize,
     db_id: u64,
-    core: DeviceCore,
-    faults: Option<Arc<FaultPlan>>,
     state: Mutex<State>,
 }
 
+#[derive(Clone, Copy)]
 struct Header {
     page_size: u32,
     generation: u64,
@@ -169,7 +263,7 @@ impl DoubleWrite {
     ) -> Result<DoubleWrite, DeviceError> {
         let file = open_file(path, direct_io, true)?;
         let slots = DOUBLE_WRITE_SLOTS;
-        let bytes = file_bytes(slots, page_size);
+        let bytes = file_bytes(slots, DOUBLE_WRITE_SLOT_HEADER_BYTES, page_size);
         file.set_len(0).map_err(|e| DeviceError::io("truncate", path, 0, e))?;
         // Zeros written, not only allocated: a slot's first write then changes no file
         // system metadata, so its sync is a plain device flush, never a journal commit.
@@ -180,26 +274,74 @@ impl DoubleWrite {
             file.write_all_at(&zeros[..n], at).map_err(|e| DeviceError::io("write", path, bytes - at, e))?;
             at += n as u64;
         }
-        let h = Header { page_size: page_size as u32, generation: 1, slots: slots as u64, db_id, floor: 1 };
-        let mut header = [0u8; 2 * HEADER_SLOT_BYTES];
-        for slot in header.chunks_exact_mut(HEADER_SLOT_BYTES) {
-            slot.copy_from_slice(&encode_header(&h));
-        }
-        let dwa = DoubleWrite {
-            file,
-            path: path.to_path_buf(),
+        let dwa = DoubleWrite::formatted(
+            Medium::File { file, core, faults },
+            path,
             page_size,
             slots,
+            DOUBLE_WRITE_SLOT_HEADER_BYTES,
             db_id,
-            core,
-            faults,
-            state: Mutex::new(State { head: 0, floor: h.floor, generation: h.generation, header, buf: None }),
-        };
+        );
         dwa.write_header(&dwa.state.lock())?;
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             File::open(dir).and_then(|d| d.sync_all()).map_err(|e| DeviceError::io("fsync directory", dir, 0, e))?;
         }
         Ok(dwa)
+    }
+
+    /// Creates the NVM double-write area of `slots` slots in the region `cfg` names
+    /// (its size is set here: [`nvm_area_bytes`]), replacing any file there, and
+    /// formats it for database `db_id`.
+    ///
+    /// # Errors
+    /// `Config` for no slot (an area that cannot hold one page) or a bad region
+    /// configuration; the region's errors (`Create`, `Io`, `Full`).
+    pub(crate) fn create_nvm(
+        cfg: &NvmConfig,
+        slots: usize,
+        page_size: usize,
+        db_id: u64,
+    ) -> Result<DoubleWrite, DeviceError> {
+        let region_cfg = nvm_region_config(cfg, slots, page_size, OpenMode::Create)?;
+        match std::fs::remove_file(&cfg.path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(DeviceError::io("remove", &cfg.path, 0, e)),
+        }
+        let region = NvmRegion::open(&region_cfg)?;
+        let dwa =
+            DoubleWrite::formatted(Medium::Nvm(region), &cfg.path, page_size, slots, NVM_SLOT_HEADER_BYTES, db_id);
+        // A new file is zeros already; the header goes last, so a crash before it leaves
+        // an area without a header (not applied, formatted again).
+        dwa.write_header(&dwa.state.lock())?;
+        Ok(dwa)
+    }
+
+    /// A new area's handle: generation 1, floor 1, both header slots alike (written by
+    /// the caller).
+    fn formatted(
+        medium: Medium,
+        path: &Path,
+        page_size: usize,
+        slots: usize,
+        slot_header: usize,
+        db_id: u64,
+    ) -> DoubleWrite {
+        let h = Header { page_size: page_size as u32, generation: 1, slots: slots as u64, db_id, floor: 1 };
+        let magic = medium.magic();
+        let mut header = [0u8; 2 * HEADER_SLOT_BYTES];
+        for slot in header.chunks_exact_mut(HEADER_SLOT_BYTES) {
+            slot.copy_from_slice(&encode_header(&magic, &h));
+        }
+        DoubleWrite {
+            medium,
+            path: path.to_path_buf(),
+            page_size,
+            slots,
+            slot_header,
+            db_id,
+            state: Mutex::new(State { head: 0, floor: h.floor, generation: h.generation, header, buf: None }),
+        }
     }
 
     /// Opens the double-write file at `path` and reads the copies of its current period,
@@ -223,54 +365,106 @@ impl DoubleWrite {
         }
         let mut block = AlignedBuf::new(IO_ALIGN_BYTES);
         file.read_exact_at(&mut block, 0).map_err(|e| DeviceError::io("read header of", path, 0, e))?;
-        let decoded: Vec<Result<Header, String>> =
-            block[..2 * HEADER_SLOT_BYTES].chunks_exact(HEADER_SLOT_BYTES).map(decode_header).collect();
-        let Some(h) = decoded.iter().filter_map(|r| r.as_ref().ok()).max_by_key(|h| h.generation) else {
-            let why: Vec<String> = decoded
-                .iter()
-                .enumerate()
-                .filter_map(|(i, r)| r.as_ref().err().map(|e| format!("slot {i}: {e}")))
-                .collect();
-            return Ok(Err(format!("no valid header ({})", why.join("; "))));
+        let h = match choose_header(&MAGIC, &block[..2 * HEADER_SLOT_BYTES]) {
+            Ok(h) => h,
+            Err(why) => return Ok(Err(why)),
         };
-        if h.db_id != db_id {
-            return Ok(Err(format!("it belongs to database {:#x}, not {db_id:#x}", h.db_id)));
-        }
-        if h.page_size as usize != page_size {
-            return Ok(Err(format!("its pages are {} bytes, not {page_size}", h.page_size)));
+        if let Err(why) = h.belongs(db_id, page_size) {
+            return Ok(Err(why));
         }
         let slots = h.slots as usize;
-        if len < file_bytes(slots, page_size) {
+        if len < file_bytes(slots, DOUBLE_WRITE_SLOT_HEADER_BYTES, page_size) {
             return Ok(Err(format!("{len} bytes, too short for {slots} slots")));
         }
+        let medium = Medium::File { file, core, faults };
+        Ok(Ok(DoubleWrite::opened(medium, path, page_size, DOUBLE_WRITE_SLOT_HEADER_BYTES, db_id, &h, &block)?))
+    }
+
+    /// Opens the NVM double-write area `cfg` names (made for `slots` slots) and reads
+    /// the copies of its current period, oldest first. Writes nothing. `Ok(Err(why))`
+    /// if it is not an area of this page file that was ever formatted (another
+    /// database, no header at all): its copies are not applied.
+    ///
+    /// # Errors
+    /// `Config` for no slot; `SizeMismatch` for a file of another size than this page
+    /// size and slot count make; `Corrupted` for an area whose header slots both carry
+    /// the magic but fail their checks (it may hold copies that cannot be trusted or
+    /// found: the database is not opened over it); the region's errors.
+    pub(crate) fn open_nvm(
+        cfg: &NvmConfig,
+        slots: usize,
+        page_size: usize,
+        db_id: u64,
+    ) -> Result<Result<(DoubleWrite, Vec<SlotCopy>), String>, DeviceError> {
+        let region = NvmRegion::open(&nvm_region_config(cfg, slots, page_size, OpenMode::Open)?)?;
+        let mut block = vec![0u8; 2 * HEADER_SLOT_BYTES];
+        region.copy_out(0, &mut block)?;
+        let h = match choose_header(&MAGIC_NVM, &block) {
+            Ok(h) => h,
+            Err(why) if block.chunks_exact(HEADER_SLOT_BYTES).any(|b| b[0..8] == MAGIC_NVM) => {
+                return Err(DeviceError::Corrupted {
+                    what: "NVM double-write area",
+                    location: cfg.path.display().to_string(),
+                    detail: why,
+                });
+            }
+            Err(why) => return Ok(Err(why)),
+        };
+        if let Err(why) = h.belongs(db_id, page_size) {
+            return Ok(Err(why));
+        }
+        if h.slots as usize != slots {
+            return Err(DeviceError::Corrupted {
+                what: "NVM double-write area",
+                location: cfg.path.display().to_string(),
+                detail: format!("its header counts {} slots; a region of its size holds {slots}", h.slots),
+            });
+        }
+        Ok(Ok(DoubleWrite::opened(
+            Medium::Nvm(region),
+            &cfg.path,
+            page_size,
+            NVM_SLOT_HEADER_BYTES,
+            db_id,
+            &h,
+            &block,
+        )?))
+    }
+
+    /// An existing area's handle, with the copies of its current period.
+    fn opened(
+        medium: Medium,
+        path: &Path,
+        page_size: usize,
+        slot_header: usize,
+        db_id: u64,
+        h: &Header,
+        block: &[u8],
+    ) -> Result<(DoubleWrite, Vec<SlotCopy>), DeviceError> {
         let mut header = [0u8; 2 * HEADER_SLOT_BYTES];
         header.copy_from_slice(&block[..2 * HEADER_SLOT_BYTES]);
         let (floor, generation) = (h.floor, h.generation);
         let dwa = DoubleWrite {
-            file,
+            medium,
             path: path.to_path_buf(),
             page_size,
-            slots,
+            slots: h.slots as usize,
+            slot_header,
             db_id,
-            core,
-            faults,
             state: Mutex::new(State { head: 0, floor, generation, header, buf: None }),
         };
         let copies = dwa.read_period(floor)?;
         dwa.state.lock().head = copies.len();
-        Ok(Ok((dwa, copies)))
+        Ok((dwa, copies))
     }
 
     /// Reads slots 0, 1, … while they hold valid copies numbered `floor + i`.
     fn read_period(&self, floor: u64) -> Result<Vec<SlotCopy>, DeviceError> {
-        let hdr = DOUBLE_WRITE_SLOT_HEADER_BYTES;
+        let hdr = self.slot_header;
         let mut copies = Vec::new();
         let mut slot = AlignedBuf::new(hdr + self.page_size);
         for i in 0..self.slots {
-            let offset = slot_offset(i, self.page_size);
-            self.core.run(OpKind::Read, offset, slot.len() as u64, || {
-                self.file.read_exact_at(&mut slot, offset).map_err(|e| DeviceError::io("read", &self.path, 0, e))
-            })?;
+            self.read_at(self.slot_offset(i), &mut slot)?;
             let Some(pid) = decode_slot(&slot[..hdr], floor + i as u64, self.db_id) else { break };
             if page_seal::check(&slot[hdr..], pid) != Ok(Sealed::Valid) {
                 break; // the batch's write was torn: none of it went in place
@@ -291,8 +485,20 @@ impl DoubleWrite {
         self.slots
     }
 
+    /// Where the area lives.
+    pub fn mode(&self) -> DoubleWriteMode {
+        match self.medium {
+            Medium::File { .. } => DoubleWriteMode::Ssd,
+            Medium::Nvm(_) => DoubleWriteMode::Nvm,
+        }
+    }
+
+    /// The area's device (its counters): its own SSD core for a file, the NVM region's.
     pub fn core(&self) -> &DeviceCore {
-        &self.core
+        match &self.medium {
+            Medium::File { core, .. } => core,
+            Medium::Nvm(r) => r.core(),
+        }
     }
 
     /// The lock every protected write and every page-file sync holds.
@@ -305,8 +511,9 @@ impl DoubleWrite {
         self.slots - st.head
     }
 
-    /// Step 1: writes `pages` (at most the free slots), sealed, to the slots from
-    /// `head` in one write, and syncs. Their sealed images are then
+    /// Step 1: writes `pages` (at most the free slots), sealed (with last-flush LSN
+    /// `flush_lsn`, [`page_seal`]), to the slots from
+    /// `head` in one write, and makes them durable. Their sealed images are then
     /// [`staged`](Self::staged) for the in-place writes.
     ///
     /// # Errors
@@ -314,10 +521,10 @@ impl DoubleWrite {
     ///
     /// # Panics
     /// If a page's seal bytes are not zero (see [`page_seal::seal`]).
-    pub(crate) fn write(&self, st: &mut State, pages: &[(PageId, &[u8])]) -> Result<(), DeviceError> {
+    pub(crate) fn write(&self, st: &mut State, pages: &[(PageId, &[u8])], flush_lsn: u64) -> Result<(), DeviceError> {
         let k = pages.len();
         assert!(k >= 1 && k <= self.free_slots(st), "a batch of {k} pages, {} slots free", self.free_slots(st));
-        let hdr = DOUBLE_WRITE_SLOT_HEADER_BYTES;
+        let hdr = self.slot_header;
         let slot_bytes = hdr + self.page_size;
         if st.buf.as_ref().is_none_or(|b| b.len() < k * slot_bytes) {
             st.buf = Some(AlignedBuf::new(k * slot_bytes));
@@ -331,22 +538,16 @@ impl DoubleWrite {
             s[..hdr].fill(0);
             encode_slot(&mut s[..hdr], *pid, seq0 + j as u64, self.db_id);
             s[hdr..].copy_from_slice(bytes);
-            page_seal::seal(&mut s[hdr..], *pid);
+            page_seal::seal_flushed(&mut s[hdr..], *pid, flush_lsn);
         }
-        let offset = slot_offset(first, self.page_size);
-        let faults = self.faults.as_deref();
-        self.core.run(OpKind::Write, offset, buf.len() as u64, || {
-            super::fault::write_at(faults, &self.path, &self.file, buf, offset)
-                .map_err(|e| DeviceError::io("write", &self.path, buf.len() as u64, e))
-        })?;
-        self.sync_file()?;
+        self.write_durable(self.slot_offset(first), buf)?;
         st.head += k;
         Ok(())
     }
 
     /// The sealed image of page `j` of the last [`write`](Self::write).
     pub(crate) fn staged<'s>(&self, st: &'s State, j: usize) -> &'s [u8] {
-        let hdr = DOUBLE_WRITE_SLOT_HEADER_BYTES;
+        let hdr = self.slot_header;
         let slot_bytes = hdr + self.page_size;
         let buf = st.buf.as_ref().expect("a batch was written");
         &buf[j * slot_bytes + hdr..(j + 1) * slot_bytes]
@@ -372,39 +573,135 @@ impl DoubleWrite {
             floor: st.floor,
         };
         let at = (st.generation % 2) as usize * HEADER_SLOT_BYTES;
-        st.header[at..at + HEADER_SLOT_BYTES].copy_from_slice(&encode_header(&h));
+        st.header[at..at + HEADER_SLOT_BYTES].copy_from_slice(&encode_header(&self.medium.magic(), &h));
         self.write_header(st)?;
         st.head = 0;
         Ok(())
     }
 
-    /// Writes block 0 with both header slots as `st` holds them, and syncs.
+    /// Writes both header slots as `st` holds them (a file: all of block 0), durably.
     fn write_header(&self, st: &State) -> Result<(), DeviceError> {
-        let mut block = AlignedBuf::new(IO_ALIGN_BYTES);
-        block[..st.header.len()].copy_from_slice(&st.header);
-        let faults = self.faults.as_deref();
-        self.core.run(OpKind::Write, 0, block.len() as u64, || {
-            super::fault::write_at(faults, &self.path, &self.file, &block, 0)
-                .map_err(|e| DeviceError::io("write header of", &self.path, block.len() as u64, e))
-        })?;
-        self.sync_file()
+        match self.medium {
+            Medium::File { .. } => {
+                let mut block = AlignedBuf::new(IO_ALIGN_BYTES);
+                block[..st.header.len()].copy_from_slice(&st.header);
+                self.write_durable(0, &block)
+            }
+            Medium::Nvm(_) => self.write_durable(0, &st.header),
+        }
     }
 
-    fn sync_file(&self) -> Result<(), DeviceError> {
-        self.core.run(OpKind::Sync, 0, 0, || {
-            super::fault::sync(self.faults.as_deref(), &self.path, &self.file)
-                .map_err(|e| DeviceError::io("fdatasync", &self.path, 0, e))
-        })
+    fn slot_offset(&self, i: usize) -> u64 {
+        slot_offset(i, self.slot_header, self.page_size)
+    }
+
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<(), DeviceError> {
+        match &self.medium {
+            Medium::File { file, core, .. } => core.run(OpKind::Read, offset, buf.len() as u64, || {
+                file.read_exact_at(buf, offset).map_err(|e| DeviceError::io("read", &self.path, 0, e))
+            }),
+            Medium::Nvm(r) => r.copy_out(offset, buf),
+        }
+    }
+
+    /// Writes `buf` at `offset` and makes it durable: a write and `fdatasync` of the
+    /// file, or a copy into NVM and a persist of its lines.
+    fn write_durable(&self, offset: u64, buf: &[u8]) -> Result<(), DeviceError> {
+        match &self.medium {
+            Medium::File { file, core, faults } => {
+                let faults = faults.as_deref();
+                core.run(OpKind::Write, offset, buf.len() as u64, || {
+                    super::fault::write_at(faults, &self.path, file, buf, offset)
+                        .map_err(|e| DeviceError::io("write", &self.path, buf.len() as u64, e))
+                })?;
+                core.run(OpKind::Sync, 0, 0, || {
+                    super::fault::sync(faults, &self.path, file)
+                        .map_err(|e| DeviceError::io("fdatasync", &self.path, 0, e))
+                })
+            }
+            Medium::Nvm(r) => {
+                // SAFETY: every write to the area runs under its one lock (`lock`:
+                // `write`, `end_period`) or on a handle not yet shared (creation); reads
+                // of it happen only while opening, before the handle is shared.
+                unsafe { r.copy_in_shared(offset, buf) }?;
+                r.persist(offset, buf.len() as u64)
+            }
+        }
     }
 }
 
-/// Bytes of a double-write file with `slots` slots of `page_size` pages.
-fn file_bytes(slots: usize, page_size: usize) -> u64 {
-    slot_offset(slots, page_size)
+impl Medium {
+    fn magic(&self) -> [u8; 8] {
+        match self {
+            Medium::File { .. } => MAGIC,
+            Medium::Nvm(_) => MAGIC_NVM,
+        }
+    }
 }
 
-fn slot_offset(i: usize, page_size: usize) -> u64 {
-    SLOTS_OFFSET + (i * (DOUBLE_WRITE_SLOT_HEADER_BYTES + page_size)) as u64
+impl Header {
+    /// `Err(why)` if the area is another database's or made for another page size.
+    fn belongs(&self, db_id: u64, page_size: usize) -> Result<(), String> {
+        if self.db_id != db_id {
+            return Err(format!("it belongs to database {:#x}, not {db_id:#x}", self.db_id));
+        }
+        if self.page_size as usize != page_size {
+            return Err(format!("its pages are {} bytes, not {page_size}", self.page_size));
+        }
+        Ok(())
+    }
+}
+
+/// The valid header slot with the higher generation, or why neither is valid.
+fn choose_header(magic: &[u8; 8], slots: &[u8]) -> Result<Header, String> {
+    let decoded: Vec<Result<Header, String>> =
+        slots.chunks_exact(HEADER_SLOT_BYTES).map(|b| decode_header(magic, b)).collect();
+    let mut best: Option<Header> = None;
+    for h in decoded.iter().filter_map(|r| r.as_ref().ok()) {
+        if best.as_ref().is_none_or(|b| h.generation > b.generation) {
+            best = Some(*h);
+        }
+    }
+    best.ok_or_else(|| {
+        let why: Vec<String> = decoded
+            .iter()
+            .enumerate()
+            .filter_map(|(i, r)| r.as_ref().err().map(|e| format!("slot {i}: {e}")))
+            .collect();
+        format!("no valid header ({})", why.join("; "))
+    })
+}
+
+/// The region configuration of an NVM area of `slots` slots.
+fn nvm_region_config(
+    cfg: &NvmConfig,
+    slots: usize,
+    page_size: usize,
+    open: OpenMode,
+) -> Result<NvmConfig, DeviceError> {
+    if slots == 0 || slots as u64 > SLOTS_MAX {
+        return Err(DeviceError::Config {
+            device: "nvm double-write area",
+            what: format!(
+                "{} with {slots} slots: it must hold 1 to {SLOTS_MAX} pages of {page_size} bytes",
+                cfg.path.display()
+            ),
+        });
+    }
+    let mut c = cfg.clone();
+    c.size = ByteSize(nvm_area_bytes(slots, page_size));
+    c.open_mode = open;
+    c.wear_counters = false;
+    Ok(c)
+}
+
+/// Bytes of a double-write area with `slots` slots of `slot_header` + `page_size` bytes.
+fn file_bytes(slots: usize, slot_header: usize, page_size: usize) -> u64 {
+    slot_offset(slots, slot_header, page_size)
+}
+
+fn slot_offset(i: usize, slot_header: usize, page_size: usize) -> u64 {
+    SLOTS_OFFSET + (i * (slot_header + page_size)) as u64
 }
 
 /// Opens (`create`: creates or truncates) the file read-write, with `O_DIRECT` if
@@ -436,9 +733,9 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
 }
 
-fn encode_header(h: &Header) -> [u8; HEADER_SLOT_BYTES] {
+fn encode_header(magic: &[u8; 8], h: &Header) -> [u8; HEADER_SLOT_BYTES] {
     let mut b = [0u8; HEADER_SLOT_BYTES];
-    b[0..8].copy_from_slice(&MAGIC);
+    b[0..8].copy_from_slice(magic);
     b[8..12].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
     b[12..16].copy_from_slice(&h.page_size.to_le_bytes());
     b[16..24].copy_from_slice(&h.generation.to_le_bytes());
@@ -451,8 +748,8 @@ fn encode_header(h: &Header) -> [u8; HEADER_SLOT_BYTES] {
 }
 
 /// Decodes one header slot; any bytes give a header or a reason, never a panic.
-fn decode_header(b: &[u8]) -> Result<Header, String> {
-    if b[0..8] != MAGIC {
+fn decode_header(magic: &[u8; 8], b: &[u8]) -> Result<Header, String> {
+    if b[0..8] != *magic {
         return Err(format!("magic {:?}", b[0..8].escape_ascii().to_string()));
     }
     let version = u32_at(b, 8);
@@ -526,9 +823,9 @@ mod tests {
         {
             let mut st = dwa.lock();
             let (a, b) = (page(1), page(2));
-            dwa.write(&mut st, &[(PageId(3), &a), (PageId(4), &b)]).unwrap();
+            dwa.write(&mut st, &[(PageId(3), &a), (PageId(4), &b)], 0).unwrap();
             assert_eq!(page_seal::check(dwa.staged(&st, 1), PageId(4)), Ok(Sealed::Valid));
-            dwa.write(&mut st, &[(PageId(3), &b)]).unwrap();
+            dwa.write(&mut st, &[(PageId(3), &b)], 0).unwrap();
             assert_eq!(dwa.free_slots(&st), DOUBLE_WRITE_SLOTS - 3);
         }
         drop(dwa);
@@ -540,7 +837,7 @@ mod tests {
         let (dwa, copies) = open(&path, 7).unwrap();
         assert!(copies.is_empty(), "the old period's slots are below the floor");
         // A new period overwrites slot 0 only: slots 1 and 2 of the old one stay out.
-        dwa.write(&mut dwa.lock(), &[(PageId(9), &page(9))]).unwrap();
+        dwa.write(&mut dwa.lock(), &[(PageId(9), &page(9))], 0).unwrap();
         drop(dwa);
         let (_, copies) = open(&path, 7).unwrap();
         assert_eq!(copies.iter().map(|c| c.pid.0).collect::<Vec<_>>(), [9]);
@@ -571,11 +868,72 @@ mod tests {
         let batch: Vec<(PageId, &[u8])> =
             pages.iter().enumerate().map(|(i, p)| (PageId(i as u64 + 1), &p[..])).collect();
         plan.tear_nth_write(1);
-        assert!(dwa.write(&mut dwa.lock(), &batch).is_err());
+        assert!(dwa.write(&mut dwa.lock(), &batch, 0).is_err());
         drop(dwa);
         // Half of 4 slots of 8 KiB: slots 0 and 1 whole, the rest never written.
         let (_, copies) = open(&path, 7).unwrap();
         assert_eq!(copies.iter().map(|c| c.pid.0).collect::<Vec<_>>(), [1, 2]);
+    }
+
+    fn nvm_cfg(d: &tempfile::TempDir) -> NvmConfig {
+        NvmConfig::new(d.path().join("x.dwa.nvm"), ByteSize(0))
+    }
+
+    #[test]
+    fn the_nvm_area_keeps_copies_with_their_flush_lsn_until_the_period_ends() {
+        let d = tempfile::tempdir_in("/dev/shm").unwrap();
+        let cfg = nvm_cfg(&d);
+        let dwa = DoubleWrite::create_nvm(&cfg, 4, PS, 7).unwrap();
+        assert_eq!(dwa.mode(), DoubleWriteMode::Nvm);
+        assert_eq!(std::fs::metadata(&cfg.path).unwrap().len(), nvm_area_bytes(4, PS));
+        {
+            let mut st = dwa.lock();
+            dwa.write(&mut st, &[(PageId(3), &page(1)), (PageId(4), &page(2))], 900).unwrap();
+            assert_eq!(page_seal::flush_lsn(dwa.staged(&st, 1)), 900);
+        }
+        let s = dwa.core().stats().snapshot();
+        // The header at creation, then the batch: one copy and one persist each.
+        assert_eq!((s.writes, s.persists, s.syncs), (2, 2, 0), "{s:?}");
+        drop(dwa);
+        let (dwa, copies) = DoubleWrite::open_nvm(&cfg, 4, PS, 7).unwrap().unwrap();
+        let got: Vec<(u64, u8, u64)> =
+            copies.iter().map(|c| (c.pid.0, c.page[0], page_seal::flush_lsn(&c.page))).collect();
+        assert_eq!(got, [(3, 1, 900), (4, 2, 900)]);
+        dwa.end_period(&mut dwa.lock()).unwrap();
+        drop(dwa);
+        let (_, copies) = DoubleWrite::open_nvm(&cfg, 4, PS, 7).unwrap().unwrap();
+        assert!(copies.is_empty());
+        // Another database's area is not applied (it is formatted again by the caller).
+        let why = DoubleWrite::open_nvm(&cfg, 4, PS, 8).unwrap().err().unwrap();
+        assert!(why.contains("belongs to database"), "{why}");
+    }
+
+    #[test]
+    fn a_full_or_bad_nvm_area_is_a_typed_error() {
+        let d = tempfile::tempdir_in("/dev/shm").unwrap();
+        let cfg = nvm_cfg(&d);
+        // No slot: it cannot hold one page.
+        let e = DoubleWrite::create_nvm(&cfg, 0, PS, 7).err().unwrap();
+        assert!(matches!(e, DeviceError::Config { .. }) && e.to_string().contains("x.dwa.nvm"), "{e}");
+        drop(DoubleWrite::create_nvm(&cfg, 4, PS, 7).unwrap());
+        // A file of another size (made for other slots or pages).
+        let e = DoubleWrite::open_nvm(&cfg, 8, PS, 7).err().unwrap();
+        assert!(matches!(e, DeviceError::SizeMismatch { .. }), "{e}");
+        // Both header slots broken: copies may be there, unreadable.
+        let mut bytes = std::fs::read(&cfg.path).unwrap();
+        bytes[20] ^= 1;
+        bytes[512 + 20] ^= 1;
+        std::fs::write(&cfg.path, &bytes).unwrap();
+        let e = DoubleWrite::open_nvm(&cfg, 4, PS, 7).err().unwrap();
+        assert!(
+            matches!(e, DeviceError::Corrupted { what: "NVM double-write area", .. })
+                && e.to_string().contains("checksum"),
+            "{e}"
+        );
+        // An area never formatted (zeros: a crash inside its creation) is only unusable.
+        std::fs::write(&cfg.path, vec![0u8; bytes.len()]).unwrap();
+        let why = DoubleWrite::open_nvm(&cfg, 4, PS, 7).unwrap().err().unwrap();
+        assert!(why.contains("no valid header"), "{why}");
     }
 
     proptest::proptest! {
@@ -587,7 +945,7 @@ mod tests {
                 let crc = crc32c::crc32c(&b[..HEADER_CRC_AT]);
                 b[HEADER_CRC_AT..].copy_from_slice(&crc.to_le_bytes());
             }
-            let _ = decode_header(&b);
+            let _ = decode_header(&MAGIC, &b);
             let _ = decode_slot(&b, u64_at(&b, 16), u64_at(&b, 24));
         }
     }

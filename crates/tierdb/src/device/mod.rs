@@ -30,7 +30,7 @@ pub mod stats;
 pub mod superblock;
 
 pub use aligned::AlignedBuf;
-pub use double_write::TornPageRecovery;
+pub use double_write::{DoubleWriteMode, TornPageRecovery};
 pub use dram::{DramArena, DramConfig};
 pub use emulation::{CostModel, EmulationMode, OpKind};
 pub use error::DeviceError;

@@ -9,10 +9,17 @@
 //!
 //! ```text
 //! offset size field
-//!     48    8 page id
+//!     48    5 page id (40 bits; page ids stay below SSD_PAGES_MAX = 2^36)
+//!     53    3 last-flush LSN, bits 32..56
 //!     56    4 CRC-32C of the page with these four bytes left out (bytes 0..56 and 60..)
-//!     60    4 reserved, zero
+//!     60    4 last-flush LSN, bits 0..32
 //! ```
+//!
+//! The *last-flush LSN* is the log's LSN when the page was written to SSD (0: unknown),
+//! which NV-SQL's re-update-interval admission needs after the page is read back, also
+//! after a restart (`docs/nvsql.md`). Format 3 of the page file had the page id in all
+//! 8 bytes 48..56 and zeros in 60..64: since page ids are below 2^40, its pages read
+//! here as the same page id with last-flush LSN 0 (unknown).
 //!
 //! The seal is put on a *copy* of the page on its way to SSD and checked and cleared on
 //! the way back, so the callers above see exactly the bytes they wrote, with zeros in
@@ -25,15 +32,23 @@
 use std::ops::Range;
 
 use crate::ids::PageId;
-use crate::limits::{PAGE_SEAL_BYTES, PAGE_SEAL_OFFSET, PAGE_SIZE_MIN_BYTES};
+use crate::limits::{PAGE_SEAL_BYTES, PAGE_SEAL_OFFSET, PAGE_SIZE_MIN_BYTES, SSD_PAGES_MAX};
 
 /// The bytes of a page that hold its seal.
 pub const SEAL_RANGE: Range<usize> = PAGE_SEAL_OFFSET..PAGE_SEAL_OFFSET + PAGE_SEAL_BYTES;
 const OFF_PID: usize = PAGE_SEAL_OFFSET;
+const PID_BYTES: usize = 5;
+const OFF_LSN_HIGH: usize = OFF_PID + PID_BYTES;
+const LSN_HIGH_BYTES: usize = 3;
 const OFF_CRC: usize = PAGE_SEAL_OFFSET + 8;
-const OFF_RESERVED: usize = PAGE_SEAL_OFFSET + 12;
+const OFF_LSN_LOW: usize = PAGE_SEAL_OFFSET + 12;
+/// The largest last-flush LSN a seal holds (56 bits); a larger one is stored as this,
+/// a lower bound.
+pub const FLUSH_LSN_MAX: u64 = (1 << 56) - 1;
 
-const _: () = assert!(OFF_RESERVED + 4 == PAGE_SEAL_OFFSET + PAGE_SEAL_BYTES);
+const _: () = assert!(OFF_LSN_HIGH + LSN_HIGH_BYTES == OFF_CRC);
+const _: () = assert!(OFF_LSN_LOW + 4 == PAGE_SEAL_OFFSET + PAGE_SEAL_BYTES);
+const _: () = assert!(SSD_PAGES_MAX <= 1 << (8 * PID_BYTES));
 const _: () = assert!(PAGE_SEAL_OFFSET + PAGE_SEAL_BYTES <= PAGE_SIZE_MIN_BYTES);
 
 /// What a page's seal says.
@@ -84,6 +99,15 @@ fn checksum(page: &[u8]) -> u32 {
 /// If the seal's bytes are not zero: the caller's page format wrote into them, and
 /// the seal would silently destroy those bytes.
 pub fn seal(page: &mut [u8], pid: PageId) {
+    seal_flushed(page, pid, 0);
+}
+
+/// Seals `page` as page `pid` written when the log's LSN was `flush_lsn` (0: unknown;
+/// above [`FLUSH_LSN_MAX`] stored as that).
+///
+/// # Panics
+/// As [`seal`].
+pub fn seal_flushed(page: &mut [u8], pid: PageId, flush_lsn: u64) {
     assert!(
         is_clear(page),
         "{pid}: bytes {}..{} are reserved for the page seal but hold {:02x?}",
@@ -92,7 +116,11 @@ pub fn seal(page: &mut [u8], pid: PageId) {
         &page[SEAL_RANGE]
     );
     debug_assert!(pid != PageId::SUPERBLOCK, "the superblock page has no seal");
-    page[OFF_PID..OFF_PID + 8].copy_from_slice(&pid.0.to_le_bytes());
+    debug_assert!(pid.0 < SSD_PAGES_MAX, "{pid} past the page file's limit");
+    page[OFF_PID..OFF_PID + PID_BYTES].copy_from_slice(&pid.0.to_le_bytes()[..PID_BYTES]);
+    let lsn = flush_lsn.min(FLUSH_LSN_MAX).to_le_bytes();
+    page[OFF_LSN_LOW..OFF_LSN_LOW + 4].copy_from_slice(&lsn[..4]);
+    page[OFF_LSN_HIGH..OFF_LSN_HIGH + LSN_HIGH_BYTES].copy_from_slice(&lsn[4..4 + LSN_HIGH_BYTES]);
     let crc = checksum(page);
     page[OFF_CRC..OFF_CRC + 4].copy_from_slice(&crc.to_le_bytes());
 }
@@ -111,11 +139,22 @@ pub fn check(page: &[u8], pid: PageId) -> Result<Sealed, SealError> {
         }
         return Err(SealError::Checksum { stored, computed });
     }
-    let found = u64::from_le_bytes(page[OFF_PID..OFF_PID + 8].try_into().expect("8 bytes"));
+    let mut id = [0u8; 8];
+    id[..PID_BYTES].copy_from_slice(&page[OFF_PID..OFF_PID + PID_BYTES]);
+    let found = u64::from_le_bytes(id);
     if found != pid.0 {
         return Err(SealError::PageId { found });
     }
     Ok(Sealed::Valid)
+}
+
+/// The last-flush LSN in the seal of a checked page (0: unknown, or a page of format 3).
+#[inline]
+pub fn flush_lsn(page: &[u8]) -> u64 {
+    let mut b = [0u8; 8];
+    b[..4].copy_from_slice(&page[OFF_LSN_LOW..OFF_LSN_LOW + 4]);
+    b[4..4 + LSN_HIGH_BYTES].copy_from_slice(&page[OFF_LSN_HIGH..OFF_LSN_HIGH + LSN_HIGH_BYTES]);
+    u64::from_le_bytes(b)
 }
 
 /// Clears the seal of a checked page, giving back the bytes that were sealed.
@@ -145,6 +184,26 @@ mod tests {
         assert_eq!(check(&p, PageId(8)), Err(SealError::PageId { found: 7 }));
         clear(&mut p);
         assert_eq!(p, original);
+    }
+
+    #[test]
+    fn the_last_flush_lsn_round_trips_and_a_format_3_seal_reads_as_unknown() {
+        for lsn in [0u64, 1, 0xffff_ffff, 0x1_0000_0000, 0x12_3456_789a_bcde, FLUSH_LSN_MAX] {
+            let mut p = page(0x33);
+            seal_flushed(&mut p, PageId((1 << 36) - 1), lsn);
+            assert_eq!(check(&p, PageId((1 << 36) - 1)), Ok(Sealed::Valid), "{lsn:#x}");
+            assert_eq!(flush_lsn(&p), lsn);
+        }
+        let mut p = page(0x33);
+        seal_flushed(&mut p, PageId(5), u64::MAX);
+        assert_eq!(flush_lsn(&p), FLUSH_LSN_MAX, "saturates: a lower bound");
+        // Format 3: page id in 8 bytes, CRC, zeros.
+        let mut old = page(0x44);
+        old[48..56].copy_from_slice(&77u64.to_le_bytes());
+        let crc = checksum(&old);
+        old[56..60].copy_from_slice(&crc.to_le_bytes());
+        assert_eq!(check(&old, PageId(77)), Ok(Sealed::Valid));
+        assert_eq!(flush_lsn(&old), 0);
     }
 
     #[test]

@@ -10,8 +10,11 @@
 //! Every data page is written with a seal (page id and CRC-32C, [`super::page_seal`])
 //! on a copy, and checked and cleared on every read: a torn, corrupted or misplaced
 //! page is a `Corrupted` error, never bytes. With [`SsdConfig::double_write`], every
-//! batch of page writes first goes to the double-write area ([`super::double_write`]),
-//! and opening the file restores pages torn in place from there ([`SsdInfo::torn_pages`]).
+//! batch of page writes first goes to the double-write area ([`super::double_write`]) —
+//! a file next to the page file, or an NVM region — and opening the file restores pages
+//! torn in place from there ([`SsdInfo::torn_pages`]). A page's seal also carries its
+//! last-flush LSN, given by the writer ([`SsdFile::write_pages_flushed`]) and handed
+//! back by [`SsdFile::read_page_flushed`].
 //!
 //! Failure: after a failed write or `fdatasync` the handle is poisoned, as the state of
 //! the page cache and the device is then unknown; later writes and syncs return
@@ -30,15 +33,15 @@ use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use serde::Serialize;
 
 use super::aligned::{AlignedBuf, is_io_aligned};
-use super::double_write::{self, DoubleWrite, SlotCopy, TornPageRecovery};
+use super::double_write::{self, DoubleWrite, DoubleWriteMode, SlotCopy, TornPageRecovery};
 use super::page_seal::{self, Sealed};
 use super::profile::DeviceProfile;
 use super::superblock::{FORMAT_VERSION, MAGIC, SlotError, Superblock};
-use super::{DeviceCore, DeviceError, EmulationMode, OpKind, Tier};
+use super::{DeviceCore, DeviceError, EmulationMode, NvmConfig, OpKind, Tier};
 use crate::ids::PageId;
 use crate::limits::{
-    IO_ALIGN_BYTES, PAGE_SIZE_DEFAULT_BYTES, PAGE_SIZE_MAX_BYTES, PAGE_SIZE_MIN_BYTES, SSD_PAGES_MAX,
-    SUPERBLOCK_SLOT_BYTES, SUPERBLOCK_SLOTS,
+    DOUBLE_WRITE_SLOTS, IO_ALIGN_BYTES, PAGE_SIZE_DEFAULT_BYTES, PAGE_SIZE_MAX_BYTES, PAGE_SIZE_MIN_BYTES,
+    SSD_PAGES_MAX, SUPERBLOCK_SLOT_BYTES, SUPERBLOCK_SLOTS,
 };
 
 const DEVICE: &str = "ssd";
@@ -71,24 +74,40 @@ pub struct SsdConfig {
     pub mode: EmulationMode,
     /// Faults to inject (tests).
     pub faults: Option<std::sync::Arc<super::FaultPlan>>,
-    /// Protect page writes with the double-write area `<path>.dwa` (off by default for
-    /// the bare device; the buffer manager sets it from `BufferConfig::double_write`,
-    /// on by default). Opening restores pages from an existing double-write file
-    /// whatever this says; with it off, the file is removed afterwards.
-    pub double_write: bool,
+    /// Protect page writes with a double-write area: the file `<path>.dwa` (`Ssd`) or
+    /// the NVM region [`nvm_double_write`](Self::nvm_double_write) (`Nvm`). Off by
+    /// default for the bare device; the buffer manager sets it from
+    /// `BufferConfig::double_write`. Opening restores pages from every area it finds
+    /// (the file, the NVM region) whatever this says; the areas not used are then
+    /// emptied and removed.
+    pub double_write: DoubleWriteMode,
+    /// Where the NVM double-write area lives and its device profile and mode (its size
+    /// follows from the page size and [`nvm_double_write_slots`](Self::nvm_double_write_slots)).
+    /// Default: `<path>.dwa.nvm` next to the page file; architectures put it on the
+    /// NVM device beside their pool.
+    pub nvm_double_write: NvmConfig,
+    /// Slots of the NVM double-write area (default [`DOUBLE_WRITE_SLOTS`]: 2 MiB at
+    /// 16 KiB pages, the paper's DWB).
+    pub nvm_double_write_slots: usize,
 }
 
 impl SsdConfig {
     /// 16 KiB pages, `O_DIRECT` where possible, `nvme-ssd` profile, mode off.
     pub fn new(path: impl Into<PathBuf>) -> SsdConfig {
+        let path: PathBuf = path.into();
         SsdConfig {
-            path: path.into(),
+            path: path.clone(),
             page_size: PAGE_SIZE_DEFAULT_BYTES,
             direct_io: DirectIo::Auto,
             profile: DeviceProfile::preset("nvme-ssd").expect("built-in nvme preset is valid"),
             mode: EmulationMode::Off,
             faults: None,
-            double_write: false,
+            double_write: DoubleWriteMode::Off,
+            nvm_double_write: NvmConfig::new(
+                double_write::nvm_path_for(&path),
+                crate::size::ByteSize(double_write::nvm_area_bytes(DOUBLE_WRITE_SLOTS, PAGE_SIZE_DEFAULT_BYTES)),
+            ),
+            nvm_double_write_slots: DOUBLE_WRITE_SLOTS,
         }
     }
 }
@@ -105,9 +124,13 @@ pub struct SsdInfo {
     pub direct_io_note: String,
     /// Set when one superblock slot was unreadable and the other was used.
     pub superblock_note: Option<String>,
-    /// The double-write file protecting page writes; `None` when that is off.
+    /// Where page writes are made durable before they go in place.
+    pub double_write_mode: DoubleWriteMode,
+    /// The double-write area (file or NVM region) protecting page writes; `None` when
+    /// that is off.
     pub double_write: Option<PathBuf>,
-    /// What opening did with the double-write file it found (`None`: there was none).
+    /// What opening did with the double-write areas it found (`None`: there was none;
+    /// with both a file and an NVM area, one report of both).
     pub torn_pages: Option<TornPageRecovery>,
 }
 
@@ -176,13 +199,7 @@ impl SsdFile {
                 let meta = ssd.meta.lock().expect("superblock lock");
                 ssd.write_superblock(&meta)?;
             }
-            if cfg.double_write {
-                let path = double_write::path_for(&cfg.path);
-                let direct = ssd.info.direct_io;
-                ssd.dwa =
-                    Some(DoubleWrite::create(&path, cfg.page_size, db_id, direct, dwa_core(cfg)?, cfg.faults.clone())?);
-                ssd.info.double_write = Some(path);
-            }
+            ssd.create_double_write(cfg, db_id)?;
             Ok(ssd)
         })();
         if result.is_err() {
@@ -190,8 +207,10 @@ impl SsdFile {
             // (and its double-write file, which belongs to it).
             let faults = cfg.faults.as_deref();
             super::fault::remove_file(faults, &cfg.path);
-            if cfg.double_write {
-                super::fault::remove_file(faults, &double_write::path_for(&cfg.path));
+            match cfg.double_write {
+                DoubleWriteMode::Off => {}
+                DoubleWriteMode::Ssd => super::fault::remove_file(faults, &double_write::path_for(&cfg.path)),
+                DoubleWriteMode::Nvm => super::fault::remove_file(faults, &cfg.nvm_double_write.path),
             }
         }
         result
@@ -258,43 +277,114 @@ impl SsdFile {
             dwa: None,
         };
         ssd.open_double_write(cfg, db_id)?;
+        ssd.upgrade_format()?;
         Ok(ssd)
     }
 
-    /// Opening, after the superblock checks: restores pages from the double-write file
-    /// if there is one, then sets it up for this run as `cfg.double_write` says.
+    /// A file of an older format this build reads (3: seals without last-flush LSN) is
+    /// recorded as the current format once opened: its pages written from now on carry
+    /// the LSN, which older builds would misread.
+    fn upgrade_format(&self) -> Result<(), DeviceError> {
+        let mut meta = self.meta.lock().expect("superblock lock");
+        if meta.sb.format_version >= FORMAT_VERSION {
+            return Ok(());
+        }
+        let mut sb = meta.sb.clone();
+        sb.format_version = FORMAT_VERSION;
+        sb.generation += 1;
+        let slot = sb.slot();
+        meta.slots[slot * SUPERBLOCK_SLOT_BYTES..(slot + 1) * SUPERBLOCK_SLOT_BYTES].copy_from_slice(&sb.encode());
+        meta.sb = sb;
+        self.write_superblock(&meta)
+    }
+
+    /// Creates the double-write area `cfg.double_write` names, replacing what is there.
+    fn create_double_write(&mut self, cfg: &SsdConfig, db_id: u64) -> Result<(), DeviceError> {
+        let d = match cfg.double_write {
+            DoubleWriteMode::Off => return Ok(()),
+            DoubleWriteMode::Ssd => DoubleWrite::create(
+                &double_write::path_for(&cfg.path),
+                self.page_size,
+                db_id,
+                self.info.direct_io,
+                dwa_core(cfg)?,
+                cfg.faults.clone(),
+            )?,
+            DoubleWriteMode::Nvm => {
+                DoubleWrite::create_nvm(&cfg.nvm_double_write, cfg.nvm_double_write_slots, self.page_size, db_id)?
+            }
+        };
+        self.info.double_write = Some(d.path().to_path_buf());
+        self.info.double_write_mode = cfg.double_write;
+        self.dwa = Some(d);
+        Ok(())
+    }
+
+    /// Opening, after the superblock checks: restores pages from the double-write areas
+    /// it finds (the file, then the NVM region), then sets one up for this run as
+    /// `cfg.double_write` says. An area not used this run is emptied durably (its
+    /// period ended) before it is removed, so that a removal lost in a crash cannot
+    /// bring back copies older than the pages written after it.
     fn open_double_write(&mut self, cfg: &SsdConfig, db_id: u64) -> Result<(), DeviceError> {
         let path = double_write::path_for(&cfg.path);
+        let nvm_path = cfg.nvm_double_write.path.clone();
         let direct = self.info.direct_io;
-        let mut dwa = None;
-        if path.exists() {
-            let started = std::time::Instant::now();
-            let mut report = TornPageRecovery { path: path.clone(), ..TornPageRecovery::default() };
-            match DoubleWrite::open(&path, self.page_size, db_id, direct, dwa_core(cfg)?, cfg.faults.clone())? {
-                Ok((d, copies)) => {
-                    report.copies = copies.len();
-                    self.restore(&copies, &mut report)?;
-                    dwa = Some(d);
-                }
-                Err(why) => report.unusable = Some(why),
+        let mut found: Vec<DoubleWrite> = Vec::new();
+        let mut report: Option<TornPageRecovery> = None;
+        for mode in [DoubleWriteMode::Ssd, DoubleWriteMode::Nvm] {
+            let p = if mode == DoubleWriteMode::Ssd { &path } else { &nvm_path };
+            if !p.exists() {
+                continue;
             }
-            report.secs = started.elapsed().as_secs_f64();
-            self.info.torn_pages = Some(report);
-        }
-        if cfg.double_write {
-            let d = match dwa {
-                Some(d) => {
-                    // The restored pages are synced: the copies are no longer needed.
-                    d.end_period(&mut d.lock()).inspect_err(|_| self.poison(POISON_DOUBLE_WRITE))?;
-                    d
+            let started = std::time::Instant::now();
+            let mut r = TornPageRecovery { path: p.clone(), ..TornPageRecovery::default() };
+            let opened = match mode {
+                DoubleWriteMode::Ssd => {
+                    DoubleWrite::open(p, self.page_size, db_id, direct, dwa_core(cfg)?, cfg.faults.clone())?
                 }
-                None => DoubleWrite::create(&path, self.page_size, db_id, direct, dwa_core(cfg)?, cfg.faults.clone())?,
+                _ => DoubleWrite::open_nvm(&cfg.nvm_double_write, cfg.nvm_double_write_slots, self.page_size, db_id)?,
             };
-            self.dwa = Some(d);
-            self.info.double_write = Some(path);
-        } else if path.exists() {
-            drop(dwa);
-            std::fs::remove_file(&path).map_err(|e| DeviceError::io("remove", &path, 0, e))?;
+            match opened {
+                Ok((d, copies)) => {
+                    r.copies = copies.len();
+                    self.restore(&copies, &mut r)?;
+                    found.push(d);
+                }
+                Err(why) => r.unusable = Some(why),
+            }
+            r.secs = started.elapsed().as_secs_f64();
+            report = Some(match report.take() {
+                None => r,
+                Some(mut a) => {
+                    a.copies += r.copies;
+                    a.restored_torn.extend(r.restored_torn);
+                    a.restored_older.extend(r.restored_older);
+                    a.unusable = match (a.unusable, r.unusable) {
+                        (Some(x), Some(y)) => Some(format!("{x}; {}: {y}", r.path.display())),
+                        (x, y) => x.or(y.map(|y| format!("{}: {y}", r.path.display()))),
+                    };
+                    a.secs += r.secs;
+                    a
+                }
+            });
+        }
+        self.info.torn_pages = report;
+        // The restored pages are synced: the copies are no longer needed.
+        for d in found {
+            d.end_period(&mut d.lock()).inspect_err(|_| self.poison(POISON_DOUBLE_WRITE))?;
+            if d.mode() == cfg.double_write {
+                self.info.double_write = Some(d.path().to_path_buf());
+                self.info.double_write_mode = cfg.double_write;
+                self.dwa = Some(d);
+            }
+        }
+        for (mode, p) in [(DoubleWriteMode::Ssd, &path), (DoubleWriteMode::Nvm, &nvm_path)] {
+            if mode != cfg.double_write && p.exists() {
+                std::fs::remove_file(p).map_err(|e| DeviceError::io("remove", p, 0, e))?;
+            }
+        }
+        if cfg.double_write.is_on() && self.dwa.is_none() {
+            self.create_double_write(cfg, db_id)?;
         }
         Ok(())
     }
@@ -420,11 +510,22 @@ impl SsdFile {
     /// corrupted, or another page's bytes): `buf` then holds those bytes, which must not
     /// be used.
     pub fn read_page(&self, id: PageId, buf: &mut [u8]) -> Result<(), DeviceError> {
+        self.read_page_flushed(id, buf).map(|_| ())
+    }
+
+    /// [`read_page`](Self::read_page), giving back the page's last-flush LSN: the one
+    /// its writer passed to [`write_pages_flushed`](Self::write_pages_flushed) (0:
+    /// unknown, a page never written or written by format 3).
+    ///
+    /// # Errors
+    /// As [`read_page`](Self::read_page).
+    pub fn read_page_flushed(&self, id: PageId, buf: &mut [u8]) -> Result<u64, DeviceError> {
         self.read_raw(id, buf)?;
         match page_seal::check(buf, id) {
             Ok(_) => {
+                let lsn = page_seal::flush_lsn(buf);
                 page_seal::clear(buf);
-                Ok(())
+                Ok(lsn)
             }
             Err(e) => Err(DeviceError::Corrupted {
                 what: "page",
@@ -475,6 +576,18 @@ impl SsdFile {
     /// format leaves them free (a page format that does not is a bug that would lose
     /// those bytes).
     pub fn write_pages(&self, pages: &[(PageId, &[u8])]) -> Result<(), DeviceError> {
+        self.write_pages_flushed(pages, 0)
+    }
+
+    /// [`write_pages`](Self::write_pages), recording `flush_lsn` (the log's LSN at this
+    /// write; 0: unknown) as every page's last-flush LSN in its seal.
+    ///
+    /// # Errors
+    /// As [`write_pages`](Self::write_pages).
+    ///
+    /// # Panics
+    /// As [`write_pages`](Self::write_pages).
+    pub fn write_pages_flushed(&self, pages: &[(PageId, &[u8])], flush_lsn: u64) -> Result<(), DeviceError> {
         self.check_poison()?;
         for (id, buf) in pages {
             self.check_page(*id, buf.len())?;
@@ -483,7 +596,7 @@ impl SsdFile {
             let mut sealed = AlignedBuf::new(self.page_size);
             for (id, buf) in pages {
                 sealed.copy_from_slice(buf);
-                page_seal::seal(&mut sealed, *id);
+                page_seal::seal_flushed(&mut sealed, *id, flush_lsn);
                 self.write_raw(*id, &sealed)?;
             }
             return Ok(());
@@ -494,7 +607,7 @@ impl SsdFile {
                 self.sync_locked(dwa, &mut st)?;
             }
             // 1. The copies, durable before any page of the batch is touched in place.
-            dwa.write(&mut st, batch).inspect_err(|_| self.poison(POISON_DOUBLE_WRITE))?;
+            dwa.write(&mut st, batch, flush_lsn).inspect_err(|_| self.poison(POISON_DOUBLE_WRITE))?;
             // 2. The pages in place: a tear now leaves a good copy.
             for (j, (id, _)) in batch.iter().enumerate() {
                 self.write_raw(*id, dwa.staged(&st, j))?;
@@ -556,7 +669,8 @@ impl SsdFile {
     }
 
     /// The double-write area's device (for its counters), when page writes are
-    /// protected.
+    /// protected: its own SSD device for the file, the NVM region's for the NVM area
+    /// ([`SsdInfo::double_write_mode`] says which).
     pub fn double_write_core(&self) -> Option<&DeviceCore> {
         self.dwa.as_ref().map(DoubleWrite::core)
     }
@@ -702,6 +816,7 @@ fn open_file(cfg: &SsdConfig) -> Result<(File, SsdInfo), DeviceError> {
         direct_io,
         direct_io_note: note,
         superblock_note: None,
+        double_write_mode: DoubleWriteMode::Off,
         double_write: None,
         torn_pages: None,
     };
@@ -847,7 +962,7 @@ mod tests {
 
     fn dwa_cfg(d: &tempfile::TempDir, plan: Option<&std::sync::Arc<super::super::FaultPlan>>) -> SsdConfig {
         let mut c = cfg(d);
-        c.double_write = true;
+        c.double_write = DoubleWriteMode::Ssd;
         c.faults = plan.cloned();
         c
     }
@@ -872,7 +987,7 @@ mod tests {
             assert!(matches!(f.write_page(PageId(4), &new[0]), Err(DeviceError::Poisoned { .. })));
         }
         let mut plain = c.clone();
-        plain.double_write = false;
+        plain.double_write = DoubleWriteMode::Off;
         plain.faults = None;
         // Without the copies the tear shows: a scratch copy of the files opened with the
         // double-write file left out.
@@ -1018,6 +1133,35 @@ mod tests {
             matches!(e, DeviceError::VersionMismatch { found, expected: FORMAT_VERSION, .. } if found == FORMAT_VERSION + 1),
             "{e}"
         );
+    }
+
+    /// A format-3 file (seals without last-flush LSN) opens; its pages read with LSN
+    /// 0, and the file is recorded as format 4 from then on.
+    #[test]
+    fn a_format_3_file_is_read_and_upgraded() {
+        let d = dir();
+        let c = make(&d);
+        let mut old = unaligned_page(5);
+        old[48..56].copy_from_slice(&1u64.to_le_bytes());
+        let crc = crc32c::crc32c_append(crc32c::crc32c(&old[..56]), &old[60..]);
+        old[56..60].copy_from_slice(&crc.to_le_bytes());
+        patch(&c.path, 4096, &old);
+        let sb = SsdFile::read_superblock(&c.path).unwrap().0;
+        for slot in 0..2 {
+            let mut v3 = sb.clone();
+            v3.format_version = 3;
+            v3.generation = sb.generation - 1 + slot as u64;
+            patch(&c.path, v3.slot() * 512, &v3.encode());
+        }
+        let f = SsdFile::open(&c).unwrap();
+        assert_eq!(f.superblock().format_version, FORMAT_VERSION);
+        let mut buf = vec![0u8; 4096];
+        assert_eq!(f.read_page_flushed(PageId(1), &mut buf).unwrap(), 0);
+        assert_eq!(buf, unaligned_page(5));
+        f.write_pages_flushed(&[(PageId(2), &unaligned_page(6))], 1 << 40).unwrap();
+        assert_eq!(f.read_page_flushed(PageId(2), &mut buf).unwrap(), 1 << 40);
+        drop(f);
+        assert_eq!(SsdFile::read_superblock(&c.path).unwrap().0.format_version, FORMAT_VERSION);
     }
 
     #[test]

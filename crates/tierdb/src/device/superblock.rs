@@ -33,7 +33,12 @@ pub const MAGIC: [u8; 8] = *b"TIERDBPF";
 /// 3: the free pages are listed in free-list pages that are not reused before the next
 /// checkpoint (2 chained them through the free pages themselves, which a crash after a
 /// free page's reuse broke); the superblock counts them.
-pub const FORMAT_VERSION: u32 = 3;
+/// 4: a page's seal carries its last-flush LSN (`page_seal`); a format-3 page reads as
+/// the same page with the LSN unknown, so format 3 is read too, and opening it
+/// records format 4 (older builds then refuse the file with `VersionMismatch`).
+pub const FORMAT_VERSION: u32 = 4;
+/// The oldest format this build reads.
+pub const FORMAT_VERSION_READ_MIN: u32 = 3;
 const CHECKSUM_AT: usize = SUPERBLOCK_SLOT_BYTES - 4;
 const CREATOR_BYTES: usize = 32;
 
@@ -131,7 +136,7 @@ impl Superblock {
             return Err(SlotError::BadMagic(magic));
         }
         let format_version = u32_at(b, 8);
-        if format_version != FORMAT_VERSION {
+        if !(FORMAT_VERSION_READ_MIN..=FORMAT_VERSION).contains(&format_version) {
             return Err(SlotError::Version(format_version));
         }
         let stored = u32_at(b, CHECKSUM_AT);
@@ -203,7 +208,7 @@ mod tests {
     }
 
     proptest! {
-        /// Decoding arbitrary bytes never panics; whatever it accepts has our version.
+        /// Decoding arbitrary bytes never panics; whatever it accepts has a version we read.
         #[test]
         fn decode_is_total(mut bytes in proptest::collection::vec(any::<u8>(), SUPERBLOCK_SLOT_BYTES), fix in any::<bool>()) {
             if fix {
@@ -213,7 +218,7 @@ mod tests {
                 bytes[CHECKSUM_AT..].copy_from_slice(&crc.to_le_bytes());
             }
             if let Ok(sb) = Superblock::decode(&bytes) {
-                prop_assert_eq!(sb.format_version, FORMAT_VERSION);
+                prop_assert!((FORMAT_VERSION_READ_MIN..=FORMAT_VERSION).contains(&sb.format_version));
             }
         }
     }

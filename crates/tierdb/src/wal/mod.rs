@@ -59,11 +59,21 @@ pub trait LogForce: Send + Sync {
     fn append_image(&self, _pid: crate::ids::PageId, _page: &[u8]) -> crate::Result<Option<Lsn>> {
         Ok(None)
     }
+
+    /// The log's LSN now: the next record's. A page written to SSD records it as its
+    /// last-flush LSN (0: unknown, the default).
+    fn end_lsn(&self) -> Lsn {
+        0
+    }
 }
 
 impl LogForce for Wal {
     fn force(&self, lsn: Lsn) -> crate::Result<()> {
         Ok(self.flush_until(lsn + 1)?)
+    }
+
+    fn end_lsn(&self) -> Lsn {
+        self.next_lsn()
     }
 }
 

@@ -88,6 +88,9 @@ pub struct FrameMeta {
     /// LSN of the first logged change since the page was last clean in this frame (0:
     /// none): `nvsql`'s first-update LSN, from which its re-update interval runs.
     pub first_lsn: AtomicU64,
+    /// The last-flush LSN in the seal of the SSD copy the page was read from (0:
+    /// unknown, or not read from SSD): `nvsql`'s interval after a restart.
+    pub flush_lsn: AtomicU64,
 }
 
 impl FrameMeta {
@@ -105,6 +108,7 @@ impl FrameMeta {
             swizzled_children: AtomicU32::new(0),
             page_lsn: AtomicU64::new(0),
             first_lsn: AtomicU64::new(0),
+            flush_lsn: AtomicU64::new(0),
         }
     }
 

@@ -115,7 +115,10 @@ impl<'a> SsdBatch<'a> {
             })
             .collect();
         let pages: Vec<(PageId, &[u8])> = entries.iter().zip(&images).map(|(p, b)| (p.pid, &**b)).collect();
-        self.ssd.write_pages(&pages)?;
+        // The log's LSN after the force: every page's last-flush LSN.
+        let lsn = bm.log_end_lsn();
+        self.ssd.write_pages_flushed(&pages, lsn)?;
+        bm.note_flushed(entries.iter().map(|p| p.pid), lsn);
         Ok(())
     }
 

@@ -125,6 +125,7 @@ mod tests {
             referenced: false,
             first_update_lsn: 0,
             page_lsn: 0,
+            last_flush_lsn: 0,
         }
     }
 

@@ -617,7 +617,15 @@ mod tests {
     const TIERS: Tiers = Tiers { has_nvm: true, has_ssd: true, dram_frames: 16, nvm_frames: 64 };
 
     fn page(pid: u64, dirty: bool, nvm_copy: bool) -> PageInfo {
-        PageInfo { pid: PageId(pid), dirty, nvm_copy, referenced: false, first_update_lsn: 0, page_lsn: 0 }
+        PageInfo {
+            pid: PageId(pid),
+            dirty,
+            nvm_copy,
+            referenced: false,
+            first_update_lsn: 0,
+            page_lsn: 0,
+            last_flush_lsn: 0,
+        }
     }
 
     fn policy(mode: ObpMode) -> Nvcache {

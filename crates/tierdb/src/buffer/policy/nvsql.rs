@@ -339,7 +339,9 @@ pub struct NvsqlStats {
 struct State {
     list: MidpointList,
     sketch: IntervalSketch,
-    /// Per page: the LSN (or eviction count, without a log) at its last flush to SSD.
+    /// Per page: the log's LSN (or the eviction count, without a log) at its last
+    /// write to SSD in this run, whatever wrote it (`Policy::page_flushed`). After a
+    /// restart the page's SSD seal gives it (`PageInfo::last_flush_lsn`).
     last_flush: HashMap<PageId, u64>,
     /// Dirty evictions so far: the clock when pages carry no LSN.
     dirty_evictions: u64,
@@ -374,19 +376,28 @@ impl Nvsql {
         self.state.lock().stats
     }
 
+    /// The re-update interval of a dirty page: first-update LSN − last-flush LSN. The
+    /// last flush is the later of the one recorded in this run and the one the page's
+    /// SSD copy carried when read (its seal: this survives restarts); a page with
+    /// neither is taken as flushed at 0, a long interval.
+    pub fn interval(&self, page: &PageInfo) -> u64 {
+        Self::interval_locked(&self.state.lock(), page)
+    }
+
+    fn interval_locked(st: &State, page: &PageInfo) -> u64 {
+        // Without a log the clock is the count of dirty evictions.
+        let first = if page.first_update_lsn == 0 { st.dirty_evictions } else { page.first_update_lsn };
+        let last = st.last_flush.get(&page.pid).copied().unwrap_or(0).max(page.last_flush_lsn);
+        first.saturating_sub(last)
+    }
+
     /// The admission decision for a dirty page leaving DRAM without an NVM frame; also
-    /// records the page's interval and, when it goes to SSD, its last flush.
+    /// records the page's interval. (Its flush, if it goes to SSD, is recorded when the
+    /// buffer manager writes it: `Policy::page_flushed`.)
     pub fn admit(&self, page: &PageInfo) -> bool {
         let mut st = self.state.lock();
         st.dirty_evictions += 1;
-        // Without a log the clock is the count of dirty evictions.
-        let (first, now) = if page.first_update_lsn == 0 {
-            (st.dirty_evictions, st.dirty_evictions)
-        } else {
-            (page.first_update_lsn, page.page_lsn.max(page.first_update_lsn))
-        };
-        // A page never flushed since start-up is taken as flushed at 0: a long interval.
-        let interval = first.saturating_sub(st.last_flush.get(&page.pid).copied().unwrap_or(0));
+        let interval = Self::interval_locked(&st, page);
         let admit = match self.cfg.admission {
             NvsqlAdmission::Always => true,
             NvsqlAdmission::Checkpoint { .. } => false,
@@ -403,7 +414,6 @@ impl Nvsql {
             st.stats.admitted += 1;
         } else {
             st.stats.rejected += 1;
-            st.last_flush.insert(page.pid, now);
         }
         admit
     }
@@ -479,10 +489,13 @@ impl Policy for Nvsql {
     }
 
     fn nvm_evicted(&self, pid: PageId) {
+        self.state.lock().list.forget(pid);
+    }
+
+    fn page_flushed(&self, pid: PageId, flush_lsn: u64) {
         let mut st = self.state.lock();
-        st.list.forget(pid);
-        // Written to SSD now; its LSN is not known here, the eviction clock is.
-        let now = st.dirty_evictions;
+        // Without a log (LSN 0) the clock is the count of dirty evictions.
+        let now = if flush_lsn == 0 { st.dirty_evictions } else { flush_lsn };
         st.last_flush.entry(pid).and_modify(|l| *l = (*l).max(now)).or_insert(now);
     }
 
@@ -505,6 +518,7 @@ mod tests {
             referenced: false,
             first_update_lsn: first,
             page_lsn: last,
+            last_flush_lsn: 0,
         }
     }
 
@@ -552,9 +566,12 @@ mod tests {
     fn fixed_interval_admits_short_re_updates() {
         let p =
             Nvsql::new(NvsqlConfig { admission: NvsqlAdmission::FixedInterval { lsns: 50 }, ..Default::default() }, 8);
-        // First stays: never flushed before, interval = first-update LSN (long).
-        assert_eq!(p.dram_eviction(&dirty(1, 1000, 1010), &tiers()), EvictTo::Ssd); // flushed at 1010
-        assert_eq!(p.dram_eviction(&dirty(2, 1005, 1020), &tiers()), EvictTo::Ssd); // flushed at 1020
+        // First stays: never flushed before, interval = first-update LSN (long). The
+        // buffer manager then writes them and reports the log's LSN at the write.
+        assert_eq!(p.dram_eviction(&dirty(1, 1000, 1010), &tiers()), EvictTo::Ssd);
+        p.page_flushed(PageId(1), 1010);
+        assert_eq!(p.dram_eviction(&dirty(2, 1005, 1020), &tiers()), EvictTo::Ssd);
+        p.page_flushed(PageId(2), 1020);
         // Page 1 updated again at 1040 (interval 30), page 2 at 1500 (interval 480).
         assert_eq!(p.dram_eviction(&dirty(1, 1040, 1045), &tiers()), EvictTo::Nvm);
         assert_eq!(p.dram_eviction(&dirty(2, 1500, 1501), &tiers()), EvictTo::Ssd);
@@ -584,8 +601,53 @@ mod tests {
         p.state.lock().last_flush.insert(PageId(501), lsn);
         assert!(p.admit(&dirty(500, lsn + 100, lsn + 100)));
         assert!(!p.admit(&dirty(501, lsn + 900, lsn + 900)));
-        // The rejected page's flush is recorded at its LSN.
-        assert_eq!(p.state.lock().last_flush[&PageId(501)], lsn + 900);
+        // A rejection records nothing: the write that follows does.
+        assert_eq!(p.state.lock().last_flush[&PageId(501)], lsn);
+        p.page_flushed(PageId(501), lsn + 950);
+        assert_eq!(p.state.lock().last_flush[&PageId(501)], lsn + 950);
+    }
+
+    /// Scripted LSNs: every write to SSD moves the last flush — a checkpoint's as much
+    /// as an eviction's or an NVM eviction's — and never back.
+    #[test]
+    fn a_checkpoint_write_moves_the_last_flush() {
+        let p =
+            Nvsql::new(NvsqlConfig { admission: NvsqlAdmission::FixedInterval { lsns: 50 }, ..Default::default() }, 8);
+        p.page_flushed(PageId(1), 1_000); // evicted to SSD at log LSN 1000
+        // Re-updated at 5000 without a checkpoint in between: interval 4000, rejected.
+        assert_eq!(p.interval(&dirty(1, 5_000, 5_010)), 4_000);
+        // A checkpoint wrote it at 4980 (the page stayed in DRAM, clean): interval 20.
+        p.page_flushed(PageId(1), 4_980);
+        assert_eq!(p.interval(&dirty(1, 5_000, 5_010)), 20);
+        assert_eq!(p.dram_eviction(&dirty(1, 5_000, 5_010), &tiers()), EvictTo::Nvm);
+        // An older report (a write racing the checkpoint's) does not move it back.
+        p.page_flushed(PageId(1), 3_000);
+        assert_eq!(p.interval(&dirty(1, 5_000, 5_010)), 20);
+        // An NVM eviction writes it at 9000: the next interval runs from there.
+        p.page_flushed(PageId(1), 9_000);
+        assert_eq!(p.interval(&dirty(1, 9_030, 9_040)), 30);
+    }
+
+    /// Scripted LSNs across a restart: the policy starts empty, and the page's
+    /// last-flush LSN comes from its SSD seal (`PageInfo::last_flush_lsn`, set when the
+    /// page is read). Without it the interval would run from 0.
+    #[test]
+    fn after_a_restart_the_seal_gives_the_last_flush() {
+        let before =
+            Nvsql::new(NvsqlConfig { admission: NvsqlAdmission::FixedInterval { lsns: 50 }, ..Default::default() }, 8);
+        before.page_flushed(PageId(7), 70_000);
+        drop(before); // the restart: the DRAM map is gone
+        let after =
+            Nvsql::new(NvsqlConfig { admission: NvsqlAdmission::FixedInterval { lsns: 50 }, ..Default::default() }, 8);
+        let unknown = dirty(7, 70_040, 70_041);
+        assert_eq!(after.interval(&unknown), 70_040, "no seal value: from 0");
+        let sealed = PageInfo { last_flush_lsn: 70_000, ..unknown };
+        assert_eq!(after.interval(&sealed), 40);
+        assert_eq!(after.dram_eviction(&sealed, &tiers()), EvictTo::Nvm);
+        assert_eq!(after.dram_eviction(&unknown, &tiers()), EvictTo::Ssd);
+        // A flush in this run that is newer than the seal's wins.
+        after.page_flushed(PageId(7), 70_030);
+        assert_eq!(after.interval(&sealed), 10);
     }
 
     #[test]

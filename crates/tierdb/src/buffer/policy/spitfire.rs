@@ -105,7 +105,15 @@ mod tests {
     const TIERS: Tiers = Tiers { has_nvm: true, has_ssd: true, dram_frames: 8, nvm_frames: 64 };
 
     fn page(nvm_copy: bool) -> PageInfo {
-        PageInfo { pid: PageId(7), dirty: true, nvm_copy, referenced: false, first_update_lsn: 0, page_lsn: 0 }
+        PageInfo {
+            pid: PageId(7),
+            dirty: true,
+            nvm_copy,
+            referenced: false,
+            first_update_lsn: 0,
+            page_lsn: 0,
+            last_flush_lsn: 0,
+        }
     }
 
     #[test]
