@@ -48,7 +48,8 @@ pub struct TuneArgs {
     /// Architecture: one with a buffer manager, NVM and SSD (three-tier).
     #[arg(long, default_value = "three-tier")]
     arch: String,
-    /// Tuner: anneal (the paper's simulated annealing) or coord (coordinate search).
+    /// Tuner: anneal (the paper's simulated annealing), coord (coordinate search) or
+    /// funnel (a screen of widely spaced policies, a shortlist, then coord).
     #[arg(long, default_value = "coord")]
     tuner: String,
     /// ro, rw:PCT, scan, a..f, or a YCSB property file.
@@ -335,6 +336,8 @@ pub fn action_name(a: tuning::Action) -> &'static str {
         tuning::Action::Rejected => "rejected",
         tuning::Action::Confirming => "again",
         tuning::Action::Remeasured => "remeasure",
+        tuning::Action::Screened => "screen",
+        tuning::Action::Shortlisted => "shortlist",
         tuning::Action::Hold => "hold",
     }
 }

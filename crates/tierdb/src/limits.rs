@@ -192,6 +192,8 @@ const _: () = assert!(ANNEAL_ATTEMPTS_PER_TEMPERATURE_DEFAULT <= ANNEAL_ATTEMPTS
 /// Epochs the coordinate search may measure one candidate (largest value of its
 /// setting).
 pub const COORD_MEASUREMENTS_MAX: u32 = 100;
+/// Values per tied knob on the funnel tuner's screen at most (its screen has the square).
+pub const FUNNEL_SCREEN_LEVELS_MAX: u32 = 16;
 
 /// `nvsql`: the default re-update-interval threshold, as a percentile of the recent
 /// intervals (a dirty page whose interval ranks within it is admitted to NVM).
