@@ -475,7 +475,8 @@ fn tuners(ctx: &Ctx<'_>, setups: &[Setup]) -> Result<Vec<TunerComparison>> {
         //    grid's way, each run's in order until one is within 10%, plus every final.
         let mut judged: std::collections::HashMap<[u64; 4], f64> =
             grid.iter().map(|p| (knob_key(p.knobs), p.ops_per_sec)).collect();
-        let chosen: Vec<Vec<(u32, MigrationKnobs)>> = tuned.iter().map(|(_, _, t, _)| choices(t.trajectory())).collect();
+        let chosen: Vec<Vec<(u32, MigrationKnobs)>> =
+            tuned.iter().map(|(_, _, t, _)| choices(t.trajectory())).collect();
         let finals: Vec<MigrationKnobs> =
             tuned.iter().map(|(_, _, t, _)| t.best().map_or(MigrationKnobs::EAGER, |b| b.knobs)).collect();
         let mut extra = Vec::new();
@@ -844,7 +845,15 @@ fn render_text(r: &SpitfireReport) -> String {
         }
         let _ = writeln!(out, "\n§6.6: online tuning against the best static policy of a grid, per run\n{t}");
         let mut t = Table::new();
-        t.set_header(["workload", "tuner", "runs", "within 10%", "median epochs to within 10%", "vs anneal", "median final"]);
+        t.set_header([
+            "workload",
+            "tuner",
+            "runs",
+            "within 10%",
+            "median epochs to within 10%",
+            "vs anneal",
+            "median final",
+        ]);
         for c in cmp {
             let anneal = c.summaries.iter().find(|x| x.tuner == "anneal").and_then(|x| x.median_epochs_to_within_10pct);
             for x in &c.summaries {
@@ -966,7 +975,8 @@ fn charts(r: &SpitfireReport) -> Vec<(String, Chart)> {
             for run in &c.runs {
                 if !shown.contains(&run.tuner.as_str()) {
                     shown.push(&run.tuner);
-                    ch.series.extend(convergence_series(&format!("{} (seed {})", run.tuner, run.seed), &run.trajectory));
+                    ch.series
+                        .extend(convergence_series(&format!("{} (seed {})", run.tuner, run.seed), &run.trajectory));
                 }
             }
             for (name, y) in [

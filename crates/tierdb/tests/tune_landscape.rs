@@ -125,7 +125,9 @@ fn funnel_needs_at_most_half_of_annealings_epochs_and_ends_near_the_optimum() {
     // on some seeds, and the funnel then ends at 97% instead.
     let f2_reached = f2.iter().filter(|&&e| e < u32::MAX).count();
     let (a10, f10, a2) = (median(a10), median(f10), median(a2));
-    println!("median epochs: within 10% anneal {a10}, funnel {f10}; within 2% anneal {a2}; funnel within 2% on {f2_reached} seeds");
+    println!(
+        "median epochs: within 10% anneal {a10}, funnel {f10}; within 2% anneal {a2}; funnel within 2% on {f2_reached} seeds"
+    );
     assert!(a10 < u32::MAX && a2 < u32::MAX, "annealing reached neither");
     assert!(2 * f10 <= a10, "within 10%: funnel {f10} epochs (median), annealing {a10}");
     assert!(f2_reached >= 4, "funnel within 2% on {f2_reached} of {SEEDS} seeds");
