@@ -6,9 +6,11 @@
 //!   N from 1 down to 0.001 with D = 1: throughput and NVM line writes per operation.
 //! - `policies` (Table 3, Figures 11–12): the eager policy and A–D.
 //! - `tuners` (§6.6): a static sweep over a grid of knobs (`--grid` values per knob) for
-//!   the best static policy, then each tuner (`--tuners`) online from the eager start;
-//!   the epochs each needs until its best policy is within 10% of the best static one,
-//!   and its final policy run again as a static one.
+//!   the best static policy, then each tuner (`--tuners`) online from the eager start,
+//!   `--tuner-seeds` times; the epochs each run needs until the policy it has chosen is
+//!   within 10% of the grid's best, judged by a measurement of that policy made the
+//!   grid's way (never by the tuner's own, possibly lucky, epochs), the medians over the
+//!   seeds, and each final choice judged the same way.
 //!
 //! A static run opens a fresh engine, loads the table, sets the knobs, runs
 //! `--settle-epochs` unmeasured epochs (the buffers settle under the policy) and then
