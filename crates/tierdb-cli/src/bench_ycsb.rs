@@ -80,6 +80,12 @@ pub struct EngineArgs {
     /// tag is cached costs nothing; 0 charges every read.
     #[arg(long, default_value = "32MiB")]
     pub cpu_cache: ByteSize,
+    /// Software prefetch for reads made in place in NVM (SE2, spitfire bypassing
+    /// DRAM): a line-grained read also prefetches the next N lines of the page (the
+    /// CPU-cache model counts them as brought in with it), a whole-page read its first
+    /// N lines; 0: off.
+    #[arg(long, default_value_t = 0)]
+    pub prefetch_lines: u32,
     /// Torn-page protection of SSD page writes: each write (a batch at checkpoints)
     /// is first made durable in a double-write area — ssd: a file next to the page file
     /// (write + fdatasync); nvm: a 2 MiB NVM region (copy + persist; NV-SQL §5.4); on:
@@ -149,6 +155,8 @@ pub struct Setup {
     pub techniques: Option<tierdb::buffer::Techniques>,
     /// The CPU cache `nvm-direct`'s read charges model.
     pub cpu_cache_model_bytes: u64,
+    /// Lines prefetched after an in-place NVM read.
+    pub prefetch_lines: u32,
     /// Where SSD page writes go first (`on`: the architecture's default).
     pub double_write: DoubleWriteArg,
     /// The `nvcache` policy's tunables (used by `--arch nvcache` or `--policy nvcache`).
@@ -199,6 +207,7 @@ impl EngineArgs {
             policy: self.policy.clone(),
             techniques: self.techniques,
             cpu_cache_model_bytes: self.cpu_cache.bytes(),
+            prefetch_lines: self.prefetch_lines,
             double_write: self.double_write,
             nvcache,
             workload: spec,
@@ -232,6 +241,7 @@ impl EngineArgs {
         c.techniques = self.techniques;
         c.debug_lines = self.debug_lines;
         c.cpu_cache_model = ByteSize(setup.cpu_cache_model_bytes);
+        c.prefetch_lines = setup.prefetch_lines;
         c.double_write = setup.double_write.resolve(arch);
         if self.buffered_io {
             c.direct_io = DirectIo::Off;

@@ -163,7 +163,7 @@ fn file_stem(w: &str) -> String {
 fn describe(report: &MmapReport) -> String {
     let s = &report.setups[0];
     format!(
-        "mode {} · profiles dram {}, nvm {} · data {} · NVM {} · page {} · {} thread(s) · seed {} · {} run(s) per point, median · {} s warm-up + {} run · CPU-cache model for in-place NVM reads {}",
+        "mode {} · profiles dram {}, nvm {} · data {} · NVM {} · page {} · {} thread(s) · seed {} · {} run(s) per point, median · {} s warm-up + {} run · CPU-cache model for in-place NVM reads {} · SE2 software prefetch {}",
         s.mode,
         s.dram_profile.name,
         s.nvm_profile.name,
@@ -176,6 +176,7 @@ fn describe(report: &MmapReport) -> String {
         s.warmup_secs,
         s.duration_secs.map(|d| format!("{d} s")).unwrap_or_else(|| "operationcount".into()),
         ByteSize(s.cpu_cache_model_bytes),
+        if s.prefetch_lines == 0 { "off".to_string() } else { format!("{} lines", s.prefetch_lines) },
     )
 }
 

@@ -3,10 +3,10 @@
 //!
 //! The YCSB table is loaded once. Then the workload runs in epochs of `--epoch-ops`
 //! operations; before each epoch the tuner ([`tierdb::tune`]: `anneal`, the paper's
-//! simulated annealing, or `coord`, a coordinate search) proposes the four migration
-//! knobs and they are set on the running `spitfire` policy (`Policy::set_knobs`); after
-//! it, the tuner observes the epoch's throughput (modelled throughput in `model` mode)
-//! and the NVM cache lines written (the NVM device's counter). The run ends when the
+//! simulated annealing, `coord`, a coordinate search, or `funnel`, a coarse-to-fine
+//! search) proposes the four migration knobs and they are set on the running
+//! `spitfire` policy (`Policy::set_knobs`); after it, the tuner observes the epoch's
+//! throughput (modelled throughput in `model` mode) and the NVM cache lines written (the NVM device's counter). The run ends when the
 //! tuner is done or after `--epochs-max` epochs. The report has one row per epoch, the
 //! tuner's best policy, and a convergence plot (throughput per epoch and the best so
 //! far).
@@ -48,7 +48,8 @@ pub struct TuneArgs {
     /// Architecture: one with a buffer manager, NVM and SSD (three-tier).
     #[arg(long, default_value = "three-tier")]
     arch: String,
-    /// Tuner: anneal (the paper's simulated annealing) or coord (coordinate search).
+    /// Tuner: anneal (the paper's simulated annealing), coord (coordinate search) or
+    /// funnel (a screen of widely spaced policies, a shortlist, then coord).
     #[arg(long, default_value = "coord")]
     tuner: String,
     /// ro, rw:PCT, scan, a..f, or a YCSB property file.
@@ -335,6 +336,8 @@ pub fn action_name(a: tuning::Action) -> &'static str {
         tuning::Action::Rejected => "rejected",
         tuning::Action::Confirming => "again",
         tuning::Action::Remeasured => "remeasure",
+        tuning::Action::Screened => "screen",
+        tuning::Action::Shortlisted => "shortlist",
         tuning::Action::Hold => "hold",
     }
 }

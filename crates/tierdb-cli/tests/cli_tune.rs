@@ -27,7 +27,7 @@ fn tune(dir: &Path, extra: &[&str]) -> Output {
 
 #[test]
 fn tune_runs_epochs_and_writes_its_report() {
-    for tuner in ["anneal", "coord"] {
+    for tuner in ["anneal", "coord", "funnel"] {
         let dir = tempfile::tempdir().unwrap();
         let o = tune(dir.path(), &["--tuner", tuner, "--workload", "rw:50", "--seed", "5"]);
         assert!(o.status.success(), "{tuner}: {}", stderr(&o));
@@ -56,6 +56,95 @@ fn tune_runs_epochs_and_writes_its_report() {
             std::fs::read_dir(dir.path()).unwrap().filter_map(|e| e.ok()).filter(|e| e.path() != out).collect();
         assert!(left.is_empty(), "{left:?}");
     }
+}
+
+/// `spitfire --parts tuners` at a tiny size: every run of every seed is there, and the
+/// chosen policies are judged by the grid's measurement or measured alike.
+#[test]
+fn spitfire_tuners_judges_the_chosen_policies_over_seeds() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display().to_string();
+    let out = dir.path().join("out");
+    let o = tierdb_with(
+        "spitfire",
+        &[],
+        &[
+            "--parts",
+            "tuners",
+            "--workloads",
+            "ro",
+            "--dram",
+            "1MiB",
+            "--nvm",
+            "4MiB",
+            "--data",
+            "8MiB",
+            "--epoch-ops",
+            "500",
+            "--grid",
+            "1",
+            "--grid-measure-epochs",
+            "1",
+            "--settle-epochs",
+            "1",
+            "--measure-epochs",
+            "1",
+            "--tuners",
+            "anneal,funnel",
+            "--tuner-seeds",
+            "2",
+            "--epochs-max",
+            "4",
+            "--ssd-dir",
+            &d,
+            "--nvm-dir",
+            &d,
+            "--out",
+            &out.display().to_string(),
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("spitfire.json")).unwrap()).unwrap();
+    let c = &v["tuners"][0];
+    // A one-point grid (eager): every other policy chosen is measured to be judged.
+    assert_eq!(c["grid"].as_array().unwrap().len(), 1);
+    let grid_best = c["grid_best_ops_per_sec"].as_f64().unwrap();
+    let runs = c["runs"].as_array().unwrap();
+    let seeds: Vec<(String, u64)> =
+        runs.iter().map(|r| (r["tuner"].as_str().unwrap().to_string(), r["seed"].as_u64().unwrap())).collect();
+    assert_eq!(
+        seeds,
+        [("anneal", 42), ("anneal", 43), ("funnel", 42), ("funnel", 43)].map(|(t, s)| (t.to_string(), s)),
+    );
+    for r in runs {
+        assert_eq!(r["trajectory"].as_array().unwrap().len(), 4);
+        let f = r["final_vs_best"].as_f64().unwrap();
+        assert!(f > 0.0 && f.is_finite(), "{f}");
+        if let Some(e) = r["epochs_to_within_10pct"].as_u64() {
+            assert!((1..=4).contains(&e), "{e}");
+        }
+    }
+    // The funnel screens after its start.
+    assert_eq!(runs[2]["trajectory"][1]["action"], "screened");
+    let summaries = c["summaries"].as_array().unwrap();
+    assert_eq!(summaries.len(), 2);
+    assert_eq!(summaries[1]["runs"], 2);
+    assert!(grid_best > 0.0);
+    let judged = c["judged"].as_array().unwrap();
+    for j in judged {
+        assert!(j["ops_per_sec"].as_f64().unwrap() > 0.0, "{j}");
+    }
+    // Every final choice off the grid was measured to be judged.
+    for r in runs {
+        let k = &r["best"]["knobs"];
+        assert!(
+            k["dr"] == 1.0 && k["nr"] == 1.0 && k["dw"] == 1.0 && k["nw"] == 1.0
+                || judged.iter().any(|j| j["knobs"] == *k),
+            "{k}"
+        );
+    }
+    let text = std::fs::read_to_string(out.join("spitfire.txt")).unwrap();
+    assert!(text.contains("Medians over the seeds") && text.contains("funnel"), "{text}");
 }
 
 #[test]
@@ -92,6 +181,7 @@ fn bad_options_are_named() {
         (&["--parts", "sweep,nope"][..], "unknown part \"nope\""),
         (&["--grid", "1,2"][..], "--grid"),
         (&["--tuners", "x"][..], "unknown tuner \"x\""),
+        (&["--tuner-seeds", "0"][..], "--tuner-seeds 0"),
     ] {
         let o = tierdb_with("spitfire", &[], extra);
         assert!(!o.status.success(), "{extra:?}");

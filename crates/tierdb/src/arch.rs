@@ -229,6 +229,9 @@ pub struct ArchConfig {
     /// The CPU last-level cache that charges for reads made in place in NVM model
     /// (`nvm-direct`, `spitfire`'s and SE2's in-place reads; 0: none).
     pub cpu_cache_model: ByteSize,
+    /// Software prefetch of the next lines after an in-place NVM read (SE2, `spitfire`
+    /// bypassing DRAM; `BufferConfig::prefetch_lines`; 0: off).
+    pub prefetch_lines: u32,
     /// Protect SSD page writes with a double-write area (`BufferConfig::double_write`):
     /// [`Architecture::default_double_write`] unless set.
     pub double_write: DoubleWriteMode,
@@ -268,6 +271,7 @@ impl ArchConfig {
             debug_lines: false,
             wear_counters: false,
             cpu_cache_model: ByteSize(crate::buffer::frame::direct::CPU_CACHE_MODEL_DEFAULT_BYTES),
+            prefetch_lines: 0,
             double_write: arch.default_double_write(),
         })
     }
@@ -316,6 +320,7 @@ impl ArchConfig {
         bc.admission_set_pages = self.admission_set_pages;
         bc.policy_seed = self.policy_seed;
         bc.cpu_cache_model_bytes = self.cpu_cache_model.bytes();
+        bc.prefetch_lines = self.prefetch_lines;
         bc.nvcache = self.nvcache.clone();
         bc.techniques = self.techniques.unwrap_or(self.arch.default_techniques());
         bc.debug_lines = self.debug_lines;

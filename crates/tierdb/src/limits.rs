@@ -192,6 +192,12 @@ const _: () = assert!(ANNEAL_ATTEMPTS_PER_TEMPERATURE_DEFAULT <= ANNEAL_ATTEMPTS
 /// Epochs the coordinate search may measure one candidate (largest value of its
 /// setting).
 pub const COORD_MEASUREMENTS_MAX: u32 = 100;
+/// Values per tied knob on the funnel tuner's screen at most (its screen has the square).
+pub const FUNNEL_SCREEN_LEVELS_MAX: u32 = 16;
+
+/// Lines after an in-place NVM read that the software prefetch of SE2-style in-place
+/// access may bring in at most (`BufferConfig::prefetch_lines`): a page's worth at 4 KiB.
+pub const PREFETCH_LINES_MAX: u32 = 64;
 
 /// `nvsql`: the default re-update-interval threshold, as a percentile of the recent
 /// intervals (a dirty page whose interval ranks within it is admitted to NVM).

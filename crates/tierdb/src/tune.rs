@@ -16,12 +16,16 @@
 //! configuration, so a seed and a sequence of observations reproduce the trajectory
 //! exactly.
 //!
-//! Two tuners ([`TUNER_NAMES`]): [`anneal::Anneal`], the paper's simulated annealing
-//! (Algorithm 1), and [`coord::Coord`], a coordinate search over a log-spaced grid with
-//! a shrinking step, which needs far fewer epochs (docs/tuning.md compares them).
+//! Three tuners ([`TUNER_NAMES`]): [`anneal::Anneal`], the paper's simulated annealing
+//! (Algorithm 1); [`coord::Coord`], a coordinate search over a log-spaced grid with a
+//! shrinking step; and [`funnel::Funnel`], a coarse-to-fine search (a screen of widely
+//! spaced policies, a confirmed shortlist, then the coordinate search from its winner),
+//! which gets within reach of the best static policy in the fewest epochs
+//! (docs/tuning.md compares them).
 
 pub mod anneal;
 pub mod coord;
+pub mod funnel;
 pub mod landscape;
 
 use serde::Serialize;
@@ -31,6 +35,7 @@ use crate::limits::TUNE_WRITES_PER_OP_FLOOR;
 
 pub use anneal::{Anneal, AnnealConfig};
 pub use coord::{Coord, CoordConfig};
+pub use funnel::{Funnel, FunnelConfig};
 
 /// Errors of the tuners' configuration.
 #[derive(Debug, thiserror::Error)]
@@ -44,7 +49,7 @@ pub enum TuneError {
 }
 
 /// The tuners selectable by name.
-pub const TUNER_NAMES: &[&str] = &["anneal", "coord"];
+pub const TUNER_NAMES: &[&str] = &["anneal", "coord", "funnel"];
 
 /// What one epoch measured.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
@@ -116,6 +121,10 @@ pub enum Action {
     Confirming,
     /// The current configuration measured again to refresh its estimate.
     Remeasured,
+    /// A point of an opening screen, measured once.
+    Screened,
+    /// A shortlisted candidate measured again before a winner is chosen.
+    Shortlisted,
     /// The search is over; the epoch ran the tuner's final choice.
     Hold,
 }
@@ -174,7 +183,8 @@ pub trait Tuner: Send {
     fn trajectory(&self) -> &[EpochRecord];
 }
 
-/// The parameters of both tuners; each reads its own.
+/// The parameters of the tuners; each reads its own (the funnel's refinement reads
+/// `coord`'s).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct TunerConfig {
     pub objective: Objective,
@@ -183,6 +193,7 @@ pub struct TunerConfig {
     pub start: MigrationKnobs,
     pub anneal: AnnealConfig,
     pub coord: CoordConfig,
+    pub funnel: FunnelConfig,
 }
 
 impl TunerConfig {
@@ -194,6 +205,7 @@ impl TunerConfig {
             start: MigrationKnobs::EAGER,
             anneal: AnnealConfig::default(),
             coord: CoordConfig::default(),
+            funnel: FunnelConfig::default(),
         }
     }
 }
@@ -207,6 +219,7 @@ pub fn by_name(name: &str, cfg: &TunerConfig) -> Result<Box<dyn Tuner>, TuneErro
     match name {
         "anneal" => Ok(Box::new(Anneal::new(cfg)?)),
         "coord" => Ok(Box::new(Coord::new(cfg)?)),
+        "funnel" => Ok(Box::new(Funnel::new(cfg)?)),
         _ => Err(TuneError::UnknownTuner { name: name.into(), known: TUNER_NAMES.join(", ") }),
     }
 }

@@ -120,3 +120,47 @@ fn every_mmap_engine_agrees_with_a_model_and_reopens() {
     model_run("eager", false); // mmap-se1
     model_run("se2", false); // mmap-se2
 }
+
+/// NVM device reads and lines read by SE2 for the same lookups, with software prefetch
+/// of `prefetch_lines` after each in-place read, through a 64 KiB CPU-cache model.
+fn se2_lookup_reads(prefetch_lines: u32) -> (u64, u64) {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let bm = BufferManager::open(&config(&dir, 8, "se2", false)).unwrap();
+        let t = Catalog::create_tree(&bm, "t").unwrap();
+        for i in 0..KEYS {
+            t.insert(&key(i), &value(i)).unwrap();
+        }
+        bm.close().unwrap();
+    }
+    let mut c = config(&dir, 8, "se2", true);
+    c.cpu_cache_model_bytes = 64 << 10;
+    c.prefetch_lines = prefetch_lines;
+    let bm = BufferManager::open(&c).unwrap();
+    let t = Catalog::open_tree(&bm, "t").unwrap();
+    let before = bm.stats();
+    let mut rng = SmallRng::seed_from_u64(2);
+    for _ in 0..3000 {
+        let i = rng.random_range(0..KEYS);
+        assert_eq!(t.get(&key(i), <[u8]>::to_vec).unwrap(), Some(value(i)));
+    }
+    let d = bm.stats().since(&before);
+    assert_eq!(d.buffer.nvm_to_dram_pages, 0, "lookups stay in place");
+    let nvm = d.nvm.expect("an NVM device");
+    (nvm.reads, nvm.read_lines)
+}
+
+#[test]
+fn se2_prefetch_brings_the_next_lines_in_with_a_read() {
+    let (reads_off, lines_off) = se2_lookup_reads(0);
+    let (reads_on, lines_on) = se2_lookup_reads(4);
+    // Lines the prefetch brought in are hits for the lookup's next loads: fewer device
+    // reads (each pays NVM latency), more lines moved per read.
+    assert!(reads_on < reads_off, "reads with prefetch {reads_on}, without {reads_off}");
+    assert!(lines_on > lines_off, "lines with prefetch {lines_on}, without {lines_off}");
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = config(&dir, 8, "se2", false);
+    c.prefetch_lines = tierdb::limits::PREFETCH_LINES_MAX + 1;
+    let e = BufferManager::open(&c).err().expect("too many lines refused").to_string();
+    assert!(e.contains("prefetch"), "{e}");
+}

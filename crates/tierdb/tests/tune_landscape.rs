@@ -8,13 +8,17 @@
 //! epochs they need.
 
 use tierdb::tune::landscape::{Landscape, drive, epochs_to_reach};
-use tierdb::tune::{Anneal, Coord, Tuner, TunerConfig};
+use tierdb::tune::{Anneal, Coord, Funnel, Tuner, TunerConfig};
 
 /// Epochs annealing may take: the paper's schedule has 153 temperature levels of at
 /// least γ = 10 candidates and at most 100.
 const ANNEAL_EPOCHS_MAX: u32 = 20_000;
 /// Epochs the coordinate search may take before it must be done.
 const COORD_EPOCHS_MAX: u32 = 200;
+/// Epochs the funnel may take before it must be done.
+const FUNNEL_EPOCHS_MAX: u32 = 150;
+/// The issue's target: within 10% of the best static policy.
+const WITHIN_10PCT: f64 = 0.9;
 const NEAR: f64 = 0.98;
 const SEEDS: u64 = 10;
 
@@ -69,4 +73,62 @@ fn annealing_gets_near_the_optimum_and_coord_needs_at_most_half_its_epochs() {
     assert!(coord_reached >= 7, "coord reached the optimum for {coord_reached} of {SEEDS} seeds");
     assert!(a < u32::MAX && c < u32::MAX, "medians: anneal {a}, coord {c}");
     assert!(2 * c <= a, "coord needs {c} epochs (median), annealing {a}: not at most half");
+}
+
+/// The coarse-to-fine search against annealing, by the measure the engine comparison
+/// uses: the first epoch at which the tuner's chosen policy truly (noise-free) is within
+/// 10% — and within 2% — of the optimum; medians over ten seeds.
+#[test]
+fn funnel_needs_at_most_half_of_annealings_epochs_and_ends_near_the_optimum() {
+    let (mut a10, mut f10, mut a2, mut f2) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for seed in 1..=SEEDS {
+        let cfg = TunerConfig::new(seed);
+        let mut land = Landscape::spitfire_like(seed * 1000);
+        let mut anneal = Anneal::new(&cfg).expect("the paper's parameters are valid");
+        // Annealing's first ~12,000 epochs are its hot random walk; 2,000 hold every
+        // first arrival we count.
+        drive(&mut anneal, &mut land, 2_000);
+        a10.push(epochs_to_reach(&anneal, &land, WITHIN_10PCT).unwrap_or(u32::MAX));
+        a2.push(epochs_to_reach(&anneal, &land, NEAR).unwrap_or(u32::MAX));
+
+        let mut land = Landscape::spitfire_like(seed * 1000);
+        let mut funnel = Funnel::new(&cfg).expect("defaults are valid");
+        while !funnel.done() {
+            assert!(funnel.trajectory().len() < FUNNEL_EPOCHS_MAX as usize, "seed {seed}: funnel did not end");
+            drive(&mut funnel, &mut land, 1);
+        }
+        let best = funnel.best().expect("observed");
+        let end = land.throughput(best.knobs) / land.peak_ops_per_sec;
+        f10.push(epochs_to_reach(&funnel, &land, WITHIN_10PCT).unwrap_or(u32::MAX));
+        f2.push(epochs_to_reach(&funnel, &land, NEAR).unwrap_or(u32::MAX));
+        println!(
+            "seed {seed}: funnel ended after {} epochs at {end:.3} of the peak ({}); within 10% at {}, 2% at {}; \
+             anneal within 10% at {}, 2% at {}",
+            funnel.trajectory().len(),
+            best.knobs,
+            f10[f10.len() - 1],
+            f2[f2.len() - 1],
+            a10[a10.len() - 1],
+            a2[a2.len() - 1],
+        );
+        // It ends within 5% of the peak whatever the noise (the eager start: 61%).
+        assert!(end >= 0.95, "seed {seed}: funnel ended at {end:.3} of the peak");
+        // Once within 10%, its choice never falls back below: the shortlist confirms.
+        let reach = f10[f10.len() - 1];
+        assert!(reach < u32::MAX, "seed {seed}: funnel never within 10%");
+        for r in &funnel.trajectory()[reach as usize..] {
+            let t = land.throughput(r.best.knobs) / land.peak_ops_per_sec;
+            assert!(t >= WITHIN_10PCT - 0.02, "seed {seed}: epoch {} chose {} at {t:.3}", r.epoch, r.best.knobs);
+        }
+    }
+    // Within 2% is within one epoch's noise: a 2.5% step (Nr 0.316 against 1) is missed
+    // on some seeds, and the funnel then ends at 97% instead.
+    let f2_reached = f2.iter().filter(|&&e| e < u32::MAX).count();
+    let (a10, f10, a2) = (median(a10), median(f10), median(a2));
+    println!(
+        "median epochs: within 10% anneal {a10}, funnel {f10}; within 2% anneal {a2}; funnel within 2% on {f2_reached} seeds"
+    );
+    assert!(a10 < u32::MAX && a2 < u32::MAX, "annealing reached neither");
+    assert!(2 * f10 <= a10, "within 10%: funnel {f10} epochs (median), annealing {a10}");
+    assert!(f2_reached >= 4, "funnel within 2% on {f2_reached} of {SEEDS} seeds");
 }

@@ -74,6 +74,10 @@ pub struct BufferConfig {
     /// The CPU last-level cache that charges for reads made in place in NVM model
     /// (`frame::cpu_cache`; 0: every such read is charged).
     pub cpu_cache_model_bytes: u64,
+    /// Software prefetch of in-place reads: a line-grained read made in place in NVM
+    /// also brings in the next this many lines of the page, and a whole-page one its
+    /// first lines (`frame::in_place`; 0: off, at most `PREFETCH_LINES_MAX`).
+    pub prefetch_lines: u32,
     /// The tunables of the `nvcache` policy (OBP, small-bypass, LFRU).
     pub nvcache: policy::NvcacheConfig,
     /// Check the CRC-32C of every page copied out of NVM.
@@ -115,6 +119,7 @@ impl BufferConfig {
             admission_set_pages: None,
             policy_seed: POLICY_SEED_DEFAULT,
             cpu_cache_model_bytes: super::frame::cpu_cache::CPU_CACHE_MODEL_DEFAULT_BYTES,
+            prefetch_lines: 0,
             nvcache: policy::NvcacheConfig::default(),
             verify_nvm_checksums: true,
             max_pages: PAGE_TABLE_PAGES_DEFAULT,
@@ -388,6 +393,16 @@ impl BufferManager {
         let policy = policy::by_name(&cfg.policy, admission, &cfg.nvcache, cfg.policy_seed)?;
         let in_place_reads = nvm_frames > 0 && policy.may_access_in_place();
         if in_place_reads && let Some(nvm) = &nvm {
+            if cfg.prefetch_lines > crate::limits::PREFETCH_LINES_MAX {
+                return Err(BufferError::Config {
+                    what: format!(
+                        "prefetch of {} lines after an in-place read is more than {}",
+                        cfg.prefetch_lines,
+                        crate::limits::PREFETCH_LINES_MAX
+                    ),
+                }
+                .into());
+            }
             if cfg.cpu_cache_model_bytes > super::frame::cpu_cache::CPU_CACHE_MODEL_MAX_BYTES {
                 return Err(BufferError::Config {
                     what: format!(
@@ -399,6 +414,7 @@ impl BufferManager {
                 .into());
             }
             nvm.set_cpu_cache_model(cfg.cpu_cache_model_bytes);
+            nvm.set_prefetch_lines(cfg.prefetch_lines);
         }
         let tiers = Tiers { has_nvm: nvm.is_some(), has_ssd: ssd.is_some(), dram_frames: frames.len(), nvm_frames };
         // Without SSD every page must have a home in NVM; without both, in DRAM.

@@ -151,6 +151,8 @@ pub struct NvmPool {
     file_io: AtomicBool,
     /// Charges reads made in place (set when the policy may read in place).
     cpu_cache: std::sync::OnceLock<CpuCacheModel>,
+    /// Lines after an in-place read that are prefetched (0: none); set before use.
+    prefetch_lines: std::sync::atomic::AtomicU32,
     /// The pool is a volatile cache, formatted on every open ([`set_volatile`](Self::set_volatile)):
     /// no header is ever read after a restart, so freeing a frame writes nothing and
     /// rewriting a frame sets no in-update flag.
@@ -225,6 +227,7 @@ impl NvmPool {
             verify_checksums,
             file_io: AtomicBool::new(false),
             cpu_cache: std::sync::OnceLock::new(),
+            prefetch_lines: std::sync::atomic::AtomicU32::new(0),
             volatile: false,
         })
     }
@@ -321,6 +324,7 @@ impl NvmPool {
             verify_checksums,
             file_io: AtomicBool::new(false),
             cpu_cache: std::sync::OnceLock::new(),
+            prefetch_lines: std::sync::atomic::AtomicU32::new(0),
             volatile: false,
         };
         for (n, _) in &cleared {
@@ -461,12 +465,43 @@ impl NvmPool {
         let _ = self.cpu_cache.set(CpuCacheModel::new(bytes));
     }
 
+    /// Line-grained reads made in place also bring in the next `lines` lines of the
+    /// page (`frame::in_place`'s software prefetch; 0: off). Set at start-up.
+    pub fn set_prefetch_lines(&self, lines: u32) {
+        debug_assert!(lines <= crate::limits::PREFETCH_LINES_MAX);
+        self.prefetch_lines.store(lines, Ordering::Relaxed);
+    }
+
+    /// Bytes of a frame's page.
+    #[inline]
+    pub fn page_size(&self) -> usize {
+        self.page_size
+    }
+
+    /// Lines prefetched after a line-grained in-place read.
+    #[inline]
+    pub fn prefetch_lines(&self) -> u32 {
+        self.prefetch_lines.load(Ordering::Relaxed)
+    }
+
     /// Charges a read made in place of bytes `off..off + len` of frame `n`.
     #[inline]
     pub fn charge_in_place(&self, n: u32, off: usize, len: usize) {
         let at = self.data_offset(n) + off as u64;
         match self.cpu_cache.get() {
             Some(m) => m.charge(&self.region, at, len as u64),
+            None => self.region.charge_read(at, len as u64),
+        }
+    }
+
+    /// Charges a read made in place of bytes `off..off + len` of frame `n` followed by a
+    /// software prefetch of the `ahead` bytes after it (`CpuCacheModel::charge_with_prefetch`;
+    /// without a model, only the read is charged).
+    #[inline]
+    pub fn charge_in_place_prefetched(&self, n: u32, off: usize, len: usize, ahead: usize) {
+        let at = self.data_offset(n) + off as u64;
+        match self.cpu_cache.get() {
+            Some(m) => m.charge_with_prefetch(&self.region, at, len as u64, ahead as u64),
             None => self.region.charge_read(at, len as u64),
         }
     }

@@ -96,21 +96,21 @@ impl CoordConfig {
 
 /// The running mean of a configuration's epochs.
 #[derive(Clone, Copy, Debug, PartialEq)]
-struct Estimate {
-    knobs: MigrationKnobs,
+pub(crate) struct Estimate {
+    pub(crate) knobs: MigrationKnobs,
     cost_sum: f64,
     cost_sq_sum: f64,
     throughput_sum: f64,
     writes_per_op_sum: f64,
-    n: u32,
+    pub(crate) n: u32,
 }
 
 impl Estimate {
-    fn new(knobs: MigrationKnobs) -> Estimate {
+    pub(crate) fn new(knobs: MigrationKnobs) -> Estimate {
         Estimate { knobs, cost_sum: 0.0, cost_sq_sum: 0.0, throughput_sum: 0.0, writes_per_op_sum: 0.0, n: 0 }
     }
 
-    fn add(&mut self, cost: f64, m: &Measurement) {
+    pub(crate) fn add(&mut self, cost: f64, m: &Measurement) {
         self.cost_sum += cost;
         self.cost_sq_sum += cost * cost;
         self.throughput_sum += m.throughput_ops_per_sec;
@@ -118,14 +118,14 @@ impl Estimate {
         self.n += 1;
     }
 
-    fn cost(&self) -> f64 {
+    pub(crate) fn cost(&self) -> f64 {
         debug_assert!(self.n > 0);
         self.cost_sum / f64::from(self.n)
     }
 
     /// Σ (cost − mean)² / mean² and its degrees of freedom: the spread of this
     /// configuration's epochs relative to its mean.
-    fn relative_ss(&self) -> (f64, u32) {
+    pub(crate) fn relative_ss(&self) -> (f64, u32) {
         let mean = self.cost();
         if self.n < 2 || mean <= 0.0 {
             return (0.0, 0);
@@ -134,7 +134,7 @@ impl Estimate {
         (ss / (mean * mean), self.n - 1)
     }
 
-    fn best(&self) -> Best {
+    pub(crate) fn best(&self) -> Best {
         let n = f64::from(self.n);
         Best {
             knobs: self.knobs,
@@ -225,6 +225,27 @@ impl Coord {
             noise_ss: 0.0,
             noise_dof: 0,
         })
+    }
+
+    /// A search whose incumbent, `incumbent`, was already measured (its epochs are in
+    /// the estimate), with the pooled relative spread `noise_ss` over `noise_dof`
+    /// degrees of freedom of configurations measured before: the refinement stage of
+    /// [`super::funnel::Funnel`]. Its first proposal is a probe.
+    ///
+    /// # Errors
+    /// As [`Coord::new`].
+    pub(crate) fn from_incumbent(
+        cfg: &TunerConfig,
+        incumbent: Estimate,
+        (noise_ss, noise_dof): (f64, u32),
+    ) -> Result<Coord, TuneError> {
+        assert!(incumbent.n > 0, "an incumbent with measurements");
+        let mut c = Coord::new(&TunerConfig { start: incumbent.knobs, ..cfg.clone() })?;
+        c.incumbent = Some(incumbent);
+        c.phase = Phase::Probe;
+        c.noise_ss = noise_ss;
+        c.noise_dof = noise_dof;
+        Ok(c)
     }
 
     /// The current step in decades.

@@ -63,14 +63,50 @@ impl CpuCacheModel {
         }
         let mut missed = 0u64;
         for line in first..=last {
-            let set = &self.tags[(line.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 24) as usize & (sets - 1)];
-            if set.load(Ordering::Relaxed) != line + 1 {
-                set.store(line + 1, Ordering::Relaxed);
-                missed += 1;
-            }
+            missed += u64::from(self.install(line, sets));
         }
         if missed > 0 {
             nvm.charge_read(at, missed * LINE);
+        }
+    }
+
+    /// Charges a read of `at..at + len` followed by a software prefetch of
+    /// `at + len..at + len + ahead`: the prefetched lines ride with the read when it goes
+    /// to NVM (they are charged in the same device read and installed, so later loads of
+    /// them hit); when every line of the read hits, the read costs nothing and its
+    /// prefetch is not modelled (the lines next to cached ones are mostly cached too,
+    /// and a prefetch stalls nothing).
+    #[inline]
+    pub fn charge_with_prefetch(&self, nvm: &NvmRegion, at: u64, len: u64, ahead: u64) {
+        debug_assert!(len > 0);
+        let sets = self.tags.len();
+        if sets == 0 || ahead == 0 {
+            return self.charge(nvm, at, len);
+        }
+        let (first, last) = (at / LINE, (at + len - 1) / LINE);
+        let mut missed = 0u64;
+        for line in first..=last {
+            missed += u64::from(self.install(line, sets));
+        }
+        if missed == 0 {
+            return;
+        }
+        let last_ahead = (at + len + ahead - 1) / LINE;
+        for line in last + 1..=last_ahead {
+            missed += u64::from(self.install(line, sets));
+        }
+        nvm.charge_read(at, missed * LINE);
+    }
+
+    /// Installs `line`; whether it missed.
+    #[inline]
+    fn install(&self, line: u64, sets: usize) -> bool {
+        let set = &self.tags[(line.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 24) as usize & (sets - 1)];
+        if set.load(Ordering::Relaxed) != line + 1 {
+            set.store(line + 1, Ordering::Relaxed);
+            true
+        } else {
+            false
         }
     }
 

@@ -84,6 +84,24 @@ impl Shadow {
     }
 }
 
+/// Software prefetch of bytes `from..until` of frame `n`'s page, one hint per line.
+#[inline]
+fn prefetch(nvm: &NvmPool, n: u32, from: usize, until: usize) {
+    debug_assert!(from <= until && until <= nvm.page_size(), "{from}..{until}");
+    let base = nvm.page_ptr(n).as_ptr();
+    for at in (from..until).step_by(LINE) {
+        // SAFETY: `at` is inside frame `n`'s page (checked above: `until` is at most the
+        // page size), which lies inside the mapping, so the pointer is in bounds. A
+        // prefetch is a hint: it reads nothing the program sees and never faults.
+        #[cfg(target_arch = "x86_64")]
+        unsafe {
+            core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(base.add(at).cast::<i8>());
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = (base, at);
+    }
+}
+
 /// A page fixed in place in NVM frame `n` (see the module documentation).
 pub struct NvmLines<'a> {
     bm: &'a BufferManager,
@@ -140,9 +158,20 @@ impl<'a> NvmLines<'a> {
         }
     }
 
-    /// The NVM bytes `off..off + len`, charged as a read of their lines.
+    /// The NVM bytes `off..off + len`, charged as a read of their lines. With software
+    /// prefetch on (`NvmPool::prefetch_lines`), the next lines of the page are
+    /// prefetched too; the CPU-cache model counts them as brought in with the read
+    /// when it goes to NVM, so a later read of them hits.
     fn in_place(&self, off: usize, len: usize) -> &[u8] {
-        self.nvm.charge_in_place(self.n, off, len);
+        let ahead = self.nvm.prefetch_lines() as usize;
+        if ahead == 0 {
+            self.nvm.charge_in_place(self.n, off, len);
+        } else {
+            let end = (off + len).next_multiple_of(LINE).min(self.page_size);
+            let until = (end + ahead * LINE).min(self.page_size);
+            prefetch(self.nvm, self.n, end, until);
+            self.nvm.charge_in_place_prefetched(self.n, off, len, until - (off + len).min(until));
+        }
         // SAFETY: `off + len` is inside frame `n`'s page (`span` checked it); the
         // in-place latch held by this guard keeps every writer of the frame out (in-place
         // writers hold it exclusive; movers claim the page only while holding it), and
@@ -347,6 +376,12 @@ impl<'a> NvmRead<'a> {
     pub(crate) fn new(nvm: &'a NvmPool, n: u32, pid: PageId, page_size: usize) -> NvmRead<'a> {
         debug_assert_eq!(nvm.pid(n), Some(pid));
         nvm.charge_in_place(n, 0, page_size);
+        // The whole page is charged already; the prefetch only starts the loads of its
+        // first lines ahead of the reader.
+        let ahead = nvm.prefetch_lines() as usize;
+        if ahead > 0 {
+            prefetch(nvm, n, 0, (ahead * LINE).min(page_size));
+        }
         NvmRead { nvm, n, pid, page_size, _not_send: PhantomData }
     }
 }
