@@ -46,11 +46,21 @@ pub trait LogForce: Send + Sync {
     /// # Errors
     /// The log's errors.
     fn force(&self, lsn: Lsn) -> crate::Result<()>;
+
+    /// The LSN the next record will get: every change logged so far is below it (0:
+    /// unknown).
+    fn end(&self) -> Lsn {
+        0
+    }
 }
 
 impl LogForce for Wal {
     fn force(&self, lsn: Lsn) -> crate::Result<()> {
         Ok(self.flush_until(lsn + 1)?)
+    }
+
+    fn end(&self) -> Lsn {
+        self.next_lsn()
     }
 }
 
