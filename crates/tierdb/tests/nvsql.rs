@@ -479,3 +479,65 @@ fn checkpoint_admission_moves_the_oldest_dirty_pages_to_nvm() {
     assert!(contents(&db) == model, "{rep:?}");
     db.buffer().check_invariants();
 }
+
+/// Recovery after a power loss that follows a hot-page workload with checkpoints: as it
+/// was (redo from the oldest retained record, no bound on it), with redo from the redo
+/// point, and with a torn NVM frame (redo from its recovery LSN) without and with the
+/// bound: the figures docs/nvsql.md quotes (printed with `--nocapture`). Each keeps
+/// every commit; the redo point and the bound each shorten the scan.
+#[test]
+fn redo_from_the_redo_point_and_the_bound_shorten_recovery() {
+    let mut read = Vec::new();
+    for (policy, from_retained, tear) in [
+        ("nvsql:admit=always,keep=unbounded", true, false),
+        ("nvsql:admit=always,keep=unbounded", false, false),
+        ("nvsql:admit=always,keep=unbounded", false, true),
+        ("nvsql:admit=always", false, true),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let plan = FaultPlan::new();
+        let mut cfg = db_config_with(dir.path(), Some(&plan), policy);
+        cfg.redo_from_retained = from_retained;
+        {
+            let db = Db::open(&cfg).unwrap();
+            db.create_tree("t").unwrap();
+            commit_keys(&db, 0, 400, 0);
+            for round in 1..=4u8 {
+                for k in 0..4u64 {
+                    commit_keys(&db, 0, 10, round);
+                    commit_keys(&db, 100 + (round as u64 * 4 + k) * 40 % 260, 40, round);
+                }
+                db.checkpoint().unwrap();
+            }
+            // Hot pages changed after the last checkpoint, pushed to NVM by a cold sweep.
+            commit_keys(&db, 0, 10, 99);
+            commit_keys(&db, 200, 100, 98);
+            if tear {
+                let (n, pid) = oldest_dirty_frame(db.buffer());
+                db.buffer().nvm().unwrap().crash_inside_write_lines(n, pid, PAGE / 2, &[0x5A; 128]).unwrap();
+            }
+            std::mem::forget(db);
+        }
+        plan.lose_unsynced().unwrap();
+        cfg.buffer.ssd.as_mut().unwrap().faults = None;
+        cfg.wal.file.faults = None;
+        let db = Db::open(&cfg).unwrap();
+        let r = db.recovery().clone();
+        println!(
+            "{policy} redo_from_retained={from_retained} torn={tear}: log kept from {} redo from {} to {}: {} records read, {} changes redone, {} skipped, {} images, {:.1} ms",
+            r.log_retained_from,
+            r.redo_from,
+            r.log_end,
+            r.records_read,
+            r.changes_redone,
+            r.changes_skipped,
+            r.images_installed,
+            r.secs * 1e3
+        );
+        assert_eq!(r.nvm_frames_cleared, usize::from(tear), "{r:?}");
+        assert_eq!(db.get("t", b"key00000").unwrap(), Some(vec![99; 200]), "{r:?}");
+        assert_eq!(contents(&db).len(), 400);
+        read.push(r.records_read);
+    }
+    assert!(read[1] < read[0] && read[1] <= read[2] && read[3] < read[2], "records read {read:?}");
+}
