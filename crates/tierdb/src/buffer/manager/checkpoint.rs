@@ -1,5 +1,7 @@
 //! Checkpoints: every dirty page to SSD (or to NVM without SSD), then the free-page
-//! list and the superblock (`free_list.rs`).
+//! list and the superblock (`free_list.rs`). A durable NVM cache (`nvsql`) keeps its
+//! dirty NVM pages there but for those older than its bound, and may move dirty DRAM
+//! pages to NVM instead of SSD (checkpoint-based admission; docs/nvsql.md).
 //!
 //! Pages go to SSD in batches ([`SsdBatch`]): the page file writes a batch to its
 //! double-write area with one write and one sync before it writes the pages in place

@@ -544,7 +544,13 @@ mod tests {
         assert_eq!(c.admission, NvsqlAdmission::FixedInterval { lsns: 100 });
         assert_eq!(c.replacement, NvsqlReplacement::Lru);
         assert_eq!(c.to_string().parse::<NvsqlConfig>().unwrap(), c);
-        for bad in ["admit=fixed", "pct=101", "admit=x", "lsns=3", "lru=mru", "foo=1", "admit"] {
+        assert_eq!(c.keep_checkpoints, Some(NVSQL_KEEP_CHECKPOINTS_DEFAULT));
+        for (s, keep) in [("keep=0", Some(0)), ("keep=3", Some(3)), ("keep=unbounded", None)] {
+            let c: NvsqlConfig = s.parse().unwrap();
+            assert_eq!(c.keep_checkpoints, keep, "{s}");
+            assert_eq!(c.to_string().parse::<NvsqlConfig>().unwrap(), c);
+        }
+        for bad in ["admit=fixed", "pct=101", "admit=x", "lsns=3", "lru=mru", "foo=1", "admit", "keep=-1", "keep=x"] {
             assert!(bad.parse::<NvsqlConfig>().is_err(), "{bad}");
         }
     }
