@@ -56,6 +56,14 @@ pub struct CrashtestArgs {
     /// Longest delay before a kill, in milliseconds (each point draws one up to it).
     #[arg(long, default_value_t = 80)]
     kill_after_ms: u64,
+    /// The buffer manager's policy instead of the architecture's (e.g.
+    /// `nvsql:admit=checkpoint,pct=50` or `nvsql:keep=unbounded`).
+    #[arg(long)]
+    policy: Option<String>,
+    /// Redo scans the whole retained log, as before it started at the redo point (for
+    /// comparisons of recovery).
+    #[arg(long)]
+    redo_from_retained: bool,
     /// Directory for the database (default: a temporary one, removed afterwards).
     #[arg(long)]
     dir: Option<PathBuf>,
@@ -73,11 +81,21 @@ pub struct CrashChildArgs {
     #[arg(long)]
     log_buffer: String,
     #[arg(long)]
+    policy: Option<String>,
+    #[arg(long)]
+    redo_from_retained: bool,
+    #[arg(long)]
     seed: u64,
 }
 
 /// The database's configuration, and the NVM region of `nvm-direct`.
-fn config(dir: &Path, arch: &str, log_buffer: &str) -> Result<(DbConfig, Option<DirectConfig>)> {
+fn config(
+    dir: &Path,
+    arch: &str,
+    log_buffer: &str,
+    policy: Option<&str>,
+    from_retained: bool,
+) -> Result<(DbConfig, Option<DirectConfig>)> {
     let mut c = DbConfig::new(dir.join("db"));
     c.buffer.page_size = 4096;
     c.buffer.dram = tierdb::device::DramConfig::new(ByteSize(64 * 4096));
@@ -116,6 +134,11 @@ fn config(dir: &Path, arch: &str, log_buffer: &str) -> Result<(DbConfig, Option<
         "nvm" => c.wal.buffer = LogBuffer::Nvm(NvmConfig::new(dir.join("log.nvm"), ByteSize(1 << 20))),
         other => bail!("--log-buffer {other:?}: expected dram or nvm"),
     }
+    if let Some(p) = policy {
+        ensure!(direct.is_none() && arch != "ssd-bm", "--policy {p:?}: {arch} has no NVM policy to choose");
+        c.buffer.policy = p.to_string();
+    }
+    c.redo_from_retained = from_retained;
     Ok((c, direct))
 }
 
@@ -125,8 +148,8 @@ enum Opened {
     Direct(Box<Db<NvmDirect>>),
 }
 
-fn open(dir: &Path, arch: &str, log_buffer: &str) -> Result<Opened> {
-    Ok(match config(dir, arch, log_buffer)? {
+fn open(dir: &Path, arch: &str, log_buffer: &str, policy: Option<&str>, from_retained: bool) -> Result<Opened> {
+    Ok(match config(dir, arch, log_buffer, policy, from_retained)? {
         (c, None) => Opened::Buffer(Box::new(Db::open(&c)?)),
         (c, Some(d)) => Opened::Direct(Box::new(Db::open_nvm_direct(&c, &d)?)),
     })
@@ -158,7 +181,8 @@ fn rolls_back(i: u64) -> bool {
 
 /// The child: transactions until killed.
 pub fn child(args: CrashChildArgs) -> Result<()> {
-    let opened = open(&args.dir, &args.arch, &args.log_buffer).context("opening the database")?;
+    let opened = open(&args.dir, &args.arch, &args.log_buffer, args.policy.as_deref(), args.redo_from_retained)
+        .context("opening the database")?;
     with_db!(&opened, db => write_until_killed(db, args.seed))
 }
 
@@ -279,6 +303,9 @@ struct Report {
     command: &'static str,
     arch: String,
     log_buffer: String,
+    /// The policy given with `--policy` (else the architecture's).
+    policy: Option<String>,
+    redo_from_retained: bool,
     seed: u64,
     points: u32,
     acknowledged_commits: u64,
@@ -291,6 +318,11 @@ struct Report {
     /// because a kill caught them in an in-place write (rebuilt by redo).
     nvm_pages_reused: usize,
     nvm_frames_cleared: usize,
+    /// Summed over the recoveries: log records redo read, changes it applied and
+    /// changes it skipped (their page held them).
+    redo_records_read: u64,
+    redo_changes_redone: u64,
+    redo_changes_skipped: u64,
     max_recovery_ms: f64,
     median_recovery_ms: f64,
     secs: f64,
@@ -303,7 +335,7 @@ pub fn run(args: CrashtestArgs) -> Result<()> {
         "--kill-after-ms {} is outside 1..={KILL_AFTER_MS_MAX}",
         args.kill_after_ms
     );
-    config(Path::new("."), &args.arch, &args.log_buffer)?; // checks the names
+    config(Path::new("."), &args.arch, &args.log_buffer, args.policy.as_deref(), args.redo_from_retained)?; // checks the names
     let tmp = tempfile::Builder::new().prefix("tierdb-crashtest-").tempdir().context("temporary directory")?;
     let dir = args.dir.clone().unwrap_or_else(|| tmp.path().to_path_buf());
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -313,11 +345,14 @@ pub fn run(args: CrashtestArgs) -> Result<()> {
     let (mut acked, mut losers, mut recoveries) = (0u64, 0usize, Vec::new());
     let mut creations_discarded = 0u32;
     let (mut nvm_pages_reused, mut nvm_frames_cleared) = (0usize, 0usize);
+    let mut redo = (0u64, 0u64, 0u64);
     let mut last_surviving = None;
     for point in 0..args.points {
         let kill_after = Duration::from_millis(rng.random_range(1..=args.kill_after_ms));
         let mut child = Command::new(&exe)
             .args(["crashtest-child", "--arch", &args.arch, "--log-buffer", &args.log_buffer])
+            .args(args.policy.iter().flat_map(|p| ["--policy", p.as_str()]))
+            .args(args.redo_from_retained.then_some("--redo-from-retained"))
             .arg("--dir")
             .arg(&dir)
             .args(["--seed", &rng.random::<u64>().to_string()])
@@ -371,7 +406,7 @@ pub fn run(args: CrashtestArgs) -> Result<()> {
             let _ = std::fs::remove_dir_all(&keep);
             copy_dir(&dir, &keep)?;
         }
-        let opened = open(&dir, &args.arch, &args.log_buffer)
+        let opened = open(&dir, &args.arch, &args.log_buffer, args.policy.as_deref(), args.redo_from_retained)
             .with_context(|| format!("point {point}: reopening after the kill"))?;
         let context =
             || format!("point {point} (killed after {} ms, last acknowledged commit {ack:?})", kill_after.as_millis());
@@ -380,6 +415,13 @@ pub fn run(args: CrashtestArgs) -> Result<()> {
             with_db!(&opened, db => (db.recovery().nvm_pages_reused, db.recovery().nvm_frames_cleared));
         nvm_pages_reused += reused;
         nvm_frames_cleared += cleared;
+        let (read, redone, skipped) = with_db!(&opened, db => {
+            let r = db.recovery();
+            (r.records_read, r.changes_redone, r.changes_skipped)
+        });
+        redo.0 += read;
+        redo.1 += redone;
+        redo.2 += skipped;
         recoveries.push(secs * 1e3);
         losers += lost;
         // A kill inside the first open, before it created the database: the files it
@@ -423,6 +465,8 @@ pub fn run(args: CrashtestArgs) -> Result<()> {
         command: "crashtest",
         arch: args.arch.clone(),
         log_buffer: args.log_buffer.clone(),
+        policy: args.policy.clone(),
+        redo_from_retained: args.redo_from_retained,
         seed: args.seed,
         points: args.points,
         acknowledged_commits: acked,
@@ -431,6 +475,9 @@ pub fn run(args: CrashtestArgs) -> Result<()> {
         creations_discarded,
         nvm_pages_reused,
         nvm_frames_cleared,
+        redo_records_read: redo.0,
+        redo_changes_redone: redo.1,
+        redo_changes_skipped: redo.2,
         max_recovery_ms: recoveries.last().copied().unwrap_or(0.0),
         median_recovery_ms: recoveries.get(recoveries.len() / 2).copied().unwrap_or(0.0),
         secs: started.elapsed().as_secs_f64(),
@@ -439,8 +486,9 @@ pub fn run(args: CrashtestArgs) -> Result<()> {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         println!(
-            "crashtest {} (log buffer {}): {} kill points, seed {}: every acknowledged commit survived ({} acknowledged, {} transactions in the database), {} unfinished transaction(s) rolled back, {} kill(s) inside creation (discarded, created afresh); NVM pages reused {}, NVM frames cleared mid-write {}; recovery median {:.1} ms, max {:.1} ms; {:.1} s",
+            "crashtest {}{} (log buffer {}): {} kill points, seed {}: every acknowledged commit survived ({} acknowledged, {} transactions in the database), {} unfinished transaction(s) rolled back, {} kill(s) inside creation (discarded, created afresh); NVM pages reused {}, NVM frames cleared mid-write {}; redo read {} records, redid {} changes, skipped {}; recovery median {:.1} ms, max {:.1} ms; {:.1} s",
             report.arch,
+            report.policy.as_ref().map(|p| format!(" --policy {p}")).unwrap_or_default(),
             report.log_buffer,
             report.points,
             report.seed,
@@ -450,6 +498,9 @@ pub fn run(args: CrashtestArgs) -> Result<()> {
             report.creations_discarded,
             report.nvm_pages_reused,
             report.nvm_frames_cleared,
+            report.redo_records_read,
+            report.redo_changes_redone,
+            report.redo_changes_skipped,
             report.median_recovery_ms,
             report.max_recovery_ms,
             report.secs

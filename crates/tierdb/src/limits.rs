@@ -210,3 +210,8 @@ pub const NVSQL_SKETCH_MIN_SAMPLES: usize = 32;
 /// `nvsql`: the new sublist's share of the NVM frames in midpoint-insertion LRU
 /// (InnoDB's default: 5/8 new, 3/8 old).
 pub const NVSQL_NEW_SUBLIST_PERCENT: usize = 62;
+/// `nvsql`: checkpoints a change may stay in NVM only. A checkpoint writes to SSD (and
+/// leaves in NVM, clean) the dirty NVM pages whose recovery LSN is older than the start
+/// of the checkpoint this many before it, so the log kept for them spans at most this
+/// many checkpoint intervals (plus the current one); 0 writes every dirty NVM page.
+pub const NVSQL_KEEP_CHECKPOINTS_DEFAULT: u32 = 1;

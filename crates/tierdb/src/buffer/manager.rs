@@ -233,6 +233,9 @@ pub struct BufferManager {
     restart: Mutex<Option<RestartInfo>>,
     /// The log to force before a page leaves DRAM (the write-ahead rule), once set.
     log: std::sync::OnceLock<std::sync::Arc<dyn LogForce>>,
+    /// The log's end at the start of the last checkpoints, oldest first (a durable NVM
+    /// cache's bound on its dirty pages: [`Policy::nvm_keep_checkpoints`]).
+    checkpoint_starts: Mutex<std::collections::VecDeque<u64>>,
     /// Set when a change could not be written back in place (an unfix cannot return the
     /// error): every later fix fails with `Stopped`, naming the first failure.
     stopped: std::sync::atomic::AtomicBool,
@@ -474,6 +477,7 @@ impl BufferManager {
             swizzled: Mutex::new(std::collections::HashMap::new()),
             restart: Mutex::new(None),
             log: std::sync::OnceLock::new(),
+            checkpoint_starts: Mutex::new(std::collections::VecDeque::new()),
             stopped: std::sync::atomic::AtomicBool::new(false),
             stop_reason: Mutex::new(None),
             in_place_reads,
@@ -1765,6 +1769,11 @@ impl BufferManager {
     /// Moves the page out of frame `g` (held exclusive) to where the policy says. On
     /// error the page stays in the frame, as it was.
     fn evict(&self, g: &mut FrameWrite<'_>) -> Result<()> {
+        self.evict_with(g, None)
+    }
+
+    /// [`evict`](Self::evict) to `to` if given, instead of where the policy says.
+    fn evict_with(&self, g: &mut FrameWrite<'_>, to: Option<EvictTo>) -> Result<()> {
         let meta = g.meta();
         let pid = PageId(meta.pid());
         debug_assert_eq!(self.table.get(pid)?, Entry::Dram(g.frame()), "frame {:?} holds {pid}", g.frame());
@@ -1784,7 +1793,10 @@ impl BufferManager {
             page_lsn: meta.page_lsn.load(Ordering::Relaxed),
             last_flush_lsn: meta.flush_lsn.load(Ordering::Relaxed),
         };
-        let mut to = self.policy.dram_eviction(&info, &self.tiers);
+        let mut to = match to {
+            Some(to) => to,
+            None => self.policy.dram_eviction(&info, &self.tiers),
+        };
         let clean_only = self.policy.nvm_clean_only();
         debug_assert!(!(clean_only && dirty && to == EvictTo::Nvm), "{pid}: a dirty page sent to a clean-only NVM");
         let bulk_to_free_nvm = to == EvictTo::Ssd

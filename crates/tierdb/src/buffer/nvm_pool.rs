@@ -394,6 +394,12 @@ impl NvmPool {
         (p != NO_PAGE).then_some(PageId(p))
     }
 
+    /// Frame `n`'s recovery LSN while dirty (0: unknown; racy unless the caller owns
+    /// the frame).
+    pub fn rec_lsn(&self, n: u32) -> u64 {
+        self.metas[n as usize].rec_lsn.load(Ordering::Relaxed)
+    }
+
     pub fn is_dirty(&self, n: u32) -> bool {
         self.metas[n as usize].dirty.load(Ordering::Relaxed)
     }

@@ -183,6 +183,21 @@ pub trait Policy: Send + Sync {
         false
     }
 
+    /// For a durable NVM cache: how many checkpoints a change may stay in NVM only. A
+    /// checkpoint writes to SSD (leaving them in NVM, clean) the dirty NVM pages whose
+    /// recovery LSN is older than the start of the checkpoint that many before it, which
+    /// bounds the log kept for them. `None` (the default): unbounded.
+    fn nvm_keep_checkpoints(&self) -> Option<u32> {
+        None
+    }
+
+    /// Checkpoint-based admission (NV-SQL §4.3): of the dirty DRAM pages (page, first-
+    /// update LSN) a checkpoint is about to write to SSD, those it moves to NVM instead
+    /// (durable there). Empty (the default): none.
+    fn checkpoint_admissions(&self, _dirty: &[(PageId, u64)]) -> Vec<PageId> {
+        Vec::new()
+    }
+
     /// The NVM pool is full and a frame is needed. A policy that chooses NVM victims
     /// itself appends the pages to evict, in order, to `out` (perhaps none: a veto) and
     /// returns true; the manager evicts those that are in NVM only and does not run its

@@ -97,6 +97,10 @@ pub struct DbConfig {
     /// Each write of a page into its NVM frame is preceded by the page's image in the
     /// log, so that redo rebuilds a page a crash tore mid-write.
     pub pages_in_nvm: bool,
+    /// For comparisons only: redo scans the whole retained log (from the oldest record
+    /// a durable NVM cache keeps, `nvsql`) instead of from the checkpoint's redo point,
+    /// as it did before the redo point was made safe for it. Off by default.
+    pub redo_from_retained: bool,
 }
 
 impl DbConfig {
@@ -109,6 +113,7 @@ impl DbConfig {
             wal: WalConfig::new(dir.join("wal")),
             durability: Durability::Sync,
             pages_in_nvm: false,
+            redo_from_retained: false,
             dir,
         }
     }
@@ -476,6 +481,8 @@ pub struct Db<S: DbStore = BufferManager> {
     wal: Arc<Wal>,
     dir: PathBuf,
     durability: Durability,
+    /// [`DbConfig::redo_from_retained`].
+    redo_from_retained: bool,
     next_txn: AtomicU64,
     next_smo: AtomicU64,
     /// Active transactions: id → first LSN (bounds log truncation).
@@ -642,6 +649,7 @@ impl<S: DbStore> Db<S> {
             wal,
             dir: cfg.dir.clone(),
             durability: cfg.durability,
+            redo_from_retained: cfg.redo_from_retained,
             next_txn: AtomicU64::new(1),
             next_smo: AtomicU64::new(1),
             active: Mutex::new(HashMap::new()),
@@ -691,7 +699,11 @@ impl<S: DbStore> Db<S> {
             let mut pages = Vec::new();
             for pid in [tree.root(), self.store.catalog_page()] {
                 let mut page = self.store.fix_exclusive(pid)?;
-                self.smo_image(smo, pid, &page)?;
+                let lsn = self.smo_image(smo, pid, &page)?;
+                // The frame learns the image's LSN before the end's: its first-update
+                // LSN (`nvsql`'s recovery LSN) must not be past the record that redoes
+                // it, or a torn NVM frame of the catalog is rebuilt without the tree.
+                crate::buffer::ExclusivePage::set_page_lsn(&mut page, lsn);
                 crate::buffer::ExclusivePage::image_logged(&mut page);
                 pages.push(page);
             }
@@ -806,7 +818,10 @@ impl<S: DbStore> Db<S> {
         // A durable NVM cache's dirty pages keep older records (not scanned unless a
         // crash tears one of them).
         let retain = start.min(self.store.oldest_retained().unwrap_or(start));
-        write_control(&self.dir, retain, start)?;
+        // Every id handed out so far is below these: a transaction or structure change
+        // with a record before `start` began before this point.
+        let (next_txn, next_smo) = (self.next_txn.load(Ordering::Relaxed), self.next_smo.load(Ordering::Relaxed));
+        write_control(&self.dir, Control { retain, redo: start, next_txn, next_smo })?;
         self.wal.truncate_before(retain)?;
         Ok(())
     }
@@ -847,19 +862,36 @@ impl<S: DbStore> Db<S> {
 
 /// Writes the control file (redo point and CRC) atomically: a temporary file, fsync,
 /// rename, fsync of the directory.
-/// Writes the control file: the oldest record kept (`retain`) and where redo starts
-/// (`redo`, not before it). Layout: retain u64 | CRC-32C of it | 0 u32 | redo u64 |
-/// CRC-32C of it | 0 u32; a 16-byte file (the first half) is one written before redo
-/// and retain were told apart (redo = retain).
-fn write_control(dir: &Path, retain: Lsn, redo: Lsn) -> Result<()> {
-    debug_assert!(retain <= redo, "control: retain {retain} after redo {redo}");
-    let mut b = [0u8; 32];
-    b[0..8].copy_from_slice(&retain.to_le_bytes());
-    let crc = crc32c::crc32c(&b[0..8]);
-    b[8..12].copy_from_slice(&crc.to_le_bytes());
-    b[16..24].copy_from_slice(&redo.to_le_bytes());
-    let crc = crc32c::crc32c(&b[16..24]);
-    b[24..28].copy_from_slice(&crc.to_le_bytes());
+/// What the control file holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Control {
+    /// The oldest record kept.
+    pub retain: Lsn,
+    /// Where redo starts (not before `retain`).
+    pub redo: Lsn,
+    /// Lower bounds of the next transaction and structure-change ids (0: unknown, as in
+    /// a control file written before they were kept). Ids restart from what the
+    /// recovery's scan saw, and a later recovery may scan further back than the last
+    /// one (a torn NVM frame's recovery LSN, `nvsql`): an id used before the last
+    /// checkpoint and used again after it would make a loser look finished, or join
+    /// an unfinished structure change's images to another's end record.
+    pub next_txn: u64,
+    pub next_smo: u64,
+}
+
+/// Writes the control file atomically (a temporary file, fsync, rename, fsync of the
+/// directory). Layout: four 16-byte entries, each a u64, the CRC-32C of it and a zero
+/// u32: retain, redo, next transaction id, next structure-change id. An older file
+/// holds only the first entry (16 bytes: redo = retain) or the first two (32 bytes).
+fn write_control(dir: &Path, c: Control) -> Result<()> {
+    debug_assert!(c.retain <= c.redo, "control: retain {} after redo {}", c.retain, c.redo);
+    let mut b = [0u8; 64];
+    for (i, v) in [c.retain, c.redo, c.next_txn, c.next_smo].into_iter().enumerate() {
+        let o = i * 16;
+        b[o..o + 8].copy_from_slice(&v.to_le_bytes());
+        let crc = crc32c::crc32c(&b[o..o + 8]);
+        b[o + 8..o + 12].copy_from_slice(&crc.to_le_bytes());
+    }
     let tmp = dir.join(format!("{CONTROL_FILE}.tmp"));
     let io = |what: &str, e: std::io::Error| DbError::Open { path: dir.to_path_buf(), what: format!("{what}: {e}") };
     {
@@ -872,27 +904,36 @@ fn write_control(dir: &Path, retain: Lsn, redo: Lsn) -> Result<()> {
     Ok(())
 }
 
-/// Reads the control file: the oldest record kept and the redo point, if there is one.
-fn read_control(dir: &Path) -> Result<Option<(Lsn, Lsn)>> {
+/// Reads the control file, if there is one.
+fn read_control(dir: &Path) -> Result<Option<Control>> {
     let path = dir.join(CONTROL_FILE);
     let b = match std::fs::read(&path) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(DbError::Open { path, what: format!("cannot read the control file: {e}") }.into()),
     };
-    let half_ok = |o: usize| crc32c::crc32c(&b[o..o + 8]).to_le_bytes() == b[o + 8..o + 12];
-    if !(b.len() == 16 || b.len() == 32) || !half_ok(0) || (b.len() == 32 && !half_ok(16)) {
+    let entry_ok = |o: usize| crc32c::crc32c(&b[o..o + 8]).to_le_bytes() == b[o + 8..o + 12];
+    if ![16, 32, 64].contains(&b.len()) || !(0..b.len()).step_by(16).all(entry_ok) {
         return Err(DbError::Open { path, what: "the control file is corrupt".into() }.into());
     }
-    let at = |o: usize| u64::from_le_bytes(b[o..o + 8].try_into().expect("8 bytes"));
-    let retain = at(0);
-    let redo = if b.len() == 32 { at(16) } else { retain };
-    if redo < retain {
-        return Err(
-            DbError::Open { path, what: format!("the control file's redo point {redo} is before {retain}") }.into()
-        );
+    let at = |i: usize| {
+        if b.len() > i * 16 {
+            Some(u64::from_le_bytes(b[i * 16..i * 16 + 8].try_into().expect("8 bytes")))
+        } else {
+            None
+        }
+    };
+    let retain = at(0).expect("16 bytes at least");
+    let c =
+        Control { retain, redo: at(1).unwrap_or(retain), next_txn: at(2).unwrap_or(0), next_smo: at(3).unwrap_or(0) };
+    if c.redo < c.retain {
+        return Err(DbError::Open {
+            path,
+            what: format!("the control file's redo point {} is before {}", c.redo, c.retain),
+        }
+        .into());
     }
-    Ok(Some((retain, redo)))
+    Ok(Some(c))
 }
 
 #[derive(Default)]

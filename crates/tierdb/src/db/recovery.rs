@@ -24,7 +24,7 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use super::{Db, DbError, DbStore, decode_change, decode_lines, page_of, read_control};
+use super::{Control, Db, DbError, DbStore, decode_change, decode_lines, page_of, read_control};
 use crate::Result;
 use crate::btree::BTree;
 use crate::btree::node::{HEADER_BYTES, NODE_MAGIC, NodeMut, NodeRef, OFF_PAGE_LSN};
@@ -117,16 +117,17 @@ pub(super) fn recover<S: DbStore>(db: &Db<S>, started: Instant) -> Result<Recove
     };
     rep.open_secs = started.elapsed().as_secs_f64();
     let start = db.wal.start_lsn();
-    let (retain, redo) = read_control(&db.dir)?.unwrap_or((start, start));
-    // Redo scans from the oldest retained record: a durable NVM cache (`nvsql`) keeps
-    // the log back to its dirty pages' oldest change, needed to rebuild a page whose
-    // frame a crash caught mid-write (NV-SQL §5.3); the pages in NVM that were not
-    // being written skip the records they hold (by page LSN). Scanning only from the
-    // checkpoint's redo point when no frame was caught lost a commit in `crashtest
-    // --arch nvsql` (cause not found yet; docs/nvsql.md), so `redo` only bounds the
-    // scan from above.
+    let control = read_control(&db.dir)?.unwrap_or(Control { retain: start, redo: start, next_txn: 0, next_smo: 0 });
+    let (retain, redo) = (control.retain, control.redo);
+    // Redo scans from the checkpoint's redo point, or further back to rebuild a page
+    // whose NVM frame a crash caught mid-write (NV-SQL §5.3: from its recovery LSN; 0,
+    // unknown: from the oldest record kept). The pages in NVM that were not being
+    // written hold every change before the redo point (a checkpoint waits for the
+    // in-place writers, and a page leaving NVM is written to SSD) and skip the records
+    // they hold by page LSN.
     let from = match db.store.log_needed_at_open() {
-        None => retain.min(redo),
+        _ if db.redo_from_retained => retain,
+        None => redo,
         Some(0) => retain,
         Some(l) => redo.min(l).max(retain),
     }
@@ -196,8 +197,9 @@ pub(super) fn recover<S: DbStore>(db: &Db<S>, started: Instant) -> Result<Recove
     rep.analysis_secs = (pass.elapsed().saturating_sub(applying)).as_secs_f64();
     rep.incomplete_smos = smos.len();
     rep.log_end = db.wal.next_lsn();
-    db.next_txn.store(max_txn + 1, std::sync::atomic::Ordering::Relaxed);
-    db.next_smo.store(max_smo + 1, std::sync::atomic::Ordering::Relaxed);
+    // Above every id the retained log may hold, not only those scanned (see `Control`).
+    db.next_txn.store((max_txn + 1).max(control.next_txn), std::sync::atomic::Ordering::Relaxed);
+    db.next_smo.store((max_smo + 1).max(control.next_smo), std::sync::atomic::Ordering::Relaxed);
     // 2. From here on, pages leave DRAM only after the log is forced.
     db.store.attach_log(&db.wal)?;
     // 3. Undo of the losers, newest first.

@@ -1,5 +1,7 @@
 //! Checkpoints: every dirty page to SSD (or to NVM without SSD), then the free-page
-//! list and the superblock (`free_list.rs`).
+//! list and the superblock (`free_list.rs`). A durable NVM cache (`nvsql`) keeps its
+//! dirty NVM pages there but for those older than its bound, and may move dirty DRAM
+//! pages to NVM instead of SSD (checkpoint-based admission; docs/nvsql.md).
 //!
 //! Pages go to SSD in batches ([`SsdBatch`]): the page file writes a batch to its
 //! double-write area with one write and one sync before it writes the pages in place
@@ -186,6 +188,7 @@ impl BufferManager {
     /// # Errors
     /// Device errors (the pages not written stay dirty).
     pub fn checkpoint(&self) -> Result<()> {
+        let nvm_bound = self.nvm_flush_bound();
         // Holding DRAM frames, a batch keeps three quarters of them for other threads.
         let frames_cap = (self.frames.len() / 4).clamp(1, DOUBLE_WRITE_SLOTS);
         // 1. Mini pages: their dirty lines go to their NVM frames, and from there to SSD.
@@ -276,12 +279,23 @@ impl BufferManager {
         // 3. Pages dirty as a whole in DRAM (and clean ones whose NVM copy is newer than
         //    SSD: the NVM pass below cannot claim them, as they are in DRAM). Without SSD
         //    they go to their NVM frames, in batches whose images are logged with one
-        //    force first (`log_nvm_images`).
+        //    force first (`log_nvm_images`). Those the policy picks for checkpoint-based
+        //    admission (`nvsql`, NV-SQL §4.3; only with an SSD) move to NVM instead, where
+        //    they are durable.
         let mut to_nvm: Vec<(FrameRead<'_>, PageId, u32, u64)> = Vec::new();
+        let admit = self.checkpoint_admissions();
         for i in 0..self.frames.len() {
             let f = FrameId(i as u32);
             if !self.frames.meta(f).holds_page() {
                 continue;
+            }
+            if admit.contains(&self.frames.meta(f).pid()) {
+                if let Some(b) = &mut batch {
+                    b.flush()?; // the admission waits for the frame's latch
+                }
+                if self.admit_at_checkpoint(f)? {
+                    continue;
+                }
             }
             let g = match self.frames.try_read(f) {
                 Some(g) => g,
@@ -326,7 +340,9 @@ impl BufferManager {
         //    their oldest change instead (`oldest_unflushed_lsn`). Waiting once for each
         //    frame's in-place latch makes sure that a change logged before the caller's
         //    redo point and still staged in an in-place guard has reached its frame (and
-        //    its recovery LSN) before the caller asks.
+        //    its recovery LSN) before the caller asks. Those whose recovery LSN is older
+        //    than the policy's bound are written to SSD and stay in NVM, clean: the log
+        //    they keep is bounded (`Policy::nvm_keep_checkpoints`).
         if let Some(nvm) = &self.nvm
             && self.policy.nvm_durable_cache()
         {
@@ -334,6 +350,36 @@ impl BufferManager {
                 let latch = nvm.latch(n);
                 latch.shared();
                 latch.unlock_shared();
+            }
+            if let Some(bound) = nvm_bound {
+                let mut batch = SsdBatch::new(self, ssd, DOUBLE_WRITE_SLOTS);
+                for n in 0..nvm.len() as u32 {
+                    let Some(pid) = nvm.pid(n) else { continue };
+                    // A bound of 0 is unknown: as old as the log.
+                    let old = |n: u32| nvm.is_dirty(n) && nvm.rec_lsn(n) < bound;
+                    if !old(n) || !self.claim(pid, Entry::Nvm(n))? {
+                        continue; // new enough, or moving (whoever moves it writes it)
+                    }
+                    if !old(n) {
+                        self.table.set(pid, Entry::Nvm(n));
+                        continue;
+                    }
+                    let mut bytes = AlignedBuf::new(self.page_size);
+                    if let Err(e) = nvm.read_page(n, pid, &mut bytes) {
+                        self.table.set(pid, Entry::Nvm(n));
+                        return Err(e.into());
+                    }
+                    self.counters.bump(super::Count::NvmToSsd);
+                    batch.push(Pending {
+                        pid,
+                        nvm: n,
+                        bytes: Some(bytes),
+                        refresh_nvm: false,
+                        lsn: 0,
+                        hold: Hold::Table,
+                    })?;
+                }
+                batch.flush()?;
             }
         } else if let Some(nvm) = &self.nvm {
             let mut batch = SsdBatch::new(self, ssd, DOUBLE_WRITE_SLOTS);
@@ -391,6 +437,76 @@ impl BufferManager {
         drop(images);
         pages.clear();
         Ok(())
+    }
+
+    /// A durable NVM cache's bound for this checkpoint: its dirty NVM pages whose
+    /// recovery LSN is below it are written to SSD (`Policy::nvm_keep_checkpoints`):
+    /// the log's end at the start of the checkpoint `keep` before this one. `None`: no
+    /// bound (another policy, an unbounded one, no log, or too few checkpoints yet).
+    fn nvm_flush_bound(&self) -> Option<u64> {
+        if self.nvm.is_none() || !self.policy.nvm_durable_cache() {
+            return None;
+        }
+        let keep = self.policy.nvm_keep_checkpoints()? as usize;
+        let end = self.log.get().map_or(0, |l| l.end_lsn());
+        if end == 0 {
+            return None;
+        }
+        let mut starts = self.checkpoint_starts.lock();
+        starts.push_back(end);
+        while starts.len() > keep + 1 {
+            starts.pop_front();
+        }
+        (starts.len() == keep + 1).then(|| starts[0])
+    }
+
+    /// The pages of DRAM the policy moves to NVM at this checkpoint instead of writing
+    /// them to SSD (checkpoint-based admission): asked with every page dirty as a whole
+    /// that has no NVM copy, and its first-update LSN. Racy: each is checked again under
+    /// its latch ([`admit_at_checkpoint`](Self::admit_at_checkpoint)).
+    fn checkpoint_admissions(&self) -> std::collections::HashSet<u64> {
+        if self.nvm.is_none() || self.ssd.is_none() {
+            return Default::default();
+        }
+        let dirty: Vec<(PageId, u64)> = (0..self.frames.len())
+            .map(|i| self.frames.meta(FrameId(i as u32)))
+            .filter(|m| {
+                m.holds_page()
+                    && m.dirty.load(Ordering::Relaxed)
+                    && m.resident_all.load(Ordering::Relaxed)
+                    && m.nvm.load(Ordering::Relaxed) == NO_NVM_FRAME
+            })
+            .map(|m| (PageId(m.pid()), m.first_lsn.load(Ordering::Relaxed)))
+            .collect();
+        if dirty.is_empty() {
+            return Default::default();
+        }
+        self.policy.checkpoint_admissions(&dirty).into_iter().map(|p| p.0).collect()
+    }
+
+    /// Checkpoint-based admission of the page in DRAM frame `f`: evicted to NVM (dirty
+    /// there, durable, with its first-update LSN as recovery LSN) instead of being
+    /// written to SSD, and the frame freed. False, changing nothing, if the frame no
+    /// longer holds a page dirty as a whole without NVM copy that can leave DRAM now
+    /// (the caller then writes it as any other). Call with no batch holding latches.
+    ///
+    /// # Errors
+    /// As an eviction (the page then stays in its frame, dirty).
+    fn admit_at_checkpoint(&self, f: FrameId) -> Result<bool> {
+        let mut g = self.frames.write(f);
+        let m = g.meta();
+        if !m.holds_page()
+            || !m.dirty.load(Ordering::Relaxed)
+            || !m.resident_all.load(Ordering::Relaxed)
+            || m.nvm.load(Ordering::Relaxed) != NO_NVM_FRAME
+            || m.swizzled_children.load(Ordering::Relaxed) > 0
+            || !self.unswizzle_victim(&g)
+        {
+            return Ok(false);
+        }
+        self.evict_with(&mut g, Some(super::EvictTo::Nvm))?;
+        self.return_frame(g);
+        Ok(true)
     }
 
     /// The bytes of page `pid`'s NVM copy (frame `n`, owned by the caller through the

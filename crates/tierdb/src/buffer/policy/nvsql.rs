@@ -47,7 +47,8 @@ use super::{EvictTo, MissTarget, NvmAccess, PageInfo, Policy, Tiers, Victim};
 use crate::buffer::BufferError;
 use crate::ids::PageId;
 use crate::limits::{
-    NVSQL_INTERVAL_PERCENT_DEFAULT, NVSQL_NEW_SUBLIST_PERCENT, NVSQL_SKETCH_MIN_SAMPLES, NVSQL_SKETCH_WINDOW,
+    NVSQL_INTERVAL_PERCENT_DEFAULT, NVSQL_KEEP_CHECKPOINTS_DEFAULT, NVSQL_NEW_SUBLIST_PERCENT,
+    NVSQL_SKETCH_MIN_SAMPLES, NVSQL_SKETCH_WINDOW,
 };
 
 /// Which dirty pages leaving DRAM are admitted to NVM.
@@ -77,11 +78,14 @@ pub enum NvsqlReplacement {
 
 /// `nvsql`'s configuration, parsed from `nvsql[:key=value,...]`:
 /// `admit=interval|fixed|checkpoint|always`, `pct=P` (interval and checkpoint),
-/// `lsns=N` (fixed), `lru=update-count|midpoint|lru`.
+/// `lsns=N` (fixed), `lru=update-count|midpoint|lru`, `keep=K|unbounded` (checkpoints a
+/// change may stay in NVM only; default [`NVSQL_KEEP_CHECKPOINTS_DEFAULT`]).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct NvsqlConfig {
     pub admission: NvsqlAdmission,
     pub replacement: NvsqlReplacement,
+    /// `None`: unbounded (hot pages stay dirty in NVM, and pin the log, until evicted).
+    pub keep_checkpoints: Option<u32>,
 }
 
 impl Default for NvsqlConfig {
@@ -89,6 +93,7 @@ impl Default for NvsqlConfig {
         NvsqlConfig {
             admission: NvsqlAdmission::Interval { percent: NVSQL_INTERVAL_PERCENT_DEFAULT },
             replacement: NvsqlReplacement::UpdateCount,
+            keep_checkpoints: Some(NVSQL_KEEP_CHECKPOINTS_DEFAULT),
         }
     }
 }
@@ -106,7 +111,11 @@ impl fmt::Display for NvsqlConfig {
             NvsqlReplacement::Midpoint => "midpoint",
             NvsqlReplacement::Lru => "lru",
         };
-        write!(f, ",lru={lru}")
+        write!(f, ",lru={lru}")?;
+        match self.keep_checkpoints {
+            Some(k) => write!(f, ",keep={k}"),
+            None => f.write_str(",keep=unbounded"),
+        }
     }
 }
 
@@ -135,7 +144,15 @@ impl FromStr for NvsqlConfig {
                         _ => return Err(bad(format!("lru {v:?}: update-count, midpoint or lru"))),
                     }
                 }
-                _ => return Err(bad(format!("unknown key {k:?} (admit, pct, lsns, lru)"))),
+                "keep" => {
+                    cfg.keep_checkpoints = match v {
+                        "unbounded" => None,
+                        _ => Some(
+                            v.parse().map_err(|_| bad(format!("keep {v:?}: a count of checkpoints or unbounded")))?,
+                        ),
+                    }
+                }
+                _ => return Err(bad(format!("unknown key {k:?} (admit, pct, lsns, lru, keep)"))),
             }
         }
         cfg.admission = match (admit, lsns) {
@@ -458,6 +475,14 @@ impl Policy for Nvsql {
         true
     }
 
+    fn nvm_keep_checkpoints(&self) -> Option<u32> {
+        self.cfg.keep_checkpoints
+    }
+
+    fn checkpoint_admissions(&self, dirty: &[(PageId, u64)]) -> Vec<PageId> {
+        self.checkpoint_selection(dirty)
+    }
+
     fn dram_eviction(&self, page: &PageInfo, tiers: &Tiers) -> EvictTo {
         if !tiers.has_nvm || !tiers.has_ssd {
             return if tiers.has_nvm { EvictTo::Nvm } else { EvictTo::Ssd };
@@ -533,7 +558,13 @@ mod tests {
         assert_eq!(c.admission, NvsqlAdmission::FixedInterval { lsns: 100 });
         assert_eq!(c.replacement, NvsqlReplacement::Lru);
         assert_eq!(c.to_string().parse::<NvsqlConfig>().unwrap(), c);
-        for bad in ["admit=fixed", "pct=101", "admit=x", "lsns=3", "lru=mru", "foo=1", "admit"] {
+        assert_eq!(c.keep_checkpoints, Some(NVSQL_KEEP_CHECKPOINTS_DEFAULT));
+        for (s, keep) in [("keep=0", Some(0)), ("keep=3", Some(3)), ("keep=unbounded", None)] {
+            let c: NvsqlConfig = s.parse().unwrap();
+            assert_eq!(c.keep_checkpoints, keep, "{s}");
+            assert_eq!(c.to_string().parse::<NvsqlConfig>().unwrap(), c);
+        }
+        for bad in ["admit=fixed", "pct=101", "admit=x", "lsns=3", "lru=mru", "foo=1", "admit", "keep=-1", "keep=x"] {
             assert!(bad.parse::<NvsqlConfig>().is_err(), "{bad}");
         }
     }
