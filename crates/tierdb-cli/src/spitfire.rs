@@ -60,7 +60,7 @@ const TUNER_SEEDS_MAX: u32 = 100;
 #[command(mut_arg("warmup", |a| a.default_value("0").help("Seconds of timed warm-up before a run's first epoch (static runs settle by --settle-epochs instead)")))]
 #[command(mut_arg("policy", |a| a.default_value(crate::tune::KNOB_POLICY).help("Placement policy: spitfire (the only one with migration knobs)")))]
 #[command(mut_arg("ssd_dir", |a| a.default_value("/dev/shm").help("Directory of the SSD page file (default /dev/shm: the SSD is emulated by its profile, and real disk time would blur a modelled throughput)")))]
-#[command(mut_arg("cpu_cache", |a| a.default_value("1MiB").help("The CPU last-level cache that charges for NVM lines read in place (default 1 MiB, as in docs/tuning.md: the 32 MiB of other commands would be as large as this command's 32 MiB NVM, so every line read in place would soon count as cached; at the paper's scale the last-level cache is a tiny fraction of NVM); 0 charges every read")))]
+#[command(mut_arg("cpu_cache", |a| a.default_value(crate::tune::KNOB_CPU_CACHE).help(crate::tune::KNOB_CPU_CACHE_HELP)))]
 pub struct SpitfireArgs {
     /// Parts to run, comma-separated: sweep, policies, tuners.
     #[arg(long, value_delimiter = ',', default_value = "sweep,policies,tuners")]

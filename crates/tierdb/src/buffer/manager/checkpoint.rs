@@ -24,6 +24,7 @@ use std::sync::atomic::Ordering;
 use super::{BufferManager, NO_NVM_FRAME, NO_PAGE};
 use crate::Result;
 use crate::buffer::frame::{FrameId, FrameRead, FrameWrite, Mask};
+use crate::buffer::nvm_pool::NvmPool;
 use crate::buffer::table::Entry;
 use crate::device::{AlignedBuf, SsdFile};
 use crate::ids::PageId;
@@ -352,60 +353,43 @@ impl BufferManager {
                 latch.unlock_shared();
             }
             if let Some(bound) = nvm_bound {
-                let mut batch = SsdBatch::new(self, ssd, DOUBLE_WRITE_SLOTS);
-                for n in 0..nvm.len() as u32 {
-                    let Some(pid) = nvm.pid(n) else { continue };
-                    // A bound of 0 is unknown: as old as the log.
-                    let old = |n: u32| nvm.is_dirty(n) && nvm.rec_lsn(n) < bound;
-                    if !old(n) || !self.claim(pid, Entry::Nvm(n))? {
-                        continue; // new enough, or moving (whoever moves it writes it)
-                    }
-                    if !old(n) {
-                        self.table.set(pid, Entry::Nvm(n));
-                        continue;
-                    }
-                    let mut bytes = AlignedBuf::new(self.page_size);
-                    if let Err(e) = nvm.read_page(n, pid, &mut bytes) {
-                        self.table.set(pid, Entry::Nvm(n));
-                        return Err(e.into());
-                    }
-                    self.counters.bump(super::Count::NvmToSsd);
-                    batch.push(Pending {
-                        pid,
-                        nvm: n,
-                        bytes: Some(bytes),
-                        refresh_nvm: false,
-                        lsn: 0,
-                        hold: Hold::Table,
-                    })?;
-                }
-                batch.flush()?;
+                self.write_nvm_pages(nvm, ssd, bound, true)?;
             }
         } else if let Some(nvm) = &self.nvm {
-            let mut batch = SsdBatch::new(self, ssd, DOUBLE_WRITE_SLOTS);
-            for n in 0..nvm.len() as u32 {
-                let Some(pid) = nvm.pid(n) else { continue };
-                if !nvm.is_dirty(n) || !self.claim(pid, Entry::Nvm(n))? {
-                    continue; // clean, or in DRAM (written above, NVM copy refreshed)
-                }
-                let mut bytes = AlignedBuf::new(self.page_size);
-                if let Err(e) = nvm.read_page(n, pid, &mut bytes) {
-                    self.table.set(pid, Entry::Nvm(n));
-                    return Err(e.into());
-                }
-                batch.push(Pending {
-                    pid,
-                    nvm: n,
-                    bytes: Some(bytes),
-                    refresh_nvm: false,
-                    lsn: 0,
-                    hold: Hold::Table,
-                })?;
-            }
-            batch.flush()?;
+            // Every dirty page in NVM: a recovery LSN is always below the largest one.
+            self.write_nvm_pages(nvm, ssd, u64::MAX, false)?;
         }
         // 5. The free-page list, the sync, and the superblock that names them.
         self.write_free_list(ssd)
+    }
+
+    /// Step 4 of a checkpoint: writes to SSD the dirty pages in NVM only whose recovery
+    /// LSN is below `bound` (0, unknown, counts as the oldest); they stay in NVM, clean.
+    /// `count`: a durable cache's bound moves them out of its care
+    /// ([`Count::NvmToSsd`](super::Count::NvmToSsd)).
+    fn write_nvm_pages(&self, nvm: &NvmPool, ssd: &SsdFile, bound: u64, count: bool) -> Result<()> {
+        let mut batch = SsdBatch::new(self, ssd, DOUBLE_WRITE_SLOTS);
+        let due = |n: u32| nvm.is_dirty(n) && nvm.rec_lsn(n) < bound;
+        for n in 0..nvm.len() as u32 {
+            let Some(pid) = nvm.pid(n) else { continue };
+            if !due(n) || !self.claim(pid, Entry::Nvm(n))? {
+                continue; // clean or new enough, or in DRAM / moving (written by whoever has it)
+            }
+            if !due(n) {
+                self.table.set(pid, Entry::Nvm(n));
+                continue;
+            }
+            let mut bytes = AlignedBuf::new(self.page_size);
+            if let Err(e) = nvm.read_page(n, pid, &mut bytes) {
+                self.table.set(pid, Entry::Nvm(n));
+                return Err(e.into());
+            }
+            if count {
+                self.counters.bump(super::Count::NvmToSsd);
+            }
+            batch.push(Pending { pid, nvm: n, bytes: Some(bytes), refresh_nvm: false, lsn: 0, hold: Hold::Table })?;
+        }
+        batch.flush()
     }
 
     /// Without SSD (NVM is the durable tier): writes the DRAM pages of `pages`, latched
