@@ -2,6 +2,8 @@
 //! and a power loss at any moment loses no committed transaction and keeps no change of
 //! an unfinished one (redo of the log, undo of the losers).
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -125,29 +127,7 @@ fn power_loss_with(nvm: bool, nvm_log: bool, seed: u64, policy: &str) {
             let mut t = db.begin();
             let mut staged = model.clone();
             for _ in 0..rng.random_range(1..40) {
-                let k = format!("key{:05}", rng.random_range(0..3000)).into_bytes();
-                match rng.random_range(0..10) {
-                    0..6 => {
-                        let v = vec![rng.random::<u8>(); rng.random_range(10..300)];
-                        t.put("t", &k, &v).unwrap();
-                        staged.insert(k, v);
-                    }
-                    // A patch: logged as the bytes written and those they replace.
-                    6..8 => match staged.get_mut(&k) {
-                        Some(v) => {
-                            let offset = rng.random_range(0..v.len());
-                            let bytes: Vec<u8> =
-                                (0..rng.random_range(1..=v.len() - offset)).map(|_| rng.random()).collect();
-                            assert!(t.update_in_place("t", &k, offset, &bytes).unwrap());
-                            v[offset..offset + bytes.len()].copy_from_slice(&bytes);
-                        }
-                        None => assert!(!t.update_in_place("t", &k, 0, b"x").unwrap()),
-                    },
-                    _ => {
-                        let had = staged.remove(&k).is_some();
-                        assert_eq!(t.delete("t", &k).unwrap(), had);
-                    }
-                }
+                common::random_op(&mut t, &mut rng, &mut staged);
             }
             match round % 5 {
                 4 => t.rollback().unwrap(),

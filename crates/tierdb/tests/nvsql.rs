@@ -12,6 +12,8 @@
 //!
 //! `TIERDB_SEED=<seed>` reruns one seed.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 
@@ -224,28 +226,7 @@ fn power_loss(seed: u64, tear: bool) {
             let mut t = db.begin();
             let mut staged = model.clone();
             for _ in 0..rng.random_range(1..40) {
-                let k = format!("key{:05}", rng.random_range(0..3000)).into_bytes();
-                match rng.random_range(0..10) {
-                    0..6 => {
-                        let v = vec![rng.random::<u8>(); rng.random_range(10..300)];
-                        t.put("t", &k, &v).unwrap();
-                        staged.insert(k, v);
-                    }
-                    6..8 => match staged.get_mut(&k) {
-                        Some(v) => {
-                            let offset = rng.random_range(0..v.len());
-                            let bytes: Vec<u8> =
-                                (0..rng.random_range(1..=v.len() - offset)).map(|_| rng.random()).collect();
-                            assert!(t.update_in_place("t", &k, offset, &bytes).unwrap());
-                            v[offset..offset + bytes.len()].copy_from_slice(&bytes);
-                        }
-                        None => assert!(!t.update_in_place("t", &k, 0, b"x").unwrap()),
-                    },
-                    _ => {
-                        let had = staged.remove(&k).is_some();
-                        assert_eq!(t.delete("t", &k).unwrap(), had);
-                    }
-                }
+                common::random_op(&mut t, &mut rng, &mut staged);
             }
             if round % 5 == 4 {
                 t.rollback().unwrap();
