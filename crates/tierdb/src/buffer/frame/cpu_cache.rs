@@ -58,7 +58,7 @@ impl CpuCacheModel {
         let (first, last) = (at / LINE, (at + len - 1) / LINE);
         let sets = self.tags.len();
         if sets == 0 {
-            nvm.charge_read(at, (last + 1 - first) * LINE);
+            nvm.charge_read(first * LINE, (last + 1 - first) * LINE);
             return;
         }
         let mut missed = 0u64;
@@ -66,7 +66,9 @@ impl CpuCacheModel {
             missed += u64::from(self.install(line, sets));
         }
         if missed > 0 {
-            nvm.charge_read(at, missed * LINE);
+            // From the first line's start: `at` may sit inside a line, and `at` plus
+            // whole lines can run past the region's last line.
+            nvm.charge_read(first * LINE, missed * LINE);
         }
     }
 
@@ -95,7 +97,7 @@ impl CpuCacheModel {
         for line in last + 1..=last_ahead {
             missed += u64::from(self.install(line, sets));
         }
-        nvm.charge_read(at, missed * LINE);
+        nvm.charge_read(first * LINE, missed * LINE);
     }
 
     /// Installs `line`; whether it missed.
@@ -119,5 +121,35 @@ impl CpuCacheModel {
         for k in 1..search_lines(page_size) {
             self.charge(nvm, page_at + (lines >> k) * LINE, LINE);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ByteSize;
+    use crate::device::NvmConfig;
+
+    /// A read that starts inside a line near the region's end is charged as the whole
+    /// lines it touches, which end at the region's end (the charge used to start at the
+    /// unaligned offset and ran past it).
+    #[test]
+    fn an_unaligned_read_at_the_end_of_the_region_is_charged_within_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let size = 64u64 << 10;
+        let nvm = NvmRegion::open(&NvmConfig::new(dir.path().join("r.nvm"), ByteSize(size))).unwrap();
+        let at = size - 100; // inside the second-to-last line
+        for bytes in [0, 1 << 20] {
+            let model = CpuCacheModel::new(bytes);
+            model.charge(&nvm, at, 100);
+            model.charge_with_prefetch(&nvm, at - 4096, 100, 0);
+        }
+        // A read whose prefetch reaches the last line (callers keep it in the page).
+        let model = CpuCacheModel::new(1 << 20);
+        model.charge_with_prefetch(&nvm, at - 64, 36, 128);
+        // The lines up to the region's end are cached now: nothing more is read.
+        let before = nvm.core().stats().snapshot();
+        model.charge(&nvm, at, 100);
+        assert_eq!(nvm.core().stats().snapshot(), before);
     }
 }
