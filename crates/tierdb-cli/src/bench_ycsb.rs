@@ -19,7 +19,7 @@ use tierdb::device::{DeviceProfile, DirectIo, EmulationMode};
 use tierdb::limits::{NVCACHE_OBP_WINDOW_LOOKUPS_DEFAULT, NVCACHE_SMALL_BYPASS_DRAM_PERCENT_DEFAULT};
 use tierdb_workload::YcsbSpec;
 
-use crate::ycsb_driver::{self, DriverConfig, YcsbReport};
+use crate::ycsb_driver::{self, DriverConfig, ModelClock, YcsbReport};
 use crate::ycsb_txn::{self, TxnArgs, TxnReport};
 
 /// Bounds on the knobs, so a typo cannot start an hour-long run.
@@ -122,6 +122,12 @@ pub struct EngineArgs {
     /// is removed, as in the paper).
     #[arg(long, value_name = "N")]
     pub stale_overwrite: Option<u64>,
+    /// model mode: each thread's own time in the modelled throughput (ops / (own time +
+    /// modelled device time)): wall, or cpu — the thread's CPU time, which other
+    /// processes on the machine do not inflate (for runs with no more threads than
+    /// cores).
+    #[arg(long, default_value = "wall")]
+    pub model_clock: ModelClock,
     /// Worker threads.
     #[arg(long, default_value_t = 1)]
     pub threads: u32,
@@ -159,9 +165,21 @@ pub struct Setup {
     pub prefetch_lines: u32,
     /// Where SSD page writes go first (`on`: the architecture's default).
     pub double_write: DoubleWriteArg,
+    /// `model` mode: the clock of a thread's own time in the modelled throughput.
+    pub model_clock: ModelClock,
     /// The `nvcache` policy's tunables (used by `--arch nvcache` or `--policy nvcache`).
     pub nvcache: NvcacheConfig,
     pub workload: YcsbSpec,
+}
+
+impl Setup {
+    /// The emulation mode as a report names it: `model` also names its clock.
+    pub fn mode_label(&self) -> String {
+        match self.mode {
+            EmulationMode::Model => format!("model ({} clock)", self.model_clock.name()),
+            m => m.to_string(),
+        }
+    }
 }
 
 impl EngineArgs {
@@ -209,6 +227,7 @@ impl EngineArgs {
             cpu_cache_model_bytes: self.cpu_cache.bytes(),
             prefetch_lines: self.prefetch_lines,
             double_write: self.double_write,
+            model_clock: self.model_clock,
             nvcache,
             workload: spec,
         })
@@ -256,6 +275,7 @@ impl EngineArgs {
             duration: setup.duration_secs.map(Duration::from_secs_f64),
             seed: setup.seed,
             data_bytes: data.map(ByteSize::bytes),
+            model_clock: setup.model_clock,
         }
     }
 }
@@ -567,7 +587,9 @@ pub fn print_report(r: &RunReport) {
         res.warmup_secs,
         res.ops,
         fmt_rate(res.throughput_ops_per_sec),
-        res.modelled_ops_per_sec.map(|m| format!(" (modelled: {} ops/s)", fmt_rate(m))).unwrap_or_default()
+        res.modelled_ops_per_sec
+            .map(|m| format!(" (modelled: {} ops/s, {} clock)", fmt_rate(m), s.model_clock.name()))
+            .unwrap_or_default()
     );
     if res.not_found > 0 {
         println!("warning: {} operations did not find their key", res.not_found);

@@ -33,6 +33,7 @@ const WORKLOADS_MAX: usize = 8;
 #[command(mut_arg("mode", |a| a.default_value("model")))]
 #[command(mut_arg("double_write", |a| a.default_value("off")))]
 #[command(mut_arg("obp", |a| a.hide(true).help("Refused: every row sets its own")))]
+#[command(mut_arg("model_clock", |a| a.default_value(crate::tune::COMPARE_MODEL_CLOCK).help(crate::tune::COMPARE_MODEL_CLOCK_HELP)))]
 pub struct NvcacheObpArgs {
     /// YCSB workloads, comma-separated (a..f or a property file).
     #[arg(long, value_delimiter = ',', default_value = "a,c")]
@@ -242,7 +243,7 @@ fn describe(r: &ObpReport) -> String {
     let s = &r.setup;
     format!(
         "nvcache · mode {} · profiles dram {}, nvm {}, ssd {} · DRAM {} · NVM {} · data {} · page {} · {} thread(s) · seed {} · {} s warm-up + {} · median of {} run(s)",
-        s.mode,
+        s.mode_label(),
         s.dram_profile.name,
         s.nvm_profile.name,
         s.ssd_profile.name,

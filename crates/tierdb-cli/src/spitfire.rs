@@ -7,18 +7,20 @@
 //! - `policies` (Table 3, Figures 11–12): the eager policy and A–D.
 //! - `tuners` (§6.6): a static sweep over a grid of knobs (`--grid` values per knob) for
 //!   the best static policy, then each tuner (`--tuners`) online from the eager start,
-//!   `--tuner-seeds` times; the epochs each run needs until the policy it has chosen is
-//!   within 10% of the grid's best, judged by a measurement of that policy made the
-//!   grid's way (never by the tuner's own, possibly lucky, epochs), the medians over the
-//!   seeds, and each final choice judged the same way.
+//!   `--tuner-seeds` times; the tuning time each run needs (in full epochs: the
+//!   funnel's short screen epochs count for what they ran) until the policy it has
+//!   chosen is within 10% of the grid's best, judged by a measurement of that policy
+//!   made the grid's way (never by the tuner's own, possibly lucky, epochs), the medians
+//!   over the seeds, and each final choice judged the same way.
 //!
 //! A static run opens a fresh engine, loads the table, sets the knobs, runs
 //! `--settle-epochs` unmeasured epochs (the buffers settle under the policy) and then
 //! `--measure-epochs` epochs, and reports the median epoch's throughput and the NVM
 //! lines written per operation over the measured epochs. A tuner's run is `tierdb
 //! tune`'s loop ([`crate::tune::Session`]). The default mode is `model`, so throughputs
-//! are modelled from the device profiles; the CPU time in them still varies a little
-//! from run to run.
+//! are modelled from the device profiles, with each thread's own time taken from its
+//! CPU clock (`--model-clock cpu`), which the machine's other processes do not
+//! inflate; it still varies a little from run to run.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -61,6 +63,7 @@ const TUNER_SEEDS_MAX: u32 = 100;
 #[command(mut_arg("policy", |a| a.default_value(crate::tune::KNOB_POLICY).help("Placement policy: spitfire (the only one with migration knobs)")))]
 #[command(mut_arg("ssd_dir", |a| a.default_value("/dev/shm").help("Directory of the SSD page file (default /dev/shm: the SSD is emulated by its profile, and real disk time would blur a modelled throughput)")))]
 #[command(mut_arg("cpu_cache", |a| a.default_value(crate::tune::KNOB_CPU_CACHE).help(crate::tune::KNOB_CPU_CACHE_HELP)))]
+#[command(mut_arg("model_clock", |a| a.default_value(crate::tune::COMPARE_MODEL_CLOCK).help(crate::tune::COMPARE_MODEL_CLOCK_HELP)))]
 pub struct SpitfireArgs {
     /// Parts to run, comma-separated: sweep, policies, tuners.
     #[arg(long, value_delimiter = ',', default_value = "sweep,policies,tuners")]
@@ -331,12 +334,15 @@ struct TunerRun {
     seed: u64,
     epochs: u32,
     done: bool,
-    /// The first epoch (from 1) after which the tuner's chosen policy is one whose
-    /// judged throughput ([`TunerComparison::judged`]) is at 90% or more of the grid's
-    /// best; `None` if no chosen policy of the run got there.
-    epochs_to_within_10pct: Option<u32>,
+    /// The tuning time, in full epochs of `--epoch-ops` (a short screen epoch counts for
+    /// what it ran), by the end of the first epoch after which the tuner's chosen
+    /// policy is one whose judged throughput ([`TunerComparison::judged`]) is at 90% or
+    /// more of the grid's best; `None` if no chosen policy of the run got there.
+    epochs_to_within_10pct: Option<f64>,
     /// The same by the tuner's own estimate of its choice (a lucky epoch counts).
-    epochs_to_within_10pct_own_estimate: Option<u32>,
+    epochs_to_within_10pct_own_estimate: Option<f64>,
+    /// The tuning time of the whole run, in full epochs.
+    epochs_elapsed: f64,
     best: Option<Best>,
     /// The judged throughput of the final choice / the grid's best.
     final_vs_best: f64,
@@ -351,9 +357,10 @@ struct TunerSummary {
     runs: u32,
     /// Runs whose choice got within 10%.
     reached: u32,
-    /// The median over the runs of the epochs to within 10% (a run that never got
-    /// there counts as infinitely many); `None` if half or more never got there.
-    median_epochs_to_within_10pct: Option<u32>,
+    /// The median over the runs of the tuning time to within 10%, in full epochs (a run
+    /// that never got there counts as infinitely long); `None` if half or more never
+    /// got there.
+    median_epochs_to_within_10pct: Option<f64>,
     median_final_vs_best: f64,
 }
 
@@ -402,12 +409,13 @@ fn knob_key(k: MigrationKnobs) -> [u64; 4] {
     k.to_array().map(f64::to_bits)
 }
 
-/// The policies a run chose, each with the epoch (from 1) it was first chosen, in order.
-fn choices(trajectory: &[EpochRecord]) -> Vec<(u32, MigrationKnobs)> {
-    let mut out: Vec<(u32, MigrationKnobs)> = Vec::new();
-    for r in trajectory {
+/// The policies a run chose, each with the tuning time (full epochs of `epoch_ops`) by
+/// the end of the epoch it was first chosen in, in order.
+fn choices(trajectory: &[EpochRecord], epoch_ops: u64) -> Vec<(f64, MigrationKnobs)> {
+    let mut out: Vec<(f64, MigrationKnobs)> = Vec::new();
+    for (r, t) in trajectory.iter().zip(tuning::epochs_elapsed(trajectory, epoch_ops)) {
         if out.last().is_none_or(|&(_, k)| k != r.best.knobs) {
-            out.push((r.epoch + 1, r.best.knobs));
+            out.push((t, r.best.knobs));
         }
     }
     out
@@ -418,10 +426,15 @@ fn choices(trajectory: &[EpochRecord]) -> Vec<(u32, MigrationKnobs)> {
 const JUDGE_PER_RUN_AND_ROUND: usize = 4;
 
 /// The median of `v`, `None` counting as infinitely large.
-fn median_epochs(v: &[Option<u32>]) -> Option<u32> {
-    let mut v: Vec<u32> = v.iter().map(|e| e.unwrap_or(u32::MAX)).collect();
-    v.sort_unstable();
-    v.get(v.len().saturating_sub(1) / 2).copied().filter(|&e| e < u32::MAX)
+fn median_epochs(v: &[Option<f64>]) -> Option<f64> {
+    let mut v: Vec<f64> = v.iter().map(|e| e.unwrap_or(f64::INFINITY)).collect();
+    v.sort_by(f64::total_cmp);
+    v.get(v.len().saturating_sub(1) / 2).copied().filter(|e| e.is_finite())
+}
+
+/// Tuning time in full epochs, as the tables print it.
+fn fmt_epochs(e: f64) -> String {
+    if e.fract() == 0.0 { format!("{e:.0}") } else { format!("{e:.2}") }
 }
 
 fn median_f64(v: &[f64]) -> f64 {
@@ -477,8 +490,8 @@ fn tuners(ctx: &Ctx<'_>, setups: &[Setup]) -> Result<Vec<TunerComparison>> {
         //    grid's way, each run's in order until one is within 10%, plus every final.
         let mut judged: std::collections::HashMap<[u64; 4], f64> =
             grid.iter().map(|p| (knob_key(p.knobs), p.ops_per_sec)).collect();
-        let chosen: Vec<Vec<(u32, MigrationKnobs)>> =
-            tuned.iter().map(|(_, _, t, _)| choices(t.trajectory())).collect();
+        let chosen: Vec<Vec<(f64, MigrationKnobs)>> =
+            tuned.iter().map(|(_, _, t, _)| choices(t.trajectory(), a.epoch_ops)).collect();
         let finals: Vec<MigrationKnobs> =
             tuned.iter().map(|(_, _, t, _)| t.best().map_or(MigrationKnobs::EAGER, |b| b.knobs)).collect();
         let mut extra = Vec::new();
@@ -527,15 +540,16 @@ fn tuners(ctx: &Ctx<'_>, setups: &[Setup]) -> Result<Vec<TunerComparison>> {
                 .take_while(|&&(_, k)| judged.contains_key(&knob_key(k)))
                 .find(|&&(_, k)| judged[&knob_key(k)] >= target)
                 .map(|&(e, _)| e);
-            let own = t.trajectory().iter().find(|r| r.best.throughput_ops_per_sec >= target).map(|r| r.epoch + 1);
+            let elapsed = tuning::epochs_elapsed(t.trajectory(), a.epoch_ops);
+            let own = t.trajectory().iter().position(|r| r.best.throughput_ops_per_sec >= target).map(|i| elapsed[i]);
             let final_vs_best = judged[&knob_key(*final_knobs)] / grid_best.ops_per_sec;
             if !a.quiet {
                 ctx.progress.println(&format!(
                     "{} {name} seed {seed}: {} epochs, within 10% after {} (own estimate {}), final {} at {:.0}% of the grid's best",
                     workload_name(&s.workload),
                     t.trajectory().len(),
-                    reach.map_or("—".into(), |e| e.to_string()),
-                    own.map_or("—".into(), |e| e.to_string()),
+                    reach.map_or("—".into(), fmt_epochs),
+                    own.map_or("—".into(), fmt_epochs),
                     fmt_knobs(*final_knobs),
                     100.0 * final_vs_best
                 ));
@@ -547,6 +561,7 @@ fn tuners(ctx: &Ctx<'_>, setups: &[Setup]) -> Result<Vec<TunerComparison>> {
                 done: t.done(),
                 epochs_to_within_10pct: reach,
                 epochs_to_within_10pct_own_estimate: own,
+                epochs_elapsed: elapsed.last().copied().unwrap_or(0.0),
                 best: t.best(),
                 final_vs_best,
                 trajectory: t.trajectory().to_vec(),
@@ -558,7 +573,7 @@ fn tuners(ctx: &Ctx<'_>, setups: &[Setup]) -> Result<Vec<TunerComparison>> {
             .iter()
             .map(|name| {
                 let mine: Vec<&TunerRun> = runs.iter().filter(|r| r.tuner == *name).collect();
-                let reach: Vec<Option<u32>> = mine.iter().map(|r| r.epochs_to_within_10pct).collect();
+                let reach: Vec<Option<f64>> = mine.iter().map(|r| r.epochs_to_within_10pct).collect();
                 TunerSummary {
                     tuner: name.clone(),
                     runs: mine.len() as u32,
@@ -682,16 +697,19 @@ pub fn run(args: SpitfireArgs) -> Result<()> {
         format!(
             "throughput is {}; NVM writes are cache lines written to the NVM device per operation",
             if setups[0].mode == tierdb::device::EmulationMode::Model {
-                "modelled (operations / (wall + modelled device time)); the CPU part varies a little between runs"
+                format!(
+                    "modelled (operations / (the thread's {} time + modelled device time)); the CPU part varies a little between runs",
+                    setups[0].model_clock.name()
+                )
             } else {
-                "measured (wall time)"
+                "measured (wall time)".to_string()
             }
         ),
         format!("{:.1} minutes in all", started.elapsed().as_secs_f64() / 60.0),
     ];
     if tuners.is_some() {
         notes.push(format!(
-            "tuners start eager, epochs of {} operations, at most {}, {} seeds each ({}..); 'within 10%' is the first epoch after which the policy the tuner has chosen (its best so far) is one whose judged throughput is at 90% or more of the best point of the grid {:?}: a grid point is judged by its grid measurement, any other policy is measured the grid's way ({} settling and the median of {} epochs on one live engine), so a lucky tuning epoch does not count; medians over the seeds, a run that never got there counting as infinitely many; 'final' is the judged throughput of the tuner's final choice",
+            "tuners start eager, epochs of {} operations, at most {}, {} seeds each ({}..); 'within 10%' is the tuning time, in full epochs (a short screen epoch counts for what it ran), by the end of the first epoch after which the policy the tuner has chosen (its best so far) is one whose judged throughput is at 90% or more of the best point of the grid {:?}: a grid point is judged by its grid measurement, any other policy is measured the grid's way ({} settling and the median of {} epochs on one live engine), so a lucky tuning epoch does not count; medians over the seeds, a run that never got there counting as infinitely many; 'final' is the judged throughput of the tuner's final choice",
             args.epoch_ops, args.epochs_max, args.tuner_seeds, args.engine.seed, args.grid, args.grid_settle_epochs, args.grid_measure_epochs
         ));
     }
@@ -734,7 +752,7 @@ fn describe(r: &SpitfireReport) -> String {
             ))
             .collect::<Vec<_>>()
             .join(", "),
-        s.mode,
+        s.mode_label(),
         s.dram_profile.name,
         s.nvm_profile.name,
         s.ssd_profile.name,
@@ -807,7 +825,7 @@ fn render_text(r: &SpitfireReport) -> String {
             "workload",
             "tuner",
             "seed",
-            "epochs",
+            "epochs (full)",
             "done",
             "within 10% after",
             "(own estimate)",
@@ -836,10 +854,10 @@ fn render_text(r: &SpitfireReport) -> String {
                     c.workload.clone(),
                     run.tuner.clone(),
                     run.seed.to_string(),
-                    run.epochs.to_string(),
+                    format!("{} ({})", run.epochs, fmt_epochs(run.epochs_elapsed)),
                     if run.done { "yes" } else { "no" }.into(),
-                    run.epochs_to_within_10pct.map_or("—".into(), |e| e.to_string()),
-                    run.epochs_to_within_10pct_own_estimate.map_or("—".into(), |e| e.to_string()),
+                    run.epochs_to_within_10pct.map_or("—".into(), fmt_epochs),
+                    run.epochs_to_within_10pct_own_estimate.map_or("—".into(), fmt_epochs),
                     run.best.map_or("—".into(), |b| fmt_knobs(b.knobs)),
                     format!("{:.2}", run.final_vs_best),
                 ]);
@@ -864,9 +882,9 @@ fn render_text(r: &SpitfireReport) -> String {
                     x.tuner.clone(),
                     x.runs.to_string(),
                     format!("{} of {}", x.reached, x.runs),
-                    x.median_epochs_to_within_10pct.map_or("—".into(), |e| e.to_string()),
+                    x.median_epochs_to_within_10pct.map_or("—".into(), fmt_epochs),
                     match (x.median_epochs_to_within_10pct, anneal) {
-                        (Some(e), Some(a)) => format!("{:.2}", f64::from(e) / f64::from(a)),
+                        (Some(e), Some(a)) => format!("{:.2}", e / a),
                         _ => "—".into(),
                     },
                     format!("{:.2}", x.median_final_vs_best),
@@ -968,24 +986,27 @@ fn charts(r: &SpitfireReport) -> Vec<(String, Chart)> {
         for (i, c) in cmp.iter().enumerate() {
             let mut ch = Chart::new(format!("§6.6: online tuning on {} against the best static policy", c.workload));
             ch.subtitle = describe(r);
-            ch.x_label = "epoch".into();
+            ch.x_label = crate::tune::tuning_time_label(r.epoch_ops);
             ch.y_label = "operations per second".into();
             ch.legend = LegendPosition::LowerRight;
-            let epochs = c.runs.iter().map(|r| r.epochs).max().unwrap_or(1).max(1);
+            let epochs = c.runs.iter().map(|r| r.epochs_elapsed).fold(1.0, f64::max);
             // One run per tuner (its first seed): more would hide each other.
             let mut shown: Vec<&str> = Vec::new();
             for run in &c.runs {
                 if !shown.contains(&run.tuner.as_str()) {
                     shown.push(&run.tuner);
-                    ch.series
-                        .extend(convergence_series(&format!("{} (seed {})", run.tuner, run.seed), &run.trajectory));
+                    ch.series.extend(convergence_series(
+                        &format!("{} (seed {})", run.tuner, run.seed),
+                        &run.trajectory,
+                        r.epoch_ops,
+                    ));
                 }
             }
             for (name, y) in [
                 ("best grid point".to_string(), c.grid_best_ops_per_sec),
                 ("90% of it".to_string(), WITHIN * c.grid_best_ops_per_sec),
             ] {
-                ch.series.push(Series { name, points: vec![(0.0, y), (f64::from(epochs - 1), y)] });
+                ch.series.push(Series { name, points: vec![(0.0, y), (epochs, y)] });
             }
             charts.push((format!("spitfire-tuners-{}.svg", i + 1), ch));
         }

@@ -37,6 +37,10 @@ pub const KNOB_POLICY: &str = "spitfire";
 /// The CPU-cache model of the knob experiments (`tune`, `spitfire`), and why.
 pub const KNOB_CPU_CACHE: &str = "1MiB";
 pub const KNOB_CPU_CACHE_HELP: &str = "The CPU last-level cache that charges for NVM lines read in place (default 1 MiB, as in docs/tuning.md: the 32 MiB of other commands would be as large as this command's 32 MiB NVM, so every line read in place would soon count as cached; at the paper's scale the last-level cache is a tiny fraction of NVM); 0 charges every read";
+/// The model clock of the commands that compare policies epoch by epoch or run by
+/// run (`tune`, `spitfire`, `nvcache-obp`), and why.
+pub const COMPARE_MODEL_CLOCK: &str = "cpu";
+pub const COMPARE_MODEL_CLOCK_HELP: &str = "model mode: each thread's own time in the modelled throughput (ops / (own time + modelled device time)): cpu (the default here: the thread's CPU time, which the machine's other processes do not inflate, so runs made minutes apart on a shared machine compare) or wall";
 /// Bounds on an epoch and on a run, so a typo cannot start an hour-long run.
 pub const EPOCH_OPS_MAX: u64 = 100_000_000;
 pub const EPOCHS_MAX: u32 = 100_000;
@@ -48,6 +52,7 @@ pub const EPOCHS_MAX: u32 = 100_000;
 #[command(mut_arg("policy", |a| a.default_value(KNOB_POLICY).help("Placement policy: spitfire (the only one with migration knobs)")))]
 #[command(mut_arg("ssd_dir", |a| a.default_value("/dev/shm").help("Directory of the SSD page file (default /dev/shm: the SSD is emulated by its profile, and real disk time would blur a modelled throughput)")))]
 #[command(mut_arg("cpu_cache", |a| a.default_value(KNOB_CPU_CACHE).help(KNOB_CPU_CACHE_HELP)))]
+#[command(mut_arg("model_clock", |a| a.default_value(COMPARE_MODEL_CLOCK).help(COMPARE_MODEL_CLOCK_HELP)))]
 pub struct TuneArgs {
     /// Architecture: one with a buffer manager, NVM and SSD (three-tier).
     #[arg(long, default_value = "three-tier")]
@@ -296,6 +301,15 @@ impl EpochHooks for Session<'_> {
         Ok(true)
     }
 
+    fn epoch_ops(&mut self, epoch: u32, full: u64) -> u64 {
+        if epoch < self.warmup_epochs {
+            return full;
+        }
+        let f = self.tuner.epoch_fraction();
+        debug_assert!(f > 0.0 && f <= 1.0, "epoch fraction {f}");
+        ((full as f64 * f).round() as u64).clamp(1, full)
+    }
+
     fn after(&mut self, epoch: u32, run: &EpochRun) -> Result<()> {
         let Some(epoch) = epoch.checked_sub(self.warmup_epochs) else { return Ok(()) };
         let m = Measurement {
@@ -321,8 +335,9 @@ pub fn fmt_knobs(k: MigrationKnobs) -> String {
 
 fn epoch_line(r: &EpochRecord) -> String {
     format!(
-        "epoch {:>3}  {:<34} {:>8} ops/s  {:>6.2} NVM lines/op  {:<10}{}  best {} ({})",
+        "epoch {:>3}  {:>9} ops  {:<34} {:>8} ops/s  {:>6.2} NVM lines/op  {:<10}{}  best {} ({})",
         r.epoch,
+        r.ops,
         fmt_knobs(r.knobs),
         fmt_rate(r.throughput_ops_per_sec),
         r.nvm_writes_per_op,
@@ -465,7 +480,7 @@ fn describe(r: &TuneReport) -> String {
         crate::spitfire::workload_name(&s.workload),
         s.workload.get("requestdistribution").unwrap_or_default(),
         s.workload.zipfian_constant(),
-        s.mode,
+        s.mode_label(),
         s.dram_profile.name,
         s.nvm_profile.name,
         s.ssd_profile.name,
@@ -485,10 +500,23 @@ fn render_text(r: &TuneReport) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "tierdb tune --tuner {}: {}", r.tuner, describe(r));
     let mut t = Table::new();
-    t.set_header(["epoch", "knobs", "ops/s", "NVM lines/op", "action", "T", "best ops/s", "best knobs"]);
-    for e in &r.trajectory {
+    t.set_header([
+        "epoch",
+        "ops",
+        "tuning time (epochs)",
+        "knobs",
+        "ops/s",
+        "NVM lines/op",
+        "action",
+        "T",
+        "best ops/s",
+        "best knobs",
+    ]);
+    for (e, elapsed) in r.trajectory.iter().zip(tuning::epochs_elapsed(&r.trajectory, r.epoch_ops)) {
         t.add_row([
             e.epoch.to_string(),
+            e.ops.to_string(),
+            format!("{elapsed:.2}"),
             fmt_knobs(e.knobs),
             fmt_rate(e.throughput_ops_per_sec),
             format!("{:.2}", e.nvm_writes_per_op),
@@ -502,13 +530,14 @@ fn render_text(r: &TuneReport) -> String {
     if let Some(b) = &r.best {
         let _ = writeln!(
             out,
-            "\nbest: {} at {} ops/s, {:.2} NVM lines/op (mean of {} epoch(s)); {} after {} epochs",
+            "\nbest: {} at {} ops/s, {:.2} NVM lines/op (mean of {} epoch(s)); {} after {} epochs ({:.2} full epochs of tuning time)",
             fmt_knobs(b.knobs),
             fmt_rate(b.throughput_ops_per_sec),
             b.nvm_writes_per_op,
             b.measurements,
             if r.done { "done" } else { "not done" },
-            r.trajectory.len()
+            r.trajectory.len(),
+            tuning::epochs_elapsed(&r.trajectory, r.epoch_ops).last().copied().unwrap_or(0.0)
         );
     }
     write_notes(&mut out, &r.notes);
@@ -516,26 +545,32 @@ fn render_text(r: &TuneReport) -> String {
 }
 
 /// Throughput per epoch and the best so far.
-pub fn convergence_series(name: &str, trajectory: &[EpochRecord]) -> [Series; 2] {
+pub fn convergence_series(name: &str, trajectory: &[EpochRecord], epoch_ops: u64) -> [Series; 2] {
+    let x = tuning::epochs_elapsed(trajectory, epoch_ops);
     [
         Series {
             name: format!("{name}: epoch"),
-            points: trajectory.iter().map(|e| (f64::from(e.epoch), e.throughput_ops_per_sec)).collect(),
+            points: trajectory.iter().zip(&x).map(|(e, &x)| (x, e.throughput_ops_per_sec)).collect(),
         },
         Series {
             name: format!("{name}: best so far"),
-            points: trajectory.iter().map(|e| (f64::from(e.epoch), e.best.throughput_ops_per_sec)).collect(),
+            points: trajectory.iter().zip(&x).map(|(e, &x)| (x, e.best.throughput_ops_per_sec)).collect(),
         },
     ]
+}
+
+/// The x-axis of a convergence plot.
+pub fn tuning_time_label(epoch_ops: u64) -> String {
+    format!("tuning time, epochs of {epoch_ops} operations (at the end of each epoch)")
 }
 
 fn chart(r: &TuneReport) -> Chart {
     let mut c = Chart::new(format!("Online tuning of the spitfire policy ({})", r.tuner));
     c.subtitle = describe(r);
-    c.x_label = "epoch".into();
+    c.x_label = tuning_time_label(r.epoch_ops);
     c.y_label = "operations per second".into();
     c.legend = LegendPosition::LowerRight;
-    c.series = convergence_series(&r.tuner, &r.trajectory).into();
+    c.series = convergence_series(&r.tuner, &r.trajectory, r.epoch_ops).into();
     c
 }
 

@@ -13,7 +13,9 @@
 //! 3. **Run** (N threads): timed, or until `operationcount` operations. Latencies go into
 //!    per-kind HDR histograms in TSC ticks. Buffer and device counters are diffed over
 //!    this phase only. In `model` mode each thread also diffs its virtual device clock,
-//!    and the modelled throughput is Σ ops / (wall time + device time) over threads.
+//!    and its CPU clock, and the modelled throughput is Σ ops / (own time + device
+//!    time) over threads, the own time being wall time or, with `--model-clock cpu`,
+//!    the thread's CPU time ([`ModelClock`]).
 //!
 //! Phases 2 and 3 ([`run_phases`]) run any [`Executor`]: operations straight on the tree
 //! here, a database's transactions in [`crate::ycsb_txn`], which also loads through
@@ -53,6 +55,48 @@ pub struct DriverConfig {
     pub seed: u64,
     /// Target B+-tree size after the load; `None`: load `recordcount` records.
     pub data_bytes: Option<u64>,
+    /// `model` mode: what a thread's own time is taken from in the modelled throughput.
+    pub model_clock: ModelClock,
+}
+
+/// `model` mode's throughput is Σ over threads of operations / (the thread's own time
+/// + its modelled device time); this says where the thread's own time comes from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum ModelClock {
+    /// Wall time of the measured phase: includes the time the thread waited for a
+    /// core that other processes held, so it moves with the machine's load.
+    #[default]
+    Wall,
+    /// The thread's CPU time (user + system): what the thread itself ran, whatever
+    /// else the machine does. Blocking waits (locks, real I/O) do not count, so it
+    /// suits runs with no more threads than cores whose device waits are modelled.
+    Cpu,
+}
+
+impl ModelClock {
+    pub fn name(self) -> &'static str {
+        match self {
+            ModelClock::Wall => "wall",
+            ModelClock::Cpu => "cpu",
+        }
+    }
+
+    /// Σ over `threads` of operations / (own seconds + modelled device seconds), the
+    /// own seconds being `wall_secs` (one figure for every thread: the phase, or the
+    /// thread's own span) or the thread's CPU time.
+    pub(crate) fn throughput(self, threads: &[ThreadResult], wall_secs: impl Fn(&ThreadResult) -> f64) -> f64 {
+        threads
+            .iter()
+            .map(|t| {
+                let own = match self {
+                    ModelClock::Wall => wall_secs(t),
+                    ModelClock::Cpu => t.cpu_secs,
+                };
+                t.ops as f64 / (own + t.virtual_ps as f64 * 1e-12).max(1e-9)
+            })
+            .sum()
+    }
 }
 
 fn secs<S: serde::Serializer>(d: &Duration, s: S) -> std::result::Result<S::Ok, S::Error> {
@@ -156,8 +200,8 @@ pub struct EpochRun {
     /// Σ over threads of the thread's operations / its own measured seconds (the
     /// main thread's polling does not count).
     pub throughput_ops_per_sec: f64,
-    /// `model` mode: Σ over threads of operations / (measured seconds + modelled device
-    /// time).
+    /// `model` mode: Σ over threads of operations / (the thread's own seconds, by
+    /// [`DriverConfig::model_clock`], + its modelled device time).
     pub modelled_ops_per_sec: Option<f64>,
     /// Buffer and device counters over the epoch.
     pub tiers: TierStats,
@@ -190,6 +234,12 @@ pub trait EpochHooks {
     /// # Errors
     /// Any: it ends the run.
     fn after(&mut self, epoch: u32, run: &EpochRun) -> Result<()>;
+
+    /// The operations epoch `epoch` runs, asked after [`EpochHooks::before`]; `full` is
+    /// the configured epoch length. The default runs full epochs.
+    fn epoch_ops(&mut self, _epoch: u32, full: u64) -> u64 {
+        full
+    }
 }
 
 /// Loads the table once, then runs epochs of `epoch_ops` operations on the live engine
@@ -238,9 +288,13 @@ impl SourceVisitor for Epochs<'_> {
         let (tree, records, load_secs) = load_table(engine, source, spec, cfg, progress)?;
         let keyspace = KeySpace::new(spec);
         let mut epoch_spec = spec.clone();
-        epoch_spec.set("operationcount", &epoch_ops.to_string()).context("setting the epoch's operationcount")?;
         let mut epoch = 0u32;
         while hooks.before(epoch)? {
+            let ops = hooks.epoch_ops(epoch, epoch_ops);
+            if !(1..=epoch_ops).contains(&ops) {
+                bail!("epoch {epoch} asks for {ops} operations, not in 1..={epoch_ops}");
+            }
+            epoch_spec.set("operationcount", &ops.to_string()).context("setting the epoch's operationcount")?;
             let mut c = cfg.clone();
             c.duration = None;
             if epoch > 0 {
@@ -261,9 +315,10 @@ impl SourceVisitor for Epochs<'_> {
             let run = EpochRun {
                 ops: r.iter().map(|t| t.ops).sum(),
                 throughput_ops_per_sec: r.iter().map(|t| t.ops as f64 / t.measured_secs.max(1e-9)).sum(),
-                modelled_ops_per_sec: r.iter().any(|t| t.virtual_ps > 0).then(|| {
-                    r.iter().map(|t| t.ops as f64 / (t.measured_secs + t.virtual_ps as f64 * 1e-12).max(1e-9)).sum()
-                }),
+                modelled_ops_per_sec: r
+                    .iter()
+                    .any(|t| t.virtual_ps > 0)
+                    .then(|| c.model_clock.throughput(r, |t| t.measured_secs)),
                 tiers: m.after.since(&m.before),
             };
             hooks.after(epoch, &run)?;
@@ -416,6 +471,8 @@ pub(crate) struct ThreadResult {
     pub ops: u64,
     /// Wall seconds from the thread's first measured operation to its last.
     pub measured_secs: f64,
+    /// The thread's CPU seconds over the same span.
+    pub cpu_secs: f64,
     pub not_found: u64,
     pub virtual_ps: u64,
     /// Per operation kind.
@@ -549,10 +606,7 @@ pub(crate) fn summary<T>(
     let ops: u64 = results.iter().map(|r| r.ops).sum();
     let not_found = results.iter().map(|r| r.not_found).sum();
     let modelled_device_secs = results.iter().map(|r| r.virtual_ps as f64 * 1e-12).sum::<f64>();
-    let modelled = results
-        .iter()
-        .any(|r| r.virtual_ps > 0)
-        .then(|| results.iter().map(|r| r.ops as f64 / (run_secs + r.virtual_ps as f64 * 1e-12)).sum::<f64>());
+    let modelled = results.iter().any(|r| r.virtual_ps > 0).then(|| cfg.model_clock.throughput(results, |_| run_secs));
     let mut latency = Vec::new();
     let mut all = new_histogram();
     for kind in OpKind::ALL {
@@ -648,6 +702,7 @@ fn worker<X: Executor>(
     let mut measuring = false;
     let mut virtual_start = 0;
     let mut measure_start = None;
+    let mut cpu_start = 0;
     let mut budget = 0u64; // operations claimed from `remaining` and not yet run
     loop {
         match phase.load(Ordering::Acquire) {
@@ -657,6 +712,7 @@ fn worker<X: Executor>(
             PHASE_MEASURE if !measuring => {
                 measuring = true;
                 measure_start = Some(Instant::now());
+                cpu_start = clock::thread_cpu_ns();
                 virtual_start = clock::virtual_now_ps();
             }
             _ => {}
@@ -688,7 +744,8 @@ fn worker<X: Executor>(
     }
     let virtual_ps = if measuring { clock::virtual_now_ps() - virtual_start } else { 0 };
     let measured_secs = measure_start.map_or(0.0, |t| t.elapsed().as_secs_f64());
-    Ok(ThreadResult { ops, measured_secs, not_found, virtual_ps, hist, commits })
+    let cpu_secs = if measuring { clock::thread_cpu_ns().saturating_sub(cpu_start) as f64 * 1e-9 } else { 0.0 };
+    Ok(ThreadResult { ops, measured_secs, cpu_secs, not_found, virtual_ps, hist, commits })
 }
 
 /// Operations straight on a tree: no log, no transactions.

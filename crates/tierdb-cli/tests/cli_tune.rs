@@ -36,6 +36,7 @@ fn tune_runs_epochs_and_writes_its_report() {
         assert_eq!(v["command"], "tune");
         assert_eq!(v["tuner"], tuner);
         assert_eq!(v["setup"]["mode"], "model");
+        assert_eq!(v["setup"]["model_clock"], "cpu", "tune charges a thread's CPU time by default");
         let t = v["trajectory"].as_array().unwrap();
         assert_eq!(t.len(), 6, "{tuner}: --epochs-max epochs");
         assert_eq!(t[0]["action"], "start");
@@ -49,7 +50,13 @@ fn tune_runs_epochs_and_writes_its_report() {
             }
         }
         assert_eq!(v["epochs"].as_array().unwrap().len(), 6);
-        assert!(v["epochs"][0]["ops"].as_u64().unwrap() >= 2000);
+        // The funnel measures its start and screen for a quarter of an epoch.
+        let first = if tuner == "funnel" { 500 } else { 2000 };
+        assert!(v["epochs"][0]["ops"].as_u64().unwrap() >= first, "{tuner}");
+        assert_eq!(t[0]["ops"], v["epochs"][0]["ops"], "{tuner}");
+        if tuner == "funnel" {
+            assert!(t[1]["ops"].as_u64().unwrap() < 2000, "the screen runs short epochs");
+        }
         assert!(out.join("tune.svg").exists() && out.join("tune.txt").exists());
         // No engine file is left behind.
         let left: Vec<_> =
@@ -120,12 +127,15 @@ fn spitfire_tuners_judges_the_chosen_policies_over_seeds() {
         assert_eq!(r["trajectory"].as_array().unwrap().len(), 4);
         let f = r["final_vs_best"].as_f64().unwrap();
         assert!(f > 0.0 && f.is_finite(), "{f}");
-        if let Some(e) = r["epochs_to_within_10pct"].as_u64() {
-            assert!((1..=4).contains(&e), "{e}");
+        let elapsed = r["epochs_elapsed"].as_f64().unwrap();
+        assert!(elapsed > 0.0 && elapsed <= 4.0, "{elapsed}");
+        if let Some(e) = r["epochs_to_within_10pct"].as_f64() {
+            assert!(e > 0.0 && e <= elapsed, "{e}");
         }
     }
-    // The funnel screens after its start.
+    // The funnel screens after its start, in quarter epochs.
     assert_eq!(runs[2]["trajectory"][1]["action"], "screened");
+    assert_eq!(runs[2]["epochs_elapsed"], 1.0, "four quarter epochs");
     let summaries = c["summaries"].as_array().unwrap();
     assert_eq!(summaries.len(), 2);
     assert_eq!(summaries[1]["runs"], 2);

@@ -194,6 +194,8 @@ const _: () = assert!(ANNEAL_ATTEMPTS_PER_TEMPERATURE_DEFAULT <= ANNEAL_ATTEMPTS
 pub const COORD_MEASUREMENTS_MAX: u32 = 100;
 /// Values per tied knob on the funnel tuner's screen at most (its screen has the square).
 pub const FUNNEL_SCREEN_LEVELS_MAX: u32 = 16;
+/// The shortest screen epoch of the funnel tuner, as a fraction of a full epoch.
+pub const FUNNEL_SCREEN_FRACTION_MIN: f64 = 0.01;
 
 /// Lines after an in-place NVM read that the software prefetch of SE2-style in-place
 /// access may bring in at most (`BufferConfig::prefetch_lines`): a page's worth at 4 KiB.

@@ -136,6 +136,9 @@ pub struct EpochRecord {
     pub epoch: u32,
     /// The knobs the epoch ran with.
     pub knobs: MigrationKnobs,
+    /// Operations the epoch ran (a screen's epochs may be shorter than the others:
+    /// [`Tuner::epoch_fraction`]).
+    pub ops: u64,
     pub throughput_ops_per_sec: f64,
     pub nvm_line_writes: u64,
     pub nvm_writes_per_op: f64,
@@ -166,6 +169,12 @@ pub trait Tuner: Send {
     /// the same knobs. Once [`Tuner::done`], the tuner's final choice.
     fn propose(&mut self) -> MigrationKnobs;
 
+    /// How long the proposed epoch should run, as a fraction of a full epoch, in
+    /// `(0, 1]` (the funnel screens with short epochs). Asked after [`Tuner::propose`].
+    fn epoch_fraction(&self) -> f64 {
+        1.0
+    }
+
     /// What the epoch run with the proposed knobs measured.
     ///
     /// # Panics
@@ -181,6 +190,20 @@ pub trait Tuner: Send {
 
     /// One record per observed epoch.
     fn trajectory(&self) -> &[EpochRecord];
+}
+
+/// The tuning time spent by the end of each record of `trajectory`, in full epochs of
+/// `full_epoch_ops` operations (a screen's short epochs count for what they ran).
+pub fn epochs_elapsed(trajectory: &[EpochRecord], full_epoch_ops: u64) -> Vec<f64> {
+    let full = full_epoch_ops.max(1) as f64;
+    let mut ops = 0u64;
+    trajectory
+        .iter()
+        .map(|r| {
+            ops = ops.saturating_add(r.ops);
+            ops as f64 / full
+        })
+        .collect()
 }
 
 /// The parameters of the tuners; each reads its own (the funnel's refinement reads
@@ -315,6 +338,7 @@ impl Log {
         self.trajectory.push(EpochRecord {
             epoch,
             knobs,
+            ops: m.ops,
             throughput_ops_per_sec: m.throughput_ops_per_sec,
             nvm_line_writes: m.nvm_line_writes,
             nvm_writes_per_op: m.writes_per_op(),

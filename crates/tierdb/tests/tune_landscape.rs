@@ -1,11 +1,13 @@
 //! The tuners on a synthetic landscape with a known optimum and 2% measurement noise
-//! (`tune::landscape`): the paper's simulated annealing ends near the optimum, and the
-//! coordinate search reaches it in at most half the epochs annealing needs.
+//! per full epoch (`tune::landscape`; a short epoch is noisier, as 1/√ops): the paper's
+//! simulated annealing ends near the optimum, and the coordinate search reaches it in
+//! at most half the epochs annealing needs.
 //!
 //! "Reaches the optimum": the tuner's best configuration has a noise-free throughput
 //! within 2% of the peak (the noise of one epoch). With noise, a tuner can miss a 2–3%
 //! step by bad luck, so the claims are over ten seeds: how many reach, and the median
-//! epochs they need.
+//! tuning time they need, in full epochs (the funnel's short screen epochs count for
+//! what they ran).
 
 use tierdb::tune::landscape::{Landscape, drive, epochs_to_reach};
 use tierdb::tune::{Anneal, Coord, Funnel, Tuner, TunerConfig};
@@ -22,9 +24,14 @@ const WITHIN_10PCT: f64 = 0.9;
 const NEAR: f64 = 0.98;
 const SEEDS: u64 = 10;
 
-fn median(mut v: Vec<u32>) -> u32 {
-    v.sort_unstable();
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
     v[v.len() / 2]
+}
+
+/// Full epochs until the tuner's choice is within `fraction` of the peak; infinity if never.
+fn reach(t: &dyn Tuner, land: &Landscape, fraction: f64) -> f64 {
+    epochs_to_reach(t, land, fraction).map_or(f64::INFINITY, |(_, e)| e)
 }
 
 #[test]
@@ -43,7 +50,7 @@ fn annealing_gets_near_the_optimum_and_coord_needs_at_most_half_its_epochs() {
         assert!(anneal.done(), "seed {seed}: annealing did not end in {ANNEAL_EPOCHS_MAX} epochs");
         let end = land.throughput(anneal.propose()) / land.peak_ops_per_sec;
         anneal_near_at_end += u32::from(end >= NEAR);
-        let a = epochs_to_reach(&anneal, &land, NEAR);
+        let a = reach(&anneal, &land, NEAR);
 
         let mut land = Landscape::spitfire_like(seed * 1000);
         let mut coord = Coord::new(&cfg).expect("defaults are valid");
@@ -53,15 +60,15 @@ fn annealing_gets_near_the_optimum_and_coord_needs_at_most_half_its_epochs() {
         }
         let best = coord.best().expect("observed");
         let c_end = land.throughput(best.knobs) / land.peak_ops_per_sec;
-        let c = epochs_to_reach(&coord, &land, NEAR);
+        let c = reach(&coord, &land, NEAR);
         println!(
             "seed {seed}: anneal ended after {epochs} epochs at {end:.3} of the peak, first near at {a:?}; \
              coord ended after {} epochs at {c_end:.3} ({}), first near at {c:?}",
             coord.trajectory().len(),
             best.knobs
         );
-        anneal_reach.push(a.unwrap_or(u32::MAX));
-        coord_reach.push(c.unwrap_or(u32::MAX));
+        anneal_reach.push(a);
+        coord_reach.push(c);
         // Whatever the luck, the coordinate search ends within 5% of the peak (the eager
         // start is at 61%).
         assert!(c_end >= 0.95, "seed {seed}: coord ended at {c_end:.3} of the peak");
@@ -69,15 +76,15 @@ fn annealing_gets_near_the_optimum_and_coord_needs_at_most_half_its_epochs() {
     let (a, c) = (median(anneal_reach), median(coord_reach.clone()));
     println!("median epochs to within 2% of the optimum: anneal {a}, coord {c}");
     assert!(anneal_near_at_end >= 8, "annealing ended near the optimum for {anneal_near_at_end} of {SEEDS} seeds");
-    let coord_reached = coord_reach.iter().filter(|&&e| e < u32::MAX).count();
+    let coord_reached = coord_reach.iter().filter(|e| e.is_finite()).count();
     assert!(coord_reached >= 7, "coord reached the optimum for {coord_reached} of {SEEDS} seeds");
-    assert!(a < u32::MAX && c < u32::MAX, "medians: anneal {a}, coord {c}");
-    assert!(2 * c <= a, "coord needs {c} epochs (median), annealing {a}: not at most half");
+    assert!(a.is_finite() && c.is_finite(), "medians: anneal {a}, coord {c}");
+    assert!(2.0 * c <= a, "coord needs {c} epochs (median), annealing {a}: not at most half");
 }
 
 /// The coarse-to-fine search against annealing, by the measure the engine comparison
-/// uses: the first epoch at which the tuner's chosen policy truly (noise-free) is within
-/// 10% — and within 2% — of the optimum; medians over ten seeds.
+/// uses: the tuning time (full epochs) until the tuner's chosen policy truly
+/// (noise-free) is within 10% — and within 2% — of the optimum; medians over ten seeds.
 #[test]
 fn funnel_needs_at_most_half_of_annealings_epochs_and_ends_near_the_optimum() {
     let (mut a10, mut f10, mut a2, mut f2) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
@@ -88,8 +95,8 @@ fn funnel_needs_at_most_half_of_annealings_epochs_and_ends_near_the_optimum() {
         // Annealing's first ~12,000 epochs are its hot random walk; 2,000 hold every
         // first arrival we count.
         drive(&mut anneal, &mut land, 2_000);
-        a10.push(epochs_to_reach(&anneal, &land, WITHIN_10PCT).unwrap_or(u32::MAX));
-        a2.push(epochs_to_reach(&anneal, &land, NEAR).unwrap_or(u32::MAX));
+        a10.push(reach(&anneal, &land, WITHIN_10PCT));
+        a2.push(reach(&anneal, &land, NEAR));
 
         let mut land = Landscape::spitfire_like(seed * 1000);
         let mut funnel = Funnel::new(&cfg).expect("defaults are valid");
@@ -99,8 +106,8 @@ fn funnel_needs_at_most_half_of_annealings_epochs_and_ends_near_the_optimum() {
         }
         let best = funnel.best().expect("observed");
         let end = land.throughput(best.knobs) / land.peak_ops_per_sec;
-        f10.push(epochs_to_reach(&funnel, &land, WITHIN_10PCT).unwrap_or(u32::MAX));
-        f2.push(epochs_to_reach(&funnel, &land, NEAR).unwrap_or(u32::MAX));
+        f10.push(reach(&funnel, &land, WITHIN_10PCT));
+        f2.push(reach(&funnel, &land, NEAR));
         println!(
             "seed {seed}: funnel ended after {} epochs at {end:.3} of the peak ({}); within 10% at {}, 2% at {}; \
              anneal within 10% at {}, 2% at {}",
@@ -114,21 +121,20 @@ fn funnel_needs_at_most_half_of_annealings_epochs_and_ends_near_the_optimum() {
         // It ends within 5% of the peak whatever the noise (the eager start: 61%).
         assert!(end >= 0.95, "seed {seed}: funnel ended at {end:.3} of the peak");
         // Once within 10%, its choice never falls back below: the shortlist confirms.
-        let reach = f10[f10.len() - 1];
-        assert!(reach < u32::MAX, "seed {seed}: funnel never within 10%");
-        for r in &funnel.trajectory()[reach as usize..] {
+        let (first, _) = epochs_to_reach(&funnel, &land, WITHIN_10PCT).expect("funnel within 10%");
+        for r in &funnel.trajectory()[first..] {
             let t = land.throughput(r.best.knobs) / land.peak_ops_per_sec;
             assert!(t >= WITHIN_10PCT - 0.02, "seed {seed}: epoch {} chose {} at {t:.3}", r.epoch, r.best.knobs);
         }
     }
     // Within 2% is within one epoch's noise: a 2.5% step (Nr 0.316 against 1) is missed
     // on some seeds, and the funnel then ends at 97% instead.
-    let f2_reached = f2.iter().filter(|&&e| e < u32::MAX).count();
+    let f2_reached = f2.iter().filter(|e| e.is_finite()).count();
     let (a10, f10, a2) = (median(a10), median(f10), median(a2));
     println!(
         "median epochs: within 10% anneal {a10}, funnel {f10}; within 2% anneal {a2}; funnel within 2% on {f2_reached} seeds"
     );
-    assert!(a10 < u32::MAX && a2 < u32::MAX, "annealing reached neither");
-    assert!(2 * f10 <= a10, "within 10%: funnel {f10} epochs (median), annealing {a10}");
+    assert!(a10.is_finite() && a2.is_finite(), "annealing reached neither");
+    assert!(2.0 * f10 <= a10, "within 10%: funnel {f10} epochs (median), annealing {a10}");
     assert!(f2_reached >= 4, "funnel within 2% on {f2_reached} of {SEEDS} seeds");
 }

@@ -94,10 +94,13 @@ impl CoordConfig {
     }
 }
 
-/// The running mean of a configuration's epochs.
+/// The running mean of a configuration's epochs, each weighted by the operations it
+/// ran (epochs of equal length weigh alike; a screen's short epoch counts less).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) struct Estimate {
     pub(crate) knobs: MigrationKnobs,
+    /// Σ w, Σ w·cost, Σ w·cost², Σ w·throughput, Σ w·writes per op; w = operations.
+    weight_sum: f64,
     cost_sum: f64,
     cost_sq_sum: f64,
     throughput_sum: f64,
@@ -107,40 +110,51 @@ pub(crate) struct Estimate {
 
 impl Estimate {
     pub(crate) fn new(knobs: MigrationKnobs) -> Estimate {
-        Estimate { knobs, cost_sum: 0.0, cost_sq_sum: 0.0, throughput_sum: 0.0, writes_per_op_sum: 0.0, n: 0 }
+        Estimate {
+            knobs,
+            weight_sum: 0.0,
+            cost_sum: 0.0,
+            cost_sq_sum: 0.0,
+            throughput_sum: 0.0,
+            writes_per_op_sum: 0.0,
+            n: 0,
+        }
     }
 
     pub(crate) fn add(&mut self, cost: f64, m: &Measurement) {
-        self.cost_sum += cost;
-        self.cost_sq_sum += cost * cost;
-        self.throughput_sum += m.throughput_ops_per_sec;
-        self.writes_per_op_sum += m.writes_per_op();
+        let w = m.ops.max(1) as f64;
+        self.weight_sum += w;
+        self.cost_sum += w * cost;
+        self.cost_sq_sum += w * cost * cost;
+        self.throughput_sum += w * m.throughput_ops_per_sec;
+        self.writes_per_op_sum += w * m.writes_per_op();
         self.n += 1;
     }
 
     pub(crate) fn cost(&self) -> f64 {
         debug_assert!(self.n > 0);
-        self.cost_sum / f64::from(self.n)
+        self.cost_sum / self.weight_sum
     }
 
     /// Σ (cost − mean)² / mean² and its degrees of freedom: the spread of this
-    /// configuration's epochs relative to its mean.
+    /// configuration's epochs relative to its mean (for epochs of unequal length, the
+    /// weighted sum scaled to epochs of the mean length).
     pub(crate) fn relative_ss(&self) -> (f64, u32) {
         let mean = self.cost();
         if self.n < 2 || mean <= 0.0 {
             return (0.0, 0);
         }
-        let ss = (self.cost_sq_sum - f64::from(self.n) * mean * mean).max(0.0);
-        (ss / (mean * mean), self.n - 1)
+        let weighted = (self.cost_sq_sum - self.weight_sum * mean * mean).max(0.0);
+        let per_epoch = weighted * f64::from(self.n) / self.weight_sum;
+        (per_epoch / (mean * mean), self.n - 1)
     }
 
     pub(crate) fn best(&self) -> Best {
-        let n = f64::from(self.n);
         Best {
             knobs: self.knobs,
             cost: self.cost(),
-            throughput_ops_per_sec: self.throughput_sum / n,
-            nvm_writes_per_op: self.writes_per_op_sum / n,
+            throughput_ops_per_sec: self.throughput_sum / self.weight_sum,
+            nvm_writes_per_op: self.writes_per_op_sum / self.weight_sum,
             measurements: self.n,
         }
     }

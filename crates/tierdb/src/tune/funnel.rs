@@ -1,21 +1,26 @@
 //! Coarse-to-fine search: a tuner that spends its first epochs on widely spaced
-//! candidates, keeps a shortlist, confirms it, and only then refines knob by knob.
+//! candidates, measured briefly, keeps a shortlist, confirms it with full epochs, and
+//! only then refines knob by knob.
 //!
 //! 1. **Start**: the start configuration is measured (the paper starts eager).
-//! 2. **Screen**: one epoch each on the coarse plane of the paper's sweeps (Figures
-//!    5–7): D = Dr = Dw and N = Nr = Nw tied, each on the log grid 1, 0.1, 0.01
-//!    (`screen_levels` values `screen_step_decades` apart). The plane's points are
-//!    widely spaced (a decade and more apart), so one epoch tells them apart where a
-//!    half-decade step of one knob would drown in the noise. Their order is lazy D
-//!    first (the paper finds lazy migration to DRAM best on every workload of §6.5),
-//!    and for each D, N from lazy to eager; the whole plane is always screened, so the
-//!    order only decides how early a good policy is met, not which is found.
-//! 3. **Shortlist** (one round of successive halving): the `shortlist` best of
-//!    everything measured get one more epoch each, best first; the winner is the best
-//!    mean of two or more epochs, so a single lucky epoch of the screen cannot win.
+//! 2. **Screen**: the coarse plane of the paper's sweeps (Figures 5–7): D = Dr = Dw and
+//!    N = Nr = Nw tied, each on the log grid 1, 0.1, 0.01 (`screen_levels` values
+//!    `screen_step_decades` apart). The plane's points are a decade and more apart, so
+//!    they differ by more than the noise of a short measurement: the start and each
+//!    screen point run for `screen_fraction` of an epoch (a quarter by default), the
+//!    first rung of successive halving. The order is centre-out: the middle of the
+//!    plane first (D = N = 0.1), then its four neighbours, then the corners (ties: lazy
+//!    D first, then lazy N). The middle is the point nearest on average to an optimum
+//!    anywhere on the plane, and the paper finds lazy migration best on most of §6.5's
+//!    workloads; the whole plane is always screened, so the order only decides how
+//!    early a good policy is met, not which one is found.
+//! 3. **Shortlist**: the `shortlist` best of everything measured get one full epoch
+//!    each, best first; the winner is the best mean (weighted by operations) of a
+//!    short and a full epoch, so a lucky short epoch of the screen cannot win alone.
 //! 4. **Refine**: the coordinate search ([`super::coord`]) from the winner, knobs
-//!    untied, with its noise-aware sequential test; it starts with the winner's
-//!    epochs and the spread the shortlist measured, and ends after its last level.
+//!    untied, full epochs, with its noise-aware sequential test; it starts with the
+//!    winner's epochs and the spread the shortlist measured, and ends after its last
+//!    level.
 //!
 //! The best configuration reported (`best`) is, until the refinement, the candidate
 //! with the highest mean cost so far; then the coordinate search's incumbent.
@@ -28,7 +33,7 @@ use super::{
     to_decades,
 };
 use crate::buffer::policy::knobs::MigrationKnobs;
-use crate::limits::FUNNEL_SCREEN_LEVELS_MAX;
+use crate::limits::{FUNNEL_SCREEN_FRACTION_MIN, FUNNEL_SCREEN_LEVELS_MAX};
 
 /// The coarse-to-fine search's parameters (the refinement reads [`super::CoordConfig`]).
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -40,11 +45,14 @@ pub struct FunnelConfig {
     pub screen_levels: u32,
     /// Candidates measured again after the screen.
     pub shortlist: u32,
+    /// The length of the start's and the screen's epochs, as a fraction of a full
+    /// epoch (the shortlist and the refinement run full epochs).
+    pub screen_fraction: f64,
 }
 
 impl Default for FunnelConfig {
     fn default() -> FunnelConfig {
-        FunnelConfig { screen_step_decades: 1.0, screen_levels: 3, shortlist: 3 }
+        FunnelConfig { screen_step_decades: 1.0, screen_levels: 3, shortlist: 3, screen_fraction: 0.25 }
     }
 }
 
@@ -67,6 +75,14 @@ impl FunnelConfig {
                 ),
             });
         }
+        if !(FUNNEL_SCREEN_FRACTION_MIN..=1.0).contains(&self.screen_fraction) {
+            return Err(TuneError::Config {
+                what: format!(
+                    "funnel screen fraction {} is not in [{FUNNEL_SCREEN_FRACTION_MIN}, 1] (of an epoch)",
+                    self.screen_fraction
+                ),
+            });
+        }
         if !(1..=self.screen_levels * self.screen_levels).contains(&self.shortlist) {
             return Err(TuneError::Config {
                 what: format!(
@@ -79,18 +95,17 @@ impl FunnelConfig {
         Ok(())
     }
 
-    /// The screen in the order it is measured: D from lazy to eager, and for each D,
-    /// N from lazy to eager.
+    /// The screen in the order it is measured: centre-out — by distance (in decades)
+    /// from the middle of the plane, ties lazy D first, then lazy N.
     pub fn screen(&self) -> Vec<MigrationKnobs> {
         let levels: Vec<f64> =
             (0..self.screen_levels).rev().map(|i| -self.screen_step_decades * f64::from(i)).collect();
-        let mut out = Vec::with_capacity(levels.len() * levels.len());
-        for &d in &levels {
-            for &n in &levels {
-                out.push(from_decades([d, d, n, n]));
-            }
-        }
-        out
+        let centre = levels.iter().sum::<f64>() / levels.len() as f64;
+        let mut points: Vec<(f64, f64)> = levels.iter().flat_map(|&d| levels.iter().map(move |&n| (d, n))).collect();
+        let distance = |(d, n): (f64, f64)| (d - centre).powi(2) + (n - centre).powi(2);
+        points
+            .sort_by(|&a, &b| distance(a).total_cmp(&distance(b)).then(a.0.total_cmp(&b.0)).then(a.1.total_cmp(&b.1)));
+        points.into_iter().map(|(d, n)| from_decades([d, d, n, n])).collect()
     }
 }
 
@@ -211,6 +226,13 @@ impl Tuner for Funnel {
         "funnel"
     }
 
+    fn epoch_fraction(&self) -> f64 {
+        match self.phase {
+            Phase::Start | Phase::Screen(_) => self.cfg.funnel.screen_fraction,
+            Phase::Shortlist(..) | Phase::Refine(_) => 1.0,
+        }
+    }
+
     fn propose(&mut self) -> MigrationKnobs {
         if let Some(k) = self.log.pending {
             return k;
@@ -307,49 +329,77 @@ mod tests {
     }
 
     #[test]
-    fn the_screen_is_the_tied_plane_lazy_d_first() {
+    fn the_screen_is_the_tied_plane_centre_out() {
         let s = FunnelConfig::default().screen();
         assert_eq!(s.len(), 9);
-        assert_eq!(s[0], knobs(0.01, 0.01));
-        assert_eq!(s[1], knobs(0.01, 0.1));
-        assert_eq!(s[2], knobs(0.01, 1.0));
-        assert_eq!(s[8], MigrationKnobs::EAGER);
+        assert_eq!(s[0], knobs(0.1, 0.1), "the middle first");
+        assert_eq!(s[1..5], [knobs(0.01, 0.1), knobs(0.1, 0.01), knobs(0.1, 1.0), knobs(1.0, 0.1)]);
+        assert_eq!(s[5..], [knobs(0.01, 0.01), knobs(0.01, 1.0), knobs(1.0, 0.01), MigrationKnobs::EAGER]);
         let wide = FunnelConfig { screen_step_decades: 1.5, ..FunnelConfig::default() }.screen();
-        assert_eq!(wide[0], knobs(KNOB_MIN, KNOB_MIN));
+        assert_eq!(wide[0], knobs(10f64.powf(-1.5), 10f64.powf(-1.5)));
+        assert_eq!(wide[5], knobs(KNOB_MIN, KNOB_MIN));
     }
 
-    /// Screen, shortlist and the hand-over to the refinement, step by step.
+    /// Screen (short epochs), shortlist (full epochs) and the hand-over to the
+    /// refinement, step by step.
     #[test]
     fn screens_shortlists_the_best_means_and_refines_from_the_winner() {
+        let short = |t: f64| Measurement { ops: 25, throughput_ops_per_sec: t, nvm_line_writes: 0 };
+        let full = |t: f64| Measurement { ops: 100, throughput_ops_per_sec: t, nvm_line_writes: 0 };
         let mut f = Funnel::new(&TunerConfig::new(0)).unwrap();
         assert_eq!(f.propose(), MigrationKnobs::EAGER);
-        assert_eq!(f.observe(m(100.0)).action, Action::Start);
-        // The screen skips eager (already measured): eight points, one epoch each.
+        assert_eq!(f.epoch_fraction(), 0.25, "the start is measured briefly, like the screen");
+        assert_eq!(f.observe(short(100.0)).action, Action::Start);
+        // The screen skips eager (already measured): eight points, a quarter epoch each.
         // (0.1, 0.1) has a lucky epoch (150); (0.01, 0.1) is the truly good one.
-        let screen = [120.0, 140.0, 110.0, 90.0, 150.0, 100.0, 80.0, 95.0];
-        let expected = FunnelConfig::default().screen();
-        for (i, t) in screen.into_iter().enumerate() {
-            assert_eq!(f.propose(), expected[i]);
-            let r = *f.observe(m(t));
-            assert_eq!(r.action, Action::Screened);
+        let value = |k: MigrationKnobs| match (k.dr, k.nr) {
+            (0.1, 0.1) => 150.0,
+            (0.01, 0.1) => 140.0,
+            (0.01, 0.01) => 120.0,
+            (0.1, 0.01) => 110.0,
+            _ => 90.0,
+        };
+        for expected in FunnelConfig::default().screen().into_iter().filter(|&k| k != MigrationKnobs::EAGER) {
+            let k = f.propose();
+            assert_eq!(k, expected);
+            assert_eq!(f.epoch_fraction(), 0.25);
+            let r = *f.observe(short(value(k)));
+            assert_eq!((r.action, r.ops), (Action::Screened, 25));
             assert!(!f.refining());
         }
         assert_eq!(f.best().unwrap().knobs, knobs(0.1, 0.1));
-        // The shortlist, best first: (0.1, 0.1) 150, (0.01, 0.1) 140, (0.01, 0.01) 120.
+        // The shortlist, best first, a full epoch each: (0.1, 0.1), (0.01, 0.1), (0.01, 0.01).
         for (k, t) in [(knobs(0.1, 0.1), 110.0), (knobs(0.01, 0.1), 141.0), (knobs(0.01, 0.01), 121.0)] {
             assert_eq!(f.propose(), k);
-            assert_eq!(f.observe(m(t)).action, Action::Shortlisted);
+            assert_eq!(f.epoch_fraction(), 1.0);
+            assert_eq!(f.observe(full(t)).action, Action::Shortlisted);
         }
-        // The lucky epoch is averaged away: (0.01, 0.1) leads with a mean of 140.5.
+        // The lucky short epoch is outweighed: (0.01, 0.1) leads with (25·140 + 100·141) / 125.
         let b = f.best().unwrap();
-        assert_eq!((b.knobs, b.cost, b.measurements), (knobs(0.01, 0.1), 140.5, 2));
-        // The refinement probes from the winner: Dr a decade down first.
+        assert_eq!((b.knobs, b.measurements), (knobs(0.01, 0.1), 2));
+        assert!((b.cost - 140.8).abs() < 1e-9, "{}", b.cost);
+        // The refinement probes from the winner, full epochs: Dr a decade down first.
         let k = f.propose();
         assert!(f.refining());
+        assert_eq!(f.epoch_fraction(), 1.0);
         assert_eq!(k, MigrationKnobs { dr: 0.001, ..knobs(0.01, 0.1) });
-        assert_eq!(f.observe(m(50.0)).action, Action::Rejected);
+        assert_eq!(f.observe(full(50.0)).action, Action::Rejected);
         assert_eq!(f.best().unwrap().knobs, knobs(0.01, 0.1));
         assert_eq!(f.trajectory().len(), 13);
+        let elapsed = crate::tune::epochs_elapsed(f.trajectory(), 100);
+        assert_eq!(elapsed[0], 0.25);
+        assert_eq!(elapsed[8], 2.25, "start and screen: nine quarter epochs");
+        assert_eq!(elapsed[12], 6.25);
+    }
+
+    #[test]
+    fn a_bad_screen_fraction_is_named() {
+        for bad in [0.0, 0.001, 1.5, f64::NAN] {
+            let mut cfg = TunerConfig::new(1);
+            cfg.funnel.screen_fraction = bad;
+            let e = Funnel::new(&cfg).expect_err("bad fraction").to_string();
+            assert!(e.contains("screen fraction"), "{e}");
+        }
     }
 
     #[test]

@@ -60,33 +60,42 @@ impl Landscape {
         0.3 + 1.5 * k.nw + 1.0 * (1.0 - k.dw)
     }
 
-    /// One noisy epoch of `ops` operations with `k`.
+    /// One noisy epoch of `ops` operations with `k`: the noise is `noise` for an epoch
+    /// of [`LANDSCAPE_EPOCH_OPS`] and grows as 1/√ops for shorter ones.
     pub fn measure(&mut self, k: MigrationKnobs, ops: u64) -> Measurement {
         // Box–Muller: one standard normal from two uniforms.
         let (u1, u2) = (self.rng.next_f64().max(f64::MIN_POSITIVE), self.rng.next_f64());
         let z = (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
+        let sigma = self.noise * (LANDSCAPE_EPOCH_OPS as f64 / ops.max(1) as f64).sqrt();
         Measurement {
             ops,
-            throughput_ops_per_sec: (self.throughput(k) * (1.0 + self.noise * z)).max(0.0),
+            throughput_ops_per_sec: (self.throughput(k) * (1.0 + sigma * z)).max(0.0),
             nvm_line_writes: (self.writes_per_op(k) * ops as f64).round() as u64,
         }
     }
 }
 
-/// Runs `tuner` for `epochs` epochs of 1,000,000 operations on `land`.
+/// Operations of a full epoch on a landscape.
+pub const LANDSCAPE_EPOCH_OPS: u64 = 1_000_000;
+
+/// Runs `tuner` for `epochs` epochs on `land`, each of [`LANDSCAPE_EPOCH_OPS`] times the
+/// tuner's [`Tuner::epoch_fraction`].
 pub fn drive(tuner: &mut dyn Tuner, land: &mut Landscape, epochs: u32) {
     for _ in 0..epochs {
         let k = tuner.propose();
-        let m = land.measure(k, 1_000_000);
+        let ops = (LANDSCAPE_EPOCH_OPS as f64 * tuner.epoch_fraction()).round().max(1.0) as u64;
+        let m = land.measure(k, ops);
         tuner.observe(m);
     }
 }
 
-/// The first epoch after which the tuner's best configuration has a noise-free
-/// throughput of at least `fraction` of the peak, or `None`.
-pub fn epochs_to_reach(tuner: &dyn Tuner, land: &Landscape, fraction: f64) -> Option<u32> {
+/// The first record of the tuner's trajectory after which its best configuration has a
+/// noise-free throughput of at least `fraction` of the peak, and the tuning time spent
+/// by then in full epochs ([`super::epochs_elapsed`]); `None` if none.
+pub fn epochs_to_reach(tuner: &dyn Tuner, land: &Landscape, fraction: f64) -> Option<(usize, f64)> {
     let target = fraction * land.peak_ops_per_sec;
-    tuner.trajectory().iter().find(|r| land.throughput(r.best.knobs) >= target).map(|r| r.epoch + 1)
+    let elapsed = super::epochs_elapsed(tuner.trajectory(), LANDSCAPE_EPOCH_OPS);
+    tuner.trajectory().iter().position(|r| land.throughput(r.best.knobs) >= target).map(|i| (i, elapsed[i]))
 }
 
 #[cfg(test)]
@@ -115,12 +124,20 @@ mod tests {
     #[test]
     fn noise_has_the_stated_spread_and_is_seeded() {
         let mut land = Landscape::spitfire_like(3);
-        let xs: Vec<f64> = (0..4000).map(|_| land.measure(land.optimum(), 10).throughput_ops_per_sec).collect();
-        let mean = xs.iter().sum::<f64>() / xs.len() as f64;
-        let sd = (xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / xs.len() as f64).sqrt();
-        assert!((mean / 100_000.0 - 1.0).abs() < 0.003, "{mean}");
-        assert!((sd / 100_000.0 - 0.02).abs() < 0.002, "{sd}");
+        let spread = |land: &mut Landscape, ops: u64| {
+            let xs: Vec<f64> = (0..4000).map(|_| land.measure(land.optimum(), ops).throughput_ops_per_sec).collect();
+            let mean = xs.iter().sum::<f64>() / xs.len() as f64;
+            let sd = (xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / xs.len() as f64).sqrt();
+            (xs[0], mean / 100_000.0, sd / 100_000.0)
+        };
+        let (first, mean, sd) = spread(&mut land, LANDSCAPE_EPOCH_OPS);
+        assert!((mean - 1.0).abs() < 0.003, "{mean}");
+        assert!((sd - 0.02).abs() < 0.002, "{sd}");
+        // A quarter epoch is twice as noisy.
+        let (_, mean, sd) = spread(&mut land, LANDSCAPE_EPOCH_OPS / 4);
+        assert!((mean - 1.0).abs() < 0.006, "{mean}");
+        assert!((sd - 0.04).abs() < 0.004, "{sd}");
         let mut again = Landscape::spitfire_like(3);
-        assert_eq!(again.measure(again.optimum(), 10).throughput_ops_per_sec, xs[0]);
+        assert_eq!(again.measure(again.optimum(), LANDSCAPE_EPOCH_OPS).throughput_ops_per_sec, first);
     }
 }
