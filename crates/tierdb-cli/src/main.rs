@@ -15,6 +15,7 @@ mod devices;
 mod drilldown;
 mod mmap_bench;
 mod nvcache_obp;
+mod nvcache_phases;
 mod nvsql_bench;
 mod plot;
 mod restart_bench;

@@ -9,6 +9,10 @@
 //! mode by default, where every device cost is the profile's, charged on a virtual
 //! clock. SSD page writes skip the double-write area by default (the paper's engine
 //! writes new blocks and has none); `--double-write on` restores it.
+//!
+//! Parts (`--parts`): `table1`, the rows above; `phases`, workload phases in turn on
+//! one engine per admission mode, epoch by epoch, which shows why OBP is taken over a
+//! window ([`crate::nvcache_phases`]).
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -24,6 +28,7 @@ use tierdb::buffer::policy::{NvmCacheStats, ObpCount, ObpMode};
 use crate::bench_ycsb::{EngineArgs, Progress, RunReport, Setup, fmt_rate, remove_files_on_interrupt, run_one};
 use crate::compare::value;
 use crate::drilldown::Machine;
+use crate::nvcache_phases::{self, PhasePlan, PhaseReport};
 use crate::plot::{Chart, LegendPosition, Series, write_notes, write_outputs};
 
 const RUNS_MAX: usize = 25;
@@ -35,6 +40,10 @@ const WORKLOADS_MAX: usize = 8;
 #[command(mut_arg("obp", |a| a.hide(true).help("Refused: every row sets its own")))]
 #[command(mut_arg("model_clock", |a| a.default_value(crate::tune::COMPARE_MODEL_CLOCK).help(crate::tune::COMPARE_MODEL_CLOCK_HELP)))]
 pub struct NvcacheObpArgs {
+    /// Parts to run, comma-separated: table1 (each workload under each admission mode)
+    /// and phases (--phases in turn on one engine per mode, epoch by epoch).
+    #[arg(long, value_delimiter = ',', default_value = "table1,phases")]
+    parts: Vec<String>,
     /// YCSB workloads, comma-separated (a..f or a property file).
     #[arg(long, value_delimiter = ',', default_value = "a,c")]
     workloads: Vec<String>,
@@ -48,6 +57,16 @@ pub struct NvcacheObpArgs {
     /// Runs of each row; the table and plots show medians.
     #[arg(long, default_value_t = 3)]
     runs: usize,
+    /// The phases part: YCSB workloads run in turn, comma-separated (default: reads,
+    /// then updates only, then reads again).
+    #[arg(long, value_delimiter = ',', default_value = "c,rw:100,c")]
+    phases: Vec<String>,
+    /// The phases part: epochs per phase.
+    #[arg(long, default_value_t = 8)]
+    phase_epochs: u32,
+    /// The phases part: operations per epoch.
+    #[arg(long, default_value_t = 20_000)]
+    phase_epoch_ops: u64,
     /// Directory for nvcache-obp.txt, .json and the SVG plots.
     #[arg(long, default_value = "tierdb-nvcache-obp")]
     out: PathBuf,
@@ -91,6 +110,7 @@ struct ObpReport {
     setup: Setup,
     notes: Vec<String>,
     rows: Vec<Row>,
+    phases: Option<PhaseReport>,
 }
 
 fn median_f(mut v: Vec<f64>) -> f64 {
@@ -116,6 +136,21 @@ pub fn run(args: NvcacheObpArgs) -> Result<()> {
     if args.engine.policy.as_deref().is_some_and(|p| p != "nvcache") {
         bail!("--policy does not apply: the experiment runs the nvcache policy");
     }
+    if let Some(p) = args.parts.iter().find(|p| !PARTS.contains(&p.as_str())) {
+        bail!("--parts: unknown part {p:?}; known: {}", PARTS.join(", "));
+    }
+    if args.parts.is_empty() {
+        bail!("--parts takes at least one of {}", PARTS.join(", "));
+    }
+    let plan = PhasePlan {
+        workloads: args.phases.clone(),
+        epochs_per_phase: args.phase_epochs,
+        epoch_ops: args.phase_epoch_ops,
+    };
+    let want = |p: &str| args.parts.iter().any(|x| x == p);
+    if want("phases") {
+        plan.validate()?;
+    }
     remove_files_on_interrupt()?;
     std::fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
     let mut engine = args.engine.clone();
@@ -127,7 +162,7 @@ pub fn run(args: NvcacheObpArgs) -> Result<()> {
     let progress = Progress::new(!args.quiet);
     let mut rows = Vec::new();
     let mut first_setup = None;
-    for w in &args.workloads {
+    for w in args.workloads.iter().filter(|_| want("table1")) {
         let base = engine.setup(w)?;
         for obp in ObpMode::ALL {
             let mut setup = base.clone();
@@ -186,9 +221,17 @@ pub fn run(args: NvcacheObpArgs) -> Result<()> {
             first_setup.get_or_insert(setup);
         }
     }
-    progress.finish();
-    let mut setup = first_setup.expect("at least one workload ran");
+    let mut setup = match first_setup {
+        Some(s) => s,
+        None => engine.setup(&args.workloads[0])?,
+    };
     setup.nvcache.obp_mode = ObpMode::Window;
+    let phases = if want("phases") {
+        Some(nvcache_phases::run(&engine, &setup, &plan, (args.dram, args.nvm, args.data), &progress)?)
+    } else {
+        None
+    };
+    progress.finish();
     let notes = vec![
         format!(
             "always-admit = OBP off; cumulative = OBP since start-up; window = OBP over the last {} lookups; target {}%",
@@ -230,12 +273,19 @@ pub fn run(args: NvcacheObpArgs) -> Result<()> {
         setup,
         notes,
         rows,
+        phases,
     };
     let text = render(&report);
-    let charts = [
-        ("nvcache-obp-throughput.svg".to_string(), chart(&report, false)),
-        ("nvcache-obp-nvm-writes.svg".to_string(), chart(&report, true)),
-    ];
+    let mut charts = Vec::new();
+    if !report.rows.is_empty() {
+        charts.push(("nvcache-obp-throughput.svg".to_string(), chart(&report, false)));
+        charts.push(("nvcache-obp-nvm-writes.svg".to_string(), chart(&report, true)));
+    }
+    if let Some(p) = &report.phases {
+        let sub = describe(&report);
+        charts.push(("nvcache-obp-phases-hits.svg".to_string(), nvcache_phases::chart(p, &sub, false)));
+        charts.push(("nvcache-obp-phases-inserts.svg".to_string(), nvcache_phases::chart(p, &sub, true)));
+    }
     write_outputs(&args.out, "nvcache-obp", &text, &report, &charts)
 }
 
@@ -259,7 +309,10 @@ fn describe(r: &ObpReport) -> String {
     )
 }
 
-fn label(m: ObpMode) -> &'static str {
+/// The parts of the command.
+const PARTS: &[&str] = &["table1", "phases"];
+
+pub(crate) fn label(m: ObpMode) -> &'static str {
     match m {
         ObpMode::Off => "always-admit",
         ObpMode::Cumulative => "OBP cumulative",
@@ -326,7 +379,13 @@ fn render(r: &ObpReport) -> String {
             format!("{:.1}%", 100.0 * c.obp()),
         ]);
     }
-    let mut out = format!("tierdb nvcache-obp: {}\n{t}\n", describe(r));
+    let mut out = format!("tierdb nvcache-obp: {}\n", describe(r));
+    if !r.rows.is_empty() {
+        let _ = writeln!(out, "{t}");
+    }
+    if let Some(p) = &r.phases {
+        let _ = writeln!(out, "{}", nvcache_phases::render(p));
+    }
     write_notes(&mut out, &r.notes);
     let _ = writeln!(out);
     out

@@ -240,6 +240,13 @@ pub trait EpochHooks {
     fn epoch_ops(&mut self, _epoch: u32, full: u64) -> u64 {
         full
     }
+
+    /// The workload epoch `epoch` runs, asked after [`EpochHooks::before`]; `None`: the
+    /// run's own. Its record count is the loaded table's whatever it says, so a run can
+    /// change the operation mix between epochs (phases) on the same data.
+    fn epoch_workload(&mut self, _epoch: u32) -> Option<YcsbSpec> {
+        None
+    }
 }
 
 /// Loads the table once, then runs epochs of `epoch_ops` operations on the live engine
@@ -287,13 +294,23 @@ impl SourceVisitor for Epochs<'_> {
         let Epochs { engine, spec, cfg, epoch_ops, progress, hooks } = self;
         let (tree, records, load_secs) = load_table(engine, source, spec, cfg, progress)?;
         let keyspace = KeySpace::new(spec);
-        let mut epoch_spec = spec.clone();
         let mut epoch = 0u32;
         while hooks.before(epoch)? {
             let ops = hooks.epoch_ops(epoch, epoch_ops);
             if !(1..=epoch_ops).contains(&ops) {
                 bail!("epoch {epoch} asks for {ops} operations, not in 1..={epoch_ops}");
             }
+            let mut epoch_spec = match hooks.epoch_workload(epoch) {
+                Some(mut w) => {
+                    for key in ["recordcount", "insertstart", "insertcount"] {
+                        if let Some(v) = spec.get(key) {
+                            w.set(key, &v).with_context(|| format!("epoch {epoch}: setting {key} of its workload"))?;
+                        }
+                    }
+                    w
+                }
+                None => spec.clone(),
+            };
             epoch_spec.set("operationcount", &ops.to_string()).context("setting the epoch's operationcount")?;
             let mut c = cfg.clone();
             c.duration = None;

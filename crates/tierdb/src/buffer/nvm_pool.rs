@@ -588,11 +588,14 @@ impl NvmPool {
         let base = self.data_offset(n);
         let before = self.begin_update(n, pid)?;
         // A clean frame becomes newer than SSD with this change, whose LSN is past the
-        // page LSN SSD holds; a dirty one keeps its older bound.
+        // page LSN SSD holds; a dirty one keeps its older bound. The bound is that page
+        // LSN itself, not one past it: recovery may start its scan there, so it must be
+        // a record's start (the record it names is on SSD already and is skipped by
+        // page LSN).
         let m = &self.metas[n as usize];
         let rec_lsn = match before {
             Some(h) if h.flags & FLAG_DIRTY != 0 => h.rec_lsn,
-            Some(h) => h.page_lsn + 1,
+            Some(h) => h.page_lsn,
             None => 0,
         };
         for (off, bytes) in runs {

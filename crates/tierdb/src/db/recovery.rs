@@ -132,6 +132,11 @@ pub(super) fn recover<S: DbStore>(db: &Db<S>, started: Instant) -> Result<Recove
         Some(l) => redo.min(l).max(retain),
     }
     .max(start);
+    // The redo point and the retained log's start are records' starts; a frame's
+    // recovery LSN is only a lower bound on its oldest change and may fall inside a
+    // record (earlier pools stored one past a page LSN). Scan from a record's start
+    // then, and pass over the records that begin below the bound.
+    let scan_from = if from == redo.max(start) || from == retain.max(start) { from } else { retain.max(start) };
     rep.redo_from = from;
     rep.log_retained_from = retain.max(start);
     let mut txns: HashMap<u64, TxnInfo> = HashMap::new();
@@ -143,8 +148,11 @@ pub(super) fn recover<S: DbStore>(db: &Db<S>, started: Instant) -> Result<Recove
     //    small against a page fix), the rest of the pass is the analysis.
     let pass = Instant::now();
     let mut applying = std::time::Duration::ZERO;
-    for rec in db.wal.records_from(from) {
+    for rec in db.wal.records_from(scan_from) {
         let rec = rec?;
+        if rec.lsn < from {
+            continue;
+        }
         rep.records_read += 1;
         let h = rec.head;
         if h.txn & super::SMO_ID_BIT != 0 {

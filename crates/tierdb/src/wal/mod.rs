@@ -445,8 +445,11 @@ impl Wal {
     }
 
     /// The records from `lsn` (a record boundary) to the end of what was appended.
+    /// The part in the log file is read ahead in chunks of [`SCAN_CHUNK_BYTES`] (a
+    /// recovery pass reads the log sequentially, not a device read per record); the
+    /// rest comes from the log buffer.
     pub fn records_from(&self, lsn: Lsn) -> Records<'_> {
-        Records { wal: self, at: lsn, end: self.next_lsn() }
+        Records { wal: self, at: lsn, end: self.next_lsn(), ahead: Vec::new(), ahead_at: lsn }
     }
 
     /// Deletes log segments that hold only records below `lsn` (a checkpoint's bound).
@@ -492,6 +495,40 @@ pub struct Records<'a> {
     wal: &'a Wal,
     at: Lsn,
     end: Lsn,
+    /// Log file bytes read ahead: the stream bytes `ahead_at..ahead_at + ahead.len()`.
+    ahead: Vec<u8>,
+    ahead_at: Lsn,
+}
+
+impl Records<'_> {
+    /// The record at `self.at` from the bytes read ahead, reading the next chunk of
+    /// the log file when they end; `None` where the read-ahead cannot tell (the record
+    /// is not wholly in the file, or the bytes are not a record): the caller then reads
+    /// it the ordinary way, which names what is wrong.
+    fn from_file(&mut self) -> Result<Option<Record>, WalError> {
+        for _ in 0..2 {
+            let off = self.at.checked_sub(self.ahead_at).map(|o| o as usize).filter(|&o| o <= self.ahead.len());
+            if let Some(off) = off {
+                match record::decode(self.at, &self.ahead[off..]) {
+                    Ok(r) => return Ok(Some(r)),
+                    Err(record::Invalid::Short { .. } | record::Invalid::Truncated { .. }) => {}
+                    Err(_) => return Ok(None),
+                }
+            }
+            // Read the next chunk of the file from this record on.
+            let file_end = self.wal.inner.file.end();
+            if self.at >= file_end || self.at < self.wal.inner.file.start() {
+                return Ok(None);
+            }
+            let n = (file_end - self.at).min(SCAN_CHUNK_BYTES as u64) as usize;
+            self.ahead.resize(n, 0);
+            let got = self.wal.inner.file.read(self.at, &mut self.ahead)?;
+            self.ahead.truncate(got);
+            self.ahead_at = self.at;
+        }
+        // A chunk from the record's start did not hold it whole.
+        Ok(None)
+    }
 }
 
 impl Iterator for Records<'_> {
@@ -501,7 +538,12 @@ impl Iterator for Records<'_> {
         if self.at >= self.end {
             return None;
         }
-        match self.wal.read(self.at) {
+        let got = match self.from_file() {
+            Ok(Some(r)) => Ok(r),
+            Ok(None) => self.wal.read(self.at),
+            Err(e) => Err(e),
+        };
+        match got {
             Ok(r) => {
                 self.at = r.next_lsn();
                 Some(Ok(r))

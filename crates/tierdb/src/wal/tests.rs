@@ -209,3 +209,32 @@ fn concurrent_appends_to_an_nvm_ring_keep_every_record() {
     assert_eq!(wal.recovered().tail, None);
     check_all(&wal);
 }
+
+/// A scan reads the log file in chunks, not a device read per record, and yields the
+/// same records as reading each one; records past the file (still in the DRAM buffer)
+/// follow those in it, and a scan from the middle starts at that record.
+#[test]
+fn a_scan_reads_the_file_ahead_in_chunks() {
+    let tmp = tempfile::tempdir().unwrap();
+    let wal = Wal::open(&config(tmp.path(), None)).unwrap();
+    let lsns = append(&wal, 0, 3_000);
+    wal.flush_until(wal.next_lsn()).unwrap();
+    // 200 more that stay in the DRAM buffer (no flush; the flusher may move some).
+    let more = append(&wal, 3_000, 3_200);
+    let reads = || wal.file().core().stats().snapshot().reads;
+    let before = reads();
+    check(&wal, 3_200);
+    let bytes = wal.next_lsn() - wal.start_lsn();
+    let chunked = reads() - before;
+    assert!(chunked <= bytes / SCAN_CHUNK_BYTES as u64 + 4, "{chunked} device reads for a {bytes}-byte scan");
+    // Record by record: two reads each (header, then the record).
+    let before = reads();
+    for (i, &l) in lsns.iter().enumerate().take(100) {
+        assert_eq!(wal.read(l).unwrap().payload, payload(i as u64));
+    }
+    assert!(reads() - before >= 100, "reading records one by one reads the file each time");
+    let from_middle: Vec<Record> = wal.records_from(lsns[1_234]).map(Result::unwrap).collect();
+    assert_eq!(from_middle.len(), 3_200 - 1_234);
+    assert_eq!(from_middle[0].lsn, lsns[1_234]);
+    assert_eq!(from_middle.last().unwrap().lsn, *more.last().unwrap());
+}
