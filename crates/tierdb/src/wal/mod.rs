@@ -505,7 +505,7 @@ impl Records<'_> {
     /// the log file when they end; `None` where the read-ahead cannot tell (the record
     /// is not wholly in the file, or the bytes are not a record): the caller then reads
     /// it the ordinary way, which names what is wrong.
-    fn from_file(&mut self) -> Result<Option<Record>, WalError> {
+    fn read_ahead(&mut self) -> Result<Option<Record>, WalError> {
         for _ in 0..2 {
             let off = self.at.checked_sub(self.ahead_at).map(|o| o as usize).filter(|&o| o <= self.ahead.len());
             if let Some(off) = off {
@@ -538,7 +538,7 @@ impl Iterator for Records<'_> {
         if self.at >= self.end {
             return None;
         }
-        let got = match self.from_file() {
+        let got = match self.read_ahead() {
             Ok(Some(r)) => Ok(r),
             Ok(None) => self.wal.read(self.at),
             Err(e) => Err(e),
