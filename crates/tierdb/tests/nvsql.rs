@@ -527,6 +527,18 @@ fn redo_from_the_redo_point_and_the_bound_shorten_recovery() {
     assert!(read[1] < read[0] && read[1] <= read[2] && read[3] < read[2], "records read {read:?}");
 }
 
+/// Tree `t` with 400 keys, then four rounds of hot and cold changes, each ending with
+/// a checkpoint.
+fn hot_rounds_with_checkpoints(db: &Db) {
+    db.create_tree("t").unwrap();
+    commit_keys(db, 0, 400, 0);
+    for round in 1..=4u8 {
+        commit_keys(db, 0, 10, round);
+        commit_keys(db, 100 + u64::from(round) * 40, 40, round);
+        db.checkpoint().unwrap();
+    }
+}
+
 /// Every dirty NVM frame's recovery LSN is a record's start (or 0, unknown): recovery
 /// may start its scan there. A clean frame changed in place once took one past its
 /// page LSN, which lies inside that record, and a torn frame's restart then failed
@@ -537,13 +549,7 @@ fn recovery_lsns_of_dirty_nvm_frames_are_record_starts() {
     // keep=1: a checkpoint writes the NVM pages dirty since before the previous one to
     // SSD, and they stay in NVM clean; the last sweep changes them in place again.
     let db = Db::open(&db_config_with(dir.path(), None, "nvsql:admit=always")).unwrap();
-    db.create_tree("t").unwrap();
-    commit_keys(&db, 0, 400, 0);
-    for round in 1..=4u8 {
-        commit_keys(&db, 0, 10, round);
-        commit_keys(&db, 100 + u64::from(round) * 40, 40, round);
-        db.checkpoint().unwrap();
-    }
+    hot_rounds_with_checkpoints(&db);
     commit_keys(&db, 0, 400, 99);
     let bm = db.buffer();
     let nvm = bm.nvm().unwrap();
@@ -573,13 +579,7 @@ fn a_recovery_lsn_inside_a_record_is_scanned_from_a_record_start() {
     let bound;
     {
         let db = Db::open(&cfg).unwrap();
-        db.create_tree("t").unwrap();
-        commit_keys(&db, 0, 400, 0);
-        for round in 1..=4u8 {
-            commit_keys(&db, 0, 10, round);
-            commit_keys(&db, 100 + u64::from(round) * 40, 40, round);
-            db.checkpoint().unwrap();
-        }
+        hot_rounds_with_checkpoints(&db);
         db.wal().flush_until(db.wal().next_lsn()).unwrap();
         model = contents(&db);
         let bm = db.buffer();
