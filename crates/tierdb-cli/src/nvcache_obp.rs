@@ -250,7 +250,15 @@ pub fn run(args: NvcacheObpArgs) -> Result<()> {
                 .stale_overwrite_hits_min
                 .map_or_else(|| "removes (the paper)".to_string(), |k| format!("overwrites (if it had ≥ {k} NVM hits) or removes")),
         ),
-        "device µs/op: modelled device time per operation, the same from run to run; ops/s adds the thread's wall time, which varies with the machine's load".into(),
+        format!(
+            "device µs/op: modelled device time per operation, the same from run to run; ops/s adds the thread's {} time{}",
+            setup.model_clock.name(),
+            if setup.model_clock == crate::ycsb_driver::ModelClock::Wall {
+                ", which varies with the machine's load"
+            } else {
+                ""
+            }
+        ),
         "NVM line writes: the NVM device's written cache lines in the measured run (pages, frame headers); page writes: pages copied DRAM → NVM; rows run for the same time, not the same operations, so `writes ÷` (always-admit ÷ row) compares lines per operation".into(),
         format!(
             "interference: NVM reads within {} ns of an NVM write cost {}× ({} profile)",
