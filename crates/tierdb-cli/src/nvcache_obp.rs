@@ -150,6 +150,10 @@ pub fn run(args: NvcacheObpArgs) -> Result<()> {
     let want = |p: &str| args.parts.iter().any(|x| x == p);
     if want("phases") {
         plan.validate()?;
+        // Bad phase workloads fail now, not after the table1 rows have run.
+        for w in &plan.workloads {
+            args.engine.setup(w).with_context(|| format!("--phases workload {w}"))?;
+        }
     }
     remove_files_on_interrupt()?;
     std::fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;

@@ -307,6 +307,19 @@ impl SourceVisitor for Epochs<'_> {
                             w.set(key, &v).with_context(|| format!("epoch {epoch}: setting {key} of its workload"))?;
                         }
                     }
+                    // It must name keys and lay out records as the loaded table does.
+                    let (mut a, mut b) = (Vec::new(), Vec::new());
+                    for n in [0, spec.record_count().saturating_sub(1)] {
+                        build_key(spec, n, &mut a);
+                        build_key(&w, n, &mut b);
+                        if a != b || w.record_length_bytes() != spec.record_length_bytes() {
+                            bail!(
+                                "epoch {epoch}: its workload {} names keys or lays out records otherwise than the loaded table's {}",
+                                w.origin(),
+                                spec.origin()
+                            );
+                        }
+                    }
                     w
                 }
                 None => spec.clone(),

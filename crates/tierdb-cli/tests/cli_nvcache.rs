@@ -22,7 +22,7 @@ fn nvcache_obp_writes_a_row_per_workload_and_admission_mode() {
             ("--nvm-dir", &d),
             ("--out", &out.display().to_string()),
         ],
-        &[],
+        &["--parts", "table1"],
     );
     assert!(o.status.success(), "{}", stderr(&o));
     for f in ["nvcache-obp.txt", "nvcache-obp.json", "nvcache-obp-throughput.svg", "nvcache-obp-nvm-writes.svg"] {
@@ -31,6 +31,8 @@ fn nvcache_obp_writes_a_row_per_workload_and_admission_mode() {
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("nvcache-obp.json")).unwrap()).unwrap();
     assert_eq!(v["command"], "nvcache-obp");
     assert_eq!(v["setup"]["mode"], "model");
+    assert_eq!(v["setup"]["model_clock"], "cpu");
+    assert!(v["phases"].is_null(), "--parts table1 runs no phases");
     let rows = v["rows"].as_array().unwrap();
     let shape: Vec<(&str, &str)> =
         rows.iter().map(|r| (r["workload"].as_str().unwrap(), r["obp"].as_str().unwrap())).collect();
@@ -106,6 +108,51 @@ fn bench_ycsb_reports_the_nvm_cache_counters() {
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "engine files left behind");
 }
 
+/// The phases part: each admission mode runs the phases in turn on one engine, epoch by
+/// epoch; the reads fill the cache, the updates remove copies.
+#[test]
+fn nvcache_obp_phases_run_each_mode_over_the_phases() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display().to_string();
+    let out = dir.path().join("out");
+    let o = tierdb_with(
+        "nvcache-obp",
+        &[
+            ("--dram", "512KiB"),
+            ("--nvm", "2MiB"),
+            ("--data", "6MiB"),
+            ("--warmup", "0.1"),
+            ("--ssd-dir", &d),
+            ("--nvm-dir", &d),
+            ("--out", &out.display().to_string()),
+        ],
+        &["--parts", "phases", "--phases", "c,rw:100", "--phase-epochs", "2", "--phase-epoch-ops", "1500"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    for f in ["nvcache-obp.txt", "nvcache-obp.json", "nvcache-obp-phases-hits.svg", "nvcache-obp-phases-inserts.svg"] {
+        assert!(out.join(f).exists(), "{f} missing");
+    }
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("nvcache-obp.json")).unwrap()).unwrap();
+    assert!(v["rows"].as_array().unwrap().is_empty(), "--parts phases runs no table1 rows");
+    let runs = v["phases"]["runs"].as_array().unwrap();
+    let modes: Vec<&str> = runs.iter().map(|r| r["obp"].as_str().unwrap()).collect();
+    assert_eq!(modes, ["off", "cumulative", "window"]);
+    for r in runs {
+        let e = r["epochs"].as_array().unwrap();
+        let shape: Vec<(u64, &str)> =
+            e.iter().map(|e| (e["epoch"].as_u64().unwrap(), e["workload"].as_str().unwrap())).collect();
+        assert_eq!(shape, [(0, "c"), (1, "c"), (2, "rw:100"), (3, "rw:100")], "{r}");
+        assert!(e.iter().all(|e| e["ops"] == 1500), "{r}");
+    }
+    // Always-admit inserts in the read phase; only updates remove stale copies.
+    let off = runs[0]["epochs"].as_array().unwrap();
+    assert!(off[0]["cache"]["read_inserts"].as_u64().unwrap() > 0, "{}", off[0]);
+    assert_eq!(off[0]["cache"]["removals"], 0);
+    assert_eq!(v["phases"]["summaries"].as_array().unwrap().len(), 6);
+    let text = std::fs::read_to_string(out.join("nvcache-obp.txt")).unwrap();
+    assert!(text.contains("Phases: c then rw:100"), "{text}");
+}
+
 #[test]
 fn bad_nvcache_options_are_refused() {
     for (args, what) in [
@@ -121,4 +168,15 @@ fn bad_nvcache_options_are_refused() {
     }
     let o = tierdb(&["nvcache-obp", "--obp", "off", "--quiet"]);
     assert!(!o.status.success() && stderr(&o).contains("--obp does not apply"), "{}", stderr(&o));
+    for (args, what) in [
+        (&["--parts", "table2"][..], "unknown part"),
+        (&["--phase-epochs", "0"][..], "--phase-epochs"),
+        (&["--phases", "c,nosuchworkload"][..], "nosuchworkload"),
+    ] {
+        let mut all = vec!["nvcache-obp", "--quiet", "--dram", "256KiB", "--nvm", "1MiB", "--data", "1MiB"];
+        all.extend_from_slice(args);
+        let o = tierdb(&all);
+        assert!(!o.status.success(), "{args:?} accepted");
+        assert!(stderr(&o).contains(what), "{args:?}: {}", stderr(&o));
+    }
 }
