@@ -259,6 +259,12 @@ fn tier_metrics(m: &mut Metrics, t: &TierStats, work: u64, page: u64) {
     m.insert("nvm_admissions_per_unit", ratio(b.nvm_admissions, work));
     m.insert("nvm_evictions_per_unit", ratio(b.nvm_evictions, work));
     m.insert("nvm_writes_in_place_per_unit", ratio(b.nvm_writes_in_place, work));
+    if let Some(n) = t.nvsql {
+        let (old, new) = n.updates_per_page();
+        m.insert("updates_per_page_old", old);
+        m.insert("updates_per_page_new", new);
+        m.insert("write_amount_new", n.write_amount_new());
+    }
 }
 
 fn tpcc_metrics(r: &TpccReport) -> Metrics {
@@ -881,6 +887,8 @@ fn write_table4(out: &Path, d: &Describe, workload: &str, points: &[Point]) -> R
                 format!("{:.3}", get(m, "nvm_admissions_per_unit")),
                 format!("{:.3}", get(m, "nvm_evictions_per_unit")),
                 format!("{:.2}", get(m, "nvm_writes_in_place_per_unit")),
+                format!("{} / {}", pct(1.0 - get(m, "write_amount_new")), pct(get(m, "write_amount_new"))),
+                format!("{:.1} / {:.1}", get(m, "updates_per_page_old"), get(m, "updates_per_page_new")),
             ]
         })
         .collect();
@@ -896,8 +904,15 @@ fn write_table4(out: &Path, d: &Describe, workload: &str, points: &[Point]) -> R
             "NVM admissions / tx",
             "NVM evictions / tx",
             "in-place NVM updates / tx",
+            "write amount old / new",
+            "updates / page old / new",
         ],
         &rows,
+    );
+    md.push_str(
+        "\nWrite amount: the share of the pages leaving NVM (written to SSD if dirty) that stayed in the old sublist \
+         throughout / that had been promoted to the new one. Updates / page: in-place updates made while in a sublist, \
+         over the pages that entered it (a stay in NVM counts once per sublist). Plain LRU has no new sublist.\n",
     );
     let mut c = Chart::new(format!("NVM replacement rules, TPC-C on {cfg}"));
     c.subtitle = d.line();

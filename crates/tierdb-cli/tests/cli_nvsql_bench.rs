@@ -78,6 +78,15 @@ fn nvsql_bench_writes_every_part_and_the_configurations_cost_the_same() {
     let t4 = json("nvsql-table4.json");
     let policies: Vec<&str> = t4["points"].as_array().unwrap().iter().map(|p| p["policy"].as_str().unwrap()).collect();
     assert_eq!(policies, ["nvsql:lru=update-count", "nvsql:lru=midpoint", "nvsql:lru=lru"]);
+    // Table 4's columns: write amount by sublist and updates per page; plain LRU has no
+    // new sublist.
+    for p in t4["points"].as_array().unwrap() {
+        let share = p["median"]["write_amount_new"].as_f64().unwrap();
+        assert!((0.0..=1.0).contains(&share), "{p}");
+        assert!(p["median"]["updates_per_page_old"].as_f64().unwrap() >= 0.0, "{p}");
+    }
+    let lru = &t4["points"][2]["median"];
+    assert_eq!((lru["write_amount_new"].as_f64(), lru["updates_per_page_new"].as_f64()), (Some(0.0), Some(0.0)));
     // Nothing is left behind.
     assert_eq!(std::fs::read_dir(dir.path().join("files")).unwrap().count(), 0);
 }

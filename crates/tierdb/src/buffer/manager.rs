@@ -161,6 +161,9 @@ pub struct TierStats {
     /// The NVM cache's counters, for a policy that runs NVM as a cache (`nvcache`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub nvm_cache: Option<policy::NvmCacheStats>,
+    /// `nvsql`'s admission and NVM replacement counters (NV-SQL Table 4).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nvsql: Option<policy::NvsqlStats>,
 }
 
 impl TierStats {
@@ -176,6 +179,10 @@ impl TierStats {
             ssd_double_write: d(&self.ssd_double_write, &earlier.ssd_double_write),
             nvm_double_write: d(&self.nvm_double_write, &earlier.nvm_double_write),
             nvm_cache: match (&self.nvm_cache, &earlier.nvm_cache) {
+                (Some(a), Some(b)) => Some(a.since(b)),
+                (a, _) => *a,
+            },
+            nvsql: match (&self.nvsql, &earlier.nvsql) {
                 (Some(a), Some(b)) => Some(a.since(b)),
                 (a, _) => *a,
             },
@@ -913,6 +920,7 @@ impl BufferManager {
                 .and_then(|s| s.double_write_core())
                 .map(|c| c.stats().snapshot()),
             nvm_cache: self.policy.cache_stats(),
+            nvsql: self.policy.nvsql_stats(),
         }
     }
 

@@ -218,6 +218,11 @@ pub trait Policy: Send + Sync {
     fn cache_stats(&self) -> Option<NvmCacheStats> {
         None
     }
+
+    /// Counters of `nvsql`'s admission and NVM replacement (`None` for the others).
+    fn nvsql_stats(&self) -> Option<NvsqlStats> {
+        None
+    }
 }
 
 /// The policies selectable by name. `spitfire` takes its knobs after a colon:

@@ -230,7 +230,7 @@ impl IntervalSketch {
 
 /// Where a page is in the NVM replacement list.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Sub {
+pub enum Sub {
     New,
     Old,
 }
@@ -306,18 +306,25 @@ impl MidpointList {
         }
     }
 
-    /// An access to a listed page (`update`: a write).
-    pub fn hit(&mut self, pid: PageId, update: bool) {
-        let Some(&(sub, _)) = self.at.get(&pid) else { return };
+    /// The sublist `pid` is in, if listed.
+    pub fn sublist(&self, pid: PageId) -> Option<Sub> {
+        self.at.get(&pid).map(|&(sub, _)| sub)
+    }
+
+    /// An access to a listed page (`update`: a write). Returns the sublist the page was
+    /// in and the one it is in now (`None` for a page not listed).
+    pub fn hit(&mut self, pid: PageId, update: bool) -> Option<(Sub, Sub)> {
+        let &(sub, _) = self.at.get(&pid)?;
         let to = match (self.replacement, sub) {
             (NvsqlReplacement::Lru, _) => Sub::Old,
             (_, Sub::New) => Sub::New,
             (NvsqlReplacement::Midpoint, Sub::Old) => Sub::New,
             (NvsqlReplacement::UpdateCount, Sub::Old) if update => Sub::New,
-            (NvsqlReplacement::UpdateCount, Sub::Old) => return,
+            (NvsqlReplacement::UpdateCount, Sub::Old) => return Some((sub, sub)),
         };
         self.remove(pid);
         self.push_head(pid, to);
+        Some((sub, to))
     }
 
     pub fn forget(&mut self, pid: PageId) {
@@ -343,7 +350,8 @@ impl MidpointList {
     }
 }
 
-/// Counters of the admission rule.
+/// Counters of the admission rule and of the NVM replacement's sublists (the columns
+/// of NV-SQL's Table 4).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
 pub struct NvsqlStats {
     /// Dirty DRAM evictions admitted to NVM / sent to SSD by the rule.
@@ -351,6 +359,46 @@ pub struct NvsqlStats {
     pub rejected: u64,
     /// Intervals seen (dirty evictions of pages with a known last flush).
     pub intervals: u64,
+    /// Pages that entered the old sublist (each stay in NVM enters it) / the new
+    /// sublist (a stay counts once, at its first promotion).
+    pub entered_old: u64,
+    pub entered_new: u64,
+    /// Updates made in place to pages while in the old / the new sublist.
+    pub updates_old: u64,
+    pub updates_new: u64,
+    /// Pages leaving NVM (written to SSD if dirty), and those of them that had been in
+    /// the new sublist during their stay: the paper's "write amount" of the new
+    /// sublist is `evicted_after_new / evicted`.
+    pub evicted: u64,
+    pub evicted_after_new: u64,
+}
+
+impl NvsqlStats {
+    pub fn since(&self, earlier: &NvsqlStats) -> NvsqlStats {
+        NvsqlStats {
+            admitted: self.admitted - earlier.admitted,
+            rejected: self.rejected - earlier.rejected,
+            intervals: self.intervals - earlier.intervals,
+            entered_old: self.entered_old - earlier.entered_old,
+            entered_new: self.entered_new - earlier.entered_new,
+            updates_old: self.updates_old - earlier.updates_old,
+            updates_new: self.updates_new - earlier.updates_new,
+            evicted: self.evicted - earlier.evicted,
+            evicted_after_new: self.evicted_after_new - earlier.evicted_after_new,
+        }
+    }
+
+    /// Updates per page in the old / the new sublist (NV-SQL Table 4, "Update # / Page").
+    pub fn updates_per_page(&self) -> (f64, f64) {
+        let per = |u: u64, p: u64| if p == 0 { 0.0 } else { u as f64 / p as f64 };
+        (per(self.updates_old, self.entered_old), per(self.updates_new, self.entered_new))
+    }
+
+    /// The share of the pages leaving NVM that had been in the new sublist (Table 4,
+    /// "Write Amount", new; the rest is the old sublist's).
+    pub fn write_amount_new(&self) -> f64 {
+        if self.evicted == 0 { 0.0 } else { self.evicted_after_new as f64 / self.evicted as f64 }
+    }
 }
 
 struct State {
@@ -362,6 +410,8 @@ struct State {
     last_flush: HashMap<PageId, u64>,
     /// Dirty evictions so far: the clock when pages carry no LSN.
     dirty_evictions: u64,
+    /// Per page in NVM: whether this stay has been in the new sublist.
+    been_new: HashMap<PageId, bool>,
     stats: NvsqlStats,
 }
 
@@ -380,6 +430,7 @@ impl Nvsql {
                 sketch: IntervalSketch::new(NVSQL_SKETCH_WINDOW),
                 last_flush: HashMap::new(),
                 dirty_evictions: 0,
+                been_new: HashMap::new(),
                 stats: NvsqlStats::default(),
             }),
         }
@@ -459,7 +510,17 @@ impl Policy for Nvsql {
     fn nvm_access(&self, page: &PageInfo, write: bool, tiers: &Tiers) -> NvmAccess {
         let mut st = self.state.lock();
         st.list.resize(tiers.nvm_frames);
-        st.list.hit(page.pid, write);
+        if let Some((from, to)) = st.list.hit(page.pid, write) {
+            if write {
+                match from {
+                    Sub::Old => st.stats.updates_old += 1,
+                    Sub::New => st.stats.updates_new += 1,
+                }
+            }
+            if to == Sub::New && !st.been_new.insert(page.pid, true).unwrap_or(false) {
+                st.stats.entered_new += 1;
+            }
+        }
         NvmAccess::InPlace
     }
 
@@ -510,11 +571,27 @@ impl Policy for Nvsql {
     }
 
     fn nvm_admitted(&self, pid: PageId, _on_eviction: bool) {
-        self.state.lock().list.insert(pid);
+        let mut st = self.state.lock();
+        if st.list.sublist(pid).is_none() {
+            st.stats.entered_old += 1;
+            st.been_new.insert(pid, false);
+        }
+        st.list.insert(pid);
     }
 
     fn nvm_evicted(&self, pid: PageId) {
-        self.state.lock().list.forget(pid);
+        let mut st = self.state.lock();
+        if st.list.sublist(pid).is_some() {
+            st.stats.evicted += 1;
+            if st.been_new.remove(&pid).unwrap_or(false) {
+                st.stats.evicted_after_new += 1;
+            }
+        }
+        st.list.forget(pid);
+    }
+
+    fn nvsql_stats(&self) -> Option<NvsqlStats> {
+        Some(self.stats())
     }
 
     fn page_flushed(&self, pid: PageId, flush_lsn: u64) {
@@ -527,6 +604,7 @@ impl Policy for Nvsql {
     fn page_freed(&self, pid: PageId) {
         let mut st = self.state.lock();
         st.list.forget(pid);
+        st.been_new.remove(&pid);
         st.last_flush.remove(&pid);
     }
 }
@@ -610,7 +688,7 @@ mod tests {
         let clean = PageInfo { dirty: false, ..dirty(3, 0, 0) };
         assert_eq!(p.dram_eviction(&clean, &tiers()), EvictTo::Ssd);
         assert_eq!(p.dram_eviction(&PageInfo { nvm_copy: true, ..dirty(2, 1, 1) }, &tiers()), EvictTo::Nvm);
-        assert_eq!(p.stats(), NvsqlStats { admitted: 1, rejected: 3, intervals: 4 });
+        assert_eq!(p.stats(), NvsqlStats { admitted: 1, rejected: 3, intervals: 4, ..NvsqlStats::default() });
     }
 
     /// Online ranking: after a warm-up of intervals 1..=100 (×10 LSNs), a 20% threshold
@@ -768,5 +846,39 @@ mod tests {
         p.nvm_sweep(&tiers(), &mut v);
         assert_eq!(v, vec![PageId(1)]);
         assert_eq!(p.ssd_miss(&info(3), &tiers()), MissTarget::Dram);
+    }
+
+    /// Table 4's counters on a script: updates counted in the sublist they hit, a stay
+    /// counted once in the new sublist, evictions split by whether the page had been new.
+    #[test]
+    fn sublist_counters_follow_a_scripted_sequence() {
+        let script = |replacement| {
+            let cfg = NvsqlConfig { replacement, ..NvsqlConfig::default() };
+            let p = Nvsql::new(cfg, 8);
+            for pid in 1..=3 {
+                p.nvm_admitted(PageId(pid), true);
+            }
+            let info = |pid| PageInfo { nvm_copy: true, ..dirty(pid, 0, 0) };
+            p.nvm_access(&info(1), true, &tiers()); // old → new (an update)
+            p.nvm_access(&info(1), true, &tiers()); // in new
+            p.nvm_access(&info(1), false, &tiers());
+            p.nvm_access(&info(2), false, &tiers()); // a read: promotes only without the rule
+            p.nvm_access(&info(3), true, &tiers());
+            for pid in 1..=3 {
+                p.nvm_evicted(PageId(pid));
+            }
+            p.stats()
+        };
+        let s = script(NvsqlReplacement::UpdateCount);
+        assert_eq!((s.entered_old, s.entered_new), (3, 2));
+        assert_eq!((s.updates_old, s.updates_new), (2, 1));
+        assert_eq!((s.evicted, s.evicted_after_new), (3, 2));
+        assert_eq!(s.updates_per_page(), (2.0 / 3.0, 0.5));
+        assert!((s.write_amount_new() - 2.0 / 3.0).abs() < 1e-12);
+        let m = script(NvsqlReplacement::Midpoint);
+        assert_eq!((m.entered_new, m.evicted_after_new), (3, 3), "any hit promotes");
+        let l = script(NvsqlReplacement::Lru);
+        assert_eq!((l.entered_new, l.updates_old, l.updates_new, l.evicted_after_new), (0, 3, 0, 0));
+        assert_eq!(s.since(&s), NvsqlStats::default());
     }
 }
