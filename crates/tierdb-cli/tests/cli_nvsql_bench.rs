@@ -74,6 +74,13 @@ fn nvsql_bench_writes_every_part_and_the_configurations_cost_the_same() {
         assert!(!ws["written"].as_array().unwrap().is_empty(), "{p}");
     }
     assert_eq!(points[1]["config"]["arch"], "nvsql");
+    // The SSD's data bytes: DRAM-only's include its double-write file's copies; nvsql's
+    // double-write area is in NVM and puts nothing on SSD.
+    let m0 = &points[0]["median"];
+    let kib = |m: &serde_json::Value, k: &str| m[k].as_f64().unwrap();
+    assert!(kib(m0, "double_write_pages_per_unit") > 0.0, "{m0}");
+    assert!(kib(m0, "ssd_data_kib_per_unit") > kib(m0, "ssd_writes_per_unit") * 8.0, "{m0}");
+    assert_eq!(kib(&points[1]["median"], "double_write_pages_per_unit"), 0.0);
     assert!(points[1]["median"]["nvm_hit_ratio"].as_f64().unwrap() > 0.0, "nvsql served fixes from NVM");
     let t4 = json("nvsql-table4.json");
     let policies: Vec<&str> = t4["points"].as_array().unwrap().iter().map(|p| p["policy"].as_str().unwrap()).collect();
