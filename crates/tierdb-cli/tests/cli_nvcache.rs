@@ -4,12 +4,11 @@
 mod common;
 use common::{json, stderr, tierdb, tierdb_with};
 
-#[test]
-fn nvcache_obp_writes_a_row_per_workload_and_admission_mode() {
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path().display().to_string();
-    let out = dir.path().join("out");
-    let o = tierdb_with(
+/// `nvcache-obp` at a tiny size with its files under `dir` (output in `dir/out`).
+fn tiny_obp(dir: &std::path::Path, extra: &[&str]) -> std::process::Output {
+    let d = dir.display().to_string();
+    let out = dir.join("out").display().to_string();
+    tierdb_with(
         "nvcache-obp",
         &[
             ("--dram", "512KiB"),
@@ -20,10 +19,17 @@ fn nvcache_obp_writes_a_row_per_workload_and_admission_mode() {
             ("--duration", "0.4"),
             ("--ssd-dir", &d),
             ("--nvm-dir", &d),
-            ("--out", &out.display().to_string()),
+            ("--out", &out),
         ],
-        &["--parts", "table1"],
-    );
+        extra,
+    )
+}
+
+#[test]
+fn nvcache_obp_writes_a_row_per_workload_and_admission_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let o = tiny_obp(dir.path(), &["--parts", "table1"]);
     assert!(o.status.success(), "{}", stderr(&o));
     for f in ["nvcache-obp.txt", "nvcache-obp.json", "nvcache-obp-throughput.svg", "nvcache-obp-nvm-writes.svg"] {
         assert!(out.join(f).exists(), "{f} missing");
@@ -113,19 +119,9 @@ fn bench_ycsb_reports_the_nvm_cache_counters() {
 #[test]
 fn nvcache_obp_phases_run_each_mode_over_the_phases() {
     let dir = tempfile::tempdir().unwrap();
-    let d = dir.path().display().to_string();
     let out = dir.path().join("out");
-    let o = tierdb_with(
-        "nvcache-obp",
-        &[
-            ("--dram", "512KiB"),
-            ("--nvm", "2MiB"),
-            ("--data", "6MiB"),
-            ("--warmup", "0.1"),
-            ("--ssd-dir", &d),
-            ("--nvm-dir", &d),
-            ("--out", &out.display().to_string()),
-        ],
+    let o = tiny_obp(
+        dir.path(),
         &["--parts", "phases", "--phases", "c,rw:100", "--phase-epochs", "2", "--phase-epoch-ops", "1500"],
     );
     assert!(o.status.success(), "{}", stderr(&o));
