@@ -148,13 +148,13 @@ pub fn run(args: NvcacheObpArgs) -> Result<()> {
         epoch_ops: args.phase_epoch_ops,
     };
     let want = |p: &str| args.parts.iter().any(|x| x == p);
-    if want("phases") {
+    // Bad phases fail now, not after the table1 rows have run.
+    let phase_specs = if want("phases") {
         plan.validate()?;
-        // Bad phase workloads fail now, not after the table1 rows have run.
-        for w in &plan.workloads {
-            args.engine.setup(w).with_context(|| format!("--phases workload {w}"))?;
-        }
-    }
+        plan.workloads(&args.engine)?
+    } else {
+        Vec::new()
+    };
     remove_files_on_interrupt()?;
     std::fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
     let mut engine = args.engine.clone();
@@ -231,7 +231,7 @@ pub fn run(args: NvcacheObpArgs) -> Result<()> {
     };
     setup.nvcache.obp_mode = ObpMode::Window;
     let phases = if want("phases") {
-        Some(nvcache_phases::run(&engine, &setup, &plan, (args.dram, args.nvm, args.data), &progress)?)
+        Some(nvcache_phases::run(&engine, &setup, (&plan, &phase_specs), (args.dram, args.nvm, args.data), &progress)?)
     } else {
         None
     };

@@ -54,6 +54,17 @@ impl PhasePlan {
         Ok(())
     }
 
+    /// The phases' workloads, resolved as `engine_args` would any workload.
+    ///
+    /// # Errors
+    /// An unknown workload or a bad property, named.
+    pub fn workloads(&self, engine_args: &EngineArgs) -> Result<Vec<YcsbSpec>> {
+        self.workloads
+            .iter()
+            .map(|w| engine_args.setup(w).map(|s| s.workload).with_context(|| format!("--phases workload {w}")))
+            .collect()
+    }
+
     fn epochs(&self) -> u32 {
         self.epochs_per_phase * self.workloads.len() as u32
     }
@@ -160,24 +171,20 @@ impl EpochHooks for Hooks<'_> {
     }
 }
 
-/// Runs the phases under each admission mode on a fresh `nvcache` engine.
+/// Runs the phases (`specs`: the plan's workloads, [`PhasePlan::workloads`]) under each
+/// admission mode on a fresh `nvcache` engine.
 ///
 /// # Errors
 /// Bad plan, opening the engine, the run.
-#[allow(clippy::too_many_arguments)]
 pub fn run(
     engine_args: &EngineArgs,
     base: &Setup,
-    plan: &PhasePlan,
+    (plan, specs): (&PhasePlan, &[YcsbSpec]),
     (dram, nvm, data): (ByteSize, ByteSize, ByteSize),
     progress: &Progress,
 ) -> Result<PhaseReport> {
     plan.validate()?;
-    let specs: Vec<YcsbSpec> = plan
-        .workloads
-        .iter()
-        .map(|w| engine_args.setup(w).map(|s| s.workload).with_context(|| format!("--phases workload {w}")))
-        .collect::<Result<_>>()?;
+    debug_assert_eq!(specs.len(), plan.workloads.len());
     let mut runs = Vec::new();
     for obp in ObpMode::ALL {
         let mut setup = base.clone();
@@ -187,7 +194,7 @@ pub fn run(
             engine_args.arch_config(&setup, Architecture::Nvcache, dram, nvm, &format!("phases-{}", obp.name()))?;
         let _files = Cleanup::new(cfg.files());
         let engine = Engine::open(&cfg).context("opening nvcache for the phases")?;
-        let mut hooks = Hooks { plan, specs: &specs, progress, obp, epochs: Vec::new() };
+        let mut hooks = Hooks { plan, specs, progress, obp, epochs: Vec::new() };
         ycsb_driver::run_epochs(
             &engine,
             &setup.workload,

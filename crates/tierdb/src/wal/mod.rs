@@ -449,7 +449,7 @@ impl Wal {
     /// recovery pass reads the log sequentially, not a device read per record); the
     /// rest comes from the log buffer.
     pub fn records_from(&self, lsn: Lsn) -> Records<'_> {
-        Records { wal: self, at: lsn, end: self.next_lsn(), ahead: Vec::new(), ahead_at: lsn }
+        Records { wal: self, at: lsn, end: self.next_lsn(), scan: FileScan::new(lsn) }
     }
 
     /// Deletes log segments that hold only records below `lsn` (a checkpoint's bound).
@@ -495,39 +495,70 @@ pub struct Records<'a> {
     wal: &'a Wal,
     at: Lsn,
     end: Lsn,
-    /// Log file bytes read ahead: the stream bytes `ahead_at..ahead_at + ahead.len()`.
-    ahead: Vec<u8>,
-    ahead_at: Lsn,
+    scan: FileScan,
 }
 
 impl Records<'_> {
-    /// The record at `self.at` from the bytes read ahead, reading the next chunk of
-    /// the log file when they end; `None` where the read-ahead cannot tell (the record
-    /// is not wholly in the file, or the bytes are not a record): the caller then reads
-    /// it the ordinary way, which names what is wrong.
+    /// The record at `self.at` from the log file read ahead; `None` where the file
+    /// cannot tell (the record is not wholly in the file, or the bytes are not a
+    /// record): the caller then reads it the ordinary way, which names what is wrong.
     fn read_ahead(&mut self) -> Result<Option<Record>, WalError> {
-        for _ in 0..2 {
-            let off = self.at.checked_sub(self.ahead_at).map(|o| o as usize).filter(|&o| o <= self.ahead.len());
-            if let Some(off) = off {
-                match record::decode(self.at, &self.ahead[off..]) {
-                    Ok(r) => return Ok(Some(r)),
-                    Err(record::Invalid::Short { .. } | record::Invalid::Truncated { .. }) => {}
-                    Err(_) => return Ok(None),
-                }
-            }
-            // Read the next chunk of the file from this record on.
-            let file_end = self.wal.inner.file.end();
-            if self.at >= file_end || self.at < self.wal.inner.file.start() {
-                return Ok(None);
-            }
-            let n = (file_end - self.at).min(SCAN_CHUNK_BYTES as u64) as usize;
-            self.ahead.resize(n, 0);
-            let got = self.wal.inner.file.read(self.at, &mut self.ahead)?;
-            self.ahead.truncate(got);
-            self.ahead_at = self.at;
+        let file = &self.wal.inner.file;
+        let file_end = file.end();
+        if self.at >= file_end || self.at < file.start() {
+            return Ok(None);
         }
-        // A chunk from the record's start did not hold it whole.
-        Ok(None)
+        Ok(self.scan.decode(file, self.at, file_end)?.ok())
+    }
+}
+
+/// The log file read forward in chunks of [`SCAN_CHUNK_BYTES`]: the record at an LSN is
+/// decoded from bytes read ahead, and more are read (the unread rest kept) while the
+/// bytes end inside it. Opening the log and recovery's pass both scan this way.
+struct FileScan {
+    /// The stream bytes `buf_at..buf_at + buf.len()`.
+    buf: Vec<u8>,
+    buf_at: Lsn,
+}
+
+impl FileScan {
+    fn new(at: Lsn) -> FileScan {
+        FileScan { buf: Vec::new(), buf_at: at }
+    }
+
+    /// The record that starts at `at`, or why the file's bytes from `at` up to
+    /// `file_end` are not one.
+    fn decode(
+        &mut self,
+        file: &LogFile,
+        at: Lsn,
+        file_end: Lsn,
+    ) -> Result<Result<Record, record::Invalid>, DeviceError> {
+        if at < self.buf_at || at > self.buf_at + self.buf.len() as u64 {
+            self.buf.clear();
+            self.buf_at = at;
+        }
+        loop {
+            let off = (at - self.buf_at) as usize;
+            match record::decode(at, &self.buf[off..]) {
+                Err(record::Invalid::Short { .. } | record::Invalid::Truncated { .. })
+                    if self.buf_at + (self.buf.len() as u64) < file_end =>
+                {
+                    // Read more: keep the unread rest, append the next chunk.
+                    self.buf.drain(..off);
+                    self.buf_at = at;
+                    let have = self.buf.len();
+                    let want = (file_end - (at + have as u64)).min(SCAN_CHUNK_BYTES as u64) as usize;
+                    self.buf.resize(have + want, 0);
+                    let n = file.read(at + have as u64, &mut self.buf[have..])?;
+                    self.buf.truncate(have + n);
+                    if n == 0 {
+                        return Ok(record::decode(at, &self.buf));
+                    }
+                }
+                r => return Ok(r),
+            }
+        }
     }
 }
 
@@ -776,24 +807,12 @@ fn recover(file: &LogFile, ring: Option<&NvmRing>) -> Result<Recovered, WalError
     let mut at = start;
     let mut tail = None;
     // 1. The log file.
-    let mut buf: Vec<u8> = Vec::new();
-    let mut buf_at = start;
-    let mut chunk = vec![0u8; SCAN_CHUNK_BYTES];
+    let mut scan = FileScan::new(start);
     loop {
-        let off = (at - buf_at) as usize;
-        match record::decode(at, &buf[off..]) {
+        match scan.decode(file, at, file_end)? {
             Ok(r) => {
                 at = r.next_lsn();
                 records += 1;
-            }
-            Err(record::Invalid::Short { .. } | record::Invalid::Truncated { .. })
-                if (buf_at + buf.len() as u64) < file_end =>
-            {
-                // Read more: keep the unread rest, append the next chunk.
-                buf.drain(..off);
-                buf_at = at;
-                let n = file.read(buf_at + buf.len() as u64, &mut chunk)?;
-                buf.extend_from_slice(&chunk[..n]);
             }
             Err(e) => {
                 if at < file_end {

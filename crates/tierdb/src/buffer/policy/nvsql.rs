@@ -36,7 +36,7 @@
 //!
 //! Concurrency: one mutex, taken on NVM accesses and on evictions (which do I/O anyway).
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::fmt;
 use std::str::FromStr;
 
@@ -410,8 +410,8 @@ struct State {
     last_flush: HashMap<PageId, u64>,
     /// Dirty evictions so far: the clock when pages carry no LSN.
     dirty_evictions: u64,
-    /// Per page in NVM: whether this stay has been in the new sublist.
-    been_new: HashMap<PageId, bool>,
+    /// The pages in NVM whose stay has been in the new sublist.
+    been_new: HashSet<PageId>,
     stats: NvsqlStats,
 }
 
@@ -430,7 +430,7 @@ impl Nvsql {
                 sketch: IntervalSketch::new(NVSQL_SKETCH_WINDOW),
                 last_flush: HashMap::new(),
                 dirty_evictions: 0,
-                been_new: HashMap::new(),
+                been_new: HashSet::new(),
                 stats: NvsqlStats::default(),
             }),
         }
@@ -517,7 +517,7 @@ impl Policy for Nvsql {
                     Sub::New => st.stats.updates_new += 1,
                 }
             }
-            if to == Sub::New && !st.been_new.insert(page.pid, true).unwrap_or(false) {
+            if to == Sub::New && st.been_new.insert(page.pid) {
                 st.stats.entered_new += 1;
             }
         }
@@ -574,7 +574,7 @@ impl Policy for Nvsql {
         let mut st = self.state.lock();
         if st.list.sublist(pid).is_none() {
             st.stats.entered_old += 1;
-            st.been_new.insert(pid, false);
+            st.been_new.remove(&pid);
         }
         st.list.insert(pid);
     }
@@ -583,7 +583,7 @@ impl Policy for Nvsql {
         let mut st = self.state.lock();
         if st.list.sublist(pid).is_some() {
             st.stats.evicted += 1;
-            if st.been_new.remove(&pid).unwrap_or(false) {
+            if st.been_new.remove(&pid) {
                 st.stats.evicted_after_new += 1;
             }
         }
