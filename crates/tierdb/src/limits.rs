@@ -77,6 +77,11 @@ pub const PAGE_SEAL_BYTES: usize = 16;
 /// syncs of the page file (128 pages, as InnoDB's doublewrite buffer).
 pub const DOUBLE_WRITE_SLOTS: usize = 128;
 
+/// Pages one flush record names (`wal::Kind::PagesFlushed`: 16 bytes each): the buffer
+/// manager collects the pages it writes to SSD and logs them this many at a time, so
+/// redo can skip the records their SSD copies already hold without reading them.
+pub const FLUSH_NOTES_PER_RECORD: usize = 64;
+
 /// Bytes of the header block in front of each double-write slot's page (one O_DIRECT
 /// block, so that the page stays aligned).
 pub const DOUBLE_WRITE_SLOT_HEADER_BYTES: usize = IO_ALIGN_BYTES;
@@ -159,6 +164,7 @@ const _: () = assert!(FREE_LIST_IDS_OFFSET_BYTES.is_multiple_of(8));
 const _: () = assert!((PAGE_SIZE_MIN_BYTES - FREE_LIST_IDS_OFFSET_BYTES) / 8 >= 2);
 const _: () = assert!(CATALOG_HEADER_BYTES >= PAGE_SEAL_OFFSET + PAGE_SEAL_BYTES);
 const _: () = assert!(DOUBLE_WRITE_SLOTS >= 1 && DOUBLE_WRITE_SLOTS <= 1 << 16);
+const _: () = assert!(FLUSH_NOTES_PER_RECORD >= 1 && FLUSH_NOTES_PER_RECORD * 16 <= 64 << 10);
 const _: () = assert!(DOUBLE_WRITE_SLOT_HEADER_BYTES.is_multiple_of(IO_ALIGN_BYTES));
 const _: () = assert!(NVCACHE_OBP_EPOCHS >= 2 && NVCACHE_OBP_WINDOW_LOOKUPS_DEFAULT >= NVCACHE_OBP_EPOCHS as u64);
 const _: () = assert!(NVCACHE_OBP_TARGET_PERMILLE_DEFAULT > 0 && NVCACHE_OBP_TARGET_PERMILLE_DEFAULT <= 1000);

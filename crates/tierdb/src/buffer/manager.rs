@@ -41,8 +41,8 @@ use crate::device::{
 };
 use crate::ids::PageId;
 use crate::limits::{
-    CACHE_LINE_BYTES, CLOCK_ROUNDS_MAX, PAGE_BUSY_WAIT_MS_MAX, PAGE_SIZE_MAX_BYTES, PAGE_SIZE_MIN_BYTES,
-    PAGE_TABLE_PAGES_DEFAULT, POLICY_SEED_DEFAULT, SSD_GROW_PAGES_MIN,
+    CACHE_LINE_BYTES, CLOCK_ROUNDS_MAX, FLUSH_NOTES_PER_RECORD, PAGE_BUSY_WAIT_MS_MAX, PAGE_SIZE_MAX_BYTES,
+    PAGE_SIZE_MIN_BYTES, PAGE_TABLE_PAGES_DEFAULT, POLICY_SEED_DEFAULT, SSD_GROW_PAGES_MIN,
 };
 use crate::wal::LogForce;
 use crate::{ByteSize, Result};
@@ -240,6 +240,9 @@ pub struct BufferManager {
     restart: Mutex<Option<RestartInfo>>,
     /// The log to force before a page leaves DRAM (the write-ahead rule), once set.
     log: std::sync::OnceLock<std::sync::Arc<dyn LogForce>>,
+    /// Pages written to SSD and their last-flush LSNs, not yet in a flush record
+    /// ([`LogForce::note_flushed`], at most [`FLUSH_NOTES_PER_RECORD`] of them).
+    flush_notes: Mutex<Vec<(PageId, u64)>>,
     /// The log's end at the start of the last checkpoints, oldest first (a durable NVM
     /// cache's bound on its dirty pages: [`Policy::nvm_keep_checkpoints`]).
     checkpoint_starts: Mutex<std::collections::VecDeque<u64>>,
@@ -484,6 +487,7 @@ impl BufferManager {
             swizzled: Mutex::new(std::collections::HashMap::new()),
             restart: Mutex::new(None),
             log: std::sync::OnceLock::new(),
+            flush_notes: Mutex::new(Vec::new()),
             checkpoint_starts: Mutex::new(std::collections::VecDeque::new()),
             stopped: std::sync::atomic::AtomicBool::new(false),
             stop_reason: Mutex::new(None),
@@ -2039,8 +2043,7 @@ impl BufferManager {
         self.ssd_reserve(ssd, pid)?;
         let lsn = self.log_end_lsn();
         ssd.write_pages_flushed(&[(pid, bytes)], lsn)?;
-        self.policy.page_flushed(pid, lsn);
-        Ok(())
+        self.note_flushed([pid], lsn)
     }
 
     /// The log's LSN now (0 without a log): the last-flush LSN of a page written now.
@@ -2049,10 +2052,39 @@ impl BufferManager {
         self.log.get().map_or(0, |l| l.end_lsn())
     }
 
-    /// The policy hears that `pids` were written to SSD at log LSN `lsn`.
-    pub(crate) fn note_flushed(&self, pids: impl IntoIterator<Item = PageId>, lsn: u64) {
-        for pid in pids {
-            self.policy.page_flushed(pid, lsn);
+    /// `pids` were written to SSD at log LSN `lsn` (taken while they could not change,
+    /// after the write-ahead force): the policy hears of it, and with a double-write
+    /// area (the writes survive a crash once they return) the log learns it, in flush
+    /// records of [`FLUSH_NOTES_PER_RECORD`] pages, so that redo skips the changes those
+    /// copies hold without reading them. Without the area an unsynced write may be lost
+    /// and nothing is noted.
+    ///
+    /// # Errors
+    /// The log's, appending a flush record.
+    pub(crate) fn note_flushed(&self, pids: impl IntoIterator<Item = PageId>, lsn: u64) -> Result<()> {
+        let log =
+            self.log.get().filter(|_| lsn != 0 && self.ssd.as_ref().is_some_and(|s| s.double_write_core().is_some()));
+        let mut full = None;
+        {
+            let mut notes = log.map(|_| self.flush_notes.lock());
+            for pid in pids {
+                self.policy.page_flushed(pid, lsn);
+                if let Some(notes) = notes.as_mut() {
+                    notes.push((pid, lsn));
+                    if notes.len() >= FLUSH_NOTES_PER_RECORD {
+                        full.get_or_insert_with(Vec::new).append(notes);
+                    }
+                }
+            }
+        }
+        match (log, full) {
+            (Some(log), Some(batch)) => {
+                for chunk in batch.chunks(FLUSH_NOTES_PER_RECORD) {
+                    log.note_flushed(chunk)?;
+                }
+                Ok(())
+            }
+            _ => Ok(()),
         }
     }
 

@@ -238,11 +238,12 @@ impl Locks {
 /// first).
 pub trait DbStore: PageSource + Sized {
     /// Connects the log: from now on no change reaches the store before its record is
-    /// durable.
+    /// durable. `durability` is the database's (with `None` nothing is logged, and
+    /// the store logs nothing of its own either).
     ///
     /// # Errors
     /// A log is attached already.
-    fn attach_log(&self, wal: &Arc<Wal>) -> Result<()>;
+    fn attach_log(&self, wal: &Arc<Wal>, durability: Durability) -> Result<()>;
 
     /// Writes every change out (a checkpoint's flush).
     ///
@@ -338,27 +339,38 @@ pub trait DbStore: PageSource + Sized {
 /// The log as a buffer manager sees it: forced before a page leaves DRAM, and taking
 /// the image of a page about to be written over its only durable copy (a database whose
 /// pages live in NVM) as a line image of every line.
-struct PageLog(Arc<Wal>);
+struct PageLog {
+    wal: Arc<Wal>,
+    /// Whether to log the pages written to SSD (not when nothing else is logged).
+    flush_notes: bool,
+}
 
 impl crate::wal::LogForce for PageLog {
     fn force(&self, lsn: Lsn) -> Result<()> {
-        Ok(self.0.flush_until(lsn + 1)?)
+        Ok(self.wal.flush_until(lsn + 1)?)
     }
 
     fn append_image(&self, pid: PageId, page: &[u8]) -> Result<Option<Lsn>> {
         let lines = page.len() / crate::limits::CACHE_LINE_BYTES;
         let payload = encode_lines(lines, &[(0, page)]);
-        Ok(Some(self.0.append(&RecordHead::new(Kind::LineImage, 0, 0).page(pid.0), &payload)?))
+        Ok(Some(self.wal.append(&RecordHead::new(Kind::LineImage, 0, 0).page(pid.0), &payload)?))
     }
 
     fn end_lsn(&self) -> Lsn {
-        self.0.next_lsn()
+        self.wal.next_lsn()
+    }
+
+    fn note_flushed(&self, pages: &[(PageId, Lsn)]) -> Result<()> {
+        if self.flush_notes && !pages.is_empty() {
+            self.wal.append(&RecordHead::new(Kind::PagesFlushed, 0, 0), &encode_flushed(pages))?;
+        }
+        Ok(())
     }
 }
 
 impl DbStore for BufferManager {
-    fn attach_log(&self, wal: &Arc<Wal>) -> Result<()> {
-        self.set_log(Arc::new(PageLog(wal.clone())))
+    fn attach_log(&self, wal: &Arc<Wal>, durability: Durability) -> Result<()> {
+        self.set_log(Arc::new(PageLog { wal: wal.clone(), flush_notes: durability != Durability::None }))
     }
     fn flush_all(&self) -> Result<()> {
         self.checkpoint()
@@ -411,7 +423,7 @@ impl WriteBackLog for LineLog {
 }
 
 impl DbStore for NvmDirect {
-    fn attach_log(&self, wal: &Arc<Wal>) -> Result<()> {
+    fn attach_log(&self, wal: &Arc<Wal>, _durability: Durability) -> Result<()> {
         self.set_log(Some(Arc::new(LineLog(wal.clone()))));
         Ok(())
     }
@@ -473,6 +485,28 @@ pub(crate) fn decode_lines(lsn: Lsn, p: &[u8]) -> Result<Vec<(usize, &[u8])>> {
         return Err(bad("longer than its bitmap says"));
     }
     Ok(out)
+}
+
+/// A flush record's payload: page id and last-flush LSN of each page, u64 each.
+pub(crate) fn encode_flushed(pages: &[(PageId, Lsn)]) -> Vec<u8> {
+    let mut p = Vec::with_capacity(pages.len() * 16);
+    for (pid, lsn) in pages {
+        p.extend_from_slice(&pid.0.to_le_bytes());
+        p.extend_from_slice(&lsn.to_le_bytes());
+    }
+    p
+}
+
+/// Decodes a flush record: `(page, last-flush LSN)` pairs.
+pub(crate) fn decode_flushed(lsn: Lsn, p: &[u8]) -> Result<impl Iterator<Item = (PageId, Lsn)> + '_> {
+    if !p.len().is_multiple_of(16) {
+        let what = format!("a flush record of {} bytes, not pairs of 16", p.len());
+        return Err(DbError::BadRecord { lsn, what }.into());
+    }
+    Ok(p.chunks_exact(16).map(|c| {
+        let pid = u64::from_le_bytes(c[..8].try_into().expect("8 bytes"));
+        (PageId(pid), u64::from_le_bytes(c[8..].try_into().expect("8 bytes")))
+    }))
 }
 
 /// A database: see the module doc.

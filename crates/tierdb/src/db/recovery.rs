@@ -47,6 +47,13 @@ pub struct RecoveryReport {
     pub changes_redone: u64,
     /// Changes skipped because their page already had them.
     pub changes_skipped: u64,
+    /// Of those, the changes skipped without reading the page: a flush record says its
+    /// SSD copy was written after them.
+    pub changes_skipped_unread: u64,
+    /// Structure changes' page images skipped the same way.
+    pub images_skipped_unread: u64,
+    /// Flush records read (pages written to SSD, with their last-flush LSNs).
+    pub flush_records: u64,
     pub images_installed: u64,
     /// `nvm-direct`: line images repeated (every one in the log, in log order).
     pub line_images_installed: u64,
@@ -144,9 +151,15 @@ pub(super) fn recover<S: DbStore>(db: &Db<S>, started: Instant) -> Result<Recove
     let mut max_smo = 0u64;
     // Structure changes' images and frees wait for their end record.
     let mut smos: HashMap<u64, Vec<crate::wal::Record>> = HashMap::new();
-    // 1. Analysis and redo. Each apply is timed (two clock reads per record applied:
-    //    small against a page fix), the rest of the pass is the analysis.
+    // 1. Analysis: where each page's SSD copy stands (flush records: redo skips the
+    //    changes a copy holds without reading the page). One pass over the records
+    //    from the scan's start; the log is read ahead in chunks, so this costs little
+    //    beside a page read.
     let pass = Instant::now();
+    let flushed = flushed_pages(db, scan_from)?;
+    rep.flush_records = flushed.records;
+    // 2. Analysis and redo. Each apply is timed (two clock reads per record applied:
+    //    small against a page fix), the rest of the pass is the analysis.
     let mut applying = std::time::Duration::ZERO;
     for rec in db.wal.records_from(scan_from) {
         let rec = rec?;
@@ -160,7 +173,7 @@ pub(super) fn recover<S: DbStore>(db: &Db<S>, started: Instant) -> Result<Recove
             if h.kind == Kind::SmoEnd {
                 let t = Instant::now();
                 for r in smos.remove(&h.txn).unwrap_or_default() {
-                    apply_smo_record(db, &r, &mut rep)?;
+                    apply_smo_record(db, &r, &mut rep, &flushed)?;
                 }
                 applying += t.elapsed();
             } else {
@@ -192,11 +205,17 @@ pub(super) fn recover<S: DbStore>(db: &Db<S>, started: Instant) -> Result<Recove
                     rep.records_of_free_pages += 1;
                 }
             }
-            Kind::Update | Kind::Compensation => match redo_change(db, rec.lsn, PageId(h.page), &rec.payload)? {
-                Some(true) => rep.changes_redone += 1,
-                Some(false) => rep.changes_skipped += 1,
-                None => rep.records_of_free_pages += 1,
-            },
+            Kind::Update | Kind::Compensation => {
+                match redo_change(db, rec.lsn, PageId(h.page), &rec.payload, &flushed)? {
+                    Redo::Applied => rep.changes_redone += 1,
+                    Redo::Held => rep.changes_skipped += 1,
+                    Redo::HeldUnread => {
+                        rep.changes_skipped += 1;
+                        rep.changes_skipped_unread += 1;
+                    }
+                    Redo::FreePage => rep.records_of_free_pages += 1,
+                }
+            }
             _ => {}
         }
         applying += t.elapsed();
@@ -208,9 +227,9 @@ pub(super) fn recover<S: DbStore>(db: &Db<S>, started: Instant) -> Result<Recove
     // Above every id the retained log may hold, not only those scanned (see `Control`).
     db.next_txn.store((max_txn + 1).max(control.next_txn), std::sync::atomic::Ordering::Relaxed);
     db.next_smo.store((max_smo + 1).max(control.next_smo), std::sync::atomic::Ordering::Relaxed);
-    // 2. From here on, pages leave DRAM only after the log is forced.
-    db.store.attach_log(&db.wal)?;
-    // 3. Undo of the losers, newest first.
+    // 3. From here on, pages leave DRAM only after the log is forced.
+    db.store.attach_log(&db.wal, db.durability)?;
+    // 4. Undo of the losers, newest first.
     let undo = Instant::now();
     let mut losers: Vec<(u64, Lsn)> = txns.iter().filter(|(_, t)| !t.finished).map(|(id, t)| (*id, t.last)).collect();
     losers.sort_by_key(|(_, last)| std::cmp::Reverse(*last));
@@ -219,7 +238,7 @@ pub(super) fn recover<S: DbStore>(db: &Db<S>, started: Instant) -> Result<Recove
         rep.losers.push(id);
     }
     rep.undo_secs = undo.elapsed().as_secs_f64();
-    // 4. A checkpoint: the next recovery starts here.
+    // 5. A checkpoint: the next recovery starts here.
     let checkpoint = Instant::now();
     db.checkpoint()?;
     rep.checkpoint_secs = checkpoint.elapsed().as_secs_f64();
@@ -227,11 +246,61 @@ pub(super) fn recover<S: DbStore>(db: &Db<S>, started: Instant) -> Result<Recove
     Ok(rep)
 }
 
+/// The last-flush LSN of each page the scanned log's flush records name (the latest
+/// one), and how many flush records there were.
+#[derive(Default)]
+struct Flushed {
+    at: HashMap<u64, Lsn>,
+    records: u64,
+}
+
+impl Flushed {
+    /// Whether page `pid`'s SSD copy holds the change logged at `lsn`: a flush record
+    /// says the page was written at a later log LSN.
+    fn holds(&self, pid: PageId, lsn: Lsn) -> bool {
+        self.at.get(&pid.0).is_some_and(|&flushed| lsn < flushed)
+    }
+}
+
+/// Reads the flush records from `from` on.
+fn flushed_pages<S: DbStore>(db: &Db<S>, from: Lsn) -> Result<Flushed> {
+    let mut f = Flushed::default();
+    for rec in db.wal.records_from(from) {
+        let rec = rec?;
+        if rec.head.kind != Kind::PagesFlushed {
+            continue;
+        }
+        f.records += 1;
+        for (pid, lsn) in super::decode_flushed(rec.lsn, &rec.payload)? {
+            debug_assert!(lsn <= rec.lsn, "{pid} flushed at {lsn}, noted at {}", rec.lsn);
+            let at = f.at.entry(pid.0).or_insert(lsn);
+            *at = (*at).max(lsn);
+        }
+    }
+    Ok(f)
+}
+
 /// Applies a record of a complete structure change.
-fn apply_smo_record<S: DbStore>(db: &Db<S>, r: &crate::wal::Record, rep: &mut RecoveryReport) -> Result<()> {
+fn apply_smo_record<S: DbStore>(
+    db: &Db<S>,
+    r: &crate::wal::Record,
+    rep: &mut RecoveryReport,
+    flushed: &Flushed,
+) -> Result<()> {
     match r.head.kind {
         Kind::PageImage => {
-            if install_image(db, r.lsn, PageId(r.head.page), &r.payload)? {
+            let pid = PageId(r.head.page);
+            if flushed.holds(pid, r.lsn) {
+                // The page's SSD copy was written after this image: nothing to read.
+                // (Installing it would also take the page back behind the changes up
+                // to that write, which redo skips as held.) The same allocation
+                // bookkeeping as an install.
+                if db.store.recover_allocated(pid)? {
+                    rep.images_skipped_unread += 1;
+                } else {
+                    rep.records_of_free_pages += 1;
+                }
+            } else if install_image(db, r.lsn, pid, &r.payload)? {
                 rep.images_installed += 1;
             } else {
                 rep.records_of_free_pages += 1;
@@ -246,28 +315,52 @@ fn apply_smo_record<S: DbStore>(db: &Db<S>, r: &crate::wal::Record, rep: &mut Re
     Ok(())
 }
 
-/// Applies an update or compensation to its leaf if the leaf is older. Returns whether
-/// it applied; `None` for a page that is free at this point (skipped: see
-/// [`DbStore::recover_is_free`]; redo may start before the checkpoint, at the oldest
-/// transaction then active, and the page may have been freed after this record and its
-/// bytes on disk be of another incarnation).
-fn redo_change<S: DbStore>(db: &Db<S>, lsn: Lsn, pid: PageId, payload: &[u8]) -> Result<Option<bool>> {
+/// What redo did with an update or compensation.
+enum Redo {
+    /// Applied to its leaf, which was older.
+    Applied,
+    /// The leaf already held it.
+    Held,
+    /// A flush record says the page's SSD copy holds it: the page was not read.
+    HeldUnread,
+    /// The page is free at this point (see [`DbStore::recover_is_free`]; redo may start
+    /// before the checkpoint, at the oldest transaction then active, and the page may
+    /// have been freed after this record and its bytes on disk be of another
+    /// incarnation).
+    FreePage,
+}
+
+/// Applies an update or compensation to its leaf if the leaf is older.
+fn redo_change<S: DbStore>(db: &Db<S>, lsn: Lsn, pid: PageId, payload: &[u8], flushed: &Flushed) -> Result<Redo> {
     let c = decode_change(lsn, payload)?;
     if db.store.recover_is_free(pid) {
-        return Ok(None);
+        return Ok(Redo::FreePage);
     }
-    let Some(mut page) = page_of(&db.store, pid)? else { return Ok(None) };
+    if flushed.holds(pid, lsn) {
+        // The same allocation bookkeeping as a read of the page, without the read.
+        if !db.store.recover_allocated(pid)? {
+            return Ok(Redo::FreePage);
+        }
+        #[cfg(debug_assertions)]
+        if let Some(page) = page_of(&db.store, pid)?
+            && let Ok(node) = NodeRef::parse(&page, pid)
+        {
+            debug_assert!(node.page_lsn() >= lsn, "{pid} flushed after {lsn} but its copy is at {}", node.page_lsn());
+        }
+        return Ok(Redo::HeldUnread);
+    }
+    let Some(mut page) = page_of(&db.store, pid)? else { return Ok(Redo::FreePage) };
     let node = match NodeRef::parse(&page, pid) {
         Ok(node) => node,
         // Not a node on disk: a page created by a structure change whose image comes
         // later in the log, or one freed later (its bytes are another free-list page's
         // or a freed node's). Either way a later record sets the page; nothing to do with
         // this one.
-        Err(crate::btree::BTreeError::NotATree { .. }) => return Ok(Some(false)),
+        Err(crate::btree::BTreeError::NotATree { .. }) => return Ok(Redo::Held),
         Err(e) => return Err(e.into()),
     };
     if node.page_lsn() >= lsn {
-        return Ok(Some(false));
+        return Ok(Redo::Held);
     }
     let (pos, found) = node.lower_bound(&c.key)?;
     // A patch rewrites part of the value the page holds.
@@ -301,7 +394,7 @@ fn redo_change<S: DbStore>(db: &Db<S>, lsn: Lsn, pid: PageId, payload: &[u8]) ->
     }
     m.set_page_lsn(lsn);
     page.set_page_lsn(lsn);
-    Ok(Some(true))
+    Ok(Redo::Applied)
 }
 
 /// Installs a page image: the page's bytes become the image; a B+-tree node's LSN

@@ -35,7 +35,7 @@ use crate::buffer::frame::lines::WholeLines;
 use crate::buffer::{FrameOptimistic, FrameRead, FrameWrite, MemorySource, PageSource};
 use crate::device::DramConfig;
 use crate::ids::PageId;
-use crate::wal::Wal;
+use crate::wal::{Durability, Wal};
 
 /// The snapshot's name in the database directory.
 pub const SNAPSHOT_FILE: &str = "snapshot.mm";
@@ -206,7 +206,7 @@ impl PageSource for MemoryStore {
 }
 
 impl DbStore for MemoryStore {
-    fn attach_log(&self, wal: &Arc<Wal>) -> Result<()> {
+    fn attach_log(&self, wal: &Arc<Wal>, _durability: Durability) -> Result<()> {
         self.log.set(wal.clone()).map_err(|_| DbError::Config { what: "a log is attached already".into() }.into())
     }
     fn flush_all(&self) -> Result<()> {

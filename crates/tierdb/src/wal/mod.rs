@@ -65,6 +65,19 @@ pub trait LogForce: Send + Sync {
     fn end_lsn(&self) -> Lsn {
         0
     }
+
+    /// Records that `pages` were written to SSD, each with its last-flush LSN (taken
+    /// while the page could not change, after the write-ahead force): its SSD copy
+    /// holds every change logged below that LSN. Call only once the writes survive a
+    /// crash (the double-write area holds their copies, or the file is synced). Redo
+    /// skips those changes without reading the page. Nothing by default (the plain
+    /// [`Wal`] has no use for it).
+    ///
+    /// # Errors
+    /// The log's errors.
+    fn note_flushed(&self, _pages: &[(crate::ids::PageId, Lsn)]) -> crate::Result<()> {
+        Ok(())
+    }
 }
 
 impl LogForce for Wal {

@@ -66,6 +66,10 @@ pub enum Kind {
     /// The new contents of some cache lines of one page, logged before they are
     /// written in place (`nvm-direct`): redo-only, applied in log order.
     LineImage = 12,
+    /// Pages written to SSD, each with its last-flush LSN: the page's SSD copy holds
+    /// every change logged below it, so redo skips those records without reading the
+    /// page (payload: pairs of page id and LSN, u64 each).
+    PagesFlushed = 13,
 }
 
 impl Kind {
@@ -83,6 +87,7 @@ impl Kind {
             10 => Kind::PageFree,
             11 => Kind::SmoEnd,
             12 => Kind::LineImage,
+            13 => Kind::PagesFlushed,
             _ => return None,
         })
     }
@@ -256,7 +261,7 @@ mod tests {
 
         #[test]
         fn any_record_round_trips(lsn in any::<u64>(), txn in any::<u64>(), prev in any::<u64>(), page in any::<u64>(),
-                                   kind in 1u8..=11, payload in proptest::collection::vec(any::<u8>(), 0..500)) {
+                                   kind in 1u8..=13, payload in proptest::collection::vec(any::<u8>(), 0..500)) {
             let head = RecordHead::new(Kind::from_u8(kind).unwrap(), txn, prev).page(page);
             let r = decode(lsn, &encode(lsn, &head, &payload)).unwrap();
             prop_assert_eq!(r.head, head);

@@ -121,8 +121,7 @@ impl<'a> SsdBatch<'a> {
         // The log's LSN after the force: every page's last-flush LSN.
         let lsn = bm.log_end_lsn();
         self.ssd.write_pages_flushed(&pages, lsn)?;
-        bm.note_flushed(entries.iter().map(|p| p.pid), lsn);
-        Ok(())
+        bm.note_flushed(entries.iter().map(|p| p.pid), lsn)
     }
 
     /// After the write: the page is clean in DRAM and NVM; releases it.
