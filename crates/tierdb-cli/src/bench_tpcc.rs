@@ -961,10 +961,11 @@ pub fn print_report(r: &TpccReport) {
     print_consistency("after the run", &r.consistency);
     if let Some(c) = &r.crash {
         println!(
-            "crash: abandoned without checkpoint or close, {} transaction(s) open; recovery read {} records, redid {} changes, rolled back {} transaction(s) in {:.2} s (open {:.2} · analysis {:.2} · redo {:.2} · undo {:.2} · checkpoint {:.2})",
+            "crash: abandoned without checkpoint or close, {} transaction(s) open; recovery read {} records, redid {} changes, skipped {} unread (flush records), rolled back {} transaction(s) in {:.2} s (open {:.2} · analysis {:.2} · redo {:.2} · undo {:.2} · checkpoint {:.2})",
             c.open_transactions,
             c.recovery.records_read,
             c.recovery.changes_redone,
+            c.recovery.changes_skipped_unread,
             c.recovery.losers.len(),
             c.recovery.secs,
             c.recovery.open_secs,

@@ -36,6 +36,9 @@ use tierdb::wal::{Durability, LogBuffer};
 
 const POINTS_MAX: u32 = 100_000;
 const KILL_AFTER_MS_MAX: u64 = 60_000;
+/// Bounds of `--dram-frames`: a B+-tree descent holds a few frames at once.
+const DRAM_FRAMES_MIN: u64 = 8;
+const DRAM_FRAMES_MAX: u64 = 1 << 20;
 const TABLE: &str = "crash";
 
 #[derive(Args, Debug)]
@@ -64,6 +67,10 @@ pub struct CrashtestArgs {
     /// comparisons of recovery).
     #[arg(long)]
     redo_from_retained: bool,
+    /// DRAM frames of 4 KiB instead of the architecture's (64; nvsql 16): fewer make
+    /// more evictions, so more pages reach SSD between kills (and flush records).
+    #[arg(long)]
+    dram_frames: Option<u64>,
     /// Directory for the database (default: a temporary one, removed afterwards).
     #[arg(long)]
     dir: Option<PathBuf>,
@@ -85,6 +92,8 @@ pub struct CrashChildArgs {
     #[arg(long)]
     redo_from_retained: bool,
     #[arg(long)]
+    dram_frames: Option<u64>,
+    #[arg(long)]
     seed: u64,
 }
 
@@ -95,6 +104,7 @@ fn config(
     log_buffer: &str,
     policy: Option<&str>,
     from_retained: bool,
+    dram_frames: Option<u64>,
 ) -> Result<(DbConfig, Option<DirectConfig>)> {
     let mut c = DbConfig::new(dir.join("db"));
     c.buffer.page_size = 4096;
@@ -139,6 +149,13 @@ fn config(
         c.buffer.policy = p.to_string();
     }
     c.redo_from_retained = from_retained;
+    if let Some(n) = dram_frames {
+        ensure!(
+            (DRAM_FRAMES_MIN..=DRAM_FRAMES_MAX).contains(&n),
+            "--dram-frames {n} is outside {DRAM_FRAMES_MIN}..={DRAM_FRAMES_MAX}"
+        );
+        c.buffer.dram = tierdb::device::DramConfig::new(ByteSize(n * 4096));
+    }
     Ok((c, direct))
 }
 
@@ -148,8 +165,15 @@ enum Opened {
     Direct(Box<Db<NvmDirect>>),
 }
 
-fn open(dir: &Path, arch: &str, log_buffer: &str, policy: Option<&str>, from_retained: bool) -> Result<Opened> {
-    Ok(match config(dir, arch, log_buffer, policy, from_retained)? {
+fn open(
+    dir: &Path,
+    arch: &str,
+    log_buffer: &str,
+    policy: Option<&str>,
+    from_retained: bool,
+    dram_frames: Option<u64>,
+) -> Result<Opened> {
+    Ok(match config(dir, arch, log_buffer, policy, from_retained, dram_frames)? {
         (c, None) => Opened::Buffer(Box::new(Db::open(&c)?)),
         (c, Some(d)) => Opened::Direct(Box::new(Db::open_nvm_direct(&c, &d)?)),
     })
@@ -181,8 +205,15 @@ fn rolls_back(i: u64) -> bool {
 
 /// The child: transactions until killed.
 pub fn child(args: CrashChildArgs) -> Result<()> {
-    let opened = open(&args.dir, &args.arch, &args.log_buffer, args.policy.as_deref(), args.redo_from_retained)
-        .context("opening the database")?;
+    let opened = open(
+        &args.dir,
+        &args.arch,
+        &args.log_buffer,
+        args.policy.as_deref(),
+        args.redo_from_retained,
+        args.dram_frames,
+    )
+    .context("opening the database")?;
     with_db!(&opened, db => write_until_killed(db, args.seed))
 }
 
@@ -306,6 +337,7 @@ struct Report {
     /// The policy given with `--policy` (else the architecture's).
     policy: Option<String>,
     redo_from_retained: bool,
+    dram_frames: Option<u64>,
     seed: u64,
     points: u32,
     acknowledged_commits: u64,
@@ -323,6 +355,8 @@ struct Report {
     redo_records_read: u64,
     redo_changes_redone: u64,
     redo_changes_skipped: u64,
+    /// Of those, skipped without reading the page (a flush record: its SSD copy holds them).
+    redo_changes_skipped_unread: u64,
     max_recovery_ms: f64,
     median_recovery_ms: f64,
     secs: f64,
@@ -335,7 +369,15 @@ pub fn run(args: CrashtestArgs) -> Result<()> {
         "--kill-after-ms {} is outside 1..={KILL_AFTER_MS_MAX}",
         args.kill_after_ms
     );
-    config(Path::new("."), &args.arch, &args.log_buffer, args.policy.as_deref(), args.redo_from_retained)?; // checks the names
+    // Checks the names and the sizes.
+    config(
+        Path::new("."),
+        &args.arch,
+        &args.log_buffer,
+        args.policy.as_deref(),
+        args.redo_from_retained,
+        args.dram_frames,
+    )?;
     let tmp = tempfile::Builder::new().prefix("tierdb-crashtest-").tempdir().context("temporary directory")?;
     let dir = args.dir.clone().unwrap_or_else(|| tmp.path().to_path_buf());
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -345,7 +387,7 @@ pub fn run(args: CrashtestArgs) -> Result<()> {
     let (mut acked, mut losers, mut recoveries) = (0u64, 0usize, Vec::new());
     let mut creations_discarded = 0u32;
     let (mut nvm_pages_reused, mut nvm_frames_cleared) = (0usize, 0usize);
-    let mut redo = (0u64, 0u64, 0u64);
+    let mut redo = (0u64, 0u64, 0u64, 0u64);
     let mut last_surviving = None;
     for point in 0..args.points {
         let kill_after = Duration::from_millis(rng.random_range(1..=args.kill_after_ms));
@@ -353,6 +395,7 @@ pub fn run(args: CrashtestArgs) -> Result<()> {
             .args(["crashtest-child", "--arch", &args.arch, "--log-buffer", &args.log_buffer])
             .args(args.policy.iter().flat_map(|p| ["--policy", p.as_str()]))
             .args(args.redo_from_retained.then_some("--redo-from-retained"))
+            .args(args.dram_frames.iter().flat_map(|n| ["--dram-frames".to_string(), n.to_string()]))
             .arg("--dir")
             .arg(&dir)
             .args(["--seed", &rng.random::<u64>().to_string()])
@@ -406,8 +449,9 @@ pub fn run(args: CrashtestArgs) -> Result<()> {
             let _ = std::fs::remove_dir_all(&keep);
             copy_dir(&dir, &keep)?;
         }
-        let opened = open(&dir, &args.arch, &args.log_buffer, args.policy.as_deref(), args.redo_from_retained)
-            .with_context(|| format!("point {point}: reopening after the kill"))?;
+        let opened =
+            open(&dir, &args.arch, &args.log_buffer, args.policy.as_deref(), args.redo_from_retained, args.dram_frames)
+                .with_context(|| format!("point {point}: reopening after the kill"))?;
         let context =
             || format!("point {point} (killed after {} ms, last acknowledged commit {ack:?})", kill_after.as_millis());
         let (secs, lost) = with_db!(&opened, db => (db.recovery().secs, db.recovery().losers.len()));
@@ -415,13 +459,14 @@ pub fn run(args: CrashtestArgs) -> Result<()> {
             with_db!(&opened, db => (db.recovery().nvm_pages_reused, db.recovery().nvm_frames_cleared));
         nvm_pages_reused += reused;
         nvm_frames_cleared += cleared;
-        let (read, redone, skipped) = with_db!(&opened, db => {
+        let (read, redone, skipped, unread) = with_db!(&opened, db => {
             let r = db.recovery();
-            (r.records_read, r.changes_redone, r.changes_skipped)
+            (r.records_read, r.changes_redone, r.changes_skipped, r.changes_skipped_unread)
         });
         redo.0 += read;
         redo.1 += redone;
         redo.2 += skipped;
+        redo.3 += unread;
         recoveries.push(secs * 1e3);
         losers += lost;
         // A kill inside the first open, before it created the database: the files it
@@ -467,6 +512,7 @@ pub fn run(args: CrashtestArgs) -> Result<()> {
         log_buffer: args.log_buffer.clone(),
         policy: args.policy.clone(),
         redo_from_retained: args.redo_from_retained,
+        dram_frames: args.dram_frames,
         seed: args.seed,
         points: args.points,
         acknowledged_commits: acked,
@@ -478,6 +524,7 @@ pub fn run(args: CrashtestArgs) -> Result<()> {
         redo_records_read: redo.0,
         redo_changes_redone: redo.1,
         redo_changes_skipped: redo.2,
+        redo_changes_skipped_unread: redo.3,
         max_recovery_ms: recoveries.last().copied().unwrap_or(0.0),
         median_recovery_ms: recoveries.get(recoveries.len() / 2).copied().unwrap_or(0.0),
         secs: started.elapsed().as_secs_f64(),
@@ -486,7 +533,7 @@ pub fn run(args: CrashtestArgs) -> Result<()> {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         println!(
-            "crashtest {}{} (log buffer {}): {} kill points, seed {}: every acknowledged commit survived ({} acknowledged, {} transactions in the database), {} unfinished transaction(s) rolled back, {} kill(s) inside creation (discarded, created afresh); NVM pages reused {}, NVM frames cleared mid-write {}; redo read {} records, redid {} changes, skipped {}; recovery median {:.1} ms, max {:.1} ms; {:.1} s",
+            "crashtest {}{} (log buffer {}): {} kill points, seed {}: every acknowledged commit survived ({} acknowledged, {} transactions in the database), {} unfinished transaction(s) rolled back, {} kill(s) inside creation (discarded, created afresh); NVM pages reused {}, NVM frames cleared mid-write {}; redo read {} records, redid {} changes, skipped {} ({} unread); recovery median {:.1} ms, max {:.1} ms; {:.1} s",
             report.arch,
             report.policy.as_ref().map(|p| format!(" --policy {p}")).unwrap_or_default(),
             report.log_buffer,
@@ -501,6 +548,7 @@ pub fn run(args: CrashtestArgs) -> Result<()> {
             report.redo_records_read,
             report.redo_changes_redone,
             report.redo_changes_skipped,
+            report.redo_changes_skipped_unread,
             report.median_recovery_ms,
             report.max_recovery_ms,
             report.secs

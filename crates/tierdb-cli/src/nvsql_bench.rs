@@ -298,6 +298,9 @@ fn tpcc_metrics(r: &TpccReport) -> Metrics {
         m.insert("recovery_records_read", rec.records_read as f64);
         m.insert("recovery_changes_redone", rec.changes_redone as f64);
         m.insert("recovery_changes_skipped", rec.changes_skipped as f64);
+        m.insert("recovery_changes_skipped_unread", rec.changes_skipped_unread as f64);
+        m.insert("recovery_images_skipped_unread", rec.images_skipped_unread as f64);
+        m.insert("recovery_flush_records", rec.flush_records as f64);
         m.insert("recovery_log_scanned_bytes", rec.log_end.saturating_sub(rec.redo_from) as f64);
         m.insert("recovery_nvm_pages_reused", rec.nvm_pages_reused as f64);
         m.insert("recovery_consistent", f64::from(u8::from(c.consistency.ok())));
@@ -843,6 +846,7 @@ fn write_recovery(out: &Path, d: &Describe, workload: &str, points: &[Point]) ->
                 ByteSize(get(m, "recovery_log_scanned_bytes") as u64).to_string(),
                 format!("{:.0}", get(m, "recovery_changes_redone")),
                 format!("{:.0}", get(m, "recovery_changes_skipped")),
+                format!("{:.0}", get(m, "recovery_changes_skipped_unread")),
                 format!("{:.0}", get(m, "recovery_nvm_pages_reused")),
             ]);
             r
@@ -862,6 +866,7 @@ fn write_recovery(out: &Path, d: &Describe, workload: &str, points: &[Point]) ->
             "log scanned",
             "changes redone",
             "changes skipped",
+            "of them unread",
             "NVM pages reused",
         ],
         &rows,
@@ -871,7 +876,8 @@ fn write_recovery(out: &Path, d: &Describe, workload: &str, points: &[Point]) ->
         "The database is abandoned after the run (no checkpoint, no close; a New-Order and a Payment left open) and \
          reopened. open: the page file, double-write area, NVM frame headers (the in-update flag scan) and log; \
          analysis: the log pass less the time applying records; redo: applying changes, images and frees to pages; \
-         undo: rolling back the open transactions; checkpoint: the one ending recovery.\n"
+         undo: rolling back the open transactions; checkpoint: the one ending recovery. Changes skipped: the page \
+         held them; unread: a flush record said its SSD copy was written after them, so the page was not read.\n"
     );
     let series: Vec<(&str, &str)> = PHASES.to_vec();
     let c = category_chart("Recovery time by phase (TPC-C)", d, "seconds", points, &series);
