@@ -93,6 +93,10 @@ pub struct EngineArgs {
     /// are detected but cannot be repaired.
     #[arg(long, value_name = "on|off|ssd|nvm", default_value = "on", value_parser = parse_double_write, action = clap::ArgAction::Set)]
     pub double_write: DoubleWriteArg,
+    /// Slots (pages) of an NVM double-write area: 128 as InnoDB's doublewrite buffer (2
+    /// MiB of NVM at 16 KiB pages); the page file is synced each time they are used up.
+    #[arg(long, default_value_t = tierdb::limits::DOUBLE_WRITE_SLOTS, value_parser = parse_dw_slots)]
+    pub nvm_double_write_slots: usize,
     /// nvcache: the overhead-bypass ratio (inserted + removed) / looked-up taken over a
     /// sliding window of lookups (window), since start-up (cumulative), or not at all
     /// (off: always admit).
@@ -165,6 +169,8 @@ pub struct Setup {
     pub prefetch_lines: u32,
     /// Where SSD page writes go first (`on`: the architecture's default).
     pub double_write: DoubleWriteArg,
+    /// Slots of an NVM double-write area.
+    pub nvm_double_write_slots: usize,
     /// `model` mode: the clock of a thread's own time in the modelled throughput.
     pub model_clock: ModelClock,
     /// The `nvcache` policy's tunables (used by `--arch nvcache` or `--policy nvcache`).
@@ -227,6 +233,7 @@ impl EngineArgs {
             cpu_cache_model_bytes: self.cpu_cache.bytes(),
             prefetch_lines: self.prefetch_lines,
             double_write: self.double_write,
+            nvm_double_write_slots: self.nvm_double_write_slots,
             model_clock: self.model_clock,
             nvcache,
             workload: spec,
@@ -262,6 +269,7 @@ impl EngineArgs {
         c.cpu_cache_model = ByteSize(setup.cpu_cache_model_bytes);
         c.prefetch_lines = setup.prefetch_lines;
         c.double_write = setup.double_write.resolve(arch);
+        c.nvm_double_write_slots = setup.nvm_double_write_slots;
         if self.buffered_io {
             c.direct_io = DirectIo::Off;
         }
@@ -728,6 +736,12 @@ impl DoubleWriteArg {
             DoubleWriteArg::Nvm => DoubleWriteMode::Nvm,
         }
     }
+}
+
+fn parse_dw_slots(s: &str) -> Result<usize, String> {
+    let n: usize = s.parse().map_err(|_| format!("{s:?} is not a count of slots"))?;
+    let max = tierdb::limits::DOUBLE_WRITE_SLOTS_MAX;
+    if (1..=max).contains(&n) { Ok(n) } else { Err(format!("{n} slots: use 1 to {max}")) }
 }
 
 fn parse_double_write(s: &str) -> Result<DoubleWriteArg, String> {

@@ -355,7 +355,8 @@ struct Report {
     redo_records_read: u64,
     redo_changes_redone: u64,
     redo_changes_skipped: u64,
-    /// Of those, skipped without reading the page (a flush record: its SSD copy holds them).
+    /// Of those, skipped without reading the page (a flush record: its SSD copy holds
+    /// them; or its NVM frame's page LSN).
     redo_changes_skipped_unread: u64,
     max_recovery_ms: f64,
     median_recovery_ms: f64,
@@ -461,7 +462,7 @@ pub fn run(args: CrashtestArgs) -> Result<()> {
         nvm_frames_cleared += cleared;
         let (read, redone, skipped, unread) = with_db!(&opened, db => {
             let r = db.recovery();
-            (r.records_read, r.changes_redone, r.changes_skipped, r.changes_skipped_unread)
+            (r.records_read, r.changes_redone, r.changes_skipped, r.changes_skipped_unread + r.changes_skipped_in_nvm)
         });
         redo.0 += read;
         redo.1 += redone;

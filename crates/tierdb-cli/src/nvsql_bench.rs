@@ -36,7 +36,9 @@ use serde::Serialize;
 use tierdb::ByteSize;
 use tierdb::arch::Architecture;
 use tierdb::buffer::TierStats;
+use tierdb::device::double_write::{NVM_SLOT_HEADER_BYTES, nvm_area_bytes};
 use tierdb::device::{DeviceProfile, EmulationMode};
+use tierdb::limits::DOUBLE_WRITE_SLOTS;
 use tierdb::wal::{self, Durability};
 
 use crate::bench_tpcc::{self, TpccOptions, TpccReport};
@@ -59,6 +61,12 @@ const NVM_ALIGN_BYTES: u64 = 4096;
 /// DRAM frames a configuration needs at least (pages pinned by the workers' descents,
 /// the checkpoint and the loaders).
 const DRAM_FRAMES_MIN: u64 = 64;
+/// The fewest NVM pool frames an nvsql configuration may have.
+const NVM_FRAMES_MIN: u64 = 8;
+/// The NVM double-write area takes about this fraction (1/N) of the NVM bought, with
+/// at least `NVM_DOUBLE_WRITE_SLOTS_MIN` slots and at most `DOUBLE_WRITE_SLOTS`.
+const NVM_DOUBLE_WRITE_SHARE_DIVISOR: u64 = 32;
+const NVM_DOUBLE_WRITE_SLOTS_MIN: usize = 4;
 /// Bounds on the counts, so a typo cannot start a day-long run.
 const UNITS_MAX: u32 = 1000;
 const RUNS_MAX: usize = 21;
@@ -167,7 +175,12 @@ pub struct MemConfig {
     pub label: String,
     pub arch: Architecture,
     pub dram_bytes: u64,
+    /// The NVM buffer pool.
     pub nvm_bytes: u64,
+    /// The NVM double-write area beside the pool (NV-SQL §5.4), part of the NVM bought:
+    /// its slots and bytes (0: none, DRAM-only).
+    pub nvm_double_write_slots: usize,
+    pub nvm_double_write_bytes: u64,
     pub cost_usd: f64,
 }
 
@@ -203,19 +216,38 @@ pub fn configurations(
         arch: Architecture::SsdBm,
         dram_bytes: budget,
         nvm_bytes: 0,
+        nvm_double_write_slots: 0,
+        nvm_double_write_bytes: 0,
         cost_usd: cost(budget, 0),
     }];
     for &k in nvm_units {
-        // NVM pools come in 4 KiB multiples, DRAM in pages: the costs agree to a page.
-        let nvm_bytes = (unit * f64::from(k)) as u64 / NVM_ALIGN_BYTES * NVM_ALIGN_BYTES;
-        let dram_f = ((budget as f64 - ratio * nvm_bytes as f64) / page as f64).floor() * page as f64;
+        // NVM comes in 4 KiB multiples, DRAM in pages: the costs agree to a page.
+        let nvm_total = (unit * f64::from(k)) as u64 / NVM_ALIGN_BYTES * NVM_ALIGN_BYTES;
+        let dram_f = ((budget as f64 - ratio * nvm_total as f64) / page as f64).floor() * page as f64;
         if k == 0 || dram_f < (DRAM_FRAMES_MIN * page) as f64 {
             bail!(
                 "--nvm-units {k}: {} of NVM at {ratio:.2}× DRAM's price leaves {} of the {} budget for DRAM (at least \
                  {DRAM_FRAMES_MIN} pages of {} are needed, and k must be at least 1)",
-                ByteSize(nvm_bytes),
+                ByteSize(nvm_total),
                 ByteSize(dram_f.max(0.0) as u64),
                 ByteSize(budget),
+                ByteSize(page)
+            );
+        }
+        // The double-write area is NVM bought too: a share of it (InnoDB's 128 pages at
+        // most; NV-SQL's was 2 MB of a 1 GB NVDIMM), the pool the rest.
+        let slot = page + NVM_SLOT_HEADER_BYTES as u64;
+        let slots = ((nvm_total / NVM_DOUBLE_WRITE_SHARE_DIVISOR / slot) as usize)
+            .clamp(NVM_DOUBLE_WRITE_SLOTS_MIN, DOUBLE_WRITE_SLOTS);
+        let dw_bytes = nvm_area_bytes(slots, page as usize);
+        let nvm_bytes = nvm_total.saturating_sub(dw_bytes) / NVM_ALIGN_BYTES * NVM_ALIGN_BYTES;
+        if nvm_bytes < NVM_FRAMES_MIN * page {
+            bail!(
+                "--nvm-units {k}: {} of NVM holds a double-write area of {} and too small a pool ({} pages of {} at \
+                 least); give a larger --budget",
+                ByteSize(nvm_total),
+                ByteSize(dw_bytes),
+                NVM_FRAMES_MIN,
                 ByteSize(page)
             );
         }
@@ -225,10 +257,26 @@ pub fn configurations(
             arch: Architecture::Nvsql,
             dram_bytes,
             nvm_bytes,
-            cost_usd: cost(dram_bytes, nvm_bytes),
+            nvm_double_write_slots: slots,
+            nvm_double_write_bytes: dw_bytes,
+            cost_usd: cost(dram_bytes, nvm_bytes + dw_bytes),
         });
     }
     Ok(out)
+}
+
+/// The NVM bought: the pool, and the double-write area beside it.
+fn nvm_cell(c: &MemConfig) -> String {
+    if c.nvm_double_write_bytes == 0 {
+        ByteSize(c.nvm_bytes).to_string()
+    } else {
+        format!(
+            "{} + {} (double write, {} slots)",
+            ByteSize(c.nvm_bytes),
+            ByteSize(c.nvm_double_write_bytes),
+            c.nvm_double_write_slots
+        )
+    }
 }
 
 fn fmt_units(u: f64) -> String {
@@ -299,6 +347,7 @@ fn tpcc_metrics(r: &TpccReport) -> Metrics {
         m.insert("recovery_changes_redone", rec.changes_redone as f64);
         m.insert("recovery_changes_skipped", rec.changes_skipped as f64);
         m.insert("recovery_changes_skipped_unread", rec.changes_skipped_unread as f64);
+        m.insert("recovery_changes_skipped_in_nvm", rec.changes_skipped_in_nvm as f64);
         m.insert("recovery_images_skipped_unread", rec.images_skipped_unread as f64);
         m.insert("recovery_flush_records", rec.flush_records as f64);
         m.insert("recovery_log_scanned_bytes", rec.log_end.saturating_sub(rec.redo_from) as f64);
@@ -489,6 +538,9 @@ pub fn run(args: NvsqlBenchArgs) -> Result<()> {
         |config: &MemConfig, policy: Option<&str>, crash: bool, tag: &str| -> Result<(Metrics, TpccReport)> {
             let mut e = engine.clone();
             e.policy = policy.map(str::to_string);
+            if config.nvm_double_write_slots > 0 {
+                e.nvm_double_write_slots = config.nvm_double_write_slots;
+            }
             let s = e.setup("ro")?;
             let r = bench_tpcc::run_one(
                 &e,
@@ -551,6 +603,10 @@ pub fn run(args: NvsqlBenchArgs) -> Result<()> {
         };
         let mut points = Vec::new();
         for (i, c) in configs.iter().enumerate() {
+            let mut ys = ys.clone();
+            if c.nvm_double_write_slots > 0 {
+                ys.nvm_double_write_slots = c.nvm_double_write_slots;
+            }
             let mut runs = Vec::new();
             for r in 0..args.runs {
                 let rep = crate::ycsb_txn::run_one(
@@ -691,7 +747,7 @@ fn write_config_part(
             vec![
                 p.config.name(),
                 ByteSize(p.config.dram_bytes).to_string(),
-                ByteSize(p.config.nvm_bytes).to_string(),
+                nvm_cell(&p.config),
                 format!("${:.5}", p.config.cost_usd),
                 ByteSize(get(m, "db_bytes_loaded") as u64).to_string(),
                 fmt_rate(get(m, "throughput")),
@@ -847,6 +903,7 @@ fn write_recovery(out: &Path, d: &Describe, workload: &str, points: &[Point]) ->
                 format!("{:.0}", get(m, "recovery_changes_redone")),
                 format!("{:.0}", get(m, "recovery_changes_skipped")),
                 format!("{:.0}", get(m, "recovery_changes_skipped_unread")),
+                format!("{:.0}", get(m, "recovery_changes_skipped_in_nvm")),
                 format!("{:.0}", get(m, "recovery_nvm_pages_reused")),
             ]);
             r
@@ -867,17 +924,20 @@ fn write_recovery(out: &Path, d: &Describe, workload: &str, points: &[Point]) ->
             "changes redone",
             "changes skipped",
             "of them unread",
+            "in NVM",
             "NVM pages reused",
         ],
         &rows,
     );
     let _ = writeln!(
         md,
-        "The database is abandoned after the run (no checkpoint, no close; a New-Order and a Payment left open) and \
+        "The database is abandoned right after the run (no consistency scan, which would write out every dirty page; \
+         no checkpoint, no close; a New-Order and a Payment left open) and \
          reopened. open: the page file, double-write area, NVM frame headers (the in-update flag scan) and log; \
          analysis: the log pass less the time applying records; redo: applying changes, images and frees to pages; \
          undo: rolling back the open transactions; checkpoint: the one ending recovery. Changes skipped: the page \
-         held them; unread: a flush record said its SSD copy was written after them, so the page was not read.\n"
+         held them; unread: a flush record said its SSD copy was written after them, so the page was not read; in \
+         NVM: the page's NVM frame held them (its header's page LSN), so the page was not fixed (NV-SQL §5.3).\n"
     );
     let series: Vec<(&str, &str)> = PHASES.to_vec();
     let c = category_chart("Recovery time by phase (TPC-C)", d, "seconds", points, &series);
@@ -963,10 +1023,17 @@ mod tests {
         let c = configurations(b, 11, &[1, 2], 8192, &dram, &nvm).unwrap();
         let labels: Vec<&str> = c.iter().map(|c| c.label.as_str()).collect();
         assert_eq!(labels, ["11:0", "8:1", "5:2"], "NV-SQL's configurations at its price ratio of 3");
-        assert_eq!((c[1].dram_bytes, c[1].nvm_bytes), (8 << 20, 1 << 20));
+        assert_eq!(c[1].dram_bytes, 8 << 20);
+        // The NVM bought is the pool and its double-write area: 1 MiB, 4 KiB-aligned.
+        assert_eq!(c[1].nvm_bytes + c[1].nvm_double_write_bytes, 1 << 20, "{:?}", c[1]);
+        assert_eq!(c[1].nvm_double_write_slots, NVM_DOUBLE_WRITE_SLOTS_MIN, "{:?}", c[1]);
+        assert!(c[2].nvm_double_write_slots >= c[1].nvm_double_write_slots, "{:?}", c[2]);
         for x in &c {
-            assert!((x.cost_usd - c[0].cost_usd).abs() < 1e-9, "{x:?}");
+            assert!((x.cost_usd - c[0].cost_usd).abs() < 1e-5 * c[0].cost_usd, "{x:?}");
         }
+        // A large budget: the area stops at InnoDB's 128 pages.
+        let big = configurations(11 << 30, 11, &[1], 8192, &dram, &nvm).unwrap();
+        assert_eq!(big[1].nvm_double_write_slots, DOUBLE_WRITE_SLOTS);
         assert!(configurations(b, 11, &[4], 8192, &dram, &nvm).is_err(), "12 units of cost for 11");
         assert!(configurations(b, 0, &[1], 8192, &dram, &nvm).is_err());
     }

@@ -74,6 +74,10 @@ fn nvsql_bench_writes_every_part_and_the_configurations_cost_the_same() {
         assert!(!ws["written"].as_array().unwrap().is_empty(), "{p}");
     }
     assert_eq!(points[1]["config"]["arch"], "nvsql");
+    // nvsql's NVM double-write area is NVM bought: inside the equal cost, beside the pool.
+    assert!(points[1]["config"]["nvm_double_write_slots"].as_u64().unwrap() >= 4, "{}", points[1]);
+    assert_eq!(points[0]["config"]["nvm_double_write_bytes"], 0);
+    assert!(read("nvsql-tpcc.md").contains("(double write, "), "{}", read("nvsql-tpcc.md"));
     // The SSD's data bytes: DRAM-only's include its double-write file's copies; nvsql's
     // double-write area is in NVM and puts nothing on SSD.
     let m0 = &points[0]["median"];

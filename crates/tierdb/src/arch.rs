@@ -235,6 +235,9 @@ pub struct ArchConfig {
     /// Protect SSD page writes with a double-write area (`BufferConfig::double_write`):
     /// [`Architecture::default_double_write`] unless set.
     pub double_write: DoubleWriteMode,
+    /// Slots of an NVM double-write area (`SsdConfig::nvm_double_write_slots`; its size:
+    /// [`crate::device::double_write::nvm_area_bytes`]).
+    pub nvm_double_write_slots: usize,
 }
 
 impl ArchConfig {
@@ -273,6 +276,7 @@ impl ArchConfig {
             cpu_cache_model: ByteSize(crate::buffer::frame::direct::CPU_CACHE_MODEL_DEFAULT_BYTES),
             prefetch_lines: 0,
             double_write: arch.default_double_write(),
+            nvm_double_write_slots: crate::limits::DOUBLE_WRITE_SLOTS,
         })
     }
 
@@ -355,6 +359,7 @@ impl ArchConfig {
             s.nvm_double_write.path = self.nvm_double_write_path();
             s.nvm_double_write.profile = self.nvm_profile.clone();
             s.nvm_double_write.mode = self.mode;
+            s.nvm_double_write_slots = self.nvm_double_write_slots;
             bc.ssd = Some(s);
             bc.ssd_open_mode = if self.open_existing { OpenMode::Open } else { OpenMode::Create };
         }

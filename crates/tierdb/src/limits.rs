@@ -76,6 +76,8 @@ pub const PAGE_SEAL_BYTES: usize = 16;
 /// of protected SSD writes holds, and how many protected writes may go by between two
 /// syncs of the page file (128 pages, as InnoDB's doublewrite buffer).
 pub const DOUBLE_WRITE_SLOTS: usize = 128;
+/// The most slots a double-write area may have (its header counts them).
+pub const DOUBLE_WRITE_SLOTS_MAX: usize = 1 << 16;
 
 /// Pages one flush record names (`wal::Kind::PagesFlushed`: 16 bytes each): the buffer
 /// manager collects the pages it writes to SSD and logs them this many at a time, so
@@ -163,7 +165,7 @@ const _: () = assert!(FREE_LIST_IDS_OFFSET_BYTES >= PAGE_SEAL_OFFSET + PAGE_SEAL
 const _: () = assert!(FREE_LIST_IDS_OFFSET_BYTES.is_multiple_of(8));
 const _: () = assert!((PAGE_SIZE_MIN_BYTES - FREE_LIST_IDS_OFFSET_BYTES) / 8 >= 2);
 const _: () = assert!(CATALOG_HEADER_BYTES >= PAGE_SEAL_OFFSET + PAGE_SEAL_BYTES);
-const _: () = assert!(DOUBLE_WRITE_SLOTS >= 1 && DOUBLE_WRITE_SLOTS <= 1 << 16);
+const _: () = assert!(DOUBLE_WRITE_SLOTS >= 1 && DOUBLE_WRITE_SLOTS <= DOUBLE_WRITE_SLOTS_MAX);
 const _: () = assert!(FLUSH_NOTES_PER_RECORD >= 1 && FLUSH_NOTES_PER_RECORD * 16 <= 64 << 10);
 const _: () = assert!(DOUBLE_WRITE_SLOT_HEADER_BYTES.is_multiple_of(IO_ALIGN_BYTES));
 const _: () = assert!(NVCACHE_OBP_EPOCHS >= 2 && NVCACHE_OBP_WINDOW_LOOKUPS_DEFAULT >= NVCACHE_OBP_EPOCHS as u64);

@@ -616,3 +616,49 @@ fn a_recovery_lsn_inside_a_record_is_scanned_from_a_record_start() {
     assert!(contents(&db) == model, "{r:?}");
     db.close().unwrap();
 }
+
+/// NV-SQL §5.3: at restart, a page whose NVM frame is found again (not IN_UPDATE)
+/// holds every change up to its frame's page LSN, and redo leaves it alone. Hot keys
+/// are changed in place in NVM after the last checkpoint, the process dies: redo skips
+/// those changes by the frame headers without fixing the pages, which stay in NVM
+/// (an exclusive fix would have moved each to DRAM and written it to SSD), and every
+/// committed value is there.
+#[test]
+fn redo_leaves_the_pages_nvm_holds_in_nvm() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = FaultPlan::new();
+    let mut cfg = db_config_with(dir.path(), Some(&plan), "nvsql:admit=always");
+    let in_nvm: Vec<PageId>;
+    {
+        let db = Db::open(&cfg).unwrap();
+        hot_rounds_with_checkpoints(&db);
+        // The hot keys' leaves go to NVM (a cold sweep evicts them from DRAM), then
+        // change there, in place, after the last checkpoint.
+        commit_keys(&db, 200, 150, 7);
+        for round in 0..3u8 {
+            commit_keys(&db, 0, 10, 90 + round);
+        }
+        let bm = db.buffer();
+        let nvm = bm.nvm().unwrap();
+        in_nvm = (0..nvm.len() as u32)
+            .filter_map(|n| nvm.pid(n).filter(|&p| nvm.is_dirty(n) && bm.location(p).unwrap() == Entry::Nvm(n)))
+            .collect();
+        assert!(!in_nvm.is_empty(), "no dirty page in NVM only: the test tests nothing");
+        assert!(bm.stats().buffer.nvm_writes_in_place > 0);
+        std::mem::forget(db);
+    }
+    plan.lose_unsynced().unwrap();
+    cfg.buffer.ssd.as_mut().unwrap().faults = None;
+    cfg.wal.file.faults = None;
+    let db = Db::open(&cfg).unwrap();
+    let r = db.recovery().clone();
+    assert!(r.changes_skipped_in_nvm > 0, "{r:?}");
+    assert_eq!(db.get("t", b"key00000").unwrap(), Some(vec![92; 200]), "{r:?}");
+    assert_eq!(db.get("t", b"key00349").unwrap(), Some(vec![7; 200 + 49]), "{r:?}");
+    assert_eq!(contents(&db).len(), 400);
+    // The pages NVM held when the process died and redo did not need are there still.
+    let bm = db.buffer();
+    let still = in_nvm.iter().filter(|&&p| matches!(bm.location(p).unwrap(), Entry::Nvm(_))).count();
+    assert!(still > 0, "every page left NVM during recovery: {r:?}");
+    db.buffer().check_invariants();
+}

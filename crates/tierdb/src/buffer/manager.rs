@@ -763,6 +763,24 @@ impl BufferManager {
         Ok(true)
     }
 
+    /// Recovery: whether page `pid` lives in an NVM frame (found again at restart, or
+    /// put there since) that holds the change logged at `lsn`: the frame's header names
+    /// the page, is not IN_UPDATE, and its page LSN is at or past `lsn` (every change to
+    /// a page is made under its latch, in LSN order, so the frame holds all of the
+    /// page's changes up to its page LSN). Redo skips such a change without fixing the
+    /// page, which for `nvsql` would move it out of NVM (an exclusive whole-page fix),
+    /// writing it to SSD on the way. False without NVM, for a page elsewhere, or a
+    /// header of page LSN 0 (unknown).
+    ///
+    /// # Errors
+    /// `OutOfRange` past the page table; an unreadable header.
+    pub fn recover_nvm_holds(&self, pid: PageId, lsn: u64) -> Result<bool> {
+        let Some(nvm) = &self.nvm else { return Ok(false) };
+        let Entry::Nvm(n) = self.table.get(pid)? else { return Ok(false) };
+        let Some(h) = nvm.header(n)? else { return Ok(false) };
+        Ok(h.pid == pid && h.flags & super::nvm_pool::FLAG_IN_UPDATE == 0 && h.page_lsn >= lsn && h.page_lsn != 0)
+    }
+
     /// Recovery: page `pid` is free (on the free list, the list's own pages included, or
     /// at or above the allocation mark).
     pub fn recover_is_free(&self, pid: PageId) -> bool {

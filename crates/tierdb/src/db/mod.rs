@@ -274,6 +274,16 @@ pub trait DbStore: PageSource + Sized {
         false
     }
 
+    /// Recovery: whether page `pid`'s current copy is known, without reading the page,
+    /// to hold the change logged at `lsn` (an NVM frame found again at restart whose
+    /// page LSN is at or past it: NV-SQL §5.3 skips the redo of such pages).
+    ///
+    /// # Errors
+    /// Device errors reading a frame header.
+    fn recover_holds(&self, _pid: PageId, _lsn: Lsn) -> Result<bool> {
+        Ok(false)
+    }
+
     /// Recovery: a page a complete structure change freed.
     ///
     /// # Errors
@@ -386,6 +396,9 @@ impl DbStore for BufferManager {
     }
     fn recover_is_free(&self, pid: PageId) -> bool {
         BufferManager::recover_is_free(self, pid)
+    }
+    fn recover_holds(&self, pid: PageId, lsn: Lsn) -> Result<bool> {
+        self.recover_nvm_holds(pid, lsn)
     }
     fn pages_reused(&self) -> usize {
         self.restart_info().map_or(0, |r| r.pages_reused)

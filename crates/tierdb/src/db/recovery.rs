@@ -50,7 +50,10 @@ pub struct RecoveryReport {
     /// Of those, the changes skipped without reading the page: a flush record says its
     /// SSD copy was written after them.
     pub changes_skipped_unread: u64,
-    /// Structure changes' page images skipped the same way.
+    /// Changes skipped because the page's NVM frame (found again at restart) holds
+    /// them, by its header's page LSN, without fixing the page (NV-SQL §5.3).
+    pub changes_skipped_in_nvm: u64,
+    /// Structure changes' page images skipped the same way (either).
     pub images_skipped_unread: u64,
     /// Flush records read (pages written to SSD, with their last-flush LSNs).
     pub flush_records: u64,
@@ -213,6 +216,10 @@ pub(super) fn recover<S: DbStore>(db: &Db<S>, started: Instant) -> Result<Recove
                         rep.changes_skipped += 1;
                         rep.changes_skipped_unread += 1;
                     }
+                    Redo::HeldInNvm => {
+                        rep.changes_skipped += 1;
+                        rep.changes_skipped_in_nvm += 1;
+                    }
                     Redo::FreePage => rep.records_of_free_pages += 1,
                 }
             }
@@ -290,8 +297,9 @@ fn apply_smo_record<S: DbStore>(
     match r.head.kind {
         Kind::PageImage => {
             let pid = PageId(r.head.page);
-            if flushed.holds(pid, r.lsn) {
-                // The page's SSD copy was written after this image: nothing to read.
+            if flushed.holds(pid, r.lsn) || db.store.recover_holds(pid, r.lsn)? {
+                // The page's SSD copy was written after this image, or its NVM frame
+                // holds it: nothing to read.
                 // (Installing it would also take the page back behind the changes up
                 // to that write, which redo skips as held.) The same allocation
                 // bookkeeping as an install.
@@ -323,6 +331,8 @@ enum Redo {
     Held,
     /// A flush record says the page's SSD copy holds it: the page was not read.
     HeldUnread,
+    /// The page's NVM frame holds it (its header's page LSN): the page was not fixed.
+    HeldInNvm,
     /// The page is free at this point (see [`DbStore::recover_is_free`]; redo may start
     /// before the checkpoint, at the oldest transaction then active, and the page may
     /// have been freed after this record and its bytes on disk be of another
@@ -336,18 +346,24 @@ fn redo_change<S: DbStore>(db: &Db<S>, lsn: Lsn, pid: PageId, payload: &[u8], fl
     if db.store.recover_is_free(pid) {
         return Ok(Redo::FreePage);
     }
-    if flushed.holds(pid, lsn) {
+    let in_nvm = !flushed.holds(pid, lsn) && db.store.recover_holds(pid, lsn)?;
+    if in_nvm || flushed.holds(pid, lsn) {
         // The same allocation bookkeeping as a read of the page, without the read.
         if !db.store.recover_allocated(pid)? {
             return Ok(Redo::FreePage);
         }
+        // Checked against the page (a shared fix: it leaves an NVM page in place).
         #[cfg(debug_assertions)]
-        if let Some(page) = page_of(&db.store, pid)?
+        if let Ok(page) = db.store.fix_shared(pid)
             && let Ok(node) = NodeRef::parse(&page, pid)
         {
-            debug_assert!(node.page_lsn() >= lsn, "{pid} flushed after {lsn} but its copy is at {}", node.page_lsn());
+            debug_assert!(
+                node.page_lsn() >= lsn,
+                "{pid} holds {lsn} by its flush or NVM frame, but is at {}",
+                node.page_lsn()
+            );
         }
-        return Ok(Redo::HeldUnread);
+        return Ok(if in_nvm { Redo::HeldInNvm } else { Redo::HeldUnread });
     }
     let Some(mut page) = page_of(&db.store, pid)? else { return Ok(Redo::FreePage) };
     let node = match NodeRef::parse(&page, pid) {

@@ -83,7 +83,7 @@ pub const NVM_SLOT_HEADER_BYTES: usize = CACHE_LINE_BYTES;
 pub const SLOT_MAGIC: [u8; 8] = *b"TDBDWSLT";
 pub const FORMAT_VERSION: u32 = 1;
 /// Slot counts a file may declare (a bound on a corrupt header).
-const SLOTS_MAX: u64 = 1 << 16;
+const SLOTS_MAX: u64 = crate::limits::DOUBLE_WRITE_SLOTS_MAX as u64;
 const HEADER_SLOT_BYTES: usize = SUPERBLOCK_SLOT_BYTES;
 const HEADER_CRC_AT: usize = HEADER_SLOT_BYTES - 4;
 const SLOT_CRC_AT: usize = 60;
