@@ -41,24 +41,17 @@ const DRAM_FRAMES_MIN: u64 = 8;
 const DRAM_FRAMES_MAX: u64 = 1 << 20;
 const TABLE: &str = "crash";
 
-#[derive(Args, Debug)]
-pub struct CrashtestArgs {
+/// The database under test: the options the parent passes on to each child.
+#[derive(Args, Debug, Clone)]
+pub struct DbOptions {
     /// ssd-bm (DRAM + SSD), three-tier (DRAM + NVM + SSD, all techniques), nvsql
     /// (DRAM beside a durable NVM write cache, over SSD) or nvm-direct (all pages in
     /// NVM, changed in place).
     #[arg(long, default_value = "three-tier")]
     arch: String,
-    /// Kill points.
-    #[arg(long, default_value_t = 50)]
-    points: u32,
-    #[arg(long, default_value_t = 42)]
-    seed: u64,
     /// Where the log buffer lives: dram or nvm.
     #[arg(long, default_value = "dram")]
     log_buffer: String,
-    /// Longest delay before a kill, in milliseconds (each point draws one up to it).
-    #[arg(long, default_value_t = 80)]
-    kill_after_ms: u64,
     /// The buffer manager's policy instead of the architecture's (e.g.
     /// `nvsql:admit=checkpoint,pct=50` or `nvsql:keep=unbounded`).
     #[arg(long)]
@@ -71,6 +64,37 @@ pub struct CrashtestArgs {
     /// more evictions, so more pages reach SSD between kills (and flush records).
     #[arg(long)]
     dram_frames: Option<u64>,
+}
+
+impl DbOptions {
+    /// The options as the child's command line repeats them.
+    fn to_args(&self) -> Vec<String> {
+        let mut a = vec!["--arch".into(), self.arch.clone(), "--log-buffer".into(), self.log_buffer.clone()];
+        if let Some(p) = &self.policy {
+            a.extend(["--policy".into(), p.clone()]);
+        }
+        if self.redo_from_retained {
+            a.push("--redo-from-retained".into());
+        }
+        if let Some(n) = self.dram_frames {
+            a.extend(["--dram-frames".into(), n.to_string()]);
+        }
+        a
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct CrashtestArgs {
+    #[command(flatten)]
+    db: DbOptions,
+    /// Kill points.
+    #[arg(long, default_value_t = 50)]
+    points: u32,
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+    /// Longest delay before a kill, in milliseconds (each point draws one up to it).
+    #[arg(long, default_value_t = 80)]
+    kill_after_ms: u64,
     /// Directory for the database (default: a temporary one, removed afterwards).
     #[arg(long)]
     dir: Option<PathBuf>,
@@ -83,29 +107,16 @@ pub struct CrashtestArgs {
 pub struct CrashChildArgs {
     #[arg(long)]
     dir: PathBuf,
-    #[arg(long)]
-    arch: String,
-    #[arg(long)]
-    log_buffer: String,
-    #[arg(long)]
-    policy: Option<String>,
-    #[arg(long)]
-    redo_from_retained: bool,
-    #[arg(long)]
-    dram_frames: Option<u64>,
+    #[command(flatten)]
+    db: DbOptions,
     #[arg(long)]
     seed: u64,
 }
 
 /// The database's configuration, and the NVM region of `nvm-direct`.
-fn config(
-    dir: &Path,
-    arch: &str,
-    log_buffer: &str,
-    policy: Option<&str>,
-    from_retained: bool,
-    dram_frames: Option<u64>,
-) -> Result<(DbConfig, Option<DirectConfig>)> {
+fn config(dir: &Path, db: &DbOptions) -> Result<(DbConfig, Option<DirectConfig>)> {
+    let (arch, log_buffer, policy) = (db.arch.as_str(), db.log_buffer.as_str(), db.policy.as_deref());
+    let (from_retained, dram_frames) = (db.redo_from_retained, db.dram_frames);
     let mut c = DbConfig::new(dir.join("db"));
     c.buffer.page_size = 4096;
     c.buffer.dram = tierdb::device::DramConfig::new(ByteSize(64 * 4096));
@@ -165,15 +176,8 @@ enum Opened {
     Direct(Box<Db<NvmDirect>>),
 }
 
-fn open(
-    dir: &Path,
-    arch: &str,
-    log_buffer: &str,
-    policy: Option<&str>,
-    from_retained: bool,
-    dram_frames: Option<u64>,
-) -> Result<Opened> {
-    Ok(match config(dir, arch, log_buffer, policy, from_retained, dram_frames)? {
+fn open(dir: &Path, db: &DbOptions) -> Result<Opened> {
+    Ok(match config(dir, db)? {
         (c, None) => Opened::Buffer(Box::new(Db::open(&c)?)),
         (c, Some(d)) => Opened::Direct(Box::new(Db::open_nvm_direct(&c, &d)?)),
     })
@@ -205,15 +209,7 @@ fn rolls_back(i: u64) -> bool {
 
 /// The child: transactions until killed.
 pub fn child(args: CrashChildArgs) -> Result<()> {
-    let opened = open(
-        &args.dir,
-        &args.arch,
-        &args.log_buffer,
-        args.policy.as_deref(),
-        args.redo_from_retained,
-        args.dram_frames,
-    )
-    .context("opening the database")?;
+    let opened = open(&args.dir, &args.db).context("opening the database")?;
     with_db!(&opened, db => write_until_killed(db, args.seed))
 }
 
@@ -370,15 +366,7 @@ pub fn run(args: CrashtestArgs) -> Result<()> {
         "--kill-after-ms {} is outside 1..={KILL_AFTER_MS_MAX}",
         args.kill_after_ms
     );
-    // Checks the names and the sizes.
-    config(
-        Path::new("."),
-        &args.arch,
-        &args.log_buffer,
-        args.policy.as_deref(),
-        args.redo_from_retained,
-        args.dram_frames,
-    )?;
+    config(Path::new("."), &args.db)?; // checks the names and the sizes
     let tmp = tempfile::Builder::new().prefix("tierdb-crashtest-").tempdir().context("temporary directory")?;
     let dir = args.dir.clone().unwrap_or_else(|| tmp.path().to_path_buf());
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -393,10 +381,8 @@ pub fn run(args: CrashtestArgs) -> Result<()> {
     for point in 0..args.points {
         let kill_after = Duration::from_millis(rng.random_range(1..=args.kill_after_ms));
         let mut child = Command::new(&exe)
-            .args(["crashtest-child", "--arch", &args.arch, "--log-buffer", &args.log_buffer])
-            .args(args.policy.iter().flat_map(|p| ["--policy", p.as_str()]))
-            .args(args.redo_from_retained.then_some("--redo-from-retained"))
-            .args(args.dram_frames.iter().flat_map(|n| ["--dram-frames".to_string(), n.to_string()]))
+            .arg("crashtest-child")
+            .args(args.db.to_args())
             .arg("--dir")
             .arg(&dir)
             .args(["--seed", &rng.random::<u64>().to_string()])
@@ -450,9 +436,7 @@ pub fn run(args: CrashtestArgs) -> Result<()> {
             let _ = std::fs::remove_dir_all(&keep);
             copy_dir(&dir, &keep)?;
         }
-        let opened =
-            open(&dir, &args.arch, &args.log_buffer, args.policy.as_deref(), args.redo_from_retained, args.dram_frames)
-                .with_context(|| format!("point {point}: reopening after the kill"))?;
+        let opened = open(&dir, &args.db).with_context(|| format!("point {point}: reopening after the kill"))?;
         let context =
             || format!("point {point} (killed after {} ms, last acknowledged commit {ack:?})", kill_after.as_millis());
         let (secs, lost) = with_db!(&opened, db => (db.recovery().secs, db.recovery().losers.len()));
@@ -509,11 +493,11 @@ pub fn run(args: CrashtestArgs) -> Result<()> {
     recoveries.sort_by(f64::total_cmp);
     let report = Report {
         command: "crashtest",
-        arch: args.arch.clone(),
-        log_buffer: args.log_buffer.clone(),
-        policy: args.policy.clone(),
-        redo_from_retained: args.redo_from_retained,
-        dram_frames: args.dram_frames,
+        arch: args.db.arch.clone(),
+        log_buffer: args.db.log_buffer.clone(),
+        policy: args.db.policy.clone(),
+        redo_from_retained: args.db.redo_from_retained,
+        dram_frames: args.db.dram_frames,
         seed: args.seed,
         points: args.points,
         acknowledged_commits: acked,

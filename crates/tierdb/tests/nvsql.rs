@@ -503,10 +503,7 @@ fn redo_from_the_redo_point_and_the_bound_shorten_recovery() {
             }
             std::mem::forget(db);
         }
-        plan.lose_unsynced().unwrap();
-        cfg.buffer.ssd.as_mut().unwrap().faults = None;
-        cfg.wal.file.faults = None;
-        let db = Db::open(&cfg).unwrap();
+        let db = reopen_after_power_loss(&plan, &mut cfg);
         let r = db.recovery().clone();
         println!(
             "{policy} redo_from_retained={from_retained} torn={tear}: log kept from {} redo from {} to {}: {} records read, {} changes redone, {} skipped, {} images, {:.1} ms",
@@ -525,6 +522,15 @@ fn redo_from_the_redo_point_and_the_bound_shorten_recovery() {
         read.push(r.records_read);
     }
     assert!(read[1] < read[0] && read[1] <= read[2] && read[3] < read[2], "records read {read:?}");
+}
+
+/// The power goes (unsynced writes are lost), and the database is opened again without
+/// the fault plan.
+fn reopen_after_power_loss(plan: &std::sync::Arc<FaultPlan>, cfg: &mut DbConfig) -> Db {
+    plan.lose_unsynced().unwrap();
+    cfg.buffer.ssd.as_mut().unwrap().faults = None;
+    cfg.wal.file.faults = None;
+    Db::open(cfg).unwrap()
 }
 
 /// Tree `t` with 400 keys, then four rounds of hot and cold changes, each ending with
@@ -647,10 +653,7 @@ fn redo_leaves_the_pages_nvm_holds_in_nvm() {
         assert!(bm.stats().buffer.nvm_writes_in_place > 0);
         std::mem::forget(db);
     }
-    plan.lose_unsynced().unwrap();
-    cfg.buffer.ssd.as_mut().unwrap().faults = None;
-    cfg.wal.file.faults = None;
-    let db = Db::open(&cfg).unwrap();
+    let db = reopen_after_power_loss(&plan, &mut cfg);
     let r = db.recovery().clone();
     assert!(r.changes_skipped_in_nvm > 0, "{r:?}");
     assert_eq!(db.get("t", b"key00000").unwrap(), Some(vec![92; 200]), "{r:?}");
