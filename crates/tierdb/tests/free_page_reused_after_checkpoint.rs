@@ -15,38 +15,18 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Arc;
 
+use small_db::{PS, key, value};
 use tierdb::btree::node::{NODE_MAGIC, NodeRef};
 use tierdb::db::{Db, DbConfig};
-use tierdb::device::{DramConfig, FaultPlan, SsdConfig};
-use tierdb::wal::Durability;
-use tierdb::{ByteSize, Catalog, PageId, PageSource};
+use tierdb::device::{DoubleWriteMode, FaultPlan, SsdConfig};
+use tierdb::{Catalog, PageId, PageSource};
 
-const PS: usize = 4096;
-/// DRAM frames: far fewer than the tree's pages, so dirty nodes are written out.
-const DRAM_FRAMES: u64 = 12;
+mod small_db;
+
 const KEYS: u32 = 600;
 
 fn config(dir: &Path, plan: Option<&Arc<FaultPlan>>) -> DbConfig {
-    let mut c = DbConfig::new(dir.join("db"));
-    c.buffer.page_size = PS;
-    c.buffer.dram = DramConfig::new(ByteSize(DRAM_FRAMES * PS as u64));
-    let mut ssd = SsdConfig::new(dir.join("db").join("data.db"));
-    ssd.page_size = PS;
-    ssd.faults = plan.cloned();
-    c.buffer.ssd = Some(ssd);
-    c.wal.file.faults = plan.cloned();
-    c.durability = Durability::Sync;
-    c
-}
-
-fn key(i: u32) -> Vec<u8> {
-    format!("key{i:08}").into_bytes()
-}
-
-fn value(i: u32, round: u8) -> Vec<u8> {
-    let mut v = vec![round; 180];
-    v[..4].copy_from_slice(&i.to_le_bytes());
-    v
+    small_db::config(dir, plan, DoubleWriteMode::Ssd)
 }
 
 /// The pages of the database in use: the catalog and every node of tree `t`.
@@ -69,15 +49,7 @@ fn pages_in_use(db: &Db) -> BTreeSet<PageId> {
 
 /// Every committed key, the tree's invariants, and the page accounting.
 fn check(db: &Db, model: &BTreeMap<Vec<u8>, Vec<u8>>, what: &str) {
-    let mut got = BTreeMap::new();
-    db.scan("t", b"", |k, v| {
-        got.insert(k.to_vec(), v.to_vec());
-        true
-    })
-    .unwrap();
-    assert!(&got == model, "{what}: {} keys, {} committed; {:?}", got.len(), model.len(), db.recovery());
-    Catalog::open_tree(db.store(), "t").unwrap().check_invariants().unwrap();
-    db.buffer().check_invariants();
+    small_db::check_contents(db, model, what);
     let in_use = pages_in_use(db);
     let free: BTreeSet<PageId> = db.buffer().free_pages().into_iter().collect();
     let both: Vec<&PageId> = in_use.intersection(&free).collect();

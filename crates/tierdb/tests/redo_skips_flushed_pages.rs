@@ -9,58 +9,18 @@
 //! be lost, so nothing is noted and redo reads every page, as before.
 
 use std::collections::BTreeMap;
-use std::path::Path;
-use std::sync::Arc;
 
-use tierdb::db::{Db, DbConfig};
-use tierdb::device::{DoubleWriteMode, DramConfig, FaultPlan, SsdConfig};
-use tierdb::wal::Durability;
-use tierdb::{ByteSize, Catalog};
+use small_db::{check_contents as check, config, key, value};
+use tierdb::db::Db;
+use tierdb::device::{DoubleWriteMode, FaultPlan};
 
-const PS: usize = 4096;
-/// DRAM frames: far fewer than the tree's pages, so dirty leaves are written out.
-const DRAM_FRAMES: u64 = 12;
+mod small_db;
+
 const KEYS: u32 = 800;
 /// Update rounds after the checkpoint: each rewrites every leaf several times.
 const ROUNDS: u8 = 4;
 /// Coprime with `KEYS`: `i * STRIDE % KEYS` visits every key once, far apart.
 const STRIDE: u32 = 7919;
-
-fn config(dir: &Path, plan: Option<&Arc<FaultPlan>>, double_write: DoubleWriteMode) -> DbConfig {
-    let mut c = DbConfig::new(dir.join("db"));
-    c.buffer.page_size = PS;
-    c.buffer.dram = DramConfig::new(ByteSize(DRAM_FRAMES * PS as u64));
-    c.buffer.double_write = double_write;
-    let mut ssd = SsdConfig::new(dir.join("db").join("data.db"));
-    ssd.page_size = PS;
-    ssd.faults = plan.cloned();
-    c.buffer.ssd = Some(ssd);
-    c.wal.file.faults = plan.cloned();
-    c.durability = Durability::Sync;
-    c
-}
-
-fn key(i: u32) -> Vec<u8> {
-    format!("key{i:08}").into_bytes()
-}
-
-fn value(i: u32, round: u8) -> Vec<u8> {
-    let mut v = vec![round; 150];
-    v[..4].copy_from_slice(&i.to_le_bytes());
-    v
-}
-
-fn check(db: &Db, model: &BTreeMap<Vec<u8>, Vec<u8>>, what: &str) {
-    let mut got = BTreeMap::new();
-    db.scan("t", b"", |k, v| {
-        got.insert(k.to_vec(), v.to_vec());
-        true
-    })
-    .unwrap();
-    assert!(&got == model, "{what}: {} keys, {} committed; {:?}", got.len(), model.len(), db.recovery());
-    Catalog::open_tree(db.store(), "t").unwrap().check_invariants().unwrap();
-    db.buffer().check_invariants();
-}
 
 /// Loads, checkpoints, updates (splits and evictions), crashes; reopens and checks.
 /// Returns the recovery report.
