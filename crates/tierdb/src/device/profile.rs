@@ -124,6 +124,7 @@ pub const PRESETS: &[(&str, &str)] = &[
     ("nvdimm-n", include_str!("profiles/nvdimm-n.toml")),
     ("cxl-expander", include_str!("profiles/cxl-expander.toml")),
     ("nvme-ssd", include_str!("profiles/nvme-ssd.toml")),
+    ("nvme-ssd-no-plp", include_str!("profiles/nvme-ssd-no-plp.toml")),
     ("optane-ssd", include_str!("profiles/optane-ssd.toml")),
     ("sata-ssd", include_str!("profiles/sata-ssd.toml")),
 ];
