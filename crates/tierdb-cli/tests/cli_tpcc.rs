@@ -105,6 +105,16 @@ fn a_bad_log_buffer_is_refused() {
 }
 
 #[test]
+fn a_bad_double_write_slot_count_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    for bad in ["0", "70000", "many"] {
+        let out = bench(dir.path(), "nvsql", &["--nvm-double-write-slots", bad]);
+        let err = stderr(&out);
+        assert!(!out.status.success() && err.contains("--nvm-double-write-slots"), "{bad}: {err}");
+    }
+}
+
+#[test]
 fn compare_tpcc_sweeps_warehouses() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().display().to_string();

@@ -269,6 +269,21 @@ impl Flushed {
     }
 }
 
+/// Whether page `pid`'s current copy is known, without reading the page, to hold the
+/// record at `lsn` — by a flush record ([`Redo::HeldUnread`]) or by its NVM frame's
+/// header ([`Redo::HeldInNvm`]) — or `None`. Redo then skips every such record of the
+/// page, images included: installing an older image would take the page back behind
+/// changes it skips as held.
+fn held_unread<S: DbStore>(db: &Db<S>, flushed: &Flushed, pid: PageId, lsn: Lsn) -> Result<Option<Redo>> {
+    Ok(if flushed.holds(pid, lsn) {
+        Some(Redo::HeldUnread)
+    } else if db.store.recover_holds(pid, lsn)? {
+        Some(Redo::HeldInNvm)
+    } else {
+        None
+    })
+}
+
 /// Reads the flush records from `from` on.
 fn flushed_pages<S: DbStore>(db: &Db<S>, from: Lsn) -> Result<Flushed> {
     let mut f = Flushed::default();
@@ -297,12 +312,8 @@ fn apply_smo_record<S: DbStore>(
     match r.head.kind {
         Kind::PageImage => {
             let pid = PageId(r.head.page);
-            if flushed.holds(pid, r.lsn) || db.store.recover_holds(pid, r.lsn)? {
-                // The page's SSD copy was written after this image, or its NVM frame
-                // holds it: nothing to read.
-                // (Installing it would also take the page back behind the changes up
-                // to that write, which redo skips as held.) The same allocation
-                // bookkeeping as an install.
+            if held_unread(db, flushed, pid, r.lsn)?.is_some() {
+                // The same allocation bookkeeping as an install, without the page.
                 if db.store.recover_allocated(pid)? {
                     rep.images_skipped_unread += 1;
                 } else {
@@ -346,8 +357,7 @@ fn redo_change<S: DbStore>(db: &Db<S>, lsn: Lsn, pid: PageId, payload: &[u8], fl
     if db.store.recover_is_free(pid) {
         return Ok(Redo::FreePage);
     }
-    let in_nvm = !flushed.holds(pid, lsn) && db.store.recover_holds(pid, lsn)?;
-    if in_nvm || flushed.holds(pid, lsn) {
+    if let Some(held) = held_unread(db, flushed, pid, lsn)? {
         // The same allocation bookkeeping as a read of the page, without the read.
         if !db.store.recover_allocated(pid)? {
             return Ok(Redo::FreePage);
@@ -363,7 +373,7 @@ fn redo_change<S: DbStore>(db: &Db<S>, lsn: Lsn, pid: PageId, payload: &[u8], fl
                 node.page_lsn()
             );
         }
-        return Ok(if in_nvm { Redo::HeldInNvm } else { Redo::HeldUnread });
+        return Ok(held);
     }
     let Some(mut page) = page_of(&db.store, pid)? else { return Ok(Redo::FreePage) };
     let node = match NodeRef::parse(&page, pid) {
