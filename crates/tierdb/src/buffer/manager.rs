@@ -530,10 +530,24 @@ impl BufferManager {
             let freed: std::collections::HashSet<PageId> = bm.freed.lock().all().collect();
             let limit = bm.next_pid.load(Ordering::Relaxed);
             let nvm = bm.nvm.as_ref().expect("a restart info implies NVM");
+            // Of two frames naming one page, only the one written last can be the
+            // page's state: the other goes with the frames of pages not in it.
+            let mut newest: std::collections::HashMap<u64, (u64, u32)> = std::collections::HashMap::new();
+            for (n, h) in &nvm_pages {
+                let e = newest.entry(h.pid.0).or_insert((h.written_lsn, *n));
+                if h.written_lsn > e.0 {
+                    *e = (h.written_lsn, *n);
+                }
+            }
             for (n, h) in nvm_pages {
                 // A page the database no longer has (freed, or past its allocation
-                // mark), or a second copy of one: not a page of this database's state.
-                if h.pid.0 == 0 || h.pid.0 >= limit || freed.contains(&h.pid) || bm.table.get(h.pid)? != Entry::Empty {
+                // mark), or an older copy of one: not a page of this database's state.
+                if h.pid.0 == 0
+                    || h.pid.0 >= limit
+                    || freed.contains(&h.pid)
+                    || newest.get(&h.pid.0).is_some_and(|&(_, best)| best != n)
+                    || bm.table.get(h.pid)? != Entry::Empty
+                {
                     nvm.discard(n)?;
                     info.pages_reused -= 1;
                     info.frames_discarded += 1;
@@ -636,6 +650,7 @@ impl BufferManager {
     /// # Errors
     /// `Config` if a log is attached already.
     pub fn set_log(&self, log: std::sync::Arc<dyn LogForce>) -> Result<()> {
+        self.set_lsn_clock(log.clone());
         self.log.set(log).map_err(|_| BufferError::Config { what: "a log is attached already".into() }.into())
     }
 
@@ -779,6 +794,45 @@ impl BufferManager {
         let Entry::Nvm(n) = self.table.get(pid)? else { return Ok(false) };
         let Some(h) = nvm.header(n)? else { return Ok(false) };
         Ok(h.pid == pid && h.flags & super::nvm_pool::FLAG_IN_UPDATE == 0 && h.page_lsn >= lsn && h.page_lsn != 0)
+    }
+
+    /// Stamps the NVM frames written from now on with `log`'s end LSN (their written
+    /// LSN, `nvm_pool`'s module doc): at open, before redo writes any frame.
+    pub fn set_lsn_clock(&self, log: std::sync::Arc<dyn LogForce>) {
+        if let Some(nvm) = &self.nvm {
+            nvm.set_lsn_clock(log);
+        }
+    }
+
+    /// Recovery, before redo: every page of `flushed` (page, latest last-flush LSN of
+    /// the scanned log's flush records) whose NVM frame found at open was last written
+    /// below that LSN loses the frame: the SSD copy was taken after it and holds all it
+    /// held, and redo skips the changes below the LSN without reading the page, so only
+    /// the SSD copy may be used. Returns how many frames went.
+    ///
+    /// # Errors
+    /// `OutOfRange` past the page table; device errors reading or clearing a header.
+    pub fn recover_drop_stale_nvm(&self, flushed: impl IntoIterator<Item = (PageId, u64)>) -> Result<usize> {
+        let Some(nvm) = &self.nvm else { return Ok(0) };
+        let mut dropped = 0;
+        for (pid, flush_lsn) in flushed {
+            if pid.0 >= self.capacity_pages {
+                continue; // a page the log names past the table: redo reports it
+            }
+            let Entry::Nvm(n) = self.table.get(pid)? else { continue };
+            let Some(h) = nvm.header(n)? else { continue };
+            assert_eq!(h.pid, pid, "frame {n} holds {} but the table maps {pid} to it", h.pid);
+            if h.written_lsn >= flush_lsn {
+                continue;
+            }
+            nvm.discard(n)?;
+            self.table.set(pid, Entry::Empty);
+            if let Some(info) = self.restart.lock().as_mut() {
+                info.pages_reused = info.pages_reused.saturating_sub(1);
+            }
+            dropped += 1;
+        }
+        Ok(dropped)
     }
 
     /// Recovery: page `pid` is free (on the free list, the list's own pages included, or

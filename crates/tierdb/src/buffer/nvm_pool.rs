@@ -10,7 +10,8 @@
 //!
 //!   frame header:  0 page id u64 | 8 page LSN u64 (of the page's last logged change) | 16 flags u32 | 20 data CRC-32C u32
 //!                  24 recovery LSN u64 (of the oldest change not on SSD, while DIRTY; 0: unknown)
-//!                  32..60 reserved (zero) | 60 header CRC-32C u32 over bytes 0..60
+//!                  32 written LSN u64 (the log's end when the frame's bytes or flags were last set; 0: unknown)
+//!                  40..60 reserved (zero) | 60 header CRC-32C u32 over bytes 0..60
 //!   flags:         VALID 1, DIRTY 2 (newer than the SSD copy), IN_UPDATE 4,
 //!                  NO_CRC 8 (written back line by line: the data CRC is not kept)
 //! ```
@@ -18,6 +19,16 @@
 //! A frame is written data first, then its header, each persisted (`clwb` + `sfence`),
 //! so a header never names data that is not durable; a torn frame shows as a CRC
 //! mismatch, which is reported and never used.
+//!
+//! The *written LSN* orders a frame against the page's SSD copy at restart. A page is
+//! written to SSD at a log LSN F (its last-flush LSN, noted in a flush record), and its
+//! copies change one at a time under the page's hold, each change logged first. So a
+//! frame whose written LSN is below F was last set before the SSD copy was taken, from
+//! bytes that copy includes: SSD is at least as new, and the frame is not to be trusted
+//! (a kill between an SSD write and the refresh of the page's NVM copy leaves such a
+//! frame; `BufferManager::recover_drop_stale_nvm`). A frame written at or after F is at
+//! least as new as SSD. The LSN comes from the attached log ([`NvmPool::set_lsn_clock`];
+//! 0 without one, which counts as older than every flush).
 //!
 //! Concurrency: a frame is used by one thread at a time, which owns it by having popped
 //! it from the free list, by having claimed its page's table entry (NVM → BUSY), or by
@@ -62,6 +73,9 @@ pub struct FrameHeader {
     /// SSD does not (0: unknown). `nvsql` keeps dirty pages in NVM across checkpoints,
     /// so the log must reach back to it (`NvmPool::oldest_dirty_rec_lsn`).
     pub rec_lsn: u64,
+    /// The log's end LSN when the frame's bytes or flags were last set (0: unknown);
+    /// see the module doc.
+    pub written_lsn: u64,
 }
 
 impl FrameHeader {
@@ -72,6 +86,7 @@ impl FrameHeader {
         b[16..20].copy_from_slice(&self.flags.to_le_bytes());
         b[20..24].copy_from_slice(&self.data_crc.to_le_bytes());
         b[24..32].copy_from_slice(&self.rec_lsn.to_le_bytes());
+        b[32..40].copy_from_slice(&self.written_lsn.to_le_bytes());
         let crc = crc32c::crc32c(&b[..60]);
         b[60..64].copy_from_slice(&crc.to_le_bytes());
         b
@@ -97,6 +112,7 @@ impl FrameHeader {
             flags: u32_at(16),
             data_crc: u32_at(20),
             rec_lsn: u64_at(24),
+            written_lsn: u64_at(32),
         }))
     }
 }
@@ -157,6 +173,8 @@ pub struct NvmPool {
     /// no header is ever read after a restart, so freeing a frame writes nothing and
     /// rewriting a frame sets no in-update flag.
     volatile: bool,
+    /// The log whose end LSN stamps every header written (`written_lsn`); unset: 0.
+    lsn_clock: std::sync::OnceLock<std::sync::Arc<dyn crate::wal::LogForce>>,
 }
 
 impl NvmPool {
@@ -229,6 +247,7 @@ impl NvmPool {
             cpu_cache: std::sync::OnceLock::new(),
             prefetch_lines: std::sync::atomic::AtomicU32::new(0),
             volatile: false,
+            lsn_clock: std::sync::OnceLock::new(),
         })
     }
 
@@ -326,6 +345,7 @@ impl NvmPool {
             cpu_cache: std::sync::OnceLock::new(),
             prefetch_lines: std::sync::atomic::AtomicU32::new(0),
             volatile: false,
+            lsn_clock: std::sync::OnceLock::new(),
         };
         for (n, _) in &cleared {
             pool.write_header_bytes(*n, &[0u8; HEADER_BYTES])?;
@@ -604,7 +624,8 @@ impl NvmPool {
             unsafe { self.region.write_lines_shared(base + *off as u64, bytes) }.map_err(dev)?;
             self.region.persist(base + *off as u64, bytes.len() as u64).map_err(dev)?;
         }
-        let h = FrameHeader { pid, page_lsn, flags: FLAG_VALID | FLAG_DIRTY | FLAG_NO_CRC, data_crc: 0, rec_lsn };
+        let flags = FLAG_VALID | FLAG_DIRTY | FLAG_NO_CRC;
+        let h = FrameHeader { pid, page_lsn, flags, data_crc: 0, rec_lsn, written_lsn: self.lsn_now() };
         self.write_header(n, &h)?;
         m.rec_lsn.store(rec_lsn, Ordering::Relaxed);
         m.dirty.store(true, Ordering::Relaxed);
@@ -706,7 +727,7 @@ impl NvmPool {
         }
         self.region.persist(off, src.len() as u64).map_err(dev)?;
         let flags = FLAG_VALID | if dirty { FLAG_DIRTY } else { 0 };
-        let h = FrameHeader { pid, page_lsn, flags, data_crc: crc32c::crc32c(src), rec_lsn };
+        let h = FrameHeader { pid, page_lsn, flags, data_crc: crc32c::crc32c(src), rec_lsn, written_lsn: self.lsn_now() };
         self.write_header(n, &h)?;
         let m = &self.metas[n as usize];
         m.rec_lsn.store(rec_lsn, Ordering::Relaxed);
@@ -732,6 +753,8 @@ impl NvmPool {
         };
         h.flags &= !FLAG_DIRTY;
         h.rec_lsn = 0;
+        // After the page's SSD write, at or past its flush LSN: the frame stays trusted.
+        h.written_lsn = self.lsn_now();
         self.write_header(n, &h)?;
         self.metas[n as usize].dirty.store(false, Ordering::Relaxed);
         Ok(())
@@ -778,6 +801,19 @@ impl NvmPool {
         m.dirty.store(false, Ordering::Relaxed);
         m.no_crc.store(false, Ordering::Relaxed);
         Ok(())
+    }
+
+    /// Stamps every header written from now on with `log`'s end LSN (see the module
+    /// doc). Set once, before the pool's frames are written for the database's log:
+    /// at open, before redo.
+    pub fn set_lsn_clock(&self, log: std::sync::Arc<dyn crate::wal::LogForce>) {
+        // A second call (a log attached again) keeps the first clock: both are the log's.
+        let _ = self.lsn_clock.set(log);
+    }
+
+    /// The log's end LSN now (0 without a log).
+    fn lsn_now(&self) -> u64 {
+        self.lsn_clock.get().map_or(0, |l| l.end_lsn())
     }
 
     fn write_header(&self, n: u32, h: &FrameHeader) -> Result<(), BufferError> {
@@ -922,7 +958,7 @@ mod tests {
 
     #[test]
     fn header_decoding_rejects_bad_crc() {
-        let h = FrameHeader { pid: PageId(3), page_lsn: 5, flags: FLAG_VALID, data_crc: 11, rec_lsn: 4 };
+        let h = FrameHeader { pid: PageId(3), page_lsn: 5, flags: FLAG_VALID, data_crc: 11, rec_lsn: 4, written_lsn: 9 };
         let mut b = h.encode();
         assert_eq!(FrameHeader::decode(&b).unwrap(), Some(h));
         b[3] ^= 0x10;

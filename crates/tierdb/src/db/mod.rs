@@ -290,6 +290,18 @@ pub trait DbStore: PageSource + Sized {
     /// Device errors.
     fn recover_freed(&self, pid: PageId) -> Result<()>;
 
+    /// Recovery, before redo: copies written from now on are ordered against `wal`'s
+    /// LSNs, and every copy of a page found at open that is older than the page's SSD
+    /// copy by a flush record (`flushed`: page and its latest last-flush LSN in the
+    /// scanned log) is dropped, so that the SSD copy, which redo relies on to skip the
+    /// changes below that LSN unread, is the one used. Returns how many were dropped.
+    ///
+    /// # Errors
+    /// Device errors reading or clearing a copy.
+    fn recover_trust_newest(&self, _wal: &Arc<Wal>, _flushed: &HashMap<u64, Lsn>) -> Result<usize> {
+        Ok(0)
+    }
+
     /// Pages found again in NVM at open.
     fn pages_reused(&self) -> usize;
 
@@ -399,6 +411,10 @@ impl DbStore for BufferManager {
     }
     fn recover_holds(&self, pid: PageId, lsn: Lsn) -> Result<bool> {
         self.recover_nvm_holds(pid, lsn)
+    }
+    fn recover_trust_newest(&self, wal: &Arc<Wal>, flushed: &HashMap<u64, Lsn>) -> Result<usize> {
+        self.set_lsn_clock(wal.clone());
+        self.recover_drop_stale_nvm(flushed.iter().map(|(p, l)| (PageId(*p), *l)))
     }
     fn pages_reused(&self) -> usize {
         self.restart_info().map_or(0, |r| r.pages_reused)

@@ -88,6 +88,9 @@ pub struct RecoveryReport {
     /// its SSD copy by the redo (NV-SQL §5.3). Pages reused from NVM skip the redo of
     /// every change they hold (counted in `changes_skipped`).
     pub nvm_frames_cleared: usize,
+    /// NVM frames found at open but older than their page's SSD copy (by a flush record
+    /// of the scanned log against the frame's written LSN): dropped, the SSD copy used.
+    pub nvm_frames_stale: usize,
     /// SSD pages restored from the double-write area when the page file was opened
     /// (torn in place by the crash, or older than their copy).
     pub pages_restored: usize,
@@ -161,6 +164,10 @@ pub(super) fn recover<S: DbStore>(db: &Db<S>, started: Instant) -> Result<Recove
     let pass = Instant::now();
     let flushed = flushed_pages(db, scan_from)?;
     rep.flush_records = flushed.records;
+    // A copy found at open is trusted only if it is at least as new as every flush
+    // record redo relies on (a kill between a page's SSD write and the refresh of its
+    // NVM copy leaves an older NVM frame in front of the newer SSD page).
+    rep.nvm_frames_stale = db.store.recover_trust_newest(&db.wal, &flushed.at)?;
     // 2. Analysis and redo. Each apply is timed (two clock reads per record applied:
     //    small against a page fix), the rest of the pass is the analysis.
     let mut applying = std::time::Duration::ZERO;
