@@ -90,8 +90,11 @@ pub struct CrashtestArgs {
     /// Kill points.
     #[arg(long, default_value_t = 50)]
     points: u32,
-    #[arg(long, default_value_t = 42)]
-    seed: u64,
+    /// Seed of the kill delays and the children's workloads (default: drawn at random
+    /// and printed). Kill timing is real time, so a failing seed may need a few runs to
+    /// fail again.
+    #[arg(long)]
+    seed: Option<u64>,
     /// Longest delay before a kill, in milliseconds (each point draws one up to it).
     #[arg(long, default_value_t = 80)]
     kill_after_ms: u64,
@@ -346,6 +349,9 @@ struct Report {
     /// because a kill caught them in an in-place write (rebuilt by redo).
     nvm_pages_reused: usize,
     nvm_frames_cleared: usize,
+    /// Summed over the recoveries: NVM frames older than their page's SSD copy (a kill
+    /// between the SSD write and the NVM refresh), dropped.
+    nvm_frames_stale: usize,
     /// Summed over the recoveries: log records redo read, changes it applied and
     /// changes it skipped (their page held them).
     redo_records_read: u64,
@@ -367,15 +373,64 @@ pub fn run(args: CrashtestArgs) -> Result<()> {
         args.kill_after_ms
     );
     config(Path::new("."), &args.db)?; // checks the names and the sizes
+    let seed = args.seed.unwrap_or_else(rand::random);
+    let report =
+        campaign(&args, seed).with_context(|| format!("crashtest failed; re-run it with: {}", rerun(&args, seed)))?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        println!(
+            "crashtest {}{} (log buffer {}): {} kill points, seed {}: every acknowledged commit survived ({} acknowledged, {} transactions in the database), {} unfinished transaction(s) rolled back, {} kill(s) inside creation (discarded, created afresh); NVM pages reused {}, NVM frames cleared mid-write {}, stale NVM frames dropped {}; redo read {} records, redid {} changes, skipped {} ({} unread); recovery median {:.1} ms, max {:.1} ms; {:.1} s",
+            report.arch,
+            report.policy.as_ref().map(|p| format!(" --policy {p}")).unwrap_or_default(),
+            report.log_buffer,
+            report.points,
+            report.seed,
+            report.acknowledged_commits,
+            report.surviving_transactions,
+            report.losers_rolled_back,
+            report.creations_discarded,
+            report.nvm_pages_reused,
+            report.nvm_frames_cleared,
+            report.nvm_frames_stale,
+            report.redo_records_read,
+            report.redo_changes_redone,
+            report.redo_changes_skipped,
+            report.redo_changes_skipped_unread,
+            report.median_recovery_ms,
+            report.max_recovery_ms,
+            report.secs
+        );
+    }
+    Ok(())
+}
+
+/// The command line that runs the same campaign again.
+fn rerun(args: &CrashtestArgs, seed: u64) -> String {
+    let mut a = vec!["tierdb".to_string(), "crashtest".into()];
+    a.extend(args.db.to_args());
+    a.extend([
+        "--points".into(),
+        args.points.to_string(),
+        "--kill-after-ms".into(),
+        args.kill_after_ms.to_string(),
+        "--seed".into(),
+        seed.to_string(),
+    ]);
+    a.join(" ")
+}
+
+/// The kill points of one campaign; an error names the point that failed.
+fn campaign(args: &CrashtestArgs, seed: u64) -> Result<Report> {
     let tmp = tempfile::Builder::new().prefix("tierdb-crashtest-").tempdir().context("temporary directory")?;
     let dir = args.dir.clone().unwrap_or_else(|| tmp.path().to_path_buf());
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let exe = std::env::current_exe().context("locating the tierdb binary")?;
-    let mut rng = SmallRng::seed_from_u64(args.seed);
+    let mut rng = SmallRng::seed_from_u64(seed);
     let started = Instant::now();
     let (mut acked, mut losers, mut recoveries) = (0u64, 0usize, Vec::new());
     let mut creations_discarded = 0u32;
-    let (mut nvm_pages_reused, mut nvm_frames_cleared) = (0usize, 0usize);
+    let (mut nvm_pages_reused, mut nvm_frames_cleared, mut nvm_frames_stale) = (0usize, 0usize, 0usize);
     let mut redo = (0u64, 0u64, 0u64, 0u64);
     let mut last_surviving = None;
     for point in 0..args.points {
@@ -444,6 +499,7 @@ pub fn run(args: CrashtestArgs) -> Result<()> {
             with_db!(&opened, db => (db.recovery().nvm_pages_reused, db.recovery().nvm_frames_cleared));
         nvm_pages_reused += reused;
         nvm_frames_cleared += cleared;
+        nvm_frames_stale += with_db!(&opened, db => db.recovery().nvm_frames_stale);
         let (read, redone, skipped, unread) = with_db!(&opened, db => {
             let r = db.recovery();
             (r.records_read, r.changes_redone, r.changes_skipped, r.changes_skipped_unread + r.changes_skipped_in_nvm)
@@ -498,7 +554,7 @@ pub fn run(args: CrashtestArgs) -> Result<()> {
         policy: args.db.policy.clone(),
         redo_from_retained: args.db.redo_from_retained,
         dram_frames: args.db.dram_frames,
-        seed: args.seed,
+        seed,
         points: args.points,
         acknowledged_commits: acked,
         surviving_transactions: last_surviving.map_or(0, |d| d + 1),
@@ -506,6 +562,7 @@ pub fn run(args: CrashtestArgs) -> Result<()> {
         creations_discarded,
         nvm_pages_reused,
         nvm_frames_cleared,
+        nvm_frames_stale,
         redo_records_read: redo.0,
         redo_changes_redone: redo.1,
         redo_changes_skipped: redo.2,
@@ -514,32 +571,7 @@ pub fn run(args: CrashtestArgs) -> Result<()> {
         median_recovery_ms: recoveries.get(recoveries.len() / 2).copied().unwrap_or(0.0),
         secs: started.elapsed().as_secs_f64(),
     };
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
-    } else {
-        println!(
-            "crashtest {}{} (log buffer {}): {} kill points, seed {}: every acknowledged commit survived ({} acknowledged, {} transactions in the database), {} unfinished transaction(s) rolled back, {} kill(s) inside creation (discarded, created afresh); NVM pages reused {}, NVM frames cleared mid-write {}; redo read {} records, redid {} changes, skipped {} ({} unread); recovery median {:.1} ms, max {:.1} ms; {:.1} s",
-            report.arch,
-            report.policy.as_ref().map(|p| format!(" --policy {p}")).unwrap_or_default(),
-            report.log_buffer,
-            report.points,
-            report.seed,
-            report.acknowledged_commits,
-            report.surviving_transactions,
-            report.losers_rolled_back,
-            report.creations_discarded,
-            report.nvm_pages_reused,
-            report.nvm_frames_cleared,
-            report.redo_records_read,
-            report.redo_changes_redone,
-            report.redo_changes_skipped,
-            report.redo_changes_skipped_unread,
-            report.median_recovery_ms,
-            report.max_recovery_ms,
-            report.secs
-        );
-    }
-    Ok(())
+    Ok(report)
 }
 
 /// Every node's invariants (order, fences, sizes) in the table's tree; returns its

@@ -1,12 +1,16 @@
 //! `tierdb crashtest` in the test suite's short mode: 50 SIGKILL points per
 //! architecture (the log buffer in DRAM for ssd-bm, in NVM for three-tier and
-//! nvm-direct). Every point
+//! nvm-direct), and three-tier with long kill windows and both log buffers. Every point
 //! checks that recovery kept every acknowledged commit and no uncommitted change.
 
 mod common;
 use common::tierdb;
 
 fn crashtest(arch: &str, log_buffer: &str, seed: &str) -> serde_json::Value {
+    crashtest_with(arch, log_buffer, seed, "50", "60")
+}
+
+fn crashtest_with(arch: &str, log_buffer: &str, seed: &str, points: &str, kill_after_ms: &str) -> serde_json::Value {
     let o = tierdb(&[
         "crashtest",
         "--arch",
@@ -14,11 +18,11 @@ fn crashtest(arch: &str, log_buffer: &str, seed: &str) -> serde_json::Value {
         "--log-buffer",
         log_buffer,
         "--points",
-        "50",
+        points,
         "--seed",
         seed,
         "--kill-after-ms",
-        "60",
+        kill_after_ms,
         "--json",
     ]);
     assert!(o.status.success(), "{arch}/{log_buffer}: {}", String::from_utf8_lossy(&o.stderr));
@@ -38,6 +42,32 @@ fn fifty_kill_points_on_three_tier_with_an_nvm_log_buffer() {
     let r = crashtest("three-tier", "nvm", "8");
     assert_eq!(r["points"], 50);
     assert!(r["acknowledged_commits"].as_u64().unwrap() > 0, "{r}");
+}
+
+/// Long kill windows with the default sizes: checkpoints and evictions through NVM to
+/// SSD run between kills, so kills land between a page's SSD write and the refresh of
+/// its NVM copy (issue 18: short windows never reached a checkpoint).
+#[test]
+fn long_kill_windows_on_three_tier_with_a_dram_log_buffer() {
+    let r = crashtest_with("three-tier", "dram", "564399044", "30", "300");
+    assert_eq!(r["points"], 30);
+    assert!(r["acknowledged_commits"].as_u64().unwrap() > 0, "{r}");
+}
+
+#[test]
+fn long_kill_windows_on_three_tier_with_an_nvm_log_buffer() {
+    let r = crashtest_with("three-tier", "nvm", "917539831", "16", "1000");
+    assert_eq!(r["points"], 16);
+    assert!(r["acknowledged_commits"].as_u64().unwrap() > 0, "{r}");
+}
+
+/// Without `--seed` a seed is drawn and reported, so that the run can be repeated.
+#[test]
+fn a_seed_is_drawn_and_reported_when_none_is_given() {
+    let o = tierdb(&["crashtest", "--arch", "ssd-bm", "--points", "1", "--kill-after-ms", "20", "--json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON report");
+    assert!(r["seed"].as_u64().is_some(), "{r}");
 }
 
 #[test]
