@@ -45,6 +45,20 @@ pub struct LogFileConfig {
     pub mode: EmulationMode,
     /// Faults to inject (tests).
     pub faults: Option<std::sync::Arc<super::FaultPlan>>,
+    /// The log of an existing database (`None`: a new log, whose directory and first
+    /// segment are made if missing). See [`ExistingLog`].
+    pub existing: Option<ExistingLog>,
+}
+
+/// What the log of an existing database must hold when it is opened: a missing or
+/// deleted segment is never replaced by an empty stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ExistingLog {
+    /// The oldest LSN recovery reads (the control file's oldest record kept): the first
+    /// segment must start at or before it. `None`: not known (a store whose commits
+    /// truncate the log behind the control file, `nvm-direct`); only the presence of
+    /// segments and their continuity are checked.
+    pub needed_from: Option<u64>,
 }
 
 impl LogFileConfig {
@@ -59,6 +73,7 @@ impl LogFileConfig {
             profile: DeviceProfile::preset("nvme-ssd").expect("built-in profile"),
             mode: EmulationMode::Off,
             faults: None,
+            existing: None,
         }
     }
 }
@@ -110,13 +125,16 @@ fn sync_dir(dir: &Path) -> Result<(), DeviceError> {
 
 impl LogFile {
     /// Opens the log in `cfg.dir`, creating the directory and a first segment if there
-    /// is none. The stream's end is the end of the last segment, whatever its bytes
-    /// are: the WAL finds the last valid record and [`cut`](Self::cut)s the rest.
+    /// is none (a new log only: see [`LogFileConfig::existing`]). The stream's end is
+    /// the end of the last segment, whatever its bytes are: the WAL finds the last
+    /// valid record and [`cut`](Self::cut)s the rest.
     ///
     /// # Errors
     /// `Config` for a segment size below [`LOG_SEGMENT_BYTES_MIN`] or a bad profile;
     /// `Create`/`Io` from the file system; `Corrupted` for segments that do not follow
-    /// each other (a gap between one's end and the next's start).
+    /// each other (a gap between one's end and the next's start), and for the log of
+    /// an existing database without its directory or segments, or whose first segment
+    /// starts after [`ExistingLog::needed_from`] (an older segment is missing).
     pub fn open(cfg: &LogFileConfig) -> Result<LogFile, DeviceError> {
         if cfg.segment_bytes < LOG_SEGMENT_BYTES_MIN {
             return Err(DeviceError::Config {
@@ -130,6 +148,14 @@ impl LogFile {
         let core = DeviceCore::new(tier, cfg.profile.clone(), cfg.mode)
             .map_err(|e| DeviceError::Config { device: DEVICE, what: e.to_string() })?;
         let dir = cfg.dir.clone();
+        let lost = |detail: String| DeviceError::Corrupted {
+            what: "log of an existing database",
+            location: dir.display().to_string(),
+            detail,
+        };
+        if cfg.existing.is_some() && !dir.is_dir() {
+            return Err(lost("the log directory is missing".into()));
+        }
         std::fs::create_dir_all(&dir).map_err(|e| DeviceError::Create { path: dir.clone(), source: e })?;
         let mut segments = Vec::new();
         for entry in std::fs::read_dir(&dir).map_err(|e| DeviceError::io("list", &dir, 0, e))? {
@@ -146,6 +172,20 @@ impl LogFile {
             }
         }
         segments.sort_by_key(|s| s.start);
+        if let Some(existing) = cfg.existing {
+            // A lost segment must not pass for a log that begins later or is empty.
+            let Some(first) = segments.first() else {
+                return Err(lost("it holds no log segment (*.wal): the log was deleted".into()));
+            };
+            if let Some(needed) = existing.needed_from.filter(|&n| first.start > n) {
+                return Err(lost(format!(
+                    "recovery needs the log from LSN {needed}, but the first segment {} starts at {}: \
+                     a segment before it was deleted",
+                    first.path.display(),
+                    first.start,
+                )));
+            }
+        }
         let mut dir_dirty = false;
         if segments.is_empty() {
             let path = dir.join(segment_name(LOG_STREAM_START));
@@ -362,6 +402,22 @@ impl LogFile {
         Ok(())
     }
 
+    /// The segment file that holds stream byte `lsn` and the byte's offset in it (the
+    /// last segment for the end of the stream); `None` below the start or past the end.
+    pub fn locate(&self, lsn: u64) -> Option<(PathBuf, u64)> {
+        let st = self.state.lock();
+        if lsn < st.segments[0].start || lsn > st.end {
+            return None;
+        }
+        let seg = &st.segments[st.segments.partition_point(|s| s.start <= lsn) - 1];
+        Some((seg.path.clone(), lsn - seg.start))
+    }
+
+    /// LSN of the first byte of the last segment (the one appended to).
+    pub fn last_segment_start(&self) -> u64 {
+        self.state.lock().segments.last().expect("a segment").start
+    }
+
     /// The segment files, oldest first (for tests and tools).
     pub fn segment_paths(&self) -> Vec<PathBuf> {
         self.state.lock().segments.iter().map(|s| s.path.clone()).collect()
@@ -423,5 +479,34 @@ mod tests {
         std::fs::write(tmp.path().join("log").join(segment_name(LOG_STREAM_START + 5000)), b"x").unwrap();
         let e = LogFile::open(&config(tmp.path())).unwrap_err().to_string();
         assert!(e.contains("starts at"), "{e}");
+    }
+
+    #[test]
+    fn the_log_of_an_existing_database_is_never_made_afresh() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut cfg = config(tmp.path());
+        cfg.existing = Some(ExistingLog { needed_from: Some(LOG_STREAM_START) });
+        let e = LogFile::open(&cfg).unwrap_err().to_string();
+        assert!(e.contains("log directory is missing") && e.contains("log"), "{e}");
+        assert!(!cfg.dir.exists(), "nothing made");
+        std::fs::create_dir_all(&cfg.dir).unwrap();
+        let e = LogFile::open(&cfg).unwrap_err().to_string();
+        assert!(e.contains("no log segment"), "{e}");
+        // A log whose first segment starts after what recovery needs.
+        let fresh = config(tmp.path());
+        let log = LogFile::open(&fresh).unwrap();
+        let chunk = vec![7u8; 40_000];
+        for i in 0..3 {
+            log.append(LOG_STREAM_START + i * 40_000, &chunk).unwrap();
+        }
+        log.sync().unwrap();
+        let first = log.segment_paths()[0].clone();
+        drop(log);
+        assert!(LogFile::open(&cfg).is_ok(), "the whole log");
+        std::fs::remove_file(&first).unwrap();
+        let e = LogFile::open(&cfg).unwrap_err().to_string();
+        assert!(e.contains("needs the log from LSN 64") && e.contains("a segment before it was deleted"), "{e}");
+        cfg.existing = Some(ExistingLog { needed_from: None });
+        assert!(LogFile::open(&cfg).is_ok(), "no bound: the segments left follow each other");
     }
 }

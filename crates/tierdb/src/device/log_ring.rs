@@ -12,6 +12,11 @@
 //! flusher copies that part to the log file, syncs it and then moves the flushed LSN
 //! on (persisting the header), which frees ring space. Records name their own LSN, so
 //! after a crash the bytes past the last record are recognised as stale.
+//!
+//! Only a new log makes a ring ([`NvmRing::format`], [`NvmRing::open_or_format`]): the
+//! ring of an existing log may hold the last acknowledged records and nowhere else, so
+//! [`NvmRing::open`] refuses one whose header is missing, zeroed or damaged, naming
+//! the file; the WAL decides whether the log file provably holds everything instead.
 
 #![allow(unsafe_code)]
 
@@ -22,6 +27,8 @@ const MAGIC: &[u8; 8] = b"TDBLOGNV";
 const VERSION: u32 = 1;
 const DATA_OFFSET: u64 = IO_ALIGN_BYTES as u64;
 const OFF_FLUSHED: usize = 24;
+/// The smallest ring.
+const RING_BYTES_MIN: u64 = 64 * 1024;
 
 /// The ring over an NVM region.
 pub struct NvmRing {
@@ -40,27 +47,25 @@ fn corrupted(region: &NvmRegion, detail: String) -> DeviceError {
 }
 
 impl NvmRing {
-    /// Opens the ring in `region`: formats it (flushed LSN = `start`) if it holds no
-    /// ring header, else reads its header.
+    /// Opens the ring of an existing log in `region` and checks its header. Never
+    /// formats: a ring without its header may have held the last acknowledged records
+    /// (only a new log may make one, [`format`](Self::format)).
     ///
     /// # Errors
-    /// `Config` for a region too small for a ring; `Corrupted` for a header that fails
-    /// its CRC or has another ring size; device errors.
-    pub fn open(region: NvmRegion, start: u64) -> Result<NvmRing, DeviceError> {
-        let size = region.size_bytes();
-        if size < DATA_OFFSET + 64 * 1024 {
-            return Err(DeviceError::Config {
-                device: "NVM log buffer",
-                what: format!("a region of {size} bytes: the ring needs at least {} bytes", DATA_OFFSET + 64 * 1024),
-            });
-        }
-        let capacity = (size - DATA_OFFSET) / CACHE_LINE_BYTES as u64 * CACHE_LINE_BYTES as u64;
+    /// `Config` for a region too small for a ring; `Corrupted` (naming the file) for a
+    /// header that is all zeros, lacks the magic, fails its CRC or has another version
+    /// or ring size; device errors.
+    pub fn open(region: NvmRegion) -> Result<NvmRing, DeviceError> {
+        let ring = Self::over(region)?;
         let mut h = [0u8; CACHE_LINE_BYTES];
-        region.read_lines(0, &mut h)?;
-        let ring = NvmRing { region, capacity };
+        ring.region.read_lines(0, &mut h)?;
         if &h[0..8] != MAGIC {
-            ring.write_header(start)?;
-            return Ok(ring);
+            let detail = if h.iter().all(|&b| b == 0) {
+                "the header is all zeros (never written, or wiped)".to_string()
+            } else {
+                format!("no ring magic (found \"{}\")", h[0..8].escape_ascii())
+            };
+            return Err(corrupted(&ring.region, detail));
         }
         let crc = u32::from_le_bytes(h[60..64].try_into().expect("4 bytes"));
         if crc != crc32c::crc32c(&h[..60]) {
@@ -68,15 +73,55 @@ impl NvmRing {
         }
         let version = u32::from_le_bytes(h[8..12].try_into().expect("4 bytes"));
         let cap = u64::from_le_bytes(h[16..24].try_into().expect("8 bytes"));
-        if version != VERSION || cap != capacity {
+        if version != VERSION || cap != ring.capacity {
             return Err(corrupted(
                 &ring.region,
                 format!(
-                    "version {version} ring of {cap} bytes; this region and build make version {VERSION} of {capacity}"
+                    "version {version} ring of {cap} bytes; this region and build make version {VERSION} of {}",
+                    ring.capacity
                 ),
             ));
         }
         Ok(ring)
+    }
+
+    /// Makes a new, empty ring in `region` whose flushed LSN is `start` (every byte
+    /// below it is in the log file), whatever the region held.
+    ///
+    /// # Errors
+    /// `Config` for a region too small for a ring; device errors.
+    pub fn format(region: NvmRegion, start: u64) -> Result<NvmRing, DeviceError> {
+        let ring = Self::over(region)?;
+        ring.write_header(start)?;
+        Ok(ring)
+    }
+
+    /// Opens the ring of a new log: formats it (flushed LSN = `start`) if the region
+    /// holds no ring header, else as [`open`](Self::open). Only for a log that holds no
+    /// acknowledged record yet (a database being created, a log used alone).
+    ///
+    /// # Errors
+    /// As [`open`](Self::open).
+    pub fn open_or_format(region: NvmRegion, start: u64) -> Result<NvmRing, DeviceError> {
+        let mut magic = [0u8; CACHE_LINE_BYTES];
+        region.read_lines(0, &mut magic)?;
+        if &magic[0..8] == MAGIC { Self::open(region) } else { Self::format(region, start) }
+    }
+
+    /// The ring over `region`, its header not read.
+    fn over(region: NvmRegion) -> Result<NvmRing, DeviceError> {
+        let size = region.size_bytes();
+        if size < DATA_OFFSET + RING_BYTES_MIN {
+            return Err(DeviceError::Config {
+                device: "NVM log buffer",
+                what: format!(
+                    "a region of {size} bytes: the ring needs at least {} bytes",
+                    DATA_OFFSET + RING_BYTES_MIN
+                ),
+            });
+        }
+        let capacity = (size - DATA_OFFSET) / CACHE_LINE_BYTES as u64 * CACHE_LINE_BYTES as u64;
+        Ok(NvmRing { region, capacity })
     }
 
     fn write_header(&self, flushed: u64) -> Result<(), DeviceError> {

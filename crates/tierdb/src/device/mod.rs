@@ -35,7 +35,7 @@ pub use dram::{DramArena, DramConfig};
 pub use emulation::{CostModel, EmulationMode, OpKind};
 pub use error::DeviceError;
 pub use fault::{FaultError, FaultPlan};
-pub use log_file::{LogFile, LogFileConfig};
+pub use log_file::{ExistingLog, LogFile, LogFileConfig};
 pub use log_ring::NvmRing;
 pub use nvm::{NvmConfig, NvmRegion};
 pub use profile::{DeviceProfile, Tier};

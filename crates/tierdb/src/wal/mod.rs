@@ -36,7 +36,7 @@ use serde::Serialize;
 pub use record::{Kind, Lsn, Record, RecordHead};
 
 use crate::device::log_file::LOG_STREAM_START;
-use crate::device::{DeviceError, LogFile, LogFileConfig, NvmConfig, NvmRegion, NvmRing};
+use crate::device::{DeviceError, LogFile, LogFileConfig, NvmConfig, NvmRegion, NvmRing, OpenMode};
 
 /// What a buffer manager needs of the log: make every record up to an LSN durable
 /// before a page changed by it is written out (the write-ahead rule).
@@ -159,6 +159,30 @@ pub enum WalError {
     Poisoned { cause: String },
     #[error("no log record at LSN {lsn}: {why}")]
     NoRecord { lsn: Lsn, why: String },
+    #[error(
+        "the NVM log buffer {path} of an existing database cannot be used: {why}; it may hold the last \
+         acknowledged commits, which are in no other file, so the log is not opened (restore the file, or \
+         open the database as its last clean close left it)"
+    )]
+    RingLost { path: std::path::PathBuf, why: String },
+}
+
+/// Whether [`Wal::open`] may make a new NVM ring (`device::log_ring`): an existing
+/// ring may hold the last acknowledged records and nowhere else.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RingInit {
+    /// A new log (a database being created, or a log used alone): a ring file that is
+    /// missing or holds no ring header is made.
+    #[default]
+    New,
+    /// The log of an existing database: a ring that is missing, zeroed, or fails its
+    /// header's checks is an error ([`WalError::RingLost`], naming the file).
+    Existing,
+    /// The log of an existing database last closed cleanly, when every record was in
+    /// the log file and the file ended at this LSN: a ring that cannot be used is made
+    /// afresh if the file still ends there (the ring held nothing the file lacks; said
+    /// in [`Wal::ring_remade`]), else as `Existing`.
+    ClosedAt(Lsn),
 }
 
 /// How to open a WAL.
@@ -170,6 +194,9 @@ pub struct WalConfig {
     pub buffer_bytes: usize,
     /// The background flusher's period.
     pub flush_interval: Duration,
+    /// With the log buffer in NVM: whether a ring may be made ([`RingInit::New`] by
+    /// default).
+    pub ring_init: RingInit,
 }
 
 /// Default period of the background flusher.
@@ -189,6 +216,7 @@ impl WalConfig {
             buffer: LogBuffer::Dram,
             buffer_bytes: BUFFER_BYTES_DEFAULT,
             flush_interval: FLUSH_INTERVAL_DEFAULT,
+            ring_init: RingInit::New,
         }
     }
 }
@@ -318,6 +346,8 @@ pub struct Wal {
     inner: Arc<Inner>,
     flusher: Option<JoinHandle<()>>,
     recovered: Recovered,
+    /// [`Wal::ring_remade`].
+    ring_remade: Option<String>,
 }
 
 impl std::fmt::Debug for Wal {
@@ -344,10 +374,12 @@ impl Wal {
             });
         }
         let file = LogFile::open(&cfg.file)?;
+        let mut ring_remade = None;
         let ring = match &cfg.buffer {
             LogBuffer::Dram => None,
             LogBuffer::Nvm(n) => {
-                let ring = NvmRing::open(NvmRegion::open(n)?, file.end())?;
+                let (ring, remade) = open_ring(n, &file, cfg.ring_init)?;
+                ring_remade = remade;
                 if ring.capacity() < 2 * record::RECORD_BYTES_MAX as u64 {
                     return Err(WalError::Config {
                         what: format!(
@@ -382,12 +414,18 @@ impl Wal {
             .name("tierdb-wal-flusher".into())
             .spawn(move || bg.flusher(interval))
             .map_err(|e| WalError::Config { what: format!("cannot start the log flusher thread: {e}") })?;
-        Ok(Wal { inner, flusher: Some(flusher), recovered })
+        Ok(Wal { inner, flusher: Some(flusher), recovered, ring_remade })
     }
 
     /// What recovery found when the log was opened.
     pub fn recovered(&self) -> &Recovered {
         &self.recovered
+    }
+
+    /// The NVM ring of a cleanly closed log could not be used and was made afresh at
+    /// open, and why that lost nothing ([`RingInit::ClosedAt`]).
+    pub fn ring_remade(&self) -> Option<&str> {
+        self.ring_remade.as_deref()
     }
 
     /// True if the log buffer is in NVM (appends are durable at once).
@@ -809,6 +847,55 @@ impl Inner {
         fetch(lsn, &mut buf)?;
         record::decode(lsn, &buf).map_err(|e| no(e.to_string()))
     }
+}
+
+/// Opens the NVM ring `n` as `init` allows (see [`RingInit`]). Returns it and, when a
+/// ring that could not be used was made afresh, why nothing was lost.
+fn open_ring(n: &NvmConfig, file: &LogFile, init: RingInit) -> Result<(NvmRing, Option<String>), WalError> {
+    if init == RingInit::New {
+        return Ok((NvmRing::open_or_format(NvmRegion::open(n)?, file.end())?, None));
+    }
+    // 1. The ring as it is: never created, never formatted.
+    let mut existing = n.clone();
+    existing.open_mode = OpenMode::Open;
+    let why = match NvmRegion::open(&existing).and_then(NvmRing::open) {
+        Ok(ring) => return Ok((ring, None)),
+        Err(DeviceError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+            "the file is missing".to_string()
+        }
+        Err(DeviceError::SizeMismatch { file_bytes, config_bytes, .. }) => {
+            format!("the file has {file_bytes} bytes, not the {config_bytes} configured (truncated?)")
+        }
+        Err(DeviceError::Corrupted { detail, .. }) => detail,
+        Err(e) => return Err(e.into()),
+    };
+    // 2. Made afresh only when the log file provably holds every record: the last
+    //    close moved the whole ring into it, and nothing was appended since.
+    let RingInit::ClosedAt(closed_end) = init else {
+        return Err(WalError::RingLost { path: n.path.clone(), why });
+    };
+    let file_end = file.end();
+    if file_end != closed_end {
+        let why = format!(
+            "{why}; the log was closed cleanly at LSN {closed_end}, but the log file ends at {file_end}, so the \
+             ring may have held records the file lacks"
+        );
+        return Err(WalError::RingLost { path: n.path.clone(), why });
+    }
+    match std::fs::remove_file(&n.path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(DeviceError::Io { op: "remove", path: n.path.clone(), source: e }.into()),
+    }
+    let mut fresh = n.clone();
+    fresh.open_mode = OpenMode::Create;
+    let ring = NvmRing::format(NvmRegion::open(&fresh)?, file_end)?;
+    let note = format!(
+        "the NVM log buffer {} could not be used ({why}); the log was closed cleanly at LSN {closed_end} with \
+         every record in the log file, which still ends there: made afresh",
+        n.path.display()
+    );
+    Ok((ring, Some(note)))
 }
 
 /// Scans the log file (and then the ring) from its start to the last valid record,

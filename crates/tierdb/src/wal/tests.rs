@@ -238,3 +238,51 @@ fn a_scan_reads_the_file_ahead_in_chunks() {
     assert_eq!(from_middle[0].lsn, lsns[1_234]);
     assert_eq!(from_middle.last().unwrap().lsn, *more.last().unwrap());
 }
+
+/// The ring of an existing log is never made afresh when it may hold records the file
+/// lacks: missing, zeroed or foreign, it is an error naming the file; only a clean close
+/// that left the file at its end lets a new ring be made.
+#[test]
+fn a_lost_nvm_ring_of_an_existing_log_is_an_error_unless_the_file_holds_everything() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut cfg = config(tmp.path(), Some(1 << 20));
+    cfg.flush_interval = Duration::from_secs(3600);
+    let ring_path = tmp.path().join("log.nvm");
+    let wal = Wal::open(&cfg).unwrap();
+    append(&wal, 0, 20);
+    let in_ring_end = wal.next_lsn();
+    drop(wal); // a crash: the records are in the ring only
+    cfg.ring_init = RingInit::Existing;
+    let ring = std::fs::read(&ring_path).unwrap();
+    let damaged: [(&str, Option<Vec<u8>>); 3] = [
+        ("the file is missing", None),
+        ("all zeros", Some(vec![0u8; ring.len()])),
+        ("no ring magic", Some([b"NOTARING".as_slice(), &ring[8..]].concat())),
+    ];
+    for (why, bytes) in damaged {
+        match &bytes {
+            None => std::fs::remove_file(&ring_path).unwrap(),
+            Some(b) => std::fs::write(&ring_path, b).unwrap(),
+        }
+        for init in [RingInit::Existing, RingInit::ClosedAt(LOG_STREAM_START + 1)] {
+            cfg.ring_init = init;
+            let e = Wal::open(&cfg).map(|_| ()).unwrap_err();
+            let msg = e.to_string();
+            assert!(matches!(e, WalError::RingLost { .. }), "{msg}");
+            assert!(msg.contains(&ring_path.display().to_string()) && msg.contains(why), "{init:?}: {msg}");
+        }
+        assert_eq!(!ring_path.exists(), bytes.is_none(), "{why}: nothing made or formatted");
+        std::fs::write(&ring_path, &ring).unwrap();
+    }
+    cfg.ring_init = RingInit::Existing;
+    let wal = Wal::open(&cfg).unwrap();
+    assert_eq!((wal.recovered().from_ring, wal.next_lsn()), (20, in_ring_end), "the ring put back: every record");
+    wal.close().unwrap();
+    // Closed cleanly: every record is in the file, which ends where the close left it.
+    std::fs::remove_file(&ring_path).unwrap();
+    cfg.ring_init = RingInit::ClosedAt(in_ring_end);
+    let wal = Wal::open(&cfg).unwrap();
+    assert!(wal.ring_remade().is_some_and(|n| n.contains("made afresh")), "{:?}", wal.ring_remade());
+    check(&wal, 20);
+    wal.close().unwrap();
+}
