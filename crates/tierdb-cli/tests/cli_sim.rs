@@ -8,7 +8,7 @@ mod common;
 use common::{stderr, tierdb};
 
 fn oltp() -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces/OLTP.lis.zst").display().to_string()
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../data/traces/OLTP.lis.zst").display().to_string()
 }
 
 #[test]

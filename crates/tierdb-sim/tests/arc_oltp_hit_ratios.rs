@@ -1,6 +1,7 @@
 //! The simulator's LRU and ARC reproduce the ARC paper's Table IV hit ratios on its
-//! OLTP trace (Megiddo and Modha, FAST 2003) within 0.1 points. The trace lives beside
-//! the repository in `shared/traces/OLTP.lis.zst` (zstd, decompressed on the fly).
+//! OLTP trace (Megiddo and Modha, FAST 2003) within 0.1 points. The trace ships with the
+//! repository in `data/traces/OLTP.lis.zst` (zstd, decompressed on the fly; its source in
+//! `data/traces/README.md`).
 
 use std::path::PathBuf;
 
@@ -14,14 +15,14 @@ const TABLE_IV: [(usize, f64, f64); 5] =
 const TOLERANCE_POINTS: f64 = 0.1;
 
 fn oltp() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces/OLTP.lis.zst")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../data/traces/OLTP.lis.zst")
 }
 
 #[test]
 fn lru_and_arc_match_the_published_oltp_hit_ratios() {
     let path = oltp();
     let t = trace::load(&path, Format::Arc, ImportOptions::default())
-        .unwrap_or_else(|e| panic!("the shared OLTP trace must be readable at {}: {e}", path.display()));
+        .unwrap_or_else(|e| panic!("the OLTP trace must be readable at {}: {e}", path.display()));
     assert_eq!(t.records.len(), 914_145, "the OLTP trace has 914,145 requests");
     let p = Prepared::new(&t);
     let mut report = String::new();
