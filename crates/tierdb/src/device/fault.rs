@@ -69,6 +69,8 @@ pub struct FaultPlan {
     syncs: AtomicU64,
     fail_write_at: AtomicU64,
     fail_write_kind: Mutex<Option<FaultError>>,
+    /// From this write on every write fails (0: none): a device that stays full.
+    fail_writes_from: AtomicU64,
     fail_sync_at: AtomicU64,
     tear_write_at: AtomicU64,
     /// Writes and syncs together, for `crash_at`.
@@ -91,6 +93,18 @@ impl FaultPlan {
     pub fn fail_nth_write(&self, n: u64, kind: FaultError) {
         *self.fail_write_kind.lock() = Some(kind);
         self.fail_write_at.store(self.writes.load(Ordering::SeqCst) + n, Ordering::SeqCst);
+    }
+
+    /// The `n`-th write from now on and every one after it fail with `kind` (a disk
+    /// that stays full) until [`stop_failing_writes`](Self::stop_failing_writes).
+    pub fn fail_every_write_from(&self, n: u64, kind: FaultError) {
+        *self.fail_write_kind.lock() = Some(kind);
+        self.fail_writes_from.store(self.writes.load(Ordering::SeqCst) + n, Ordering::SeqCst);
+    }
+
+    /// Writes succeed again (space was freed).
+    pub fn stop_failing_writes(&self) {
+        self.fail_writes_from.store(0, Ordering::SeqCst);
     }
 
     /// The `n`-th sync from now on fails with EIO.
@@ -135,7 +149,8 @@ impl FaultPlan {
         if self.dead_at_next_op() {
             return WriteFault::Fail(FaultError::Io.error());
         }
-        if n == self.fail_write_at.load(Ordering::SeqCst) {
+        let from = self.fail_writes_from.load(Ordering::SeqCst);
+        if n == self.fail_write_at.load(Ordering::SeqCst) || (from != 0 && n >= from) {
             let kind = self.fail_write_kind.lock().unwrap_or(FaultError::Io);
             return WriteFault::Fail(kind.error());
         }
@@ -252,11 +267,16 @@ mod tests {
             WriteFault::Fail(e) => assert_eq!(e.raw_os_error(), Some(libc::ENOSPC), "{e}"),
             w => panic!("{w:?}"),
         }
+        plan.fail_every_write_from(1, FaultError::NoSpace);
+        for _ in 0..3 {
+            assert!(matches!(plan.before_write(&path, &f, 4, 4), WriteFault::Fail(_)), "a disk that stays full");
+        }
+        plan.stop_failing_writes();
         plan.tear_nth_write(1);
         assert!(matches!(plan.before_write(&path, &f, 8, 6), WriteFault::Tear(3)));
         f.write_all_at(b"XYZ", 8).unwrap(); // the torn half, past the old end
         assert_eq!(std::fs::read(&path).unwrap(), b"abcd4567XYZ");
-        assert_eq!(plan.counts(), (3, 0));
+        assert_eq!(plan.counts(), (6, 0));
         assert_eq!(plan.lose_unsynced().unwrap(), 2);
         assert_eq!(std::fs::read(&path).unwrap(), b"0123456789", "a power loss undoes unsynced writes");
         // The process is gone: nothing it still runs reaches the file.

@@ -402,6 +402,22 @@ impl LogFile {
         Ok(())
     }
 
+    /// After a failed write or sync: drops every byte from `at` (where the stream was
+    /// last synced) on, writes `bytes` there again and syncs. A failed sync may have
+    /// dropped written pages from the page cache and cleared the error, so syncing
+    /// again proves nothing; writing the bytes again from memory, then syncing, does.
+    /// This is the only retry of a failed handle, made once by the WAL as it closes.
+    ///
+    /// # Errors
+    /// As [`cut`](Self::cut), [`append`](Self::append) and [`sync`](Self::sync); the
+    /// handle is poisoned again by a failed write or sync.
+    pub fn rewrite(&self, at: u64, bytes: &[u8]) -> Result<(), DeviceError> {
+        self.cut(at)?;
+        self.poisoned.store(false, Ordering::Release);
+        self.append(at, bytes)?;
+        self.sync()
+    }
+
     /// The segment file that holds stream byte `lsn` and the byte's offset in it (the
     /// last segment for the end of the stream); `None` below the start or past the end.
     pub fn locate(&self, lsn: u64) -> Option<(PathBuf, u64)> {

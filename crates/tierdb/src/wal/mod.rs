@@ -23,6 +23,7 @@
 //! After a failed write or sync the WAL refuses further work (`Poisoned`): what reached
 //! the log file is unknown, and only recovery after reopening can tell.
 
+mod damage;
 pub mod record;
 
 use std::sync::Arc;
@@ -159,6 +160,14 @@ pub enum WalError {
     Poisoned { cause: String },
     #[error("no log record at LSN {lsn}: {why}")]
     NoRecord { lsn: Lsn, why: String },
+    /// Damage in records that were durable (not a torn tail, `wal::damage`): the log is
+    /// not cut there unless [`WalConfig::salvage_damaged_log`] says so.
+    #[error(
+        "log file {} is damaged at byte {offset} (LSN {lsn}): {detail}; the log is not cut there, which would \
+         lose durable records (WalConfig::salvage_damaged_log cuts it and reports what went)",
+        file.display()
+    )]
+    Corrupted { file: std::path::PathBuf, offset: u64, lsn: Lsn, detail: String },
     #[error(
         "the NVM log buffer {path} of an existing database cannot be used: {why}; it may hold the last \
          acknowledged commits, which are in no other file, so the log is not opened (restore the file, or \
@@ -194,6 +203,19 @@ pub struct WalConfig {
     pub buffer_bytes: usize,
     /// The background flusher's period.
     pub flush_interval: Duration,
+    /// Recovery: a record starts at this LSN and was durable (0: none known); a log
+    /// whose valid records end at or before it was damaged, and is not cut there.
+    /// `Db` sets the control file's redo point (the record there was forced before the
+    /// control file was written).
+    pub valid_past: Lsn,
+    /// Recovery: cut the log at damage that is not a torn tail (a valid record
+    /// follows, it lies in a segment before the last, or the log would end at or
+    /// before [`valid_past`](Self::valid_past)) instead of failing with
+    /// [`WalError::Corrupted`]; what follows the damage is lost, said in
+    /// [`Recovered::tail`] and [`Recovered::salvaged`], and LSNs continue past every
+    /// byte the log held (`wal::damage`). Off by default: for getting at what is left
+    /// of a damaged database, after a copy of it was kept.
+    pub salvage_damaged_log: bool,
     /// With the log buffer in NVM: whether a ring may be made ([`RingInit::New`] by
     /// default).
     pub ring_init: RingInit,
@@ -216,6 +238,8 @@ impl WalConfig {
             buffer: LogBuffer::Dram,
             buffer_bytes: BUFFER_BYTES_DEFAULT,
             flush_interval: FLUSH_INTERVAL_DEFAULT,
+            valid_past: 0,
+            salvage_damaged_log: false,
             ring_init: RingInit::New,
         }
     }
@@ -235,6 +259,11 @@ pub struct Recovered {
     /// Why the log ended where it did, if bytes followed the last valid record (they
     /// were cut): e.g. a torn write.
     pub tail: Option<String>,
+    /// The log was damaged where it had been durable and was cut there all the same
+    /// ([`WalConfig::salvage_damaged_log`]; `tail` says where and what went): the LSN
+    /// of the cut, a record's start. Filler records follow what was kept, so that
+    /// positions past it (a control file's redo point) need not be records' starts.
+    pub salvaged: Option<Lsn>,
 }
 
 /// Counters of a WAL.
@@ -348,6 +377,8 @@ pub struct Wal {
     recovered: Recovered,
     /// [`Wal::ring_remade`].
     ring_remade: Option<String>,
+    /// [`WalConfig::salvage_damaged_log`].
+    salvage: bool,
 }
 
 impl std::fmt::Debug for Wal {
@@ -391,7 +422,7 @@ impl Wal {
                 Some(ring)
             }
         };
-        let recovered = recover(&file, ring.as_ref())?;
+        let recovered = recover(&file, ring.as_ref(), cfg)?;
         let end = recovered.end;
         let inner = Arc::new(Inner {
             file,
@@ -414,7 +445,7 @@ impl Wal {
             .name("tierdb-wal-flusher".into())
             .spawn(move || bg.flusher(interval))
             .map_err(|e| WalError::Config { what: format!("cannot start the log flusher thread: {e}") })?;
-        Ok(Wal { inner, flusher: Some(flusher), recovered, ring_remade })
+        Ok(Wal { inner, flusher: Some(flusher), recovered, ring_remade, salvage: cfg.salvage_damaged_log })
     }
 
     /// What recovery found when the log was opened.
@@ -487,6 +518,40 @@ impl Wal {
         }
     }
 
+    /// `Poisoned` once a write or sync of the log has failed: every later append,
+    /// flush and commit fails the same way, and what the log holds is known only after
+    /// it is reopened.
+    ///
+    /// # Errors
+    /// `Poisoned`, saying what failed and up to where the log is durable.
+    pub fn check(&self) -> Result<(), WalError> {
+        self.inner.check_poison()
+    }
+
+    /// Whether the log was opened with [`WalConfig::salvage_damaged_log`].
+    pub fn salvaging(&self) -> bool {
+        self.salvage
+    }
+
+    /// Appends [`Kind::Filler`] records until the next LSN is above `lsn`, and makes
+    /// them durable: a salvaged database whose page carries an LSN the damaged log no
+    /// longer reaches moves the log past it (`wal::damage`).
+    ///
+    /// # Errors
+    /// As [`append`](Self::append) and [`flush_until`](Self::flush_until).
+    pub fn skip_past(&self, lsn: Lsn) -> Result<(), WalError> {
+        loop {
+            let next = self.next_lsn();
+            if next > lsn {
+                break;
+            }
+            let gap = (lsn + 1 - next) as usize;
+            let payload = gap.saturating_sub(record::HEADER_BYTES).min(record::PAYLOAD_BYTES_MAX);
+            self.append(&RecordHead::new(Kind::Filler, 0, 0), &vec![0u8; payload])?;
+        }
+        self.flush_until(self.next_lsn())
+    }
+
     /// Reads the record at `lsn`, wherever it is (log file, DRAM buffer, NVM ring).
     ///
     /// # Errors
@@ -512,14 +577,44 @@ impl Wal {
         Ok(self.inner.file.truncate_before(lsn.min(durable))?)
     }
 
-    /// Flushes everything and stops the background flusher.
+    /// Flushes everything ([`finish`](Self::finish)) and stops the background flusher.
     ///
     /// # Errors
-    /// As [`flush_until`](Self::flush_until).
+    /// As [`finish`](Self::finish).
     pub fn close(mut self) -> Result<(), WalError> {
-        let r = self.inner.flush_until(u64::MAX, By::Waiter);
+        let r = self.finish();
         self.stop_flusher();
         r
+    }
+
+    /// Makes every record appended durable, as closing does. After the log failed, a
+    /// failed write or sync left its records in the DRAM buffer (commits acknowledged
+    /// with [`Durability::Group`] among them): this makes one last attempt to write them
+    /// where the log file was last synced, and to sync (a failed sync may have dropped
+    /// written pages from the page cache, so they are written again from memory, not
+    /// only synced again). The log still refuses every other operation.
+    ///
+    /// # Errors
+    /// `Poisoned` if the log failed, saying whether the records held in memory were
+    /// written now or are lost; device errors of the flush.
+    pub fn finish(&self) -> Result<(), WalError> {
+        let r = self.inner.flush_until(u64::MAX, By::Waiter);
+        let Err(WalError::Poisoned { cause }) = self.inner.check_poison() else { return r };
+        let cause = match self.inner.write_retained() {
+            Ok(None) => cause,
+            Ok(Some((from, to))) => format!(
+                "{cause}; on closing, the records held in memory since (LSN {from}..{to}) were written and synced"
+            ),
+            Err(e) => {
+                let t = self.inner.tail.lock();
+                format!(
+                    "{cause}; on closing, the records held in memory since (LSN {}..{}) could not be written \
+                     either ({e}): they are lost, commits acknowledged with group durability among them",
+                    t.pending_start, t.next
+                )
+            }
+        };
+        Err(WalError::Poisoned { cause })
     }
 
     fn stop_flusher(&mut self) {
@@ -648,7 +743,8 @@ impl Inner {
     }
 
     fn poison<T>(&self, e: DeviceError) -> Result<T, WalError> {
-        *self.poisoned.lock() = Some(e.to_string());
+        let durable = self.durable.load(Ordering::Acquire);
+        *self.poisoned.lock() = Some(format!("{e}; records below LSN {durable} are durable"));
         self.is_poisoned.store(true, Ordering::Release);
         Err(e.into())
     }
@@ -730,10 +826,15 @@ impl Inner {
             (start, bytes, t.next)
         };
         if !bytes.is_empty() {
-            if let Err(e) = self.file.append(start, &bytes) {
-                return self.poison(e);
-            }
-            if let Err(e) = self.file.sync() {
+            if let Err(e) = self.file.append(start, &bytes).and_then(|()| self.file.sync()) {
+                // The records stay in the buffer, ahead of any appended meanwhile: the
+                // log refuses all work from now on, but closing it makes one last
+                // attempt to write them ([`Wal::finish`]).
+                let mut t = self.tail.lock();
+                bytes.extend_from_slice(&t.pending);
+                t.pending = bytes;
+                t.pending_start = start;
+                drop(t);
                 return self.poison(e);
             }
             self.stats.flushed(by);
@@ -742,6 +843,28 @@ impl Inner {
         bytes.clear();
         self.tail.lock().spare = bytes;
         Ok(())
+    }
+
+    /// After the log failed: writes the records a failed flush left in the DRAM buffer
+    /// (and any appended before the failure was known) where the log file was last
+    /// synced, and syncs; the one retry of a failed log ([`Wal::finish`]). Returns the
+    /// LSNs written, `None` if there were none.
+    fn write_retained(&self) -> Result<Option<(Lsn, Lsn)>, DeviceError> {
+        if self.ring.is_some() {
+            return Ok(None); // the ring's records are durable; recovery copies them
+        }
+        let _f = self.flush_lock.lock();
+        let mut t = self.tail.lock();
+        let (from, to) = (t.pending_start, t.next);
+        debug_assert_eq!(from, self.durable.load(Ordering::Acquire), "retained records start where the log is durable");
+        if from == to {
+            return Ok(None);
+        }
+        self.file.rewrite(from, &t.pending)?;
+        t.pending.clear();
+        t.pending_start = to;
+        self.durable.store(to, Ordering::Release);
+        Ok(Some((from, to)))
     }
 
     /// Moves the ring's unflushed bytes to the log file, syncs, and frees them.
@@ -899,40 +1022,31 @@ fn open_ring(n: &NvmConfig, file: &LogFile, init: RingInit) -> Result<(NvmRing, 
 }
 
 /// Scans the log file (and then the ring) from its start to the last valid record,
-/// cuts the file there, and appends the ring's further records to the file.
-fn recover(file: &LogFile, ring: Option<&NvmRing>) -> Result<Recovered, WalError> {
+/// cuts the file there if what follows is a torn tail (`wal::damage`; else an error, or
+/// with salvage a reported cut), and appends the ring's further records to the file.
+fn recover(file: &LogFile, ring: Option<&NvmRing>, cfg: &WalConfig) -> Result<Recovered, WalError> {
     let start = file.start();
     let file_end = file.end();
     let mut records = 0u64;
     let mut at = start;
-    let mut tail = None;
-    // 1. The log file.
+    // 1. The log file, to its first bytes that are not a record.
     let mut scan = FileScan::new(start);
-    loop {
+    let invalid = loop {
         match scan.decode(file, at, file_end)? {
             Ok(r) => {
                 at = r.next_lsn();
                 records += 1;
             }
-            Err(e) => {
-                if at < file_end {
-                    tail = Some(format!(
-                        "log file: bytes {at}..{file_end} after the last valid record are not a record ({e}); cut"
-                    ));
-                }
-                break;
-            }
+            Err(e) => break e,
         }
-    }
-    if at < file_end {
-        file.cut(at)?;
-    }
-    // 2. The ring: records past the file's end, which the flusher had not moved yet.
+    };
+    let file_valid = at;
+    // 2. The ring: records past the file's valid end, which the flusher had not moved
+    //    yet (or whose copy in the file is torn). Read only; written in step 5.
     let mut from_ring = 0u64;
+    let mut copy = Vec::new();
+    let ring_flushed = ring.map(NvmRing::flushed).transpose()?;
     if let Some(ring) = ring {
-        let flushed = ring.flushed()?;
-        let mut copy = Vec::new();
-        let copy_start = at;
         let mut head = [0u8; record::HEADER_BYTES];
         // Records name their LSN, so stale ring bytes (an older pass) end the loop; a
         // pass holds at most one ring's worth of stream.
@@ -940,7 +1054,7 @@ fn recover(file: &LogFile, ring: Option<&NvmRing>) -> Result<Recovered, WalError
             ring.read(at, &mut head)?;
             let len = u32::from_le_bytes(head[4..8].try_into().expect("4 bytes")) as usize;
             if !(record::HEADER_BYTES..=record::RECORD_BYTES_MAX).contains(&len)
-                || at + len as u64 > copy_start + ring.capacity()
+                || at + len as u64 > file_valid + ring.capacity()
             {
                 break;
             }
@@ -953,22 +1067,58 @@ fn recover(file: &LogFile, ring: Option<&NvmRing>) -> Result<Recovered, WalError
             at += len as u64;
             from_ring += 1;
         }
-        if at < flushed {
-            // The header says the file held bytes the file no longer has, and the ring
-            // does not hold them either.
-            tail = Some(format!(
-                "the NVM log buffer says the log file held everything below LSN {flushed}, \
-                 but valid records end at {at}; recovered up to {at}"
-            ));
+    }
+    // 3. May the log end there? Nothing is changed before this is decided.
+    let end =
+        damage::LogEnd { file_valid, invalid: &invalid, file_end, end: at, valid_past: cfg.valid_past, ring_flushed };
+    let damage = damage::assess(file, &end)?;
+    let mut tail = None;
+    if let Some(d) = &damage {
+        if !cfg.salvage_damaged_log {
+            return Err(WalError::Corrupted {
+                file: d.file.clone(),
+                offset: d.offset,
+                lsn: d.lsn,
+                detail: d.detail.clone(),
+            });
         }
-        if !copy.is_empty() {
-            file.append(copy_start, &copy)?;
-            file.sync()?;
-        }
+    } else if file_valid < file_end {
+        tail = Some(format!(
+            "log file: bytes {file_valid}..{file_end} after the last valid record are not a record ({invalid}); cut"
+        ));
+    }
+    // 4. Cut the file after its last valid record.
+    if file_valid < file_end {
+        file.cut(file_valid)?;
+    }
+    // 5. The ring's records into the file.
+    if !copy.is_empty() {
+        file.append(file_valid, &copy)?;
+        file.sync()?;
+    }
+    // 6. Salvage: LSNs continue past every byte the log held, so that none is handed
+    //    out again below a page's LSN (`wal::damage`).
+    let salvaged = damage.is_some();
+    if let Some(d) = damage {
+        let past = file_end.max(cfg.valid_past + 1).max(ring_flushed.unwrap_or(0));
+        let resumed = damage::fill(file, at, past)?;
+        tail = Some(format!(
+            "salvaged: log file {} damaged at byte {} (LSN {}): {}; cut, {} bytes of the log dropped, the stream \
+             continues at LSN {resumed} after filler records",
+            d.file.display(),
+            d.offset,
+            d.lsn,
+            d.detail,
+            file_end.saturating_sub(at),
+        ));
+        at = resumed;
+    }
+    if let Some(ring) = ring {
         ring.set_flushed(at)?;
         records += from_ring;
     }
-    Ok(Recovered { start, end: at.max(LOG_STREAM_START), records, from_ring, tail })
+    let salvaged = salvaged.then_some(file_valid);
+    Ok(Recovered { start, end: at.max(LOG_STREAM_START), records, from_ring, tail, salvaged })
 }
 
 #[cfg(test)]

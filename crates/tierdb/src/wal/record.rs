@@ -70,6 +70,10 @@ pub enum Kind {
     /// every change logged below it, so redo skips those records without reading the
     /// page (payload: pairs of page id and LSN, u64 each).
     PagesFlushed = 13,
+    /// Bytes the log skips, of no meaning: a salvaged log (`wal::damage`) fills the
+    /// stream up to past every byte it held before its cut with them, so that later
+    /// LSNs stay above every page's.
+    Filler = 14,
 }
 
 impl Kind {
@@ -88,6 +92,7 @@ impl Kind {
             11 => Kind::SmoEnd,
             12 => Kind::LineImage,
             13 => Kind::PagesFlushed,
+            14 => Kind::Filler,
             _ => return None,
         })
     }
@@ -261,7 +266,7 @@ mod tests {
 
         #[test]
         fn any_record_round_trips(lsn in any::<u64>(), txn in any::<u64>(), prev in any::<u64>(), page in any::<u64>(),
-                                   kind in 1u8..=13, payload in proptest::collection::vec(any::<u8>(), 0..500)) {
+                                   kind in 1u8..=14, payload in proptest::collection::vec(any::<u8>(), 0..500)) {
             let head = RecordHead::new(Kind::from_u8(kind).unwrap(), txn, prev).page(page);
             let r = decode(lsn, &encode(lsn, &head, &payload)).unwrap();
             prop_assert_eq!(r.head, head);

@@ -90,15 +90,40 @@ fn a_torn_or_corrupt_tail_is_cut_at_the_last_valid_record() {
     assert!(r.tail.as_deref().unwrap().contains("cut"), "{r:?}");
     assert_eq!(wal.file().end(), end, "the torn bytes are gone");
     wal.close().unwrap();
-    // 2. A flipped bit inside record 35: records 35.. are lost, 0..35 kept.
-    let at = (lsns[35] - seg_start + 70) as usize;
+    // 2. A flipped bit inside the last record, 39: as a torn write would leave it.
     let mut bytes = std::fs::read(&last).unwrap();
-    bytes[at] ^= 0x10;
+    bytes[(lsns[39] - seg_start + 70) as usize] ^= 0x10;
     std::fs::write(&last, &bytes).unwrap();
     let wal = Wal::open(&config(tmp.path(), None)).unwrap();
-    assert_eq!((wal.recovered().end, wal.recovered().records), (lsns[35], 35));
+    assert_eq!((wal.recovered().end, wal.recovered().records), (lsns[39], 39));
     assert!(wal.recovered().tail.as_deref().unwrap().contains("CRC"), "{:?}", wal.recovered());
-    check(&wal, 35);
+    check(&wal, 39);
+    wal.close().unwrap();
+    // 3. A flipped bit inside record 35, with records 36..39 after it: not a torn
+    //    tail, so an error naming the file and the byte, and nothing is cut.
+    let damaged = (lsns[35] - seg_start + 70) as usize;
+    let mut bytes = std::fs::read(&last).unwrap();
+    bytes[damaged] ^= 0x10;
+    std::fs::write(&last, &bytes).unwrap();
+    let e = Wal::open(&config(tmp.path(), None)).unwrap_err();
+    let WalError::Corrupted { file, offset, lsn, detail } = &e else { panic!("{e}") };
+    assert_eq!((file, *offset, *lsn), (&last, lsns[35] - seg_start, lsns[35]), "{e}");
+    assert!(detail.contains("CRC") && detail.contains("a valid record follows"), "{e}");
+    assert_eq!(std::fs::read(&last).unwrap(), bytes, "nothing cut");
+    // 4. Salvage cuts there and moves the next LSN past every byte the log held.
+    let mut cfg = config(tmp.path(), None);
+    cfg.salvage_damaged_log = true;
+    let wal = Wal::open(&cfg).unwrap();
+    let r = wal.recovered().clone();
+    assert_eq!(r.salvaged, Some(lsns[35]), "{r:?}");
+    assert!(r.tail.as_deref().unwrap().contains("salvaged"), "{r:?}");
+    assert!(r.end >= lsns[39], "{r:?}");
+    let recs: Vec<Record> = wal.records_from(wal.start_lsn()).map(Result::unwrap).collect();
+    assert!(recs[35..].iter().all(|r| r.head.kind == Kind::Filler), "{:?}", &recs[35..]);
+    assert_eq!(recs.len() - recs.iter().filter(|r| r.head.kind == Kind::Filler).count(), 35);
+    wal.close().unwrap();
+    let wal = Wal::open(&config(tmp.path(), None)).unwrap();
+    assert_eq!((wal.recovered().end, wal.recovered().tail.clone()), (r.end, None), "the salvaged log is whole");
 }
 
 #[test]
