@@ -110,12 +110,13 @@ fn layout(size: u64, page: u64) -> (u64, u64) {
 }
 
 impl NvmDirect {
-    /// Opens the region: formats it, or with `reuse` reopens the pages in it.
+    /// Opens the region: formats it, or with `reuse` reopens the pages in it (never
+    /// formatting it).
     ///
     /// # Errors
     /// Device errors; `Config` for a bad page size, a region too small for the header and
     /// the catalog page, or (reopening) a region of another page size; `Corrupted` for a
-    /// region without a valid header.
+    /// region without a valid header, an all-zero one included.
     pub fn open(cfg: &DirectConfig) -> Result<NvmDirect> {
         let ps = cfg.page_size;
         if !(PAGE_SIZE_MIN_BYTES..=PAGE_SIZE_MAX_BYTES).contains(&ps) || !ps.is_power_of_two() {
@@ -149,12 +150,17 @@ impl NvmDirect {
         let path = cfg.nvm.path.clone();
         let mut header = vec![0u8; CACHE_LINE_BYTES];
         nvm.copy_out(0, &mut header)?;
-        // A region whose header line is all zeros was never formatted (a crash while
-        // the database was being created): nothing can have been committed in it.
-        if !cfg.reuse || header.iter().all(|&b| b == 0) {
+        if !cfg.reuse {
             let mut nvm = nvm;
             format(&mut nvm, ps, slots, map_offset, map_bytes)?;
             return Self::finish_new(DirectPages::new(nvm, data_offset, ps, cfg.cpu_cache_bytes), path, map_offset);
+        }
+        // Reopening: the region is the database. One whose header is all zeros (wiped,
+        // or a new file in place of a lost one) is never formatted: that would be an
+        // empty database. A creation cut short is told apart by the caller (`Db`'s
+        // creation marker), which then opens without `reuse`.
+        if header.iter().all(|&b| b == 0) {
+            return Err(corrupt(&path, "the header is all zeros: never formatted, or wiped".into()));
         }
         let started = Instant::now();
         check_header(&header, ps, slots, &path)?;
@@ -511,20 +517,23 @@ mod tests {
     }
 
     #[test]
-    fn a_region_never_formatted_is_formatted_and_a_damaged_header_refused() {
+    fn a_region_reopened_is_never_formatted() {
         let dir = tempfile::tempdir().unwrap();
         let mut cfg = config(dir.path(), 16);
         cfg.reuse = true;
-        // All zeros: a creation cut short; formatting it loses nothing.
-        let s = NvmDirect::open(&cfg).unwrap();
-        assert!(s.restart_info().is_none(), "a fresh format is not a restart");
-        drop(s);
+        // All zeros (a new file, or a wiped region): refused, not formatted.
+        let e = NvmDirect::open(&cfg).err().unwrap().to_string();
+        assert!(e.contains("all zeros") && e.contains("d.nvm"), "{e}");
+        assert!(std::fs::read(dir.path().join("d.nvm")).unwrap().iter().all(|&b| b == 0), "nothing written");
         // Another file's bytes where the header goes: refused, not formatted.
         let mut f = std::fs::OpenOptions::new().write(true).open(dir.path().join("d.nvm")).unwrap();
         std::io::Write::write_all(&mut f, b"NOTOURS!").unwrap();
         drop(f);
         let e = NvmDirect::open(&cfg).err().unwrap().to_string();
         assert!(e.contains("no nvm-direct header"), "{e}");
+        // Without `reuse` (a creation) it is formatted.
+        cfg.reuse = false;
+        assert!(NvmDirect::open(&cfg).unwrap().restart_info().is_none(), "a fresh format is not a restart");
     }
 
     #[test]

@@ -337,8 +337,11 @@ impl BufferManager {
         let db_id = ssd.as_ref().map_or(0, |s| s.superblock().db_id);
         // A policy that keeps clean copies only runs NVM as a volatile cache: it needs
         // SSD below it, no technique that writes NVM in place, and never reuses the pool.
-        let volatile_nvm =
-            policy::by_name(&cfg.policy, 1, &cfg.nvcache, cfg.policy_seed)?.nvm_clean_only() && cfg.nvm.is_some();
+        let probe = policy::by_name(&cfg.policy, 1, &cfg.nvcache, cfg.policy_seed)?;
+        let volatile_nvm = probe.nvm_clean_only() && cfg.nvm.is_some();
+        // A durable NVM cache (`nvsql`) keeps dirty pages in NVM across checkpoints: a
+        // pool it cannot reuse may have held the only copy of committed changes.
+        let durable_nvm = probe.nvm_durable_cache() && cfg.nvm.is_some();
         if volatile_nvm && (ssd.is_none() || cfg.techniques != Techniques::NONE) {
             return Err(BufferError::Config {
                 what: format!(
@@ -355,8 +358,24 @@ impl BufferManager {
         let nvm = match &cfg.nvm {
             None => None,
             Some(n) => {
+                let pool_missing = !n.path.exists();
+                if existing && nvm_only && pool_missing {
+                    // The pool is the database: a new one would be an empty database.
+                    return Err(BufferError::Config {
+                        what: format!("cannot reopen the database in {}: the file is missing", n.path.display()),
+                    }
+                    .into());
+                }
                 let region = NvmRegion::open(n)?;
                 let verify = cfg.verify_nvm_checksums;
+                // The pool of an existing database formatted: say why, and for a durable
+                // cache redo from the oldest record kept, which the last checkpoint kept
+                // for the oldest change only NVM held (`docs/wal.md`, "Creation").
+                let formatted = |why: String| RestartInfo {
+                    formatted_because: Some(format!("{}: {why}", n.path.display())),
+                    log_needed_from: durable_nvm.then_some(0),
+                    ..RestartInfo::default()
+                };
                 if existing && volatile_nvm {
                     restart = Some(RestartInfo {
                         formatted_because: Some(format!("policy {}: the NVM cache is volatile", cfg.policy)),
@@ -388,11 +407,15 @@ impl BufferManager {
                             .into());
                         }
                         Err((region, why)) => {
-                            restart = Some(RestartInfo { formatted_because: Some(why), ..RestartInfo::default() });
+                            let why = if pool_missing { "the file was missing".to_string() } else { why };
+                            restart = Some(formatted(why));
                             Some(NvmPool::format(region, ps, db_id, verify)?)
                         }
                     }
                 } else {
+                    if existing && durable_nvm {
+                        restart = Some(formatted("reusing the pool is turned off (reuse_nvm)".into()));
+                    }
                     Some(NvmPool::format(region, ps, db_id, verify)?)
                 }
             }
@@ -866,6 +889,12 @@ impl BufferManager {
             return None;
         }
         self.nvm.as_ref().and_then(NvmPool::oldest_dirty_rec_lsn)
+    }
+
+    /// Opening the SSD page file found no double-write area it could use where one was
+    /// expected ([`crate::device::ssd::SsdInfo::double_write_lost`]), and why.
+    pub fn double_write_lost(&self) -> Option<&str> {
+        self.ssd.as_ref().and_then(|s| s.info().double_write_lost.as_deref())
     }
 
     /// What opening the SSD page file did with the double-write file it found: the

@@ -54,9 +54,9 @@ use crate::btree::{BTree, LeafChange, TreeLog};
 use crate::buffer::frame::direct::WriteBackLog;
 use crate::buffer::{BufferConfig, BufferManager, DirectConfig, NvmDirect, PageSource, Techniques};
 use crate::catalog::Catalog;
-use crate::device::{OpenMode, SsdConfig};
+use crate::device::{ExistingLog, OpenMode, SsdConfig};
 use crate::ids::PageId;
-use crate::wal::{Durability, Kind, Lsn, RecordHead, Wal, WalConfig};
+use crate::wal::{Durability, Kind, Lsn, RecordHead, RingInit, Wal, WalConfig};
 use crate::{ByteSize, Result};
 
 /// Transaction-id bit of structure changes' records.
@@ -70,8 +70,14 @@ pub const LOCK_WAIT_MS_MAX: u64 = 10_000;
 pub const NVM_DIRECT_LOG_SEGMENT_BYTES: u64 = 1 << 20;
 
 /// The control file's name in the database directory: where recovery starts. Its
-/// presence also says that the database was created (see `discard_unfinished_creation`).
+/// presence also says that the database was created (see `prepare_open`).
 const CONTROL_FILE: &str = "CHECKPOINT";
+
+/// The creation marker's name in the database directory: made (and synced) before any
+/// other file of a new database, removed once its control file is in place. A
+/// directory with files of a database but neither this nor the control file lost its
+/// control file, which is an error, never a new database (see `prepare_open`).
+const CREATION_MARKER: &str = "CREATING";
 
 /// The page file's name in the database directory (its double-write file is
 /// `data.db.dwa`).
@@ -191,6 +197,11 @@ pub enum DbError {
     BadRecord { lsn: Lsn, what: String },
     #[error("database configuration: {what}")]
     Config { what: String },
+    /// A file of an existing database is missing or blank, or files of a database were
+    /// found without its control file: nothing is created or formatted in its place
+    /// (`docs/wal.md`, "Creation").
+    #[error("{path}: {what}")]
+    FileLost { path: PathBuf, what: String },
 }
 
 /// Key locks: (tree root, key) → owning transaction.
@@ -304,6 +315,19 @@ pub trait DbStore: PageSource + Sized {
 
     /// Pages found again in NVM at open.
     fn pages_reused(&self) -> usize;
+
+    /// The NVM pool of an existing database could not be reused and was formatted, and
+    /// why (a cache: the log rebuilds what it held; see `docs/wal.md`, "Creation").
+    fn nvm_pool_formatted(&self) -> Option<String> {
+        None
+    }
+
+    /// No double-write area could be applied at open where one was expected, and why:
+    /// an SSD page whose in-place write was lost is older than the flush records say,
+    /// so redo must not skip changes by them, and scans from the oldest record kept.
+    fn double_write_lost(&self) -> Option<String> {
+        None
+    }
 
     /// Pages loaded from a snapshot at open (`main-memory`).
     fn snapshot_pages(&self) -> usize {
@@ -429,7 +453,16 @@ impl DbStore for BufferManager {
         self.oldest_unflushed_lsn()
     }
     fn log_needed_at_open(&self) -> Option<Lsn> {
+        if self.double_write_lost().is_some() {
+            return Some(0);
+        }
         self.restart_info().and_then(|r| r.log_needed_from)
+    }
+    fn nvm_pool_formatted(&self) -> Option<String> {
+        self.restart_info().and_then(|r| r.formatted_because)
+    }
+    fn double_write_lost(&self) -> Option<String> {
+        BufferManager::double_write_lost(self).map(str::to_string)
     }
 }
 
@@ -568,7 +601,10 @@ impl Db<BufferManager> {
     ///
     /// # Errors
     /// Device errors; `Open` for a directory that cannot be used; corrupt pages or log
-    /// records (reported with their page id or LSN).
+    /// records (reported with their page id or LSN); `FileLost` for a file of an
+    /// existing database that is missing (the page file, the pool a database in NVM
+    /// lives in) or files of a database without its control file; the log's errors for
+    /// missing log segments or NVM log ring (see `docs/wal.md`, "Creation").
     pub fn open(cfg: &DbConfig) -> Result<Db> {
         let started = Instant::now();
         create_dir(&cfg.dir)?;
@@ -597,13 +633,24 @@ impl Db<BufferManager> {
             files.extend(nvm_dwa);
             files.extend(bc.nvm.as_ref().map(|n| n.path.clone()));
         }
-        let removed = discard_unfinished_creation(cfg, files)?;
+        let opening = prepare_open(cfg, files)?;
+        let existing = opening.existing();
         // A database in NVM exists once its control file does: its pool is reopened
         // (never formatted, which would lose it).
-        bc.reopen_nvm_only = cfg.pages_in_nvm && cfg.dir.join(CONTROL_FILE).exists();
-        let mut db = Db::open_with(cfg, BufferManager::open(&bc)?, started)?;
-        db.recovery.unfinished_creation = removed;
-        Ok(db)
+        bc.reopen_nvm_only = cfg.pages_in_nvm && existing;
+        if existing && let Some(ssd) = &bc.ssd {
+            // Never made afresh: an empty page file would be an empty database.
+            if !ssd.path.exists() {
+                return Err(DbError::FileLost {
+                    path: ssd.path.clone(),
+                    what: "the page file of an existing database (its control file is there) is missing".into(),
+                }
+                .into());
+            }
+            bc.ssd_open_mode = OpenMode::Open;
+        }
+        let db = Db::open_with(cfg, BufferManager::open(&bc)?, started)?;
+        opening.finish(cfg, db)
     }
 
     pub fn buffer(&self) -> &BufferManager {
@@ -624,59 +671,145 @@ impl Db<MemoryStore> {
         let started = Instant::now();
         create_dir(&cfg.dir)?;
         let snapshot = cfg.dir.join(SNAPSHOT_FILE);
-        let removed = discard_unfinished_creation(cfg, vec![snapshot.with_extension("mm.tmp"), snapshot])?;
+        let opening = prepare_open(cfg, vec![snapshot.with_extension("mm.tmp"), snapshot])?;
         let mut dram = cfg.buffer.dram.clone();
         dram.frame_bytes = cfg.buffer.page_size;
-        let existing = cfg.dir.join(CONTROL_FILE).exists();
-        let mut db = Db::open_with(cfg, MemoryStore::open(&dram, &cfg.dir, existing)?, started)?;
-        db.recovery.unfinished_creation = removed;
-        Ok(db)
+        let db = Db::open_with(cfg, MemoryStore::open(&dram, &cfg.dir, opening.existing())?, started)?;
+        opening.finish(cfg, db)
     }
 }
 
 impl Db<NvmDirect> {
-    /// Opens an `nvm-direct` database: pages in the NVM region of `direct` (reopened if
-    /// its file exists, else formatted), the log and the control file in `cfg.dir`
-    /// (`cfg.buffer` is not used). Recovery repeats the logged line images and rolls back
-    /// unfinished transactions.
+    /// Opens an `nvm-direct` database: pages in the NVM region of `direct` (reopened for
+    /// an existing database, formatted for a new one), the log and the control file in
+    /// `cfg.dir` (`cfg.buffer` is not used). Recovery repeats the logged line images and
+    /// rolls back unfinished transactions.
     ///
     /// # Errors
-    /// As [`Db::open`]; a region made with another page size; a region file that exists
-    /// but was never formatted.
+    /// As [`Db::open`]; a region made with another page size; for an existing database
+    /// a region file that is missing (`FileLost`), zeroed or without a valid header
+    /// (`Corrupted`), or of another size.
     pub fn open_nvm_direct(cfg: &DbConfig, direct: &DirectConfig) -> Result<Db<NvmDirect>> {
         let started = Instant::now();
         create_dir(&cfg.dir)?;
-        let removed = discard_unfinished_creation(cfg, vec![direct.nvm.path.clone()])?;
+        let opening = prepare_open(cfg, vec![direct.nvm.path.clone()])?;
         let mut dc = direct.clone();
-        dc.reuse = dc.nvm.path.exists();
+        // The region is the database: an existing one's is never made or formatted.
+        dc.reuse = opening.existing();
+        if dc.reuse {
+            if !dc.nvm.path.exists() {
+                return Err(DbError::FileLost {
+                    path: dc.nvm.path.clone(),
+                    what: "the nvm-direct region of an existing database (its control file is there) is missing".into(),
+                }
+                .into());
+            }
+            dc.nvm.open_mode = OpenMode::Open;
+        }
         // The log keeps only unfinished work; it is truncated by whole segments.
         let mut cfg = cfg.clone();
         cfg.wal.file.segment_bytes = cfg.wal.file.segment_bytes.min(NVM_DIRECT_LOG_SEGMENT_BYTES);
-        let mut db = Db::open_with(&cfg, NvmDirect::open(&dc)?, started)?;
-        db.recovery.unfinished_creation = removed;
+        let db = Db::open_with(&cfg, NvmDirect::open(&dc)?, started)?;
+        opening.finish(&cfg, db)
+    }
+}
+
+/// What the database directory held at open (`prepare_open`).
+#[must_use]
+enum Opening {
+    /// A database exists: its control file does.
+    Existing,
+    /// A database is being created: the creation marker is in place; `removed` lists
+    /// what an earlier creation, cut short, had left.
+    Creating { removed: Vec<String> },
+}
+
+impl Opening {
+    fn existing(&self) -> bool {
+        matches!(self, Opening::Existing)
+    }
+
+    /// After a successful open: a creation is complete once the control file is in
+    /// place (the checkpoint that ended recovery wrote it), so its marker goes.
+    fn finish<S: DbStore>(self, cfg: &DbConfig, mut db: Db<S>) -> Result<Db<S>> {
+        if let Opening::Creating { removed } = self {
+            assert!(cfg.dir.join(CONTROL_FILE).exists(), "a created database has its control file");
+            remove_durably(&cfg.dir, &cfg.dir.join(CREATION_MARKER))?;
+            db.recovery.unfinished_creation = removed;
+        }
         Ok(db)
     }
 }
 
-/// A database exists once its control file does: the first open writes it last, by an
-/// atomic rename, at the end of the checkpoint that ends recovery, and no later step
-/// removes it. Without it, no open ever returned, so nothing was acknowledged; whatever
-/// files a creation cut short by a crash left (a page file without a superblock, a
-/// double-write file, log segments, an NVM log ring holding records of that log, an NVM
-/// pool or region of the wrong size, the control file's temporary) are removed, and the
-/// database is created afresh. `files` are the store's files; the log's are added here.
-/// Returns what was removed. With the control file present nothing is touched, and
-/// every check of the files stays in force.
-fn discard_unfinished_creation(cfg: &DbConfig, mut files: Vec<PathBuf>) -> Result<Vec<String>> {
+/// Tells an existing database from one being created, and an unfinished creation from
+/// a lost control file (`docs/wal.md`, "Creation"):
+///
+/// 1. The control file is there: the database exists. Nothing is removed but a
+///    creation marker (the creation was complete, and the marker's removal was lost),
+///    and every file must be whole: none is made afresh.
+/// 2. No control file, but the creation marker: a creation was cut short before any
+///    open returned, so nothing was acknowledged. Whatever it left (a page file without
+///    a superblock, a double-write file, log segments, an NVM log ring holding records
+///    of that log, an NVM pool or region of the wrong size, the control file's
+///    temporary) is removed, and the database is created afresh; the marker stays until
+///    that creation is complete.
+/// 3. Neither: with files of a database in the directory (page file, double-write
+///    file, snapshot, log segments, the control file's temporary), its control file was
+///    lost, and that is an error: the files may hold every committed change. Else a new
+///    database: the marker is made and synced first, then stale files of the store
+///    outside the directory (`files`: an NVM pool, region or double-write area, the NVM
+///    log ring) are removed.
+///
+/// `files` are the store's files; the log's are added here.
+fn prepare_open(cfg: &DbConfig, mut files: Vec<PathBuf>) -> Result<Opening> {
     let dir = &cfg.dir;
-    if dir.join(CONTROL_FILE).exists() {
-        return Ok(Vec::new());
-    }
+    let marker = dir.join(CREATION_MARKER);
     let io = |what: String, e: std::io::Error| DbError::Open { path: dir.to_path_buf(), what: format!("{what}: {e}") };
+    // 1. An existing database.
+    if dir.join(CONTROL_FILE).exists() {
+        if marker.exists() {
+            remove_durably(dir, &marker)?;
+        }
+        return Ok(Opening::Existing);
+    }
     files.push(dir.join(format!("{CONTROL_FILE}.tmp")));
     if let crate::wal::LogBuffer::Nvm(n) = &cfg.wal.buffer {
         files.push(n.path.clone());
     }
+    let wal = dir.join(LOG_DIR);
+    // 3. No marker: a new database, or one whose control file was lost.
+    if !marker.exists() {
+        let mut found: Vec<String> =
+            files.iter().filter(|f| f.starts_with(dir) && f.exists()).map(|f| f.display().to_string()).collect();
+        let segments = match std::fs::read_dir(&wal) {
+            Ok(entries) => entries
+                .filter_map(|e| e.ok())
+                .filter(|e| e.file_name().to_str().is_some_and(|n| n.ends_with(".wal")))
+                .count(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
+            Err(e) => return Err(io(format!("listing {}", wal.display()), e).into()),
+        };
+        if segments > 0 {
+            found.push(format!("{} ({segments} log segments)", wal.display()));
+        }
+        if !found.is_empty() {
+            return Err(DbError::FileLost {
+                path: dir.join(CONTROL_FILE),
+                what: format!(
+                    "missing, but the directory holds files of a database ({}) and no creation marker \
+                     {CREATION_MARKER}: the control file was lost, and opening would discard the database; \
+                     restore it (or remove the directory to start afresh)",
+                    found.join(", ")
+                ),
+            }
+            .into());
+        }
+        let made = std::fs::write(&marker, b"tierdb: a database is being created here\n")
+            .and_then(|()| std::fs::File::open(&marker)?.sync_all())
+            .and_then(|()| std::fs::File::open(dir)?.sync_all());
+        made.map_err(|e| io(format!("making the creation marker {}", marker.display()), e))?;
+    }
+    // 2. (and 3.) A creation: what an earlier one left goes.
     let mut removed = Vec::new();
     for f in files {
         match std::fs::remove_file(&f) {
@@ -685,7 +818,6 @@ fn discard_unfinished_creation(cfg: &DbConfig, mut files: Vec<PathBuf>) -> Resul
             Err(e) => return Err(io(format!("removing {} of a creation that did not finish", f.display()), e).into()),
         }
     }
-    let wal = dir.join(LOG_DIR);
     match std::fs::remove_dir_all(&wal) {
         Ok(()) => removed.push(format!("{}/", wal.display())),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -694,7 +826,14 @@ fn discard_unfinished_creation(cfg: &DbConfig, mut files: Vec<PathBuf>) -> Resul
     if !removed.is_empty() {
         std::fs::File::open(dir).and_then(|d| d.sync_all()).map_err(|e| io("sync the directory".into(), e))?;
     }
-    Ok(removed)
+    Ok(Opening::Creating { removed })
+}
+
+/// Removes `file` from `dir` and syncs the directory.
+fn remove_durably(dir: &Path, file: &Path) -> Result<()> {
+    std::fs::remove_file(file)
+        .and_then(|()| std::fs::File::open(dir)?.sync_all())
+        .map_err(|e| DbError::Open { path: file.to_path_buf(), what: format!("cannot remove it: {e}") }.into())
 }
 
 fn create_dir(dir: &Path) -> Result<()> {
@@ -706,7 +845,22 @@ impl<S: DbStore> Db<S> {
     fn open_with(cfg: &DbConfig, store: S, started: Instant) -> Result<Db<S>> {
         let mut wc = cfg.wal.clone();
         wc.file.dir = cfg.dir.join(LOG_DIR);
+        let control = read_control(&cfg.dir)?;
+        if let Some(c) = control {
+            // An existing database: no part of its log is made afresh. Commits of an
+            // in-place store truncate the log behind the control file's bound.
+            wc.file.existing = Some(ExistingLog { needed_from: (!store.in_place()).then_some(c.retain) });
+            wc.ring_init = if c.clean_end != 0 { RingInit::ClosedAt(c.clean_end) } else { RingInit::Existing };
+        }
+        // The record at the redo point was forced before the control file was written:
+        // a log that ends before it is damaged, not torn (`wal::damage`).
+        wc.valid_past = read_control(&cfg.dir)?.map_or(0, |c| c.redo);
         let wal = Arc::new(Wal::open(&wc)?);
+        if let Some(c) = control.filter(|c| c.clean_end != 0) {
+            // From the first append on, the NVM ring may hold records the file lacks:
+            // the clean close's claim goes before anything is appended.
+            write_control(&cfg.dir, Control { clean_end: 0, ..c })?;
+        }
         let mut db = Db {
             store,
             wal,
@@ -872,6 +1026,11 @@ impl<S: DbStore> Db<S> {
     /// # Errors
     /// Device and log errors.
     pub fn checkpoint(&self) -> Result<()> {
+        self.checkpoint_control().map(|_| ())
+    }
+
+    /// [`checkpoint`](Self::checkpoint), returning what it wrote to the control file.
+    fn checkpoint_control(&self) -> Result<Control> {
         // Changes logged before `redo` are in pages written by the flush below.
         let redo = self.wal.next_lsn();
         self.store.flush_all()?;
@@ -884,9 +1043,10 @@ impl<S: DbStore> Db<S> {
         // Every id handed out so far is below these: a transaction or structure change
         // with a record before `start` began before this point.
         let (next_txn, next_smo) = (self.next_txn.load(Ordering::Relaxed), self.next_smo.load(Ordering::Relaxed));
-        write_control(&self.dir, Control { retain, redo: start, next_txn, next_smo })?;
+        let control = Control { retain, redo: start, next_txn, next_smo, clean_end: 0 };
+        write_control(&self.dir, control)?;
         self.wal.truncate_before(retain)?;
-        Ok(())
+        Ok(control)
     }
 
     /// The oldest record recovery may need, given that changes before `bound` are in
@@ -912,14 +1072,18 @@ impl<S: DbStore> Db<S> {
     /// # Errors
     /// As [`checkpoint`](Self::checkpoint).
     pub fn close(self) -> Result<()> {
-        self.checkpoint()?;
-        let Db { store, wal, .. } = self;
+        let control = self.checkpoint_control()?;
+        let Db { store, wal, dir, .. } = self;
         store.close_store()?;
+        // Nothing is appended after the store's close (its last flush notes).
+        let log_end = wal.next_lsn();
         match Arc::try_unwrap(wal) {
             Ok(w) => w.close()?,
             Err(w) => w.flush_until(u64::MAX)?,
         }
-        Ok(())
+        // Every record is in the log file, which ends at `log_end`: a lost NVM ring
+        // loses nothing until the next open appends (`RingInit::ClosedAt`).
+        write_control(&dir, Control { clean_end: log_end, ..control })
     }
 }
 
@@ -940,16 +1104,25 @@ pub(super) struct Control {
     /// an unfinished structure change's images to another's end record.
     pub next_txn: u64,
     pub next_smo: u64,
+    /// The log's end when the database was last closed cleanly, with every record in
+    /// the log file (0: not closed cleanly since the last open). Written only by
+    /// [`Db::close`] and cleared by the next open before it appends anything: while it
+    /// is set, a lost NVM log ring held nothing the log file lacks
+    /// ([`RingInit::ClosedAt`]).
+    pub clean_end: Lsn,
 }
 
 /// Writes the control file atomically (a temporary file, fsync, rename, fsync of the
 /// directory). Layout: four 16-byte entries, each a u64, the CRC-32C of it and a zero
-/// u32: retain, redo, next transaction id, next structure-change id. An older file
-/// holds only the first entry (16 bytes: redo = retain) or the first two (32 bytes).
+/// u32: retain, redo, next transaction id, next structure-change id; after a clean close
+/// a fifth, the log's end then (80 bytes). An older file holds only the first entry
+/// (16 bytes: redo = retain) or the first two (32 bytes).
 fn write_control(dir: &Path, c: Control) -> Result<()> {
     debug_assert!(c.retain <= c.redo, "control: retain {} after redo {}", c.retain, c.redo);
-    let mut b = [0u8; 64];
-    for (i, v) in [c.retain, c.redo, c.next_txn, c.next_smo].into_iter().enumerate() {
+    let mut b = [0u8; 80];
+    let entries = if c.clean_end == 0 { 4 } else { 5 };
+    let b = &mut b[..entries * 16];
+    for (i, v) in [c.retain, c.redo, c.next_txn, c.next_smo, c.clean_end].into_iter().take(entries).enumerate() {
         let o = i * 16;
         b[o..o + 8].copy_from_slice(&v.to_le_bytes());
         let crc = crc32c::crc32c(&b[o..o + 8]);
@@ -960,7 +1133,7 @@ fn write_control(dir: &Path, c: Control) -> Result<()> {
     {
         use std::io::Write;
         let mut f = std::fs::File::create(&tmp).map_err(|e| io("create the control file", e))?;
-        f.write_all(&b).and_then(|()| f.sync_all()).map_err(|e| io("write the control file", e))?;
+        f.write_all(b).and_then(|()| f.sync_all()).map_err(|e| io("write the control file", e))?;
     }
     std::fs::rename(&tmp, dir.join(CONTROL_FILE)).map_err(|e| io("rename the control file", e))?;
     std::fs::File::open(dir).and_then(|d| d.sync_all()).map_err(|e| io("sync the directory", e))?;
@@ -976,7 +1149,7 @@ fn read_control(dir: &Path) -> Result<Option<Control>> {
         Err(e) => return Err(DbError::Open { path, what: format!("cannot read the control file: {e}") }.into()),
     };
     let entry_ok = |o: usize| crc32c::crc32c(&b[o..o + 8]).to_le_bytes() == b[o + 8..o + 12];
-    if ![16, 32, 64].contains(&b.len()) || !(0..b.len()).step_by(16).all(entry_ok) {
+    if ![16, 32, 64, 80].contains(&b.len()) || !(0..b.len()).step_by(16).all(entry_ok) {
         return Err(DbError::Open { path, what: "the control file is corrupt".into() }.into());
     }
     let at = |i: usize| {
@@ -987,8 +1160,13 @@ fn read_control(dir: &Path) -> Result<Option<Control>> {
         }
     };
     let retain = at(0).expect("16 bytes at least");
-    let c =
-        Control { retain, redo: at(1).unwrap_or(retain), next_txn: at(2).unwrap_or(0), next_smo: at(3).unwrap_or(0) };
+    let c = Control {
+        retain,
+        redo: at(1).unwrap_or(retain),
+        next_txn: at(2).unwrap_or(0),
+        next_smo: at(3).unwrap_or(0),
+        clean_end: at(4).unwrap_or(0),
+    };
     if c.redo < c.retain {
         return Err(DbError::Open {
             path,

@@ -83,6 +83,19 @@ pub struct RecoveryReport {
     /// Files of a creation that a crash cut short (no control file yet), removed before
     /// the database was created afresh.
     pub unfinished_creation: Vec<String>,
+    /// The NVM pool of this existing database could not be reused (missing, zeroed,
+    /// another database's) and was formatted, and why: a cache whose pages the page
+    /// file and the log hold (for a durable cache, `nvsql`, redo then scans from the
+    /// oldest record kept, `log_retained_from`).
+    pub nvm_pool_formatted: Option<String>,
+    /// No double-write area could be applied where one was expected (missing, zeroed),
+    /// and why: redo then scans from the oldest record kept and skips nothing by flush
+    /// records (a page whose in-place write was lost is older than they say); a torn
+    /// page fails its seal when read.
+    pub double_write_lost: Option<String>,
+    /// The NVM log ring could not be used and was made afresh, and why that lost
+    /// nothing (the last close left every record in the log file).
+    pub log_ring_remade: Option<String>,
     /// NVM frames not used because a crash caught them being written in place (their
     /// IN_UPDATE flag set) or their header unreadable: each such page is rebuilt from
     /// its SSD copy by the redo (NV-SQL §5.3). Pages reused from NVM skip the redo of
@@ -126,11 +139,20 @@ pub(super) fn recover<S: DbStore>(db: &Db<S>, started: Instant) -> Result<Recove
         snapshot_pages_loaded: db.store.snapshot_pages(),
         nvm_frames_cleared: db.store.nvm_frames_cleared(),
         pages_restored: db.store.pages_restored(),
+        nvm_pool_formatted: db.store.nvm_pool_formatted(),
+        double_write_lost: db.store.double_write_lost(),
+        log_ring_remade: db.wal.ring_remade().map(str::to_string),
         ..RecoveryReport::default()
     };
     rep.open_secs = started.elapsed().as_secs_f64();
     let start = db.wal.start_lsn();
-    let control = read_control(&db.dir)?.unwrap_or(Control { retain: start, redo: start, next_txn: 0, next_smo: 0 });
+    let control = read_control(&db.dir)?.unwrap_or(Control {
+        retain: start,
+        redo: start,
+        next_txn: 0,
+        next_smo: 0,
+        clean_end: 0,
+    });
     let (retain, redo) = (control.retain, control.redo);
     // Redo scans from the checkpoint's redo point, or further back to rebuild a page
     // whose NVM frame a crash caught mid-write (NV-SQL §5.3: from its recovery LSN; 0,
@@ -162,7 +184,9 @@ pub(super) fn recover<S: DbStore>(db: &Db<S>, started: Instant) -> Result<Recove
     //    from the scan's start; the log is read ahead in chunks, so this costs little
     //    beside a page read.
     let pass = Instant::now();
-    let flushed = flushed_pages(db, scan_from)?;
+    let mut flushed = flushed_pages(db, scan_from)?;
+    // Without the double-write area an SSD page may be older than its flush record.
+    flushed.trusted = rep.double_write_lost.is_none();
     rep.flush_records = flushed.records;
     // A copy found at open is trusted only if it is at least as new as every flush
     // record redo relies on (a kill between a page's SSD write and the refresh of its
@@ -266,13 +290,16 @@ pub(super) fn recover<S: DbStore>(db: &Db<S>, started: Instant) -> Result<Recove
 struct Flushed {
     at: HashMap<u64, Lsn>,
     records: u64,
+    /// Whether redo may skip changes by them: the writes they note survived the crash
+    /// (their double-write copies were found at open).
+    trusted: bool,
 }
 
 impl Flushed {
     /// Whether page `pid`'s SSD copy holds the change logged at `lsn`: a flush record
     /// says the page was written at a later log LSN.
     fn holds(&self, pid: PageId, lsn: Lsn) -> bool {
-        self.at.get(&pid.0).is_some_and(|&flushed| lsn < flushed)
+        self.trusted && self.at.get(&pid.0).is_some_and(|&flushed| lsn < flushed)
     }
 }
 
@@ -293,7 +320,7 @@ fn held_unread<S: DbStore>(db: &Db<S>, flushed: &Flushed, pid: PageId, lsn: Lsn)
 
 /// Reads the flush records from `from` on.
 fn flushed_pages<S: DbStore>(db: &Db<S>, from: Lsn) -> Result<Flushed> {
-    let mut f = Flushed::default();
+    let mut f = Flushed { trusted: true, ..Flushed::default() };
     for rec in db.wal.records_from(from) {
         let rec = rec?;
         if rec.head.kind != Kind::PagesFlushed {

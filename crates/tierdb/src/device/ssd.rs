@@ -132,6 +132,13 @@ pub struct SsdInfo {
     /// What opening did with the double-write areas it found (`None`: there was none;
     /// with both a file and an NVM area, one report of both).
     pub torn_pages: Option<TornPageRecovery>,
+    /// Opening an existing page file with the double-write area on found none it could
+    /// use (missing, zeroed, another database's): the copies of page writes the last
+    /// run may not have finished in place are gone, and why. A torn page then fails its
+    /// seal when read; a page whose in-place write was lost is intact but older than
+    /// what the log's flush records say, so recovery must not rely on them
+    /// (`docs/wal.md`, "Creation").
+    pub double_write_lost: Option<String>,
 }
 
 struct Meta {
@@ -367,6 +374,18 @@ impl SsdFile {
                     a
                 }
             });
+        }
+        // No area to apply, where this run expects one (or where one was there but
+        // unusable): whatever its last period held is gone.
+        if found.is_empty() && (cfg.double_write.is_on() || report.as_ref().is_some_and(|r| r.unusable.is_some())) {
+            self.info.double_write_lost =
+                Some(match report.as_ref().and_then(|r| r.unusable.as_ref().map(|u| (r, u))) {
+                    Some((r, why)) => format!("{}: {why}", r.path.display()),
+                    None => {
+                        let expected = if cfg.double_write == DoubleWriteMode::Nvm { &nvm_path } else { &path };
+                        format!("{} is missing", expected.display())
+                    }
+                });
         }
         self.info.torn_pages = report;
         // The restored pages are synced: the copies are no longer needed.
@@ -819,6 +838,7 @@ fn open_file(cfg: &SsdConfig) -> Result<(File, SsdInfo), DeviceError> {
         double_write_mode: DoubleWriteMode::Off,
         double_write: None,
         torn_pages: None,
+        double_write_lost: None,
     };
     Ok((file, info))
 }
