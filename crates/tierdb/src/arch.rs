@@ -405,7 +405,8 @@ impl Engine {
             let mut n = NvmConfig::new(&cfg.nvm_path, cfg.nvm);
             n.profile = cfg.nvm_profile.clone();
             n.mode = cfg.mode;
-            n.open_mode = OpenMode::OpenOrCreate;
+            // The region is the database: reopened, a missing one is not made afresh.
+            n.open_mode = if cfg.open_existing { OpenMode::Open } else { OpenMode::OpenOrCreate };
             n.wear_counters = cfg.wear_counters;
             let mut dc = DirectConfig::new(n, cfg.page_size);
             dc.reuse = cfg.open_existing;

@@ -854,7 +854,7 @@ impl<S: DbStore> Db<S> {
         }
         // The record at the redo point was forced before the control file was written:
         // a log that ends before it is damaged, not torn (`wal::damage`).
-        wc.valid_past = read_control(&cfg.dir)?.map_or(0, |c| c.redo);
+        wc.valid_past = control.map_or(0, |c| c.redo);
         let wal = Arc::new(Wal::open(&wc)?);
         if let Some(c) = control.filter(|c| c.clean_end != 0) {
             // From the first append on, the NVM ring may hold records the file lacks:
