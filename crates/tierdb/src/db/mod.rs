@@ -202,6 +202,14 @@ pub enum DbError {
     /// (`docs/wal.md`, "Creation").
     #[error("{path}: {what}")]
     FileLost { path: PathBuf, what: String },
+    /// A page carries an LSN the log does not reach: the log lost records that were
+    /// durable (damaged or missing), and LSNs handed out again below the page's would
+    /// make redo skip later changes of it.
+    #[error(
+        "page {pid} carries LSN {page_lsn}, but the log ends at {log_end}: it lost durable records \
+         (WalConfig::salvage_damaged_log moves the log past the page's LSN)"
+    )]
+    PageAheadOfLog { pid: PageId, page_lsn: Lsn, log_end: Lsn },
 }
 
 /// Key locks: (tree root, key) → owning transaction.
@@ -586,6 +594,8 @@ pub struct Db<S: DbStore = BufferManager> {
     trees: RwLock<HashMap<String, PageId>>,
     locks: Locks,
     recovery: RecoveryReport,
+    /// Flushes the log if the database is dropped without [`close`](Db::close).
+    log_on_drop: LogOnDrop,
 }
 
 impl<S: DbStore> std::fmt::Debug for Db<S> {
@@ -862,6 +872,7 @@ impl<S: DbStore> Db<S> {
             write_control(&cfg.dir, Control { clean_end: 0, ..c })?;
         }
         let mut db = Db {
+            log_on_drop: LogOnDrop { wal: Some(wal.clone()), dir: cfg.dir.clone() },
             store,
             wal,
             dir: cfg.dir.clone(),
@@ -970,6 +981,7 @@ impl<S: DbStore> Db<S> {
     /// # Errors
     /// `NoSuchTree`; the tree's errors.
     pub fn get(&self, tree: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.check_alive()?;
         self.tree(tree)?.get(key, <[u8]>::to_vec)
     }
 
@@ -986,6 +998,7 @@ impl<S: DbStore> Db<S> {
         part: Range<usize>,
         f: impl FnOnce(&[u8]) -> R,
     ) -> Result<Option<R>> {
+        self.check_alive()?;
         self.tree(tree)?.get_part(key, part, f)
     }
 
@@ -994,6 +1007,7 @@ impl<S: DbStore> Db<S> {
     /// # Errors
     /// As [`get`](Self::get).
     pub fn scan(&self, tree: &str, start: &[u8], f: impl FnMut(&[u8], &[u8]) -> bool) -> Result<()> {
+        self.check_alive()?;
         self.tree(tree)?.scan(start, f)
     }
 
@@ -1067,28 +1081,66 @@ impl<S: DbStore> Db<S> {
         Ok(())
     }
 
-    /// Checkpoints and closes.
+    /// Checkpoints and closes. Every step runs even if one before it failed, so that a
+    /// checkpoint that cannot write pages (a full disk) still leaves every record in
+    /// the log file: commits acknowledged with [`Durability::Group`] are durable after
+    /// `close` unless it says they are lost.
     ///
     /// # Errors
-    /// As [`checkpoint`](Self::checkpoint).
+    /// The log's error if it failed: `Poisoned`, which says whether the records it still
+    /// held in memory (those of the flush that failed) could be written now
+    /// ([`Wal::finish`]); if not they are lost, and the next open rolls back what they
+    /// began. Else the first error of the checkpoint and the store's close.
     pub fn close(self) -> Result<()> {
-        let control = self.checkpoint_control()?;
-        let Db { store, wal, dir, .. } = self;
-        store.close_store()?;
+        let checkpoint = self.checkpoint_control();
+        let Db { store, wal, dir, mut log_on_drop, .. } = self;
+        log_on_drop.wal = None;
+        let store_closed = store.close_store();
         // Nothing is appended after the store's close (its last flush notes).
         let log_end = wal.next_lsn();
-        match Arc::try_unwrap(wal) {
-            Ok(w) => w.close()?,
-            Err(w) => w.flush_until(u64::MAX)?,
-        }
+        let log_closed = match Arc::try_unwrap(wal) {
+            Ok(w) => w.close(),
+            Err(w) => w.finish(),
+        };
+        // The log's error first: it says what became of the acknowledged commits.
+        let control = log_closed.map_err(crate::Error::from).and(checkpoint).and_then(|c| store_closed.map(|()| c))?;
         // Every record is in the log file, which ends at `log_end`: a lost NVM ring
         // loses nothing until the next open appends (`RingInit::ClosedAt`).
         write_control(&dir, Control { clean_end: log_end, ..control })
     }
+
+    /// Refuses work once the log or the store has failed: what reached them is unknown
+    /// until recovery, and memory may hold changes whose records never reached the log
+    /// (the change whose append failed, commits acknowledged with `group` durability
+    /// whose flush failed), which a read must not show.
+    fn check_alive(&self) -> Result<()> {
+        self.wal.check()?;
+        self.store.check()
+    }
 }
 
-/// Writes the control file (redo point and CRC) atomically: a temporary file, fsync,
-/// rename, fsync of the directory.
+/// Makes the log's buffered records durable when a [`Db`] is dropped without
+/// [`Db::close`] (commits acknowledged with `group` durability among them), and says
+/// on standard error if it cannot: a drop has no other way to report that the log
+/// failed. `close` disarms it. A crash (or `std::mem::forget` in tests) runs no drop.
+struct LogOnDrop {
+    wal: Option<Arc<Wal>>,
+    dir: PathBuf,
+}
+
+impl Drop for LogOnDrop {
+    fn drop(&mut self) {
+        if let Some(wal) = self.wal.take()
+            && let Err(e) = wal.finish()
+        {
+            eprintln!(
+                "tierdb: database {} dropped without close, and its log could not be made durable: {e}",
+                self.dir.display()
+            );
+        }
+    }
+}
+
 /// What the control file holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Control {
@@ -1181,12 +1233,22 @@ fn read_control(dir: &Path) -> Result<Option<Control>> {
 struct TxnState {
     first: Lsn,
     last: Lsn,
-    /// For rollback: (tree root, key, how to undo), in order of change.
-    undo: Vec<(PageId, Vec<u8>, Undo)>,
+    /// For rollback, in order of change.
+    undo: Vec<UndoStep>,
     /// Keys locked.
     locks: Vec<(u64, Vec<u8>)>,
     /// Rolling back: changes are compensations.
     compensating: Option<Lsn>,
+}
+
+/// One change of a transaction, for its rollback.
+struct UndoStep {
+    root: PageId,
+    key: Vec<u8>,
+    undo: Undo,
+    /// The transaction's record before the change's (0: none): where its compensation
+    /// says undo continues.
+    undo_next: Lsn,
 }
 
 /// How to undo one change of a key.
@@ -1326,16 +1388,21 @@ impl<S: DbStore> TreeLog for TxnLog<'_, S> {
             self.db.active.lock().insert(self.id, bound);
         }
         let head = RecordHead::new(kind, self.id, st.last).page(page.0).undo_next(undo_next);
-        let lsn = self.db.wal.append(&head, &encode_change(root, &change))?;
-        st.last = lsn;
+        let appended = self.db.wal.append(&head, &encode_change(root, &change));
         if st.compensating.is_none() {
+            // Kept whether or not the append succeeded: the tree changed the leaf before
+            // logging it, so a failed append leaves the change in memory, and a rollback
+            // must undo it (or, with the log failed, the database refuses all work).
             let (key, undo) = match change {
                 LeafChange::Put { key, old, .. } => (key, Undo::Restore(old.map(<[u8]>::to_vec))),
                 LeafChange::Delete { key, old } => (key, Undo::Restore(Some(old.to_vec()))),
                 LeafChange::Patch { key, offset, old, .. } => (key, Undo::Patch { offset, old: old.to_vec() }),
             };
-            st.undo.push((root, key.to_vec(), undo));
+            let undo_next = st.last;
+            st.undo.push(UndoStep { root, key: key.to_vec(), undo, undo_next });
         }
+        let lsn = appended?;
+        st.last = lsn;
         Ok(lsn)
     }
 
@@ -1380,6 +1447,8 @@ impl<S: DbStore> Txn<'_, S> {
     }
 
     fn lock(&self, root: PageId, key: &[u8]) -> Result<()> {
+        // Every write and locking read comes here first.
+        self.db.check_alive()?;
         if self.db.locks.lock(self.log.id, root, key)? {
             self.log.state.lock().locks.push((root.0, key.to_vec()));
         }
@@ -1465,7 +1534,10 @@ impl<S: DbStore> Txn<'_, S> {
     /// Commits: durable as the database's durability says once this returns.
     ///
     /// # Errors
-    /// The log's errors: the commit may or may not be durable (recovery decides).
+    /// The log's errors: the commit may or may not be durable (recovery decides). The
+    /// database then refuses all further work (`Poisoned`) until it is reopened, reads
+    /// included: this transaction's changes are still in memory. Once the log has
+    /// failed, every commit returns its error, `group` ones too.
     pub fn commit(mut self) -> Result<()> {
         self.done = true;
         let (last, locks) = {
@@ -1473,7 +1545,7 @@ impl<S: DbStore> Txn<'_, S> {
             (st.last, std::mem::take(&mut st.locks))
         };
         let result = (|| -> Result<()> {
-            self.db.store.check()?;
+            self.db.check_alive()?;
             if last != 0 {
                 let lsn = self.db.wal.append(&RecordHead::new(Kind::Commit, self.log.id, last), &[])?;
                 self.db.wal.commit(lsn + 1, self.db.durability)?;
@@ -1487,10 +1559,14 @@ impl<S: DbStore> Txn<'_, S> {
         self.db.truncate_after_commit()
     }
 
-    /// Rolls back every change of the transaction.
+    /// Rolls back every change of the transaction, its change whose log append failed
+    /// included.
     ///
     /// # Errors
-    /// The tree's and the log's errors (recovery finishes the rollback then).
+    /// The tree's and the log's errors (recovery finishes the rollback then). Once the
+    /// log has failed, `Poisoned` without undoing anything: the undo cannot be logged,
+    /// the database refuses all work (no read shows the changes), and recovery rolls the
+    /// transaction back when the database is reopened.
     pub fn rollback(mut self) -> Result<()> {
         self.done = true;
         self.undo_all()
@@ -1499,21 +1575,9 @@ impl<S: DbStore> Txn<'_, S> {
     fn undo_all(&mut self) -> Result<()> {
         let undo = std::mem::take(&mut self.log.state.lock().undo);
         let result = (|| {
+            self.db.check_alive()?;
             // Each undo step's compensation points past the record it undoes.
-            let mut chain: Vec<Lsn> = Vec::new();
-            {
-                // The LSNs of the transaction's updates, newest last, to find each
-                // one's predecessor: walk the log's prev chain.
-                let mut lsn = self.log.state.lock().last;
-                while lsn != 0 {
-                    let r = self.db.wal.read(lsn)?;
-                    if r.head.kind == Kind::Update {
-                        chain.push(r.head.prev);
-                    }
-                    lsn = r.head.prev;
-                }
-            }
-            for ((root, key, undo), undo_next) in undo.into_iter().rev().zip(chain) {
+            for UndoStep { root, key, undo, undo_next } in undo.into_iter().rev() {
                 self.log.state.lock().compensating = Some(undo_next);
                 let tree = BTree::open(&self.db.store, root)?.logged(&self.log);
                 let applied = undo.apply(&tree, &key)?;

@@ -172,6 +172,9 @@ pub(super) fn recover<S: DbStore>(db: &Db<S>, started: Instant) -> Result<Recove
     // record (earlier pools stored one past a page LSN). Scan from a record's start
     // then, and pass over the records that begin below the bound.
     let scan_from = if from == redo.max(start) || from == retain.max(start) { from } else { retain.max(start) };
+    // A salvaged log was cut below them and filled up past them: they need not be
+    // records' starts any more, the cut is.
+    let scan_from = db.wal.recovered().salvaged.map_or(scan_from, |cut| scan_from.min(cut));
     rep.redo_from = from;
     rep.log_retained_from = retain.max(start);
     let mut txns: HashMap<u64, TxnInfo> = HashMap::new();
@@ -419,6 +422,7 @@ fn redo_change<S: DbStore>(db: &Db<S>, lsn: Lsn, pid: PageId, payload: &[u8], fl
         Err(crate::btree::BTreeError::NotATree { .. }) => return Ok(Redo::Held),
         Err(e) => return Err(e.into()),
     };
+    page_within_log(db, pid, node.page_lsn())?;
     if node.page_lsn() >= lsn {
         return Ok(Redo::Held);
     }
@@ -455,6 +459,21 @@ fn redo_change<S: DbStore>(db: &Db<S>, lsn: Lsn, pid: PageId, payload: &[u8], fl
     m.set_page_lsn(lsn);
     page.set_page_lsn(lsn);
     Ok(Redo::Applied)
+}
+
+/// Checks that a page read during redo carries an LSN the log reaches: one past the log's
+/// end means the log lost durable records, and the LSNs handed out from its end would
+/// be below the page's, so that redo after the next crash skips changes of the page.
+/// A salvaged log (`WalConfig::salvage_damaged_log`) is moved past the page's LSN.
+fn page_within_log<S: DbStore>(db: &Db<S>, pid: PageId, page_lsn: Lsn) -> Result<()> {
+    let log_end = db.wal.next_lsn();
+    if page_lsn < log_end {
+        return Ok(());
+    }
+    if db.wal.salvaging() {
+        return Ok(db.wal.skip_past(page_lsn)?);
+    }
+    Err(DbError::PageAheadOfLog { pid, page_lsn, log_end }.into())
 }
 
 /// Installs a page image: the page's bytes become the image; a B+-tree node's LSN
