@@ -448,6 +448,7 @@ impl Engine {
                     frames_cleared: Vec::new(),
                     log_needed_from: None,
                     frames_discarded: 0,
+                    page_lsn_max: None,
                     scan_secs: secs,
                     frames_gb_per_sec: if secs > 0.0 { bytes / secs / 1e9 } else { 0.0 },
                     formatted_because: None,

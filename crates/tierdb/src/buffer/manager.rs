@@ -273,6 +273,10 @@ pub struct RestartInfo {
     pub log_needed_from: Option<u64>,
     /// Frames naming pages the database does not have (freed, never allocated).
     pub frames_discarded: usize,
+    /// The highest page LSN among the frames reused, and its page: a page reaches NVM
+    /// only after the log is forced to its LSN, so the log must reach past it
+    /// (`db::recovery` checks; a log that does not lost durable records).
+    pub page_lsn_max: Option<(PageId, u64)>,
     /// Time to read and check every frame header.
     pub scan_secs: f64,
     /// NVM frames covered per second of the scan (frames × page size / time).
@@ -392,6 +396,7 @@ impl BufferManager {
                                 frames_cleared: r.cleared.iter().map(|(n, why)| format!("frame {n}: {why}")).collect(),
                                 log_needed_from: r.log_needed_from,
                                 frames_discarded: 0,
+                                page_lsn_max: None,
                                 scan_secs: r.scan_secs,
                                 frames_gb_per_sec: (frames * ps) as f64 / r.scan_secs.max(1e-9) / 1e9,
                                 formatted_because: None,
@@ -575,6 +580,9 @@ impl BufferManager {
                     info.pages_reused -= 1;
                     info.frames_discarded += 1;
                     continue;
+                }
+                if info.page_lsn_max.is_none_or(|(_, lsn)| h.page_lsn > lsn) {
+                    info.page_lsn_max = Some((h.pid, h.page_lsn));
                 }
                 bm.table.set(h.pid, Entry::Nvm(n));
             }

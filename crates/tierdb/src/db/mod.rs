@@ -324,6 +324,12 @@ pub trait DbStore: PageSource + Sized {
     /// Pages found again in NVM at open.
     fn pages_reused(&self) -> usize;
 
+    /// The highest page LSN among the pages found again at open (NVM frame headers),
+    /// and its page: the log must reach past it.
+    fn page_lsn_max_found(&self) -> Option<(PageId, Lsn)> {
+        None
+    }
+
     /// The NVM pool of an existing database could not be reused and was formatted, and
     /// why (a cache: the log rebuilds what it held; see `docs/wal.md`, "Creation").
     fn nvm_pool_formatted(&self) -> Option<String> {
@@ -450,6 +456,9 @@ impl DbStore for BufferManager {
     }
     fn pages_reused(&self) -> usize {
         self.restart_info().map_or(0, |r| r.pages_reused)
+    }
+    fn page_lsn_max_found(&self) -> Option<(PageId, Lsn)> {
+        self.restart_info().and_then(|r| r.page_lsn_max)
     }
     fn pages_restored(&self) -> usize {
         self.torn_pages().map_or(0, |t| t.pages_restored())

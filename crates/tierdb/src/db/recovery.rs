@@ -175,6 +175,10 @@ pub(super) fn recover<S: DbStore>(db: &Db<S>, started: Instant) -> Result<Recove
     // A salvaged log was cut below them and filled up past them: they need not be
     // records' starts any more, the cut is.
     let scan_from = db.wal.recovered().salvaged.map_or(scan_from, |cut| scan_from.min(cut));
+    // The pages found again in NVM carry LSNs the log must reach, as those redo reads.
+    if let Some((pid, lsn)) = db.store.page_lsn_max_found() {
+        page_within_log(db, pid, lsn)?;
+    }
     rep.redo_from = from;
     rep.log_retained_from = retain.max(start);
     let mut txns: HashMap<u64, TxnInfo> = HashMap::new();
@@ -461,10 +465,11 @@ fn redo_change<S: DbStore>(db: &Db<S>, lsn: Lsn, pid: PageId, payload: &[u8], fl
     Ok(Redo::Applied)
 }
 
-/// Checks that a page read during redo carries an LSN the log reaches: one past the log's
-/// end means the log lost durable records, and the LSNs handed out from its end would
-/// be below the page's, so that redo after the next crash skips changes of the page.
-/// A salvaged log (`WalConfig::salvage_damaged_log`) is moved past the page's LSN.
+/// Checks that a page read during redo (or found in NVM at open) carries an LSN the log
+/// reaches: one past the log's end means the log lost durable records, and the LSNs
+/// handed out from its end would be below the page's, so that redo after the next crash
+/// skips changes of the page. A salvaged log (`WalConfig::salvage_damaged_log`) is moved
+/// past the page's LSN.
 fn page_within_log<S: DbStore>(db: &Db<S>, pid: PageId, page_lsn: Lsn) -> Result<()> {
     let log_end = db.wal.next_lsn();
     if page_lsn < log_end {
