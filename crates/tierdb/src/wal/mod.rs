@@ -168,6 +168,13 @@ pub enum WalError {
         file.display()
     )]
     Corrupted { file: std::path::PathBuf, offset: u64, lsn: Lsn, detail: String },
+    /// [`Wal::skip_past`] asked to skip more than [`SKIP_BYTES_MAX`]: no record of this
+    /// log had that LSN (a page claims it: the page is damaged, not the log).
+    #[error(
+        "LSN {lsn} is {gap} bytes past the log's end, more than the {max} a salvaged log skips: no record of \
+         this log had it"
+    )]
+    SkipTooFar { lsn: Lsn, gap: u64, max: u64 },
     #[error(
         "the NVM log buffer {path} of an existing database cannot be used: {why}; it may hold the last \
          acknowledged commits, which are in no other file, so the log is not opened (restore the file, or \
@@ -225,6 +232,9 @@ pub struct WalConfig {
 pub const FLUSH_INTERVAL_DEFAULT: Duration = Duration::from_millis(1);
 /// Default DRAM log buffer size.
 pub const BUFFER_BYTES_DEFAULT: usize = 4 << 20;
+/// The most [`Wal::skip_past`] skips: a salvaged log is moved past a page's LSN only as
+/// far as a log could have reached beyond what is left of it.
+pub const SKIP_BYTES_MAX: u64 = 1 << 30;
 /// Bytes read from the log file at a time while scanning it.
 const SCAN_CHUNK_BYTES: usize = 1 << 20;
 /// NVM ring: records up to this size are encoded on the stack.
@@ -538,8 +548,13 @@ impl Wal {
     /// longer reaches moves the log past it (`wal::damage`).
     ///
     /// # Errors
-    /// As [`append`](Self::append) and [`flush_until`](Self::flush_until).
+    /// `SkipTooFar` past [`SKIP_BYTES_MAX`]; as [`append`](Self::append) and
+    /// [`flush_until`](Self::flush_until).
     pub fn skip_past(&self, lsn: Lsn) -> Result<(), WalError> {
+        let gap = lsn.saturating_sub(self.next_lsn());
+        if gap > SKIP_BYTES_MAX {
+            return Err(WalError::SkipTooFar { lsn, gap, max: SKIP_BYTES_MAX });
+        }
         loop {
             let next = self.next_lsn();
             if next > lsn {

@@ -311,3 +311,20 @@ fn a_lost_nvm_ring_of_an_existing_log_is_an_error_unless_the_file_holds_everythi
     check(&wal, 20);
     wal.close().unwrap();
 }
+
+/// Salvage moves a log past a page's LSN with filler records, durably, and only as far
+/// as a log could have reached.
+#[test]
+fn skip_past_moves_the_log_with_fillers_up_to_a_bound() {
+    let tmp = tempfile::tempdir().unwrap();
+    let wal = Wal::open(&config(tmp.path(), None)).unwrap();
+    append(&wal, 0, 3);
+    let target = wal.next_lsn() + 200_000;
+    wal.skip_past(target).unwrap();
+    assert!(wal.next_lsn() > target && wal.durable_lsn() == wal.next_lsn());
+    let recs: Vec<Record> = wal.records_from(wal.start_lsn()).map(Result::unwrap).collect();
+    assert!(recs[3..].iter().all(|r| r.head.kind == Kind::Filler), "{}", recs.len());
+    let far = wal.next_lsn() + SKIP_BYTES_MAX + 1;
+    assert!(matches!(wal.skip_past(far), Err(WalError::SkipTooFar { .. })));
+    wal.close().unwrap();
+}
