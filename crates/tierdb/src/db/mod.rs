@@ -206,10 +206,17 @@ pub enum DbError {
     /// durable (damaged or missing), and LSNs handed out again below the page's would
     /// make redo skip later changes of it.
     #[error(
-        "page {pid} carries LSN {page_lsn}, but the log ends at {log_end}: it lost durable records \
-         (WalConfig::salvage_damaged_log moves the log past the page's LSN)"
+        "{}: page {pid} carries LSN {page_lsn}, but the log ends at {log_end}: the log lost durable records \
+         (WalConfig::salvage_damaged_log moves the log past the page's LSN)",
+        log.display()
     )]
-    PageAheadOfLog { pid: PageId, page_lsn: Lsn, log_end: Lsn },
+    PageAheadOfLog {
+        /// The log's last segment file, which ends too early.
+        log: PathBuf,
+        pid: PageId,
+        page_lsn: Lsn,
+        log_end: Lsn,
+    },
 }
 
 /// Key locks: (tree root, key) → owning transaction.

@@ -478,7 +478,8 @@ fn page_within_log<S: DbStore>(db: &Db<S>, pid: PageId, page_lsn: Lsn) -> Result
     if db.wal.salvaging() {
         return Ok(db.wal.skip_past(page_lsn)?);
     }
-    Err(DbError::PageAheadOfLog { pid, page_lsn, log_end }.into())
+    let log = db.wal.file().segment_paths().pop().unwrap_or_else(|| db.wal.file().dir().to_path_buf());
+    Err(DbError::PageAheadOfLog { log, pid, page_lsn, log_end }.into())
 }
 
 /// Installs a page image: the page's bytes become the image; a B+-tree node's LSN
