@@ -204,6 +204,9 @@ impl EngineArgs {
             let Some((k, v)) = o.split_once('=') else { bail!("--set {o:?}: expected KEY=VALUE") };
             spec.set(k.trim(), v.trim())?;
         }
+        for line in self.workload_warnings(&spec) {
+            eprintln!("warning: {line}");
+        }
         let page_size = usize::try_from(self.page_size.bytes()).context("page size")?;
         if !(self.obp_target > 0.0 && self.obp_target <= 100.0) {
             bail!("--obp-target {} is outside (0, 100] percent", self.obp_target);
@@ -238,6 +241,38 @@ impl EngineArgs {
             nvcache,
             workload: spec,
         })
+    }
+
+    /// The warnings about `spec` (a YCSB file runs unmodified, but not every property it
+    /// sets applies): one line per unknown name, then one line listing what is ignored,
+    /// with the YCSB client options that the driver's own options replace named as such.
+    fn workload_warnings(&self, spec: &YcsbSpec) -> Vec<String> {
+        let mut lines: Vec<String> = spec.unknown().iter().map(ToString::to_string).collect();
+        let mut ignored = spec.ignored();
+        for p in &mut ignored {
+            let instead = match p.key.as_str() {
+                "threadcount" => format!("--threads sets the threads ({})", self.threads),
+                "maxexecutiontime" => "--duration sets the run's length".to_owned(),
+                "target" => "the driver does not throttle".to_owned(),
+                "exporter" | "exportfile" => "--json prints the report as JSON".to_owned(),
+                _ => continue,
+            };
+            p.reason = instead;
+        }
+        if let Some((origin, line)) = spec.given_at("operationcount").filter(|_| self.duration > 0.0) {
+            ignored.push(tierdb_workload::IgnoredProperty {
+                key: "operationcount".to_owned(),
+                value: spec.operation_count().to_string(),
+                origin: origin.to_owned(),
+                line,
+                reason: format!(
+                    "the run lasts --duration {} s; --duration 0 runs operationcount operations",
+                    self.duration
+                ),
+            });
+        }
+        lines.extend(tierdb_workload::ycsb::ignored_warning(&ignored));
+        lines
     }
 
     /// The architecture's configuration with files unique to this process and `tag`.
@@ -574,9 +609,13 @@ pub fn print_report(r: &RunReport) {
         );
     }
     println!(
-        "data: {} records of {} B, B+-tree {} (target {}); load {:.1} s ({:.0} records/s){}",
+        "data: {} records of {}, B+-tree {} (target {}); load {:.1} s ({:.0} records/s){}",
         res.records,
-        res.record_bytes,
+        if res.record_bytes_mean < res.record_bytes as f64 {
+            format!("up to {} B (mean {:.0} B)", res.record_bytes, res.record_bytes_mean)
+        } else {
+            format!("{} B", res.record_bytes)
+        },
         ByteSize(res.data_bytes),
         res.data_bytes_target.map(|b| ByteSize(b).to_string()).unwrap_or_else(|| "recordcount".into()),
         res.load_secs,

@@ -20,6 +20,15 @@
 //! Phases 2 and 3 ([`run_phases`]) run any [`Executor`]: operations straight on the tree
 //! here, a database's transactions in [`crate::ycsb_txn`], which also loads through
 //! [`fill_table`] and reports through [`summary`].
+//!
+//! Records ([`execute`]): with constant field lengths a field is read and updated in
+//! place at its offset. With varying field lengths (`fieldlengthdistribution` uniform,
+//! zipfian or histogram) a record carries a length header, so a read fetches the record
+//! and picks the field(s) out, and an update of one field reads the record and writes it
+//! back whole with the field replaced, as YCSB's bindings for embedded stores do. With
+//! `dataintegrity` every read (and the read of a read-modify-write) is checked against
+//! YCSB's deterministic values, and a mismatch stops the run with an error naming the
+//! key: wrong data from the engine is a bug, not a statistic.
 
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -31,7 +40,10 @@ use tierdb::arch::{Engine, SourceVisitor};
 use tierdb::buffer::TierStats;
 use tierdb::device::clock;
 use tierdb::{BTree, Catalog, PageSource};
-use tierdb_workload::{KeySpace, Op, OpGenerator, OpKind, YcsbSpec, build_key, field_range, fill_record, value_rng};
+use tierdb_workload::ycsb::{new_field_value, replace_field, verify_record};
+use tierdb_workload::{
+    KeySpace, Op, OpGenerator, OpKind, YcsbSpec, build_key, build_record, field_range, record_field, value_rng,
+};
 
 /// Bytes a record costs in a leaf beyond its key and value (slot, heap bookkeeping),
 /// and the fill of leaves after a sorted load: used to turn a data size into a record
@@ -133,7 +145,10 @@ pub struct YcsbReport {
     /// the data size.
     pub workload: YcsbSpec,
     pub records: u64,
+    /// The longest record (every record, with constant field lengths).
     pub record_bytes: usize,
+    /// The mean record length the workload draws.
+    pub record_bytes_mean: f64,
     pub data_bytes_target: Option<u64>,
     /// Pages in use after the load × page size.
     pub data_bytes: u64,
@@ -312,7 +327,7 @@ impl SourceVisitor for Epochs<'_> {
                     for n in [0, spec.record_count().saturating_sub(1)] {
                         build_key(spec, n, &mut a);
                         build_key(&w, n, &mut b);
-                        if a != b || w.record_length_bytes() != spec.record_length_bytes() {
+                        if a != b || !w.same_records_as(spec) {
                             bail!(
                                 "epoch {epoch}: its workload {} names keys or lays out records otherwise than the loaded table's {}",
                                 w.origin(),
@@ -364,7 +379,7 @@ pub(crate) fn sized(spec: &YcsbSpec, cfg: &DriverConfig) -> Result<YcsbSpec> {
     let mut key = Vec::new();
     build_key(&spec, spec.record_count().saturating_sub(1), &mut key);
     if let Some(bytes) = cfg.data_bytes {
-        let per_record = key.len() as f64 + spec.record_length_bytes() as f64 + ENTRY_OVERHEAD_BYTES;
+        let per_record = key.len() as f64 + spec.record_length_mean_bytes() + ENTRY_OVERHEAD_BYTES;
         let records = ((bytes as f64 * SORTED_LOAD_FILL / per_record) as u64).max(1);
         if records > LOAD_RECORDS_MAX {
             bail!(
@@ -418,15 +433,40 @@ fn load_table<'s, S: PageSource>(
         Engine::Buffer(b) => b.set_bulk_load(on).context("switching bulk-load mode"),
         Engine::Memory(_) | Engine::Direct(_) => Ok(()),
     };
-    let (records, secs) = fill_table(&tree, &bulk, spec, cfg, progress)?;
+    let (records, secs) = load_records(&tree, &bulk, spec, cfg, progress)?;
     Ok((tree, records, secs))
+}
+
+/// [`load_records`] for the transactional mode ([`crate::ycsb_txn`]), whose executor
+/// updates fields in place at fixed offsets and does not check values: it refuses
+/// workloads whose field lengths vary or that ask for `dataintegrity`.
+///
+/// # Errors
+/// Such a workload; those of [`load_records`].
+pub(crate) fn fill_table<S: PageSource>(
+    tree: &BTree<'_, S>,
+    bulk: &dyn Fn(bool) -> Result<()>,
+    spec: &YcsbSpec,
+    cfg: &DriverConfig,
+    progress: ProgressFn<'_>,
+) -> Result<(u64, f64)> {
+    if spec.field_lengths_vary() || spec.data_integrity() {
+        bail!(
+            "the transactional mode runs workloads with constant field lengths and without dataintegrity; \
+             {} has fieldlengthdistribution={}, dataintegrity={} (run it without --durability)",
+            spec.origin(),
+            spec.field_length_distribution().name(),
+            spec.data_integrity()
+        );
+    }
+    load_records(tree, bulk, spec, cfg, progress)
 }
 
 /// Inserts the load's records into the empty `tree` in key order, with `bulk(true)`
 /// before and `bulk(false)` after (the buffer manager's bulk-load mode, where there is
 /// one). Inserts go straight to the tree: if it is a database's, they bypass its log.
 /// Returns the record count and the load's seconds.
-pub(crate) fn fill_table<S: PageSource>(
+fn load_records<S: PageSource>(
     tree: &BTree<'_, S>,
     bulk: &dyn Fn(bool) -> Result<()>,
     spec: &YcsbSpec,
@@ -449,7 +489,7 @@ pub(crate) fn fill_table<S: PageSource>(
     let mut rng = value_rng(cfg.seed, u32::MAX);
     let mut value = Vec::new();
     for (i, k) in keys.iter().enumerate() {
-        fill_record(spec, &mut rng, &mut value);
+        build_record(spec, k, &mut rng, &mut value);
         let fresh = tree.insert(k, &value).with_context(|| format!("loading record {i} of {records}"))?;
         if !fresh {
             bail!("duplicate key {:?} in the load", String::from_utf8_lossy(k));
@@ -658,6 +698,7 @@ pub(crate) fn summary<T>(
         workload: spec.clone(),
         records,
         record_bytes: spec.record_length_bytes(),
+        record_bytes_mean: spec.record_length_mean_bytes(),
         data_bytes_target: cfg.data_bytes,
         data_bytes,
         load_secs,
@@ -806,7 +847,12 @@ impl<S: PageSource, R: rand::Rng> Executor for TreeOps<'_, '_, S, R> {
     }
 }
 
-/// Runs one operation; false if its key was missing.
+/// Runs one operation; false if its key was missing. `out` holds a record
+/// ([`YcsbSpec::record_length_bytes`]); `value` is scratch space.
+///
+/// # Errors
+/// The engine's; a record that is not laid out as the workload lays records out; with
+/// `dataintegrity`, a read whose bytes are not the values written.
 #[allow(clippy::too_many_arguments)]
 #[inline]
 pub(crate) fn execute<S: PageSource>(
@@ -819,29 +865,23 @@ pub(crate) fn execute<S: PageSource>(
     out: &mut [u8],
     rng: &mut impl rand::Rng,
 ) -> Result<bool> {
-    let read_range = |field: Option<u32>| match field {
-        Some(f) => field_range(spec, f),
-        None => 0..spec.record_length_bytes(),
-    };
     Ok(match op {
         Op::Read { key: n, field } => {
             build_key(spec, n, key);
-            let r = read_range(field);
-            tree.get_part(key, r, |v| out[..v.len()].copy_from_slice(v))?.is_some()
+            read(tree, spec, key, field, out)?
         }
         Op::Update { key: n, field } => {
             build_key(spec, n, key);
-            update(tree, spec, key, field, value, rng)?
+            update(tree, spec, key, field, value, out, rng)?
         }
         Op::ReadModifyWrite { key: n, field } => {
             build_key(spec, n, key);
-            let r = read_range(if spec.read_all_fields() { None } else { field });
-            let found = tree.get_part(key, r, |v| out[..v.len()].copy_from_slice(v))?.is_some();
-            found && update(tree, spec, key, field, value, rng)?
+            let read_field = if spec.read_all_fields() { None } else { field };
+            read(tree, spec, key, read_field, out)? && update(tree, spec, key, field, value, out, rng)?
         }
         Op::Insert { key: n } => {
             build_key(spec, n, key);
-            fill_record(spec, rng, value);
+            build_record(spec, key, rng, value);
             let r = tree.insert(key, value);
             keyspace.acknowledge_insert(n);
             r?;
@@ -849,16 +889,117 @@ pub(crate) fn execute<S: PageSource>(
         }
         Op::Scan { start, len, field } => {
             build_key(spec, start, key);
-            let r = read_range(field);
             let mut seen = 0u32;
-            tree.scan(key, |_, v| {
-                let end = r.end.min(v.len());
-                let start = r.start.min(end);
-                out[..end - start].copy_from_slice(&v[start..end]);
+            let mut malformed = None;
+            tree.scan(key, |k, v| {
+                let bytes = match field {
+                    None => Some(v),
+                    Some(f) if !spec.field_lengths_vary() => {
+                        let r = field_range(spec, f);
+                        v.get(r.start.min(v.len())..r.end.min(v.len()))
+                    }
+                    Some(f) => record_field(spec, v, f),
+                };
+                match bytes {
+                    Some(b) if b.len() <= out.len() => out[..b.len()].copy_from_slice(b),
+                    _ => {
+                        malformed = Some(k.to_vec());
+                        return false;
+                    }
+                }
                 seen += 1;
                 seen < len
             })?;
+            if let Some(k) = malformed {
+                bail!("record {} is not laid out as {} lays records out", String::from_utf8_lossy(&k), spec.origin());
+            }
             seen > 0
+        }
+    })
+}
+
+/// Reads field `field` (`None`: all) of the record `key` into `out`; false if it is
+/// missing. With constant field lengths only the field is read; else the record, from
+/// which the field is picked. With `dataintegrity` the bytes are checked.
+fn read<S: PageSource>(
+    tree: &BTree<'_, S>,
+    spec: &YcsbSpec,
+    key: &[u8],
+    field: Option<u32>,
+    out: &mut [u8],
+) -> Result<bool> {
+    let length = if !spec.field_lengths_vary() {
+        let range = match field {
+            Some(f) => field_range(spec, f),
+            None => 0..spec.record_length_bytes(),
+        };
+        tree.get_part(key, range, |v| {
+            out[..v.len()].copy_from_slice(v);
+            Some(v.len())
+        })?
+    } else {
+        tree.get(key, |v| {
+            let bytes = match field {
+                Some(f) => record_field(spec, v, f)?,
+                None => v,
+            };
+            out.get_mut(..bytes.len())?.copy_from_slice(bytes);
+            Some(bytes.len())
+        })?
+    };
+    match length {
+        None => Ok(false),
+        Some(None) => bail!("record {} is not laid out as {} lays records out", lossy(key), spec.origin()),
+        Some(Some(n)) => {
+            if !verify_record(spec, key, field, &out[..n]) {
+                bail!(
+                    "dataintegrity: record {} {} read back other bytes than were written",
+                    lossy(key),
+                    field.map_or("(all fields)".to_owned(), |f| format!("field {}", spec.field_name(f)))
+                );
+            }
+            Ok(true)
+        }
+    }
+}
+
+fn lossy(key: &[u8]) -> std::borrow::Cow<'_, str> {
+    String::from_utf8_lossy(key)
+}
+
+/// Writes field `field` anew (in place with constant field lengths; else the record
+/// with the field replaced), or the whole record for `None`; false if `key` is missing.
+/// `record` is scratch space for the record read.
+fn update<S: PageSource>(
+    tree: &BTree<'_, S>,
+    spec: &YcsbSpec,
+    key: &[u8],
+    field: Option<u32>,
+    value: &mut Vec<u8>,
+    record: &mut [u8],
+    rng: &mut impl rand::Rng,
+) -> Result<bool> {
+    Ok(match field {
+        None => {
+            build_record(spec, key, rng, value);
+            tree.update(key, value)?
+        }
+        Some(f) if !spec.field_lengths_vary() => {
+            new_field_value(spec, key, f, rng, value);
+            tree.update_in_place(key, field_range(spec, f).start, value)?
+        }
+        Some(f) => {
+            let Some(n) = tree.get(key, |v| {
+                record[..v.len()].copy_from_slice(v);
+                v.len()
+            })?
+            else {
+                return Ok(false);
+            };
+            if !replace_field(spec, key, &record[..n], f, rng, value) {
+                bail!("record {} is not laid out as {} lays records out", lossy(key), spec.origin());
+            }
+            tree.update(key, value)?
         }
     })
 }
@@ -871,20 +1012,103 @@ pub(crate) fn new_field(spec: &YcsbSpec, f: u32, value: &mut Vec<u8>, rng: &mut 
     r.start
 }
 
-/// Writes one field in place, or the whole record.
-fn update<S: PageSource>(
-    tree: &BTree<'_, S>,
-    spec: &YcsbSpec,
-    key: &[u8],
-    field: Option<u32>,
-    value: &mut Vec<u8>,
-    rng: &mut impl rand::Rng,
-) -> Result<bool> {
-    Ok(match field {
-        Some(f) => tree.update_in_place(key, new_field(spec, f, value, rng), value)?,
-        None => {
-            fill_record(spec, rng, value);
-            tree.update(key, value)?
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tierdb::ByteSize;
+    use tierdb::buffer::MemorySource;
+    use tierdb::device::DramConfig;
+
+    fn source() -> MemorySource {
+        let mut cfg = DramConfig::new(ByteSize(8 << 20));
+        cfg.huge_pages = false;
+        MemorySource::new(&cfg).unwrap()
+    }
+
+    fn config(seed: u64) -> DriverConfig {
+        DriverConfig {
+            threads: 1,
+            warmup: Duration::ZERO,
+            duration: None,
+            seed,
+            data_bytes: None,
+            model_clock: ModelClock::Wall,
         }
-    })
+    }
+
+    /// Loads `spec`, runs `ops` operations on one thread, and returns the tree's records.
+    fn load_and_run(spec: &YcsbSpec, seed: u64, ops: u32) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        let src = source();
+        let tree = Catalog::create_tree(&src, TABLE)?;
+        load_records(&tree, &|_| Ok(()), spec, &config(seed), &|_, _, _| {})?;
+        let keyspace = KeySpace::new(spec);
+        let mut generator = OpGenerator::new(spec, &keyspace, seed, 0);
+        let (mut key, mut value, mut out) = (Vec::new(), Vec::new(), vec![0u8; spec.record_length_bytes()]);
+        let mut rng = value_rng(seed, 0);
+        for _ in 0..ops {
+            let op = generator.next();
+            let found = execute(&tree, spec, &keyspace, op, &mut key, &mut value, &mut out, &mut rng)?;
+            assert!(found, "seed {seed}: {op:?} did not find its key");
+        }
+        let mut records = Vec::new();
+        tree.scan(&[], |k, v| {
+            records.push((k.to_vec(), v.to_vec()));
+            true
+        })?;
+        Ok(records)
+    }
+
+    #[test]
+    fn records_of_varying_length_stay_whole_through_every_operation() {
+        let seed = 21;
+        let spec = YcsbSpec::parse(
+            "recordcount=300\nfieldcount=4\nfieldlengthdistribution=uniform\nminfieldlength=0\nfieldlength=64\n\
+             readallfields=false\nreadproportion=0.2\nupdateproportion=0.3\ninsertproportion=0.1\n\
+             scanproportion=0.1\nreadmodifywriteproportion=0.3",
+            "test",
+        )
+        .unwrap();
+        let records = load_and_run(&spec, seed, 3000).unwrap();
+        assert!(records.len() > 300, "seed {seed}: inserts ran");
+        let mut lengths = std::collections::BTreeSet::new();
+        for (k, v) in &records {
+            for f in 0..4 {
+                let field = record_field(&spec, v, f).unwrap_or_else(|| panic!("seed {seed}: {k:?} malformed"));
+                lengths.insert(field.len());
+            }
+        }
+        assert_eq!((lengths.first(), lengths.last()), (Some(&0), Some(&64)), "seed {seed}");
+    }
+
+    #[test]
+    fn dataintegrity_checks_every_read_and_catches_other_bytes() {
+        let seed = 22;
+        let text = "recordcount=200\nfieldcount=3\nfieldlength=40\ndataintegrity=true\nreadallfields=false\n\
+                    readproportion=0.4\nupdateproportion=0.2\ninsertproportion=0.1\nreadmodifywriteproportion=0.3";
+        let spec = YcsbSpec::parse(text, "test").unwrap();
+        let records = load_and_run(&spec, seed, 2000).unwrap();
+        assert!(records.iter().all(|(k, v)| verify_record(&spec, k, None, v)), "seed {seed}");
+        // A table loaded with random values fails the first read.
+        let plain = YcsbSpec::parse(&text.replace("dataintegrity=true", "dataintegrity=false"), "test").unwrap();
+        let src = source();
+        let tree = Catalog::create_tree(&src, TABLE).unwrap();
+        load_records(&tree, &|_| Ok(()), &plain, &config(seed), &|_, _, _| {}).unwrap();
+        let keyspace = KeySpace::new(&spec);
+        let (mut key, mut value, mut out) = (Vec::new(), Vec::new(), vec![0u8; spec.record_length_bytes()]);
+        let op = Op::Read { key: 7, field: Some(1) };
+        let err =
+            execute(&tree, &spec, &keyspace, op, &mut key, &mut value, &mut out, &mut value_rng(seed, 0)).unwrap_err();
+        assert!(err.to_string().contains("field field1 read back other bytes than were written"), "{err}");
+    }
+
+    #[test]
+    fn the_transactional_loader_refuses_what_its_executor_cannot_run() {
+        let src = source();
+        let tree = Catalog::create_tree(&src, TABLE).unwrap();
+        for text in ["fieldlengthdistribution=zipfian", "dataintegrity=true"] {
+            let spec = YcsbSpec::parse(text, "test").unwrap();
+            let err = fill_table(&tree, &|_| Ok(()), &spec, &config(1), &|_, _, _| {}).unwrap_err();
+            assert!(err.to_string().contains("constant field lengths and without dataintegrity"), "{err}");
+        }
+    }
 }

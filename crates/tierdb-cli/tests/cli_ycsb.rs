@@ -4,7 +4,7 @@ use std::path::Path;
 use std::process::Output;
 
 mod common;
-use common::{interrupt_once_files_exist, stderr, tierdb};
+use common::{interrupt_once_files_exist, json, stderr, tierdb};
 
 fn bench(dir: &Path, extra: &[&str]) -> Output {
     let d = dir.display().to_string();
@@ -167,9 +167,14 @@ fn every_builtin_workload_runs() {
 fn bad_workloads_and_options_are_clear_errors() {
     let dir = tempfile::tempdir().unwrap();
     let bad = dir.path().join("bad.properties");
-    std::fs::write(&bad, "recordcount=100\nreadproportion=1\nfoo=bar\n").unwrap();
+    std::fs::write(&bad, "recordcount=100\nreadproportion=1\nupdateproportion=lots\n").unwrap();
     let cases: Vec<(Vec<String>, &str)> = vec![
-        (vec!["--workload".into(), bad.display().to_string()], "line 3"),
+        (vec!["--workload".into(), bad.display().to_string()], "line 3: bad value `lots` for `updateproportion`"),
+        (vec!["--set".into(), "recrodcount=5".into()], "did you mean `recordcount`?"),
+        (
+            vec!["--set".into(), "fieldlengthdistribution=uniform".into(), "--durability".into(), "group".into()],
+            "constant field lengths",
+        ),
         (vec!["--workload".into(), "nosuch".into()], "rw:PCT"),
         (vec!["--workload".into(), "rw:101".into()], "rw"),
         (vec!["--set".into(), "recordcount=abc".into()], "recordcount"),
@@ -187,7 +192,7 @@ fn bad_workloads_and_options_are_clear_errors() {
         assert!(!stderr(&o).contains("panicked"), "{args:?}: {}", stderr(&o));
     }
     // The workload file is untouched, and no engine file is left.
-    assert!(std::fs::read_to_string(&bad).unwrap().contains("foo=bar"));
+    assert!(std::fs::read_to_string(&bad).unwrap().contains("=lots"));
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
 }
 
@@ -289,4 +294,149 @@ fn double_write_can_be_turned_off_for_a_benchmark() {
     let o = bench(dir.path(), &["--arch", "ssd-bm", "--double-write", "maybe"]);
     assert!(!o.status.success() && stderr(&o).contains("expected on, off, ssd or nvm"), "{}", stderr(&o));
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "nothing left behind");
+}
+
+/// YCSB's shipped files, byte for byte (crates/tierdb-workload/tests/ycsb-files).
+fn ycsb_file(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tierdb-workload/tests/ycsb-files").join(name).display().to_string()
+}
+
+/// A tiny three-tier run of `workload` in model mode: 2000 records, 300 operations.
+fn run_file(dir: &Path, workload: &str, extra: &[&str]) -> Output {
+    let d = dir.display().to_string();
+    let mut args = vec![
+        "bench",
+        "ycsb",
+        "--arch",
+        "three-tier",
+        "--mode",
+        "model",
+        "--dram",
+        "1MiB",
+        "--nvm",
+        "4MiB",
+        "--workload",
+        workload,
+        "--set",
+        "recordcount=2000",
+        "--set",
+        "operationcount=300",
+        "--warmup",
+        "0",
+        "--duration",
+        "0",
+        "--seed",
+        "3",
+        "--quiet",
+        "--json",
+        "--ssd-dir",
+        &d,
+        "--nvm-dir",
+        &d,
+    ];
+    args.extend_from_slice(extra);
+    tierdb(&args)
+}
+
+#[test]
+fn ycsb_workloada_and_the_template_run_unmodified_on_three_tier() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = run_file(dir.path(), &ycsb_file("workloada"), &[]);
+    let v = json(&o);
+    assert_eq!(v["result"]["ops"], 300);
+    assert_eq!(v["result"]["not_found"], 0);
+    assert_eq!(v["setup"]["workload"]["request_distribution"], "zipfian");
+    assert_eq!(v["setup"]["workload"]["mix"]["update"], 0.5);
+    // Everything workloada sets applies: nothing to warn about.
+    assert!(!stderr(&o).contains("warning"), "{}", stderr(&o));
+
+    let template = ycsb_file("workload_template");
+    let o = run_file(dir.path(), &template, &[]);
+    let v = json(&o);
+    assert_eq!(v["result"]["ops"], 300);
+    assert_eq!(
+        (v["setup"]["workload"]["field_count"].as_u64(), v["result"]["record_bytes"].as_u64()),
+        (Some(10), Some(1000))
+    );
+    // One warning line lists what the template sets that does not apply here.
+    let err = stderr(&o);
+    let warnings: Vec<&str> = err.lines().filter(|l| l.starts_with("warning:")).collect();
+    assert_eq!(warnings.len(), 1, "{err}");
+    assert!(warnings[0].starts_with(&format!("warning: workload file {template}: 11 properties ignored: ")), "{err}");
+    for key in
+        ["maxscanrate", "table", "measurementtype", "histogram.buckets", "timeseries.granularity", "hotspotopnfraction"]
+    {
+        assert!(warnings[0].contains(key), "{key}: {err}");
+    }
+    assert!(!err.contains("unknown"), "{err}");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "files left behind");
+}
+
+#[test]
+fn an_unknown_property_warns_and_a_bad_value_names_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let shipped = std::fs::read_to_string(ycsb_file("workloada")).unwrap();
+    let lines = shipped.lines().count();
+    let typo = dir.path().join("typo");
+    std::fs::write(&typo, format!("{shipped}requestdistrbution=uniform\n")).unwrap();
+    let o = run_file(dir.path(), &typo.display().to_string(), &[]);
+    let v = json(&o);
+    // Ignored, so the file's zipfian stays.
+    assert_eq!(v["setup"]["workload"]["request_distribution"], "zipfian");
+    assert!(
+        stderr(&o).contains(&format!(
+            "warning: workload file {} line {}: unknown property `requestdistrbution` ignored (no YCSB version \
+             defines it); did you mean `requestdistribution`?",
+            typo.display(),
+            lines + 1
+        )),
+        "{}",
+        stderr(&o)
+    );
+
+    let bad = dir.path().join("bad");
+    std::fs::write(&bad, shipped.replace("readproportion=0.5", "readproportion=0.5x")).unwrap();
+    let o = run_file(dir.path(), &bad.display().to_string(), &[]);
+    assert!(!o.status.success());
+    let line = shipped.lines().position(|l| l == "readproportion=0.5").unwrap() + 1;
+    assert!(
+        stderr(&o).contains(&format!(
+            "workload file {} line {line}: bad value `0.5x` for `readproportion`: expected a finite number",
+            bad.display()
+        )),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2, "files left behind");
+}
+
+#[test]
+fn every_distribution_kind_runs_through_the_driver() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("lengths.txt"), "BlockSize\t16\n0\t5\n1\t10\n2\t20\n3\t5\n").unwrap();
+    let cases = [
+        "requestdistribution=sequential\nfieldlengthdistribution=uniform\nreadallfields=false\n\
+         readproportion=0.5\nupdateproportion=0.5",
+        "requestdistribution=exponential\nfieldlengthdistribution=zipfian\nminfieldlength=10\n\
+         readproportion=0.4\nupdateproportion=0\nscanproportion=0.3\nreadmodifywriteproportion=0.3\n\
+         scanlengthdistribution=zipfian\nmaxscanlength=50",
+        "requestdistribution=hotspot\nfieldlengthdistribution=histogram\nfieldlengthhistogram=lengths.txt\n\
+         writeallfields=true\nreadproportion=0.5\nupdateproportion=0.3\ninsertproportion=0.2",
+        "requestdistribution=latest\ninsertorder=ordered\nzeropadding=12\ndataintegrity=true\n\
+         readproportion=0.6\nupdateproportion=0.2\ninsertproportion=0.1\nreadmodifywriteproportion=0.1",
+    ];
+    for (i, text) in cases.iter().enumerate() {
+        let file = dir.path().join(format!("w{i}"));
+        std::fs::write(&file, text).unwrap();
+        let o = run_file(dir.path(), &file.display().to_string(), &["--threads", "2"]);
+        let v = json(&o);
+        let r = &v["result"];
+        assert_eq!((r["ops"].as_u64(), r["not_found"].as_u64()), (Some(300), Some(0)), "{text}: {r}");
+        assert!(!stderr(&o).contains("warning"), "{text}: {}", stderr(&o));
+        if text.contains("fieldlengthdistribution") {
+            assert!(r["record_bytes_mean"].as_f64().unwrap() < r["record_bytes"].as_f64().unwrap(), "{text}: {r}");
+        }
+    }
+    // Only the workload files and the histogram are left.
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), cases.len() + 1);
 }

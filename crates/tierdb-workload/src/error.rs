@@ -11,16 +11,19 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum WorkloadError {
-    /// A key that is neither a YCSB core workload property we implement, nor one we
-    /// accept and ignore, nor a `tierdb.` extension.
-    #[error("{}: unknown property `{key}`", Where(.origin, *.line))]
+    /// A key that no YCSB version defines and that is not a tierdb extension, given
+    /// where an unknown name is refused: [`crate::YcsbSpec::set`] (the command line). In
+    /// a workload file it is a warning instead ([`crate::YcsbSpec::unknown`]).
+    #[error("{}: unknown property `{key}`{}", Where(.origin, *.line), DidYouMean(.suggestion.as_deref()))]
     UnknownProperty {
-        /// Where the text came from, e.g. `workload file x.txt`.
+        /// Where the text came from, e.g. `command line`.
         origin: String,
         /// 1-based line, or 0 for a command-line override.
         line: usize,
         /// The unknown key.
         key: String,
+        /// The nearest known name, if one is close.
+        suggestion: Option<String>,
     },
 
     /// A known key whose value is malformed, out of range, or inconsistent with the
@@ -75,6 +78,18 @@ pub enum WorkloadError {
         source: std::io::Error,
     },
 
+    /// A field length histogram (`fieldlengthhistogram`) that is not one YCSB reads: a
+    /// first line `BlockSize<TAB>n`, then one `bucket<TAB>count` line per bucket.
+    #[error("field length histogram {} line {line}: {reason}", .path.display())]
+    Histogram {
+        /// The histogram file.
+        path: PathBuf,
+        /// 1-based line.
+        line: usize,
+        /// What is wrong with it.
+        reason: String,
+    },
+
     /// A property file larger than [`crate::limits::PROPERTIES_FILE_MAX_BYTES`].
     #[error("workload file {} is {size_bytes} bytes, more than the limit of {max_bytes}", .path.display())]
     FileTooLarge {
@@ -96,14 +111,41 @@ impl fmt::Display for Where<'_> {
     }
 }
 
+/// Formats a suggested name as `; did you mean `name`?`, or nothing.
+struct DidYouMean<'a>(Option<&'a str>);
+
+impl fmt::Display for DidYouMean<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Some(name) => write!(f, "; did you mean `{name}`?"),
+            None => Ok(()),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn messages_say_what_and_where() {
-        let e = WorkloadError::UnknownProperty { origin: "workload file x.txt".into(), line: 7, key: "foo".into() };
+        let e = WorkloadError::UnknownProperty {
+            origin: "workload file x.txt".into(),
+            line: 7,
+            key: "foo".into(),
+            suggestion: None,
+        };
         assert_eq!(e.to_string(), "workload file x.txt line 7: unknown property `foo`");
+        let e = WorkloadError::UnknownProperty {
+            origin: "command line".into(),
+            line: 0,
+            key: "recrodcount".into(),
+            suggestion: Some("recordcount".into()),
+        };
+        assert_eq!(e.to_string(), "command line: unknown property `recrodcount`; did you mean `recordcount`?");
+        let e =
+            WorkloadError::Histogram { path: "h.txt".into(), line: 3, reason: "expected `bucket<TAB>count`".into() };
+        assert_eq!(e.to_string(), "field length histogram h.txt line 3: expected `bucket<TAB>count`");
         let e = WorkloadError::BadValue {
             origin: "command line".into(),
             line: 0,

@@ -45,6 +45,7 @@ pub mod ycsb;
 
 pub use error::WorkloadError;
 pub use ycsb::{
-    InsertOrder, KeySpace, LoadKeys, Mix, Op, OpGenerator, OpKind, RequestDistribution, ScanLengthDistribution,
-    YcsbSpec, build_key, field_range, fill_record, value_rng,
+    FieldLengthDistribution, IgnoredProperty, InsertOrder, KeySpace, LoadKeys, Mix, Op, OpGenerator, OpKind,
+    RequestDistribution, ScanLengthDistribution, UnknownName, YcsbSpec, build_key, build_record, field_range,
+    fill_record, record_field, value_rng,
 };

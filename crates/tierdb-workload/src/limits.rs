@@ -62,6 +62,18 @@ pub const INSERT_WINDOW_WAIT_MS_MAX: u64 = 60_000;
 /// Largest property file read by [`crate::ycsb::YcsbSpec::from_file`].
 pub const PROPERTIES_FILE_MAX_BYTES: u64 = 1 << 20;
 
+/// Largest field length histogram file (`fieldlengthhistogram`).
+pub const HISTOGRAM_FILE_MAX_BYTES: u64 = 4 << 20;
+
+/// Most buckets of a field length histogram. YCSB inserts each line's bucket at the
+/// index it names (Java's `ArrayList.add(index, element)`), which we reproduce, so the
+/// cost of reading a file is quadratic in the bucket count at worst.
+pub const HISTOGRAM_BUCKETS_MAX: usize = 1 << 16;
+
+/// Bytes per field of the length header that starts a record whose field lengths vary
+/// (`fieldlengthdistribution` other than `constant`): one little-endian `u32` each.
+pub const FIELD_LENGTH_HEADER_BYTES: usize = 4;
+
 /// Most threads a load phase may be split into.
 pub const LOAD_THREADS_MAX: u32 = 1 << 16;
 
@@ -79,6 +91,14 @@ const _: () = assert!(KEY_NUMBER_MAX <= i64::MAX as u64);
 const _: () =
     assert!(FIELD_LENGTH_MAX_BYTES as u64 <= RECORD_LENGTH_MAX_BYTES, "one full-length field must fit a record");
 const _: () = assert!(RECORD_LENGTH_MAX_BYTES <= u32::MAX as u64);
+// A record of the longest fields, with its length header, still fits the record limit
+// when fieldcount × fieldlength does: the header is checked as part of the record.
+const _: () = assert!(
+    (FIELD_COUNT_MAX as usize * FIELD_LENGTH_HEADER_BYTES) as u64 + FIELD_LENGTH_MAX_BYTES as u64
+        <= RECORD_LENGTH_MAX_BYTES
+);
+const _: () = assert!(FIELD_LENGTH_MAX_BYTES as u64 <= u32::MAX as u64, "a field length fits its u32 header slot");
+const _: () = assert!(HISTOGRAM_BUCKETS_MAX <= u32::MAX as usize);
 const _: () = assert!(INSERTS_IN_FLIGHT_MAX.is_power_of_two());
 const _: () = assert!(KEY_LENGTH_MAX_BYTES <= 256);
 const _: () = assert!(SCAN_LENGTH_MAX >= 1000, "YCSB's default maxscanlength must be allowed");

@@ -9,6 +9,8 @@
 //! taken from `rand`'s distributions so that a seed produces the same workload whatever
 //! version of `rand` builds it: only the raw 64-bit output of the generator is used.
 
+mod exponential;
+mod histogram;
 mod hotspot;
 mod latest;
 mod permutation;
@@ -16,6 +18,8 @@ mod scan_length;
 mod scrambled;
 mod zipf;
 
+pub use exponential::Exponential;
+pub use histogram::Histogram;
 pub use hotspot::Hotspot;
 pub use latest::Latest;
 pub use permutation::Permutation;

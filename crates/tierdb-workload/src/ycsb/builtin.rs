@@ -78,6 +78,14 @@ impl YcsbSpec {
     /// [`WorkloadError::UnknownWorkload`] for another name, and
     /// [`WorkloadError::BadValue`] (key `rw`) for a malformed `rw:` percentage.
     pub fn builtin(name: &str) -> Result<YcsbSpec, WorkloadError> {
+        // Their values are ours: none counts as given (nothing to warn about).
+        YcsbSpec::builtin_text(name).map(|mut spec| {
+            spec.forget_provenance();
+            spec
+        })
+    }
+
+    fn builtin_text(name: &str) -> Result<YcsbSpec, WorkloadError> {
         let origin = format!("built-in workload {name}");
         let short = name.strip_prefix("workload").unwrap_or(name);
         if let Some((_, text)) = STANDARD.iter().find(|(n, _)| *n == short) {

@@ -21,11 +21,17 @@
 //!   counts it. Inserts beyond the expected count are never requested.
 //! * `latest`: [`Latest`] over `insertstart..acknowledged_end`: the newest acknowledged
 //!   key is the most popular, and popularity follows the inserts as they complete.
+//! * `sequential`: [`KeySpace::next_sequential_key`], the loaded keys in order, one
+//!   sequence shared by the threads.
+//! * `exponential`: the newest acknowledged key minus an [`Exponential`] age, with
+//!   `exponential.percentile`% of the ages below `recordcount × exponential.frac` (as
+//!   YCSB); an age reaching below `insertstart` is drawn again, and after
+//!   [`KEY_REDRAWS_MAX`] draws the key is uniform instead (counted as for `zipfian`).
 //!
 //! The rank-to-key permutation of `zipfian` is seeded by the run seed alone, so all
 //! threads agree on which keys are hot.
 
-use crate::dist::{Hotspot, Latest, ScanLength, ScrambledZipf, derive_seed, uniform_below, unit_f64};
+use crate::dist::{Exponential, Hotspot, Latest, ScanLength, ScrambledZipf, derive_seed, uniform_below, unit_f64};
 use crate::limits::KEY_REDRAWS_MAX;
 use crate::ycsb::{KeySpace, RequestDistribution, ScanLengthDistribution, YcsbSpec};
 use rand::SeedableRng;
@@ -143,6 +149,8 @@ enum KeyChooser {
     Zipfian { start: u64, dist: ScrambledZipf },
     Latest { oldest: u64, dist: Latest },
     Hotspot(Hotspot),
+    Sequential,
+    Exponential { oldest: u64, dist: Exponential },
 }
 
 /// One thread's generator of run-phase operations.
@@ -208,6 +216,14 @@ impl<'k> OpGenerator<'k> {
                 spec.hotspot_data_fraction(),
                 spec.hotspot_op_fraction(),
             )),
+            RequestDistribution::Sequential => KeyChooser::Sequential,
+            RequestDistribution::Exponential => KeyChooser::Exponential {
+                oldest: start,
+                dist: Exponential::new(
+                    spec.exponential_percentile(),
+                    spec.record_count() as f64 * spec.exponential_frac(),
+                ),
+            },
         };
         let (min, max) = (spec.scan_length_min(), spec.scan_length_max());
         let scan_length = match spec.scan_length_distribution() {
@@ -259,8 +275,8 @@ impl<'k> OpGenerator<'k> {
         self.thread
     }
 
-    /// How many zipfian request keys fell back to a uniform choice after
-    /// [`KEY_REDRAWS_MAX`] draws of keys not yet inserted.
+    /// How many zipfian (or exponential) request keys fell back to a uniform choice after
+    /// [`KEY_REDRAWS_MAX`] draws of keys not yet inserted (or below `insertstart`).
     pub fn key_fallbacks(&self) -> u64 {
         self.key_fallbacks
     }
@@ -273,6 +289,17 @@ impl<'k> OpGenerator<'k> {
             KeyChooser::Uniform { start, count } => *start + uniform_below(rng, *count),
             KeyChooser::Hotspot(dist) => dist.sample_item(rng),
             KeyChooser::Latest { oldest, dist } => dist.sample_item(rng, *oldest, end),
+            KeyChooser::Sequential => self.keyspace.next_sequential_key(),
+            KeyChooser::Exponential { oldest, dist } => {
+                let span = end - *oldest;
+                match (0..KEY_REDRAWS_MAX).map(|_| dist.sample_age(rng)).find(|&age| age < span) {
+                    Some(age) => end - 1 - age,
+                    None => {
+                        self.key_fallbacks += 1;
+                        *oldest + uniform_below(rng, span)
+                    }
+                }
+            }
             KeyChooser::Zipfian { start, dist } => {
                 let mut found = None;
                 for _ in 0..KEY_REDRAWS_MAX {

@@ -28,6 +28,12 @@
 //! watermark has passed `k` (the hand-out waits for that), so a slot never holds a stale
 //! value that looks current.
 //!
+//! # Sequential requests
+//!
+//! `requestdistribution=sequential` names the loaded keys in order, wrapping around,
+//! from one counter shared by all threads ([`KeySpace::next_sequential_key`]), as YCSB's
+//! one `SequentialGenerator` serves all its client threads.
+//!
 //! All slot and watermark accesses are sequentially consistent: an acknowledger stores
 //! its slot then loads the watermark, an advancer moves the watermark then loads the
 //! next slot, so one of them always sees the other and no acknowledgement is stranded
@@ -57,6 +63,8 @@ pub struct KeySpace {
     acknowledged_end: AtomicU64,
     /// Slot `k mod W` holds `k + 1` once key `k` is acknowledged (0: never used).
     window: Box<[AtomicU64]>,
+    /// Sequential requests handed out so far.
+    sequential: AtomicU64,
 }
 
 impl KeySpace {
@@ -76,6 +84,7 @@ impl KeySpace {
             next_insert: AtomicU64::new(spec.record_count()),
             acknowledged_end: AtomicU64::new(spec.record_count()),
             window: (0..INSERTS_IN_FLIGHT_MAX).map(|_| AtomicU64::new(0)).collect(),
+            sequential: AtomicU64::new(0),
         }
     }
 
@@ -121,6 +130,16 @@ impl KeySpace {
             }
         }
         key
+    }
+
+    /// The next key of the `sequential` request distribution: `insertstart`,
+    /// `insertstart + 1`, … through the loaded keys, then from the first again; one
+    /// sequence for all threads.
+    #[inline]
+    pub fn next_sequential_key(&self) -> u64 {
+        let n = self.sequential.fetch_add(1, Ordering::Relaxed);
+        let count = self.load_range.end - self.load_range.start;
+        self.load_range.start + n % count
     }
 
     /// Marks the insert of `key` (from [`KeySpace::next_insert_key`]) as complete, and
@@ -226,6 +245,24 @@ mod tests {
 
     fn spec(text: &str) -> YcsbSpec {
         YcsbSpec::parse(text, "test").unwrap()
+    }
+
+    #[test]
+    fn sequential_keys_cycle_through_the_loaded_range_across_threads() {
+        let keyspace = KeySpace::new(&spec("recordcount=100\ninsertstart=10\ninsertcount=30"));
+        let first: Vec<u64> = (0..35).map(|_| keyspace.next_sequential_key()).collect();
+        assert_eq!(first[..30], (10..40).collect::<Vec<_>>()[..]);
+        assert_eq!(first[30..], [10, 11, 12, 13, 14]);
+        // Threads share the sequence: every key handed out once per round.
+        let keyspace = KeySpace::new(&spec("recordcount=1000"));
+        let mut all: Vec<u64> = std::thread::scope(|s| {
+            let workers: Vec<_> = (0..4)
+                .map(|_| s.spawn(|| (0..250).map(|_| keyspace.next_sequential_key()).collect::<Vec<_>>()))
+                .collect();
+            workers.into_iter().flat_map(|w| w.join().unwrap()).collect()
+        });
+        all.sort_unstable();
+        assert_eq!(all, (0..1000).collect::<Vec<_>>());
     }
 
     #[test]

@@ -1,10 +1,9 @@
 //! The YCSB workload specification and its property-file parser.
 //!
-//! A [`YcsbSpec`] holds the properties of YCSB's `CoreWorkload`, read from text in Java
-//! properties style: one `key=value` (or `key:value`) per line, whitespace around key
-//! and value trimmed, lines starting with `#` or `!` and blank lines ignored, a repeated
-//! key overriding the earlier one. Escapes and `\` line continuations are not supported
-//! (a line ending in `\` is an error rather than a silently different value).
+//! A [`YcsbSpec`] holds the properties of YCSB's `CoreWorkload`, read from property text
+//! as YCSB's client reads it (Java's `Properties.load`, see `ycsb/syntax.rs`):
+//! `key=value`, `key:value` or `key value`, `#`/`!` comments, `\` continuations and
+//! escapes, a repeated key overriding the earlier one.
 //!
 //! # Invariant
 //!
@@ -13,46 +12,66 @@
 //! [`YcsbSpec::parse`] and [`YcsbSpec::set`], validate, and `set` leaves the spec as it
 //! was when it fails. The generators therefore take a spec without checking it again.
 //!
-//! # Keys
+//! # Which properties do what
 //!
-//! Recognised, with YCSB's defaults: `recordcount` (1000, the standard files' value),
-//! `operationcount` (1000), `fieldcount` (10), `fieldlength` (100), `fieldnameprefix`
-//! (`field`), `readallfields` (true), `writeallfields` (false), `readproportion` (0.95),
-//! `updateproportion` (0.05), `insertproportion`, `scanproportion`,
-//! `readmodifywriteproportion` (0), `requestdistribution` (`uniform`; also `zipfian`,
-//! `latest`, `hotspot`), `hotspotdatafraction` (0.2), `hotspotopnfraction` (0.8),
-//! `minscanlength` (1), `maxscanlength` (1000), `scanlengthdistribution` (`uniform` or
-//! `zipfian`), `insertorder` (`hashed` or `ordered`), `zeropadding` (1), `insertstart`
-//! (0), `insertcount` (`recordcount - insertstart`), `keyprefix` (`user`).
+//! A workload file YCSB's client accepts runs here unmodified. Every property name falls
+//! in one of these classes:
 //!
-//! Our extensions: `tierdb.zipfianconstant` (0.99 as in YCSB; the exponent of every
-//! zipfian draw: requests, latest, scan lengths) and `tierdb.seed` (none: the driver
-//! chooses; decimal or `0x` hexadecimal).
-//!
-//! Accepted and ignored, because they cannot change what is generated: `workload`
-//! (only YCSB's `CoreWorkload` class), `table`, `fieldlengthdistribution` (only
-//! `constant`), `measurementtype`. `threadcount` is rejected with a pointer to the
-//! driver's option, since ignoring it would silently run with another thread count.
-//! Any other key is [`WorkloadError::UnknownProperty`].
+//! * **Applied**, with YCSB's defaults: `workload` (YCSB's `CoreWorkload` only),
+//!   `recordcount` (1000, the standard files' value), `operationcount` (1000),
+//!   `insertstart` (0), `insertcount` (`recordcount - insertstart`), `fieldcount` (10),
+//!   `fieldlength` (100), `minfieldlength` (1), `fieldlengthdistribution` (`constant`;
+//!   also `uniform`, `zipfian`, `histogram`), `fieldlengthhistogram` (`hist.txt`),
+//!   `fieldnameprefix` (`field`), `readallfields` (true), `writeallfields` (false),
+//!   `dataintegrity` (false), `readproportion` (0.95), `updateproportion` (0.05),
+//!   `insertproportion`, `scanproportion`, `readmodifywriteproportion` (0),
+//!   `requestdistribution` (`uniform`; also `zipfian`, `latest`, `hotspot`, `sequential`,
+//!   `exponential`), `hotspotdatafraction` (0.2), `hotspotopnfraction` (0.8),
+//!   `exponential.percentile` (95), `exponential.frac` (0.8571428571), `minscanlength`
+//!   (1), `maxscanlength` (1000), `scanlengthdistribution` (`uniform` or `zipfian`),
+//!   `insertorder` (`hashed` or `ordered`), `zeropadding` (1). A value we cannot parse,
+//!   or cannot honour, is [`WorkloadError::BadValue`] naming the origin and line.
+//! * **Ours**: `keyprefix` (`user`), `tierdb.zipfianconstant` (0.99 as in YCSB; the
+//!   exponent of every zipfian draw: requests, latest, scan and field lengths) and
+//!   `tierdb.seed` (none: the driver chooses; decimal or `0x` hexadecimal).
+//! * **Accepted, not applied**: every other name some YCSB version reads (its client's
+//!   options, measurement and export, `table`, the database bindings' options, other
+//!   workload classes' properties; see [`crate::ycsb::catalog`]). Their values are not
+//!   read. [`YcsbSpec::ignored`] lists them, with the applied properties that have no
+//!   effect on this particular run (`maxscanlength` without scans, …).
+//! * **Unknown**: a name no YCSB version defines. In property text it is a warning
+//!   ([`YcsbSpec::unknown`], with the nearest known name); in [`YcsbSpec::set`] (the
+//!   command line, where a typo is better caught at once) it is
+//!   [`WorkloadError::UnknownProperty`].
 //!
 //! Proportions are normalised by their sum, as YCSB's `DiscreteGenerator` does, so
-//! `readproportion=1` with `updateproportion=1` is a 50/50 mix.
+//! `readproportion=1` with `updateproportion=1` is a 50/50 mix. Numbers are read as
+//! Java reads them (`+5`, `0.5d` and `1e3` included).
 
 use crate::error::WorkloadError;
 use crate::limits::{
-    FIELD_COUNT_MAX, FIELD_LENGTH_MAX_BYTES, KEY_NUMBER_MAX, OPERATION_COUNT_MAX, PREFIX_MAX_BYTES,
-    PROPERTIES_FILE_MAX_BYTES, RECORD_COUNT_MAX, RECORD_LENGTH_MAX_BYTES, SCAN_LENGTH_MAX, ZERO_PADDING_MAX,
-    ZIPF_EXPONENT_MAX,
+    FIELD_COUNT_MAX, FIELD_LENGTH_HEADER_BYTES, FIELD_LENGTH_MAX_BYTES, KEY_NUMBER_MAX, OPERATION_COUNT_MAX,
+    PREFIX_MAX_BYTES, PROPERTIES_FILE_MAX_BYTES, RECORD_COUNT_MAX, RECORD_LENGTH_MAX_BYTES, SCAN_LENGTH_MAX,
+    ZERO_PADDING_MAX, ZIPF_EXPONENT_MAX,
 };
 use crate::ycsb::OpKind;
+use crate::ycsb::catalog::{self, Group, IgnoredProperty, UnknownName};
+use crate::ycsb::field_length::{self, FieldLengthDistribution, FieldLengthHistogram, FieldLengths};
+use crate::ycsb::syntax;
 use serde::Serialize;
-use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::io::Read as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// The origin [`YcsbSpec::set`] reports in its errors.
 pub const COMMAND_LINE_ORIGIN: &str = "command line";
+
+/// The `workload` classes that are YCSB's core workload (its package was renamed).
+const CORE_WORKLOAD_CLASSES: [&str; 2] = ["site.ycsb.workloads.CoreWorkload", "com.yahoo.ycsb.workloads.CoreWorkload"];
+
+/// YCSB's default `fieldlengthhistogram`.
+const HISTOGRAM_FILE_DEFAULT: &str = "hist.txt";
 
 /// How the records a request operates on are chosen (`requestdistribution`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -67,6 +86,25 @@ pub enum RequestDistribution {
     Latest,
     /// `hotspotopnfraction` of the requests go to `hotspotdatafraction` of the records.
     Hotspot,
+    /// The loaded records in order, over and over, one shared sequence for all threads.
+    Sequential,
+    /// Exponential popularity by recency: `exponential.percentile`% of the requests go to
+    /// the newest `recordcount × exponential.frac` records.
+    Exponential,
+}
+
+impl RequestDistribution {
+    /// The property value that selects it.
+    pub fn name(self) -> &'static str {
+        match self {
+            RequestDistribution::Uniform => "uniform",
+            RequestDistribution::Zipfian => "zipfian",
+            RequestDistribution::Latest => "latest",
+            RequestDistribution::Hotspot => "hotspot",
+            RequestDistribution::Sequential => "sequential",
+            RequestDistribution::Exponential => "exponential",
+        }
+    }
 }
 
 /// How scan lengths are chosen (`scanlengthdistribution`).
@@ -122,7 +160,9 @@ impl Mix {
 ///
 /// See the [module documentation](self) for the keys, their defaults and the invariant.
 /// Serialises with the effective values (a report can embed it); [`YcsbSpec::to_properties`]
-/// writes it back as property text that parses to an equal spec.
+/// writes it back as property text that parses to an equal spec. Where each value came
+/// from (file and line, or the command line) is kept for warnings and errors, but is not
+/// part of what a spec is: two specs with equal values are equal.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct YcsbSpec {
     origin: String,
@@ -130,9 +170,17 @@ pub struct YcsbSpec {
     operation_count: u64,
     field_count: u32,
     field_length_bytes: u32,
+    field_length_min_bytes: u32,
+    field_length_distribution: FieldLengthDistribution,
+    /// `fieldlengthhistogram`: as given, or as found once read.
+    field_length_histogram_file: String,
+    /// The histogram read, while `field_length_distribution` is `histogram`.
+    #[serde(serialize_with = "serialize_histogram")]
+    field_length_histogram: Option<Arc<FieldLengthHistogram>>,
     field_name_prefix: String,
     read_all_fields: bool,
     write_all_fields: bool,
+    data_integrity: bool,
     read_proportion: f64,
     update_proportion: f64,
     insert_proportion: f64,
@@ -142,6 +190,8 @@ pub struct YcsbSpec {
     request_distribution: RequestDistribution,
     hotspot_data_fraction: f64,
     hotspot_op_fraction: f64,
+    exponential_percentile: f64,
+    exponential_frac: f64,
     scan_length_min: u32,
     scan_length_max: u32,
     scan_length_distribution: ScanLengthDistribution,
@@ -156,6 +206,18 @@ pub struct YcsbSpec {
     key_prefix: String,
     zipfian_constant: f64,
     seed: Option<u64>,
+    /// The sampler of field lengths, built from the values above once they are valid.
+    #[serde(skip)]
+    field_lengths: FieldLengths,
+    #[serde(skip)]
+    provenance: Provenance,
+}
+
+fn serialize_histogram<S: serde::Serializer>(
+    histogram: &Option<Arc<FieldLengthHistogram>>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    histogram.as_deref().serialize(s)
 }
 
 impl Default for YcsbSpec {
@@ -167,9 +229,14 @@ impl Default for YcsbSpec {
             operation_count: 1000,
             field_count: 10,
             field_length_bytes: 100,
+            field_length_min_bytes: 1,
+            field_length_distribution: FieldLengthDistribution::Constant,
+            field_length_histogram_file: HISTOGRAM_FILE_DEFAULT.to_owned(),
+            field_length_histogram: None,
             field_name_prefix: "field".to_owned(),
             read_all_fields: true,
             write_all_fields: false,
+            data_integrity: false,
             read_proportion: 0.95,
             update_proportion: 0.05,
             insert_proportion: 0.0,
@@ -179,6 +246,8 @@ impl Default for YcsbSpec {
             request_distribution: RequestDistribution::Uniform,
             hotspot_data_fraction: 0.2,
             hotspot_op_fraction: 0.8,
+            exponential_percentile: 95.0,
+            exponential_frac: 0.857_142_857_1,
             scan_length_min: 1,
             scan_length_max: 1000,
             scan_length_distribution: ScanLengthDistribution::Uniform,
@@ -190,6 +259,8 @@ impl Default for YcsbSpec {
             key_prefix: "user".to_owned(),
             zipfian_constant: 0.99,
             seed: None,
+            field_lengths: FieldLengths::Constant(100),
+            provenance: Provenance::default(),
         };
         spec.derive();
         debug_assert!(spec.check().is_ok());
@@ -197,69 +268,52 @@ impl Default for YcsbSpec {
     }
 }
 
+/// What to do with a name no YCSB version defines.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum IfUnknown {
+    /// Keep it as a warning (property text: YCSB accepts any name).
+    Warn,
+    /// Refuse it (the command line).
+    Refuse,
+}
+
 impl YcsbSpec {
     /// Parses property text. `origin` names the text in error messages, e.g.
-    /// `workload file x.txt` gives `workload file x.txt line 7: …`.
+    /// `workload file x.txt` gives `workload file x.txt line 7: …`. A relative
+    /// `fieldlengthhistogram` is looked up in the current directory.
     ///
     /// # Errors
     ///
-    /// [`WorkloadError::Syntax`] for a line that is not `key=value`,
-    /// [`WorkloadError::UnknownProperty`] for a key we do not know, and
-    /// [`WorkloadError::BadValue`] for a value out of range or inconsistent with others
-    /// (reported at the line of the last-written key involved).
+    /// [`WorkloadError::Syntax`] for a malformed `\uXXXX` escape,
+    /// [`WorkloadError::BadValue`] for a value of an applied property that cannot be
+    /// parsed, is out of range or is inconsistent with others (reported at the line of
+    /// the last-written key involved), and the errors of reading a field length
+    /// histogram ([`WorkloadError::Histogram`], …). Unknown names are not errors: see
+    /// [`YcsbSpec::unknown`].
     pub fn parse(text: &str, origin: &str) -> Result<YcsbSpec, WorkloadError> {
+        YcsbSpec::parse_in(text, origin, None)
+    }
+
+    /// [`YcsbSpec::parse`], resolving relative paths in `base` first.
+    fn parse_in(text: &str, origin: &str, base: Option<&Path>) -> Result<YcsbSpec, WorkloadError> {
         let mut spec = YcsbSpec { origin: origin.to_owned(), ..YcsbSpec::default() };
-        // The line each key was last set on, to place errors of consistency checks.
-        let mut lines: HashMap<&'static str, usize> = HashMap::new();
-        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-        for (index, raw) in text.lines().enumerate() {
-            let line = index + 1;
-            let trimmed = raw.trim();
-            if trimmed.is_empty() || trimmed.starts_with('#') || trimmed.starts_with('!') {
-                continue;
-            }
-            let syntax = |reason| WorkloadError::Syntax {
-                origin: origin.to_owned(),
-                line,
-                text: trimmed.chars().take(200).collect(),
-                reason,
-            };
-            if trimmed.ends_with('\\') {
-                return Err(syntax("line continuations are not supported"));
-            }
-            let Some(separator) = trimmed.find(['=', ':']) else {
-                return Err(syntax("expected `key=value`"));
-            };
-            let key = trimmed[..separator].trim();
-            let value = trimmed[separator + 1..].trim();
-            if key.is_empty() {
-                return Err(syntax("missing key before `=`"));
-            }
-            if let Some(known) = spec.apply(key, value, origin, line)? {
-                lines.insert(known, line);
-            }
+        spec.provenance.base_dir = base.map(Path::to_owned);
+        for entry in syntax::entries(text, origin)? {
+            spec.apply(&entry.key, &entry.value, origin, entry.line, IfUnknown::Warn)?;
         }
-        spec.derive();
-        spec.check().map_err(|failure| {
-            // Blame the key of the failed check that was written last in the text.
-            let blamed = failure
-                .keys
-                .iter()
-                .filter_map(|&k| lines.get(k).map(|&line| (line, k)))
-                .max()
-                .unwrap_or((0, failure.keys[0]));
-            spec.bad_value(origin, blamed.0, blamed.1, failure.reason)
-        })?;
+        spec.complete()?;
         Ok(spec)
     }
 
-    /// Reads and parses a property file; errors name it as `workload file <path>`.
+    /// Reads and parses a property file; errors name it as `workload file <path>`. Its
+    /// bytes are read as Java reads them (ISO-8859-1 unless they are UTF-8), and a
+    /// relative `fieldlengthhistogram` is looked up next to it, then in the current
+    /// directory.
     ///
     /// # Errors
     ///
-    /// [`WorkloadError::Io`] if it cannot be read (or is not UTF-8),
-    /// [`WorkloadError::FileTooLarge`] beyond [`PROPERTIES_FILE_MAX_BYTES`], and the
-    /// errors of [`YcsbSpec::parse`].
+    /// [`WorkloadError::Io`] if it cannot be read, [`WorkloadError::FileTooLarge`] beyond
+    /// [`PROPERTIES_FILE_MAX_BYTES`], and the errors of [`YcsbSpec::parse`].
     pub fn from_file(path: impl AsRef<Path>) -> Result<YcsbSpec, WorkloadError> {
         let path = path.as_ref();
         let io = |source| WorkloadError::Io { path: path.to_owned(), source };
@@ -270,53 +324,116 @@ impl YcsbSpec {
         if size_bytes > PROPERTIES_FILE_MAX_BYTES {
             return Err(too_large());
         }
-        let mut text = String::new();
+        let mut bytes = Vec::new();
         // The file may grow after the size check; read one byte past the limit to see it.
-        file.take(PROPERTIES_FILE_MAX_BYTES + 1).read_to_string(&mut text).map_err(io)?;
-        if text.len() as u64 > PROPERTIES_FILE_MAX_BYTES {
+        file.take(PROPERTIES_FILE_MAX_BYTES + 1).read_to_end(&mut bytes).map_err(io)?;
+        if bytes.len() as u64 > PROPERTIES_FILE_MAX_BYTES {
             return Err(too_large());
         }
-        YcsbSpec::parse(&text, &format!("workload file {}", path.display()))
+        let base = path.parent().map(|p| if p.as_os_str().is_empty() { Path::new(".") } else { p });
+        YcsbSpec::parse_in(&syntax::decode(bytes), &format!("workload file {}", path.display()), base)
     }
 
     /// Overrides one property, with the checks of [`YcsbSpec::parse`]; errors name
-    /// the origin [`COMMAND_LINE_ORIGIN`]. On error the spec is unchanged.
+    /// the origin [`COMMAND_LINE_ORIGIN`]. On error the spec is unchanged. A name YCSB
+    /// reads but we do not apply is accepted (and listed by [`YcsbSpec::ignored`]).
     ///
     /// # Errors
     ///
-    /// [`WorkloadError::UnknownProperty`] and [`WorkloadError::BadValue`] as for `parse`.
+    /// [`WorkloadError::UnknownProperty`] for a name no YCSB version defines (with the
+    /// nearest known one), and the errors of [`YcsbSpec::parse`].
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), WorkloadError> {
         let (key, value) = (key.trim(), value.trim());
         let mut next = self.clone();
-        next.apply(key, value, COMMAND_LINE_ORIGIN, 0)?;
-        next.derive();
-        next.check().map_err(|failure| {
-            // Blame the key being set if the check involves it; otherwise the check
-            // held before and cannot fail now, but report its first key anyway.
-            let blamed = failure.keys.iter().copied().find(|&k| k == key).unwrap_or(failure.keys[0]);
-            next.bad_value(COMMAND_LINE_ORIGIN, 0, blamed, failure.reason)
-        })?;
+        next.apply(key, value, COMMAND_LINE_ORIGIN, 0, IfUnknown::Refuse)?;
+        next.complete()?;
         *self = next;
         Ok(())
     }
 
     /// Writes the spec as property text, one key per line with its effective value,
-    /// that [`YcsbSpec::parse`] turns back into an equal spec (origin aside).
+    /// that [`YcsbSpec::parse`] turns back into an equal spec (origin aside). YCSB's
+    /// client reads it too (it passes over our `tierdb.` keys and `keyprefix`).
     pub fn to_properties(&self) -> String {
         let mut out = String::new();
-        let _ = writeln!(out, "# {}", self.origin.replace('\n', " "));
+        let _ = writeln!(out, "# {}", self.origin.replace(['\n', '\r'], " "));
         for property in PROPERTIES {
             if let Some(value) = (property.get)(self) {
-                let _ = writeln!(out, "{}={}", property.key, value);
+                let _ = writeln!(out, "{}={}", property.key, escape(&value));
             }
         }
         out
     }
 
-    /// The value of a recognised property as it would be written in a file, or `None`
-    /// for an unknown key or an unset optional one (`tierdb.seed`, `insertcount`).
+    /// The value of an applied property as it would be written in a file, or `None`
+    /// for another key or an unset optional one (`tierdb.seed`, `insertcount`).
     pub fn get(&self, key: &str) -> Option<String> {
         PROPERTIES.iter().find(|p| p.key == key).and_then(|p| (p.get)(self))
+    }
+
+    /// Whether `key` was given (in the text parsed or with [`YcsbSpec::set`]) rather
+    /// than left at its default. Built-in workloads count as giving nothing.
+    pub fn is_given(&self, key: &str) -> bool {
+        self.provenance.find(key).is_some()
+    }
+
+    /// Where `key` was last given: the origin and line (0 for the command line), or
+    /// `None` if it was not given.
+    pub fn given_at(&self, key: &str) -> Option<(&str, usize)> {
+        self.provenance.find(key).map(|g| (g.origin.as_str(), g.line))
+    }
+
+    /// The properties given that do not change this run: the names YCSB reads that we
+    /// do not apply, and applied ones that have no effect with the other values (scan
+    /// lengths without scans, hot-spot fractions without `hotspot` requests, …), in the
+    /// order given, each with why. [`catalog::ignored_warning`] makes one warning line of
+    /// them.
+    pub fn ignored(&self) -> Vec<IgnoredProperty> {
+        self.provenance
+            .given
+            .iter()
+            .filter_map(|g| {
+                let reason = match &g.class {
+                    Class::Ignored(group) => group.reason().to_owned(),
+                    Class::Applied => self.unused_reason(&g.key)?,
+                    Class::Unknown(_) => return None,
+                };
+                Some(IgnoredProperty {
+                    key: g.key.clone(),
+                    value: g.value.clone(),
+                    origin: g.origin.clone(),
+                    line: g.line,
+                    reason,
+                })
+            })
+            .collect()
+    }
+
+    /// The names given in property text that no YCSB version defines, each with the
+    /// nearest known name if one is close. They are ignored; a driver should warn.
+    pub fn unknown(&self) -> Vec<UnknownName> {
+        self.provenance
+            .given
+            .iter()
+            .filter_map(|g| match &g.class {
+                Class::Unknown(suggestion) => Some(UnknownName {
+                    key: g.key.clone(),
+                    value: g.value.clone(),
+                    origin: g.origin.clone(),
+                    line: g.line,
+                    suggestion: suggestion.clone(),
+                }),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The warnings a driver should print: one line per unknown name, then one line
+    /// listing the ignored properties (if any).
+    pub fn warnings(&self) -> Vec<String> {
+        let mut lines: Vec<String> = self.unknown().iter().map(ToString::to_string).collect();
+        lines.extend(catalog::ignored_warning(&self.ignored()));
+        lines
     }
 
     /// Where the spec came from: `defaults`, `workload file <path>`, `built-in workload
@@ -340,14 +457,45 @@ impl YcsbSpec {
         self.field_count
     }
 
-    /// Bytes per field (`fieldlength`).
+    /// Bytes per field (`fieldlength`): every field's with `constant` field lengths, the
+    /// longest with `uniform` and `zipfian`; unused with `histogram`.
     pub fn field_length_bytes(&self) -> u32 {
         self.field_length_bytes
     }
 
-    /// Bytes per record: `fieldcount × fieldlength`, at most [`RECORD_LENGTH_MAX_BYTES`].
+    /// The shortest field with `uniform` and `zipfian` field lengths (`minfieldlength`).
+    pub fn field_length_min_bytes(&self) -> u32 {
+        self.field_length_min_bytes
+    }
+
+    /// How field lengths are drawn (`fieldlengthdistribution`).
+    pub fn field_length_distribution(&self) -> FieldLengthDistribution {
+        self.field_length_distribution
+    }
+
+    /// The field length histogram, with `fieldlengthdistribution=histogram`.
+    pub fn field_length_histogram(&self) -> Option<&FieldLengthHistogram> {
+        self.field_length_histogram.as_deref()
+    }
+
+    /// Whether field lengths vary (any `fieldlengthdistribution` but `constant`): records
+    /// then carry a length header (see [`crate::ycsb::record`]).
+    pub fn field_lengths_vary(&self) -> bool {
+        self.field_length_distribution != FieldLengthDistribution::Constant
+    }
+
+    /// The longest record, in bytes: `fieldcount × fieldlength` with constant field
+    /// lengths; with varying ones, the length header and `fieldcount` of the longest
+    /// field. At most [`RECORD_LENGTH_MAX_BYTES`]; a buffer this long holds any record.
     pub fn record_length_bytes(&self) -> usize {
-        self.field_count as usize * self.field_length_bytes as usize
+        self.record_length_for(self.field_lengths.max()) as usize
+    }
+
+    /// The mean record length, in bytes (equal to [`YcsbSpec::record_length_bytes`] with
+    /// constant field lengths).
+    pub fn record_length_mean_bytes(&self) -> f64 {
+        let header = if self.field_lengths_vary() { FIELD_LENGTH_HEADER_BYTES } else { 0 };
+        f64::from(self.field_count) * (header as f64 + self.field_lengths.mean())
     }
 
     /// The prefix of field names (`fieldnameprefix`).
@@ -372,6 +520,12 @@ impl YcsbSpec {
         self.write_all_fields
     }
 
+    /// Whether values are YCSB's deterministic strings of their key and field name, and
+    /// reads check them (`dataintegrity`); only with constant field lengths.
+    pub fn data_integrity(&self) -> bool {
+        self.data_integrity
+    }
+
     /// The operation mix, proportions normalised to sum to 1.
     pub fn mix(&self) -> Mix {
         self.mix
@@ -390,6 +544,18 @@ impl YcsbSpec {
     /// The fraction of requests that go to the hot set (`hotspotopnfraction`).
     pub fn hotspot_op_fraction(&self) -> f64 {
         self.hotspot_op_fraction
+    }
+
+    /// With `exponential` requests, the percentage of them that go to the newest
+    /// [`YcsbSpec::exponential_frac`] of the records (`exponential.percentile`).
+    pub fn exponential_percentile(&self) -> f64 {
+        self.exponential_percentile
+    }
+
+    /// With `exponential` requests, the fraction of `recordcount` that receives
+    /// [`YcsbSpec::exponential_percentile`]% of them (`exponential.frac`).
+    pub fn exponential_frac(&self) -> f64 {
+        self.exponential_frac
     }
 
     /// Shortest scan, in records (`minscanlength`), at least 1.
@@ -458,45 +624,72 @@ impl YcsbSpec {
         count.min(KEY_NUMBER_MAX - self.insert_start)
     }
 
-    /// Applies one `key=value`. Returns the canonical key when it is a recognised
-    /// property, `None` when it is an accepted-and-ignored one.
+    /// Whether records of `other` are laid out and valued as records of `self` are: a
+    /// table loaded for one can be run with the other.
+    pub fn same_records_as(&self, other: &YcsbSpec) -> bool {
+        self.field_count == other.field_count
+            && self.field_length_distribution == other.field_length_distribution
+            && self.field_lengths == other.field_lengths
+            && self.data_integrity == other.data_integrity
+            && (!self.data_integrity || self.field_name_prefix == other.field_name_prefix)
+    }
+
+    /// The sampler of field lengths.
+    pub(crate) fn field_lengths(&self) -> &FieldLengths {
+        &self.field_lengths
+    }
+
+    /// Applies one `key=value` given at `origin` line `line`, and records where it came
+    /// from.
     fn apply(
         &mut self,
         key: &str,
         value: &str,
         origin: &str,
         line: usize,
-    ) -> Result<Option<&'static str>, WorkloadError> {
-        let bad = |reason: String| WorkloadError::BadValue {
-            origin: origin.to_owned(),
-            line,
+        if_unknown: IfUnknown,
+    ) -> Result<(), WorkloadError> {
+        let class = if let Some(property) = PROPERTIES.iter().find(|p| p.key == key) {
+            (property.set)(self, value).map_err(|reason| WorkloadError::BadValue {
+                origin: origin.to_owned(),
+                line,
+                key: key.to_owned(),
+                value: value.chars().take(200).collect(),
+                reason,
+            })?;
+            Class::Applied
+        } else if let Some(group) = catalog::ignored(key) {
+            Class::Ignored(group)
+        } else {
+            let suggestion = catalog::suggest(key, PROPERTIES.iter().map(|p| p.key));
+            if if_unknown == IfUnknown::Refuse {
+                return Err(WorkloadError::UnknownProperty {
+                    origin: origin.to_owned(),
+                    line,
+                    key: key.to_owned(),
+                    suggestion,
+                });
+            }
+            Class::Unknown(suggestion)
+        };
+        self.provenance.record(Given {
             key: key.to_owned(),
             value: value.chars().take(200).collect(),
-            reason,
-        };
-        if let Some(property) = PROPERTIES.iter().find(|p| p.key == key) {
-            (property.set)(self, value).map_err(bad)?;
-            return Ok(Some(property.key));
-        }
-        match key {
-            "workload" => {
-                if value == "site.ycsb.workloads.CoreWorkload" || value == "com.yahoo.ycsb.workloads.CoreWorkload" {
-                    Ok(None)
-                } else {
-                    Err(bad("only YCSB's CoreWorkload (site.ycsb.workloads.CoreWorkload) is implemented".to_owned()))
-                }
-            }
-            "table" | "measurementtype" => Ok(None),
-            "fieldlengthdistribution" => {
-                if value == "constant" {
-                    Ok(None)
-                } else {
-                    Err(bad("only `constant` field lengths are implemented".to_owned()))
-                }
-            }
-            "threadcount" => Err(bad("the thread count is an option of the driver, not of the workload".to_owned())),
-            _ => Err(WorkloadError::UnknownProperty { origin: origin.to_owned(), line, key: key.to_owned() }),
-        }
+            origin: origin.to_owned(),
+            line,
+            class,
+        });
+        Ok(())
+    }
+
+    /// After values changed: derives the dependent values, checks the spec, reads a field
+    /// length histogram if one is needed, and builds the field length sampler.
+    fn complete(&mut self) -> Result<(), WorkloadError> {
+        self.derive();
+        self.check().map_err(|failure| self.blame(failure))?;
+        self.load_histogram()?;
+        self.field_lengths = self.build_field_lengths();
+        self.check_record_length(self.field_lengths.max()).map_err(|failure| self.blame(failure))
     }
 
     /// Computes the values that follow from others: the normalised mix, and the
@@ -564,14 +757,41 @@ impl YcsbSpec {
                 "all operation proportions are zero".to_owned(),
             );
         }
-        if self.record_length_bytes() as u64 > RECORD_LENGTH_MAX_BYTES {
+        let ranged = matches!(
+            self.field_length_distribution,
+            FieldLengthDistribution::Uniform | FieldLengthDistribution::Zipfian
+        );
+        if ranged && self.field_length_min_bytes > self.field_length_bytes {
             return fail(
-                &["fieldlength", "fieldcount"],
+                &["minfieldlength", "fieldlength", "fieldlengthdistribution"],
                 format!(
-                    "a record of fieldcount ({}) × fieldlength ({}) bytes exceeds the limit of {RECORD_LENGTH_MAX_BYTES} bytes",
-                    self.field_count, self.field_length_bytes
+                    "minfieldlength ({}) exceeds fieldlength ({}), the longest {} field length",
+                    self.field_length_min_bytes,
+                    self.field_length_bytes,
+                    self.field_length_distribution.name()
                 ),
             );
+        }
+        if self.data_integrity && self.field_lengths_vary() {
+            return fail(
+                &["dataintegrity", "fieldlengthdistribution"],
+                format!(
+                    "dataintegrity needs fieldlengthdistribution=constant, not {} (YCSB refuses it too)",
+                    self.field_length_distribution.name()
+                ),
+            );
+        }
+        if self.request_distribution == RequestDistribution::Exponential
+            && !(self.record_count as f64 * self.exponential_frac).is_normal()
+        {
+            return fail(
+                &["exponential.frac", "recordcount"],
+                format!("recordcount × exponential.frac ({}) must be a positive number", self.exponential_frac),
+            );
+        }
+        // A histogram's longest field is known once it is read: checked again then.
+        if self.field_length_distribution != FieldLengthDistribution::Histogram {
+            self.check_record_length(self.field_length_bytes)?;
         }
         debug_assert!(
             (self.mix.read + self.mix.update + self.mix.insert + self.mix.scan + self.mix.read_modify_write - 1.0)
@@ -581,14 +801,152 @@ impl YcsbSpec {
         Ok(())
     }
 
-    fn bad_value(&self, origin: &str, line: usize, key: &str, reason: String) -> WorkloadError {
-        WorkloadError::BadValue {
-            origin: origin.to_owned(),
-            line,
-            key: key.to_owned(),
-            value: self.get(key).unwrap_or_default(),
-            reason,
+    /// The longest record if the longest field is `max_field_bytes` long.
+    fn record_length_for(&self, max_field_bytes: u32) -> u64 {
+        let header = if self.field_lengths_vary() { FIELD_LENGTH_HEADER_BYTES as u64 } else { 0 };
+        u64::from(self.field_count) * (header + u64::from(max_field_bytes))
+    }
+
+    fn check_record_length(&self, max_field_bytes: u32) -> Result<(), CheckFailure> {
+        let length = self.record_length_for(max_field_bytes);
+        if length <= RECORD_LENGTH_MAX_BYTES {
+            return Ok(());
         }
+        let (keys, longest): (&'static [&'static str], _) = match self.field_length_distribution {
+            FieldLengthDistribution::Histogram => {
+                (&["fieldlengthhistogram", "fieldlengthdistribution", "fieldcount"], "the histogram's longest field")
+            }
+            FieldLengthDistribution::Constant => (&["fieldlength", "fieldcount"], "fieldlength"),
+            _ => (&["fieldlength", "fieldcount", "fieldlengthdistribution"], "fieldlength"),
+        };
+        Err(CheckFailure {
+            keys,
+            reason: format!(
+                "a record of fieldcount ({}) fields of up to {max_field_bytes} bytes ({longest}){} is {length} \
+                 bytes, beyond the limit of {RECORD_LENGTH_MAX_BYTES}",
+                self.field_count,
+                if self.field_lengths_vary() { " with its length header" } else { "" },
+            ),
+        })
+    }
+
+    /// Reads the field length histogram if `histogram` field lengths need one that is
+    /// not read yet; drops it otherwise.
+    fn load_histogram(&mut self) -> Result<(), WorkloadError> {
+        if self.field_length_distribution != FieldLengthDistribution::Histogram {
+            self.field_length_histogram = None;
+            return Ok(());
+        }
+        let path = field_length::locate(&self.field_length_histogram_file, self.provenance.base_dir.as_deref());
+        if self.field_length_histogram.as_ref().is_some_and(|h| h.path() == path) {
+            return Ok(());
+        }
+        match FieldLengthHistogram::from_file(&path) {
+            Ok(h) => {
+                // The path as found, so that a spec written back finds the same file.
+                self.field_length_histogram_file = path.display().to_string();
+                self.field_length_histogram = Some(Arc::new(h));
+                Ok(())
+            }
+            Err(WorkloadError::Io { source, .. }) => {
+                // Name the line that asked for the file: its own, or the distribution's.
+                let keys: &'static [&'static str] = if self.is_given("fieldlengthhistogram") {
+                    &["fieldlengthhistogram"]
+                } else {
+                    &["fieldlengthdistribution"]
+                };
+                let default =
+                    if self.is_given("fieldlengthhistogram") { "" } else { " (fieldlengthhistogram's default)" };
+                Err(self.blame(CheckFailure {
+                    keys,
+                    reason: format!("cannot read the field length histogram {}{default}: {source}", path.display()),
+                }))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The field length sampler of a checked spec.
+    fn build_field_lengths(&self) -> FieldLengths {
+        let (min, max) = (self.field_length_min_bytes, self.field_length_bytes);
+        match self.field_length_distribution {
+            FieldLengthDistribution::Constant => FieldLengths::Constant(max),
+            FieldLengthDistribution::Uniform => FieldLengths::Uniform { min, max },
+            FieldLengthDistribution::Zipfian => FieldLengths::Zipfian {
+                min,
+                zipf: crate::dist::Zipf::new(u64::from(max - min) + 1, self.zipfian_constant),
+            },
+            FieldLengthDistribution::Histogram => FieldLengths::Histogram(Arc::clone(
+                self.field_length_histogram.as_ref().expect("load_histogram read it for histogram field lengths"),
+            )),
+        }
+    }
+
+    /// Why the applied property `key` has no effect with the other values, if it has
+    /// none.
+    fn unused_reason(&self, key: &str) -> Option<String> {
+        let mix = self.mix;
+        let requests = self.request_distribution;
+        let lengths = self.field_length_distribution;
+        let not = |what: &str, is: &str| Some(format!("{what} is {is}"));
+        match key {
+            "minscanlength" | "maxscanlength" | "scanlengthdistribution" if mix.scan == 0.0 => {
+                Some("this mix has no scans".to_owned())
+            }
+            "hotspotdatafraction" | "hotspotopnfraction" if requests != RequestDistribution::Hotspot => {
+                not("requestdistribution", requests.name())
+            }
+            "exponential.percentile" | "exponential.frac" if requests != RequestDistribution::Exponential => {
+                not("requestdistribution", requests.name())
+            }
+            "minfieldlength"
+                if !matches!(lengths, FieldLengthDistribution::Uniform | FieldLengthDistribution::Zipfian) =>
+            {
+                not("fieldlengthdistribution", lengths.name())
+            }
+            "fieldlength" if lengths == FieldLengthDistribution::Histogram => {
+                Some("field lengths come from the histogram".to_owned())
+            }
+            "fieldlengthhistogram" if lengths != FieldLengthDistribution::Histogram => {
+                not("fieldlengthdistribution", lengths.name())
+            }
+            "writeallfields" if mix.update == 0.0 && mix.read_modify_write == 0.0 => {
+                Some("this mix has no updates".to_owned())
+            }
+            "readallfields" if mix.read == 0.0 && mix.scan == 0.0 && mix.read_modify_write == 0.0 => {
+                Some("this mix has no reads".to_owned())
+            }
+            "fieldnameprefix" if !self.data_integrity => {
+                Some("field names are not stored; only dataintegrity values contain them".to_owned())
+            }
+            "tierdb.zipfianconstant" if !self.draws_zipfian() => Some("nothing is drawn from a zipfian".to_owned()),
+            _ => None,
+        }
+    }
+
+    /// Whether any draw of the run is zipfian.
+    fn draws_zipfian(&self) -> bool {
+        matches!(self.request_distribution, RequestDistribution::Zipfian | RequestDistribution::Latest)
+            || (self.mix.scan > 0.0 && self.scan_length_distribution == ScanLengthDistribution::Zipfian)
+            || self.field_length_distribution == FieldLengthDistribution::Zipfian
+    }
+
+    /// The error for a failed check: the value of the key of `failure` that was written
+    /// last, where it was written (a key never given is blamed at line 0 of this spec's
+    /// origin).
+    fn blame(&self, failure: CheckFailure) -> WorkloadError {
+        let blamed = failure
+            .keys
+            .iter()
+            .filter_map(|&k| self.provenance.position(k).map(|position| (position, k)))
+            .max()
+            .map(|(position, _)| &self.provenance.given[position]);
+        let (key, origin, line) = match blamed {
+            Some(g) => (g.key.clone(), g.origin.clone(), g.line),
+            None => (failure.keys[0].to_owned(), self.origin.clone(), 0),
+        };
+        let value = self.get(&key).unwrap_or_default();
+        WorkloadError::BadValue { origin, line, key, value, reason: failure.reason }
     }
 }
 
@@ -598,7 +956,71 @@ struct CheckFailure {
     reason: String,
 }
 
-/// One recognised key: how to set it from text (checking the value alone) and how to
+/// What a given property name is.
+#[derive(Clone, Debug)]
+enum Class {
+    /// One of [`PROPERTIES`].
+    Applied,
+    /// A name YCSB reads that we do not apply.
+    Ignored(Group),
+    /// A name no YCSB version defines, with the nearest known one.
+    Unknown(Option<String>),
+}
+
+/// One property as given.
+#[derive(Clone, Debug)]
+struct Given {
+    key: String,
+    /// The value as written (at most 200 characters).
+    value: String,
+    origin: String,
+    line: usize,
+    class: Class,
+}
+
+/// Where the values of a spec came from.
+///
+/// It does not take part in comparisons: a spec is its values, wherever they came from
+/// (a spec written back by [`YcsbSpec::to_properties`] and parsed again is equal to the
+/// original).
+#[derive(Clone, Debug, Default)]
+struct Provenance {
+    /// The properties given, each key once (its last write), in the order last written.
+    given: Vec<Given>,
+    /// The directory of the workload file, where relative paths are looked up first.
+    base_dir: Option<PathBuf>,
+}
+
+impl PartialEq for Provenance {
+    fn eq(&self, _: &Provenance) -> bool {
+        true
+    }
+}
+
+impl Provenance {
+    fn record(&mut self, given: Given) {
+        self.given.retain(|g| g.key != given.key);
+        self.given.push(given);
+    }
+
+    fn position(&self, key: &str) -> Option<usize> {
+        self.given.iter().position(|g| g.key == key)
+    }
+
+    fn find(&self, key: &str) -> Option<&Given> {
+        self.given.iter().find(|g| g.key == key)
+    }
+}
+
+impl YcsbSpec {
+    /// Forgets where the values came from, so that none counts as given (built-in
+    /// workloads: their values are ours, not the user's).
+    pub(crate) fn forget_provenance(&mut self) {
+        self.provenance.given.clear();
+    }
+}
+
+/// One applied key: how to set it from text (checking the value alone) and how to
 /// write it back.
 struct Property {
     key: &'static str,
@@ -606,8 +1028,19 @@ struct Property {
     get: fn(&YcsbSpec) -> Option<String>,
 }
 
-/// Every recognised key, in the order [`YcsbSpec::to_properties`] writes them.
+/// Every applied key, in the order [`YcsbSpec::to_properties`] writes them.
 const PROPERTIES: &[Property] = &[
+    Property {
+        key: "workload",
+        set: |_, v| {
+            if CORE_WORKLOAD_CLASSES.contains(&v) {
+                Ok(())
+            } else {
+                Err(format!("only YCSB's core workload is implemented ({})", CORE_WORKLOAD_CLASSES[0]))
+            }
+        },
+        get: |_| Some(CORE_WORKLOAD_CLASSES[0].to_owned()),
+    },
     Property {
         key: "recordcount",
         set: |s, v| parse_u64(v, 1, RECORD_COUNT_MAX).map(|x| s.record_count = x),
@@ -629,6 +1062,36 @@ const PROPERTIES: &[Property] = &[
         get: |s| Some(s.field_length_bytes.to_string()),
     },
     Property {
+        key: "minfieldlength",
+        set: |s, v| parse_u32(v, 0, FIELD_LENGTH_MAX_BYTES).map(|x| s.field_length_min_bytes = x),
+        get: |s| Some(s.field_length_min_bytes.to_string()),
+    },
+    Property {
+        key: "fieldlengthdistribution",
+        set: |s, v| {
+            s.field_length_distribution = match v {
+                "constant" => FieldLengthDistribution::Constant,
+                "uniform" => FieldLengthDistribution::Uniform,
+                "zipfian" => FieldLengthDistribution::Zipfian,
+                "histogram" => FieldLengthDistribution::Histogram,
+                _ => return Err("expected constant, uniform, zipfian or histogram".to_owned()),
+            };
+            Ok(())
+        },
+        get: |s| Some(s.field_length_distribution.name().to_owned()),
+    },
+    Property {
+        key: "fieldlengthhistogram",
+        set: |s, v| {
+            if v.is_empty() {
+                return Err("expected the path of a histogram file".to_owned());
+            }
+            s.field_length_histogram_file = v.to_owned();
+            Ok(())
+        },
+        get: |s| Some(s.field_length_histogram_file.clone()),
+    },
+    Property {
         key: "fieldnameprefix",
         set: |s, v| parse_prefix(v).map(|x| s.field_name_prefix = x),
         get: |s| Some(s.field_name_prefix.clone()),
@@ -642,6 +1105,11 @@ const PROPERTIES: &[Property] = &[
         key: "writeallfields",
         set: |s, v| parse_bool(v).map(|x| s.write_all_fields = x),
         get: |s| Some(s.write_all_fields.to_string()),
+    },
+    Property {
+        key: "dataintegrity",
+        set: |s, v| parse_bool(v).map(|x| s.data_integrity = x),
+        get: |s| Some(s.data_integrity.to_string()),
     },
     Property {
         key: "readproportion",
@@ -676,21 +1144,13 @@ const PROPERTIES: &[Property] = &[
                 "zipfian" => RequestDistribution::Zipfian,
                 "latest" => RequestDistribution::Latest,
                 "hotspot" => RequestDistribution::Hotspot,
-                _ => return Err("expected uniform, zipfian, latest or hotspot".to_owned()),
+                "sequential" => RequestDistribution::Sequential,
+                "exponential" => RequestDistribution::Exponential,
+                _ => return Err("expected uniform, zipfian, latest, hotspot, sequential or exponential".to_owned()),
             };
             Ok(())
         },
-        get: |s| {
-            Some(
-                match s.request_distribution {
-                    RequestDistribution::Uniform => "uniform",
-                    RequestDistribution::Zipfian => "zipfian",
-                    RequestDistribution::Latest => "latest",
-                    RequestDistribution::Hotspot => "hotspot",
-                }
-                .to_owned(),
-            )
-        },
+        get: |s| Some(s.request_distribution.name().to_owned()),
     },
     Property {
         key: "hotspotdatafraction",
@@ -701,6 +1161,30 @@ const PROPERTIES: &[Property] = &[
         key: "hotspotopnfraction",
         set: |s, v| parse_fraction(v).map(|x| s.hotspot_op_fraction = x),
         get: |s| Some(s.hotspot_op_fraction.to_string()),
+    },
+    Property {
+        key: "exponential.percentile",
+        set: |s, v| {
+            let p = parse_f64(v)?;
+            if !(p > 0.0 && p < 100.0) {
+                return Err("must be above 0 and below 100".to_owned());
+            }
+            s.exponential_percentile = p;
+            Ok(())
+        },
+        get: |s| Some(s.exponential_percentile.to_string()),
+    },
+    Property {
+        key: "exponential.frac",
+        set: |s, v| {
+            let f = parse_f64(v)?;
+            if f <= 0.0 {
+                return Err("must be above 0".to_owned());
+            }
+            s.exponential_frac = f;
+            Ok(())
+        },
+        get: |s| Some(s.exponential_frac.to_string()),
     },
     Property {
         key: "minscanlength",
@@ -802,11 +1286,13 @@ const PROPERTIES: &[Property] = &[
     },
 ];
 
-/// An unsigned integer in `min..=max`.
+/// An unsigned integer in `min..=max`, as Java's `Long.parseLong` reads it (an optional
+/// `+`, decimal digits).
 fn parse_u64(value: &str, min: u64, max: u64) -> Result<u64, String> {
-    let parsed = if value.bytes().all(|b| b.is_ascii_digit()) && !value.is_empty() {
-        value.parse::<u64>().map_err(|_| format!("must be at most {max}"))?
-    } else if value.starts_with('-') && value[1..].bytes().all(|b| b.is_ascii_digit()) && value.len() > 1 {
+    let digits = value.strip_prefix('+').unwrap_or(value);
+    let parsed = if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+        digits.parse::<u64>().map_err(|_| format!("must be at most {max}"))?
+    } else if value.starts_with('-') && value.len() > 1 && value[1..].bytes().all(|b| b.is_ascii_digit()) {
         return Err("must not be negative".to_owned());
     } else {
         return Err("expected a whole number".to_owned());
@@ -823,10 +1309,13 @@ fn parse_u32(value: &str, min: u32, max: u32) -> Result<u32, String> {
     parse_u64(value, u64::from(min), u64::from(max)).map(|v| v as u32)
 }
 
-/// A finite number.
+/// A finite number, as Java's `Double.parseDouble` reads it: also with a type suffix
+/// `d`, `D`, `f` or `F`.
 fn parse_f64(value: &str) -> Result<f64, String> {
-    match value.parse::<f64>() {
-        Ok(v) if v.is_finite() => Ok(v),
+    let number = value.strip_suffix(['d', 'D', 'f', 'F']).unwrap_or(value);
+    match number.parse::<f64>() {
+        // Rust reads "inf" and "nan" as numbers; Java does not (and they are not finite).
+        Ok(v) if v.is_finite() && number.bytes().any(|b| b.is_ascii_digit()) => Ok(v),
         _ => Err("expected a finite number".to_owned()),
     }
 }
@@ -864,6 +1353,23 @@ fn parse_prefix(value: &str) -> Result<String, String> {
         return Err("only printable ASCII characters without spaces are allowed".to_owned());
     }
     Ok(value.to_owned())
+}
+
+/// A value written so that property text reads it back unchanged: backslashes and a
+/// leading blank escaped (paths may hold either).
+fn escape(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for (i, c) in value.chars().enumerate() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            ' ' if i == 0 => out.push_str("\\ "),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -907,9 +1413,23 @@ mod tests {
         let spec = parse(text).unwrap();
         assert_eq!(spec.record_count(), 6000);
         assert_eq!(spec.field_count(), 4);
-        assert!(matches!(parse("recordcount 5"), Err(WorkloadError::Syntax { line: 1, .. })));
-        assert!(matches!(parse("\n=5"), Err(WorkloadError::Syntax { line: 2, .. })));
-        assert!(matches!(parse("keyprefix=a\\"), Err(WorkloadError::Syntax { .. })));
+        // Java's other forms: a blank as the separator, continuations, escapes.
+        assert_eq!(parse("recordcount 5").unwrap().record_count(), 5);
+        assert_eq!(parse("keyprefix=a\\\n  b").unwrap().key_prefix(), "ab");
+        assert_eq!(parse("keyprefix=a\\u0042").unwrap().key_prefix(), "aB");
+        assert!(matches!(parse("\nkeyprefix=\\u00"), Err(WorkloadError::Syntax { line: 2, .. })));
+        // An empty name is no property YCSB defines: a warning.
+        assert_eq!(parse("\n=5").unwrap().unknown()[0].line, 2);
+    }
+
+    #[test]
+    fn numbers_as_java_reads_them() {
+        assert_eq!(parse("recordcount=+5").unwrap().record_count(), 5);
+        assert_eq!(parse("readproportion=0.5d\nupdateproportion=5e-1F").unwrap().mix().read, 0.5);
+        assert_eq!(bad_value(parse("readproportion=nan")).1, "readproportion");
+        assert_eq!(bad_value(parse("readproportion=infinity")).1, "readproportion");
+        assert_eq!(bad_value(parse("recordcount=1_000")).1, "recordcount");
+        assert_eq!(bad_value(parse("recordcount=")).1, "recordcount");
     }
 
     #[test]
@@ -921,22 +1441,144 @@ mod tests {
     }
 
     #[test]
-    fn unknown_key_names_its_line() {
-        let err = parse("recordcount=10\n\n# x\nfoo=bar\n").unwrap_err();
-        assert!(matches!(&err, WorkloadError::UnknownProperty { line: 4, key, .. } if key == "foo"), "{err:?}");
-        assert_eq!(err.to_string(), "workload file x.txt line 4: unknown property `foo`");
-        assert!(matches!(parse("tierdb.nosuch=1"), Err(WorkloadError::UnknownProperty { line: 1, .. })));
+    fn an_unknown_name_is_a_warning_naming_its_line_and_the_nearest_name() {
+        let spec = parse("recordcount=10\n\n# x\nrecrodcount=bar\nfoo=1\n").unwrap();
+        assert_eq!(spec.record_count(), 10);
+        let unknown = spec.unknown();
+        assert_eq!(unknown.len(), 2);
+        assert_eq!((unknown[0].key.as_str(), unknown[0].line), ("recrodcount", 4));
+        assert_eq!(unknown[0].suggestion.as_deref(), Some("recordcount"));
+        assert_eq!(unknown[1].suggestion, None);
+        assert_eq!(
+            spec.warnings(),
+            [
+                "workload file x.txt line 4: unknown property `recrodcount` ignored (no YCSB version defines it); \
+                 did you mean `recordcount`?",
+                "workload file x.txt line 5: unknown property `foo` ignored (no YCSB version defines it)",
+            ]
+        );
+        // Our own namespace is no exception; the command line refuses unknown names.
+        assert_eq!(parse("tierdb.sed=1").unwrap().unknown()[0].suggestion.as_deref(), Some("tierdb.seed"));
+        let err = YcsbSpec::default().set("recrodcount", "5").unwrap_err();
+        assert_eq!(err.to_string(), "command line: unknown property `recrodcount`; did you mean `recordcount`?");
     }
 
     #[test]
-    fn ignored_keys() {
-        let spec =
-            parse("workload=site.ycsb.workloads.CoreWorkload\ntable=t\nfieldlengthdistribution=constant\nmeasurementtype=hdrhistogram")
-                .unwrap();
+    fn names_ycsb_reads_are_accepted_and_listed() {
+        let text = "workload=site.ycsb.workloads.CoreWorkload\ntable=t\nfieldlengthdistribution=constant\n\
+                    measurementtype=hdrhistogram\nthreadcount=4\nmongodb.url=mongodb://x\nhistogram.buckets=x";
+        let spec = parse(text).unwrap();
         assert_eq!(spec, YcsbSpec { origin: spec.origin.clone(), ..YcsbSpec::default() });
+        assert!(spec.unknown().is_empty());
+        let ignored = spec.ignored();
+        let ignored: Vec<(&str, usize)> = ignored.iter().map(|p| (p.key.as_str(), p.line)).collect();
+        // Values of ignored names are not read (histogram.buckets=x is fine).
+        assert_eq!(
+            ignored,
+            [("table", 2), ("measurementtype", 4), ("threadcount", 5), ("mongodb.url", 6), ("histogram.buckets", 7)]
+        );
+        assert_eq!(
+            spec.warnings(),
+            ["workload file x.txt: 5 properties ignored: table (no effect on an embedded engine); \
+              measurementtype, histogram.buckets (measurement and export; tierdb's report has its own); \
+              threadcount (YCSB client options; tierdb's driver has its own (--threads, --duration, --json)); \
+              mongodb.url (database binding options)"]
+        );
         assert_eq!(bad_value(parse("workload=site.ycsb.workloads.RestWorkload")).1, "workload");
-        assert_eq!(bad_value(parse("fieldlengthdistribution=zipfian")).1, "fieldlengthdistribution");
-        assert_eq!(bad_value(parse("threadcount=4")).1, "threadcount");
+        // The command line accepts them too.
+        let mut spec = YcsbSpec::default();
+        spec.set("exporter", "site.ycsb.measurements.exporter.JSONMeasurementsExporter").unwrap();
+        assert_eq!(spec.ignored()[0].origin, COMMAND_LINE_ORIGIN);
+    }
+
+    #[test]
+    fn applied_properties_without_effect_are_listed() {
+        let text = "scanproportion=0\nmaxscanlength=100\nrequestdistribution=zipfian\nhotspotopnfraction=0.9\n\
+                    minfieldlength=5\nfieldnameprefix=f\nexponential.frac=0.5\nreadproportion=1\nupdateproportion=0\n\
+                    writeallfields=true";
+        let spec = parse(text).unwrap();
+        let reasons: Vec<(String, String)> = spec.ignored().into_iter().map(|p| (p.key, p.reason)).collect();
+        let expect = |k: &str, r: &str| (k.to_owned(), r.to_owned());
+        assert_eq!(
+            reasons,
+            [
+                expect("maxscanlength", "this mix has no scans"),
+                expect("hotspotopnfraction", "requestdistribution is zipfian"),
+                expect("minfieldlength", "fieldlengthdistribution is constant"),
+                expect("fieldnameprefix", "field names are not stored; only dataintegrity values contain them"),
+                expect("exponential.frac", "requestdistribution is zipfian"),
+                expect("writeallfields", "this mix has no updates"),
+            ]
+        );
+        // With the operations they concern, they apply; and an override can change that.
+        let mut spec = parse("scanproportion=0.5\nmaxscanlength=100").unwrap();
+        assert!(spec.ignored().is_empty());
+        spec.set("scanproportion", "0").unwrap();
+        assert_eq!(spec.ignored()[0].key, "maxscanlength");
+        assert!(spec.is_given("maxscanlength") && !spec.is_given("minscanlength"));
+    }
+
+    #[test]
+    fn field_lengths_dataintegrity_and_exponential_values() {
+        let spec = parse("fieldlengthdistribution=uniform\nminfieldlength=10\nfieldlength=20\nfieldcount=2").unwrap();
+        assert!(spec.field_lengths_vary());
+        assert_eq!(spec.record_length_bytes(), 2 * (4 + 20));
+        assert_eq!(spec.record_length_mean_bytes(), 2.0 * (4.0 + 15.0));
+        let spec = parse("fieldlengthdistribution=zipfian\nminfieldlength=0").unwrap();
+        assert_eq!(spec.field_length_distribution(), FieldLengthDistribution::Zipfian);
+        assert!(spec.record_length_mean_bytes() < 10.0 * (4.0 + 50.0));
+        let (line, key, _) = bad_value(parse("fieldlengthdistribution=uniform\nminfieldlength=200"));
+        assert_eq!((line, key.as_str()), (2, "minfieldlength"));
+        // A constant length ignores minfieldlength, as YCSB does.
+        assert!(parse("minfieldlength=200").is_ok());
+        assert_eq!(bad_value(parse("fieldlengthdistribution=normal")).1, "fieldlengthdistribution");
+        let (line, key, _) = bad_value(parse("dataintegrity=true\nfieldlengthdistribution=uniform"));
+        assert_eq!((line, key.as_str()), (2, "fieldlengthdistribution"));
+        assert!(parse("dataintegrity=true").unwrap().data_integrity());
+        let spec = parse("requestdistribution=exponential\nexponential.percentile=90\nexponential.frac=0.25").unwrap();
+        assert_eq!((spec.exponential_percentile(), spec.exponential_frac()), (90.0, 0.25));
+        assert_eq!(bad_value(parse("exponential.percentile=100")).1, "exponential.percentile");
+        assert_eq!(bad_value(parse("exponential.frac=0")).1, "exponential.frac");
+        assert_eq!(bad_value(parse("exponential.frac=1e-320\nrequestdistribution=exponential")).1, "exponential.frac");
+        assert_eq!(
+            bad_value(parse("fieldlength=1048576\nfieldcount=16\nfieldlengthdistribution=uniform")).1,
+            "fieldlengthdistribution"
+        );
+    }
+
+    #[test]
+    fn a_histogram_is_read_beside_the_workload_file() {
+        let dir = std::env::temp_dir().join(format!("tierdb-histogram-test-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("sub")).unwrap();
+        std::fs::write(dir.join("sub/lengths.txt"), "BlockSize\t10\n0\t1\n1\t1\n2\t2\n").unwrap();
+        let workload = dir.join("w");
+        std::fs::write(&workload, "fieldlengthdistribution=histogram\nfieldlengthhistogram=sub/lengths.txt\n").unwrap();
+        let spec = YcsbSpec::from_file(&workload).unwrap();
+        let h = spec.field_length_histogram().unwrap();
+        assert_eq!(h.path(), dir.join("sub/lengths.txt"));
+        assert_eq!(spec.record_length_bytes(), 10 * (4 + 20));
+        // Written back, the path found is kept.
+        let again = YcsbSpec::parse(&spec.to_properties(), "again").unwrap();
+        assert_eq!(YcsbSpec { origin: spec.origin.clone(), ..again }, spec);
+        // A missing file names the line that asked for it, or the distribution's line
+        // when the default hist.txt was meant.
+        std::fs::write(&workload, "recordcount=5\nfieldlengthdistribution=histogram\nfieldlengthhistogram=nosuch\n")
+            .unwrap();
+        let err = YcsbSpec::from_file(&workload).unwrap_err();
+        assert!(matches!(&err, WorkloadError::BadValue { line: 3, key, .. } if key == "fieldlengthhistogram"), "{err}");
+        assert!(err.to_string().contains("cannot read the field length histogram"), "{err}");
+        std::fs::write(&workload, "\nfieldlengthdistribution=histogram\n").unwrap();
+        let err = YcsbSpec::from_file(&workload).unwrap_err();
+        assert!(
+            matches!(&err, WorkloadError::BadValue { line: 2, key, .. } if key == "fieldlengthdistribution"),
+            "{err}"
+        );
+        assert!(err.to_string().contains("hist.txt (fieldlengthhistogram's default)"), "{err}");
+        // Content YCSB cannot read names the histogram's own line.
+        std::fs::write(dir.join("sub/lengths.txt"), "BlockSize\t10\n0\tmany\n").unwrap();
+        std::fs::write(&workload, "fieldlengthdistribution=histogram\nfieldlengthhistogram=sub/lengths.txt\n").unwrap();
+        assert!(matches!(YcsbSpec::from_file(&workload), Err(WorkloadError::Histogram { line: 2, .. })));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
@@ -953,7 +1595,7 @@ mod tests {
         assert_eq!(bad_value(parse("readproportion=-0.1")).1, "readproportion");
         assert_eq!(bad_value(parse("readproportion=NaN")).1, "readproportion");
         assert_eq!(bad_value(parse("readallfields=yes")).1, "readallfields");
-        assert_eq!(bad_value(parse("requestdistribution=exponential")).1, "requestdistribution");
+        assert_eq!(bad_value(parse("requestdistribution=normal")).1, "requestdistribution");
         assert_eq!(bad_value(parse("scanlengthdistribution=constant")).1, "scanlengthdistribution");
         assert_eq!(bad_value(parse("insertorder=random")).1, "insertorder");
         assert_eq!(bad_value(parse("tierdb.zipfianconstant=0")).1, "tierdb.zipfianconstant");
@@ -1029,20 +1671,24 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("tierdb-workload-test-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("w.txt");
-        std::fs::write(&path, "recordcount=10\nbogus=1\n").unwrap();
+        std::fs::write(&path, "recordcount=10\nfieldcount=0\n").unwrap();
         let err = YcsbSpec::from_file(&path).unwrap_err();
-        assert_eq!(err.to_string(), format!("workload file {} line 2: unknown property `bogus`", path.display()));
+        assert!(
+            err.to_string()
+                .starts_with(&format!("workload file {} line 2: bad value `0` for `fieldcount`", path.display())),
+            "{err}"
+        );
+        // ISO-8859-1 bytes (not UTF-8) are read as Java reads them.
+        std::fs::write(&path, b"# \xa9 2010 Yahoo!\nrecordcount=10\n").unwrap();
+        assert_eq!(YcsbSpec::from_file(&path).unwrap().record_count(), 10);
         assert!(matches!(YcsbSpec::from_file(dir.join("missing")), Err(WorkloadError::Io { .. })));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
     /// Lines built from real keys and odd values, to reach the validation paths.
     fn property_lines() -> impl Strategy<Value = String> {
-        let keys: Vec<&'static str> = PROPERTIES
-            .iter()
-            .map(|p| p.key)
-            .chain(["workload", "table", "threadcount", "fieldlengthdistribution", "nosuch"])
-            .collect();
+        let keys: Vec<&'static str> =
+            PROPERTIES.iter().map(|p| p.key).chain(["table", "threadcount", "mongodb.url", "nosuch"]).collect();
         let value = prop_oneof![
             "[0-9]{0,25}",
             "-?[0-9]{0,3}\\.[0-9]{0,3}(e[+-]?[0-9]{1,3})?",
@@ -1050,6 +1696,9 @@ mod tests {
             Just("zipfian".to_owned()),
             Just("latest".to_owned()),
             Just("hotspot".to_owned()),
+            Just("sequential".to_owned()),
+            Just("exponential".to_owned()),
+            Just("constant".to_owned()),
             Just("true".to_owned()),
             Just("0x".to_owned()),
             ".{0,10}",
