@@ -307,6 +307,7 @@ pub fn run_one(
         n.open_mode = tierdb::device::OpenMode::OpenOrCreate;
         let mut dc = DirectConfig::new(n, acfg.page_size);
         dc.cpu_cache_bytes = acfg.cpu_cache_model.bytes();
+        dc.nvm_verify = acfg.nvm_verify;
         let open = || Db::open_nvm_direct(&cfg, &dc).with_context(|| format!("opening a database on {arch}"));
         ctx.run(open, crash)
     } else if arch == Architecture::MainMemory {

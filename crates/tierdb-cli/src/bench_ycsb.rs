@@ -13,6 +13,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
 use tierdb::ByteSize;
 use tierdb::arch::{ArchConfig, Architecture, Engine};
+use tierdb::buffer::NvmVerify;
 use tierdb::buffer::policy::{NvcacheConfig, ObpCount, ObpMode};
 use tierdb::device::DoubleWriteMode;
 use tierdb::device::{DeviceProfile, DirectIo, EmulationMode};
@@ -97,6 +98,12 @@ pub struct EngineArgs {
     /// MiB of NVM at 16 KiB pages); the page file is synced each time they are used up.
     #[arg(long, default_value_t = tierdb::limits::DOUBLE_WRITE_SLOTS, value_parser = parse_dw_slots)]
     pub nvm_double_write_slots: usize,
+    /// What is checked against the CRC-32C of the pages in NVM: cheap — every whole page
+    /// copied out of NVM and every page once before its first use after a restart;
+    /// every — also every line-grained load and every in-place fix (slow); off —
+    /// nothing (docs/checksums.md).
+    #[arg(long, value_name = "off|cheap|every", default_value = "cheap", value_parser = parse_nvm_verify)]
+    pub nvm_verify: NvmVerify,
     /// nvcache: the overhead-bypass ratio (inserted + removed) / looked-up taken over a
     /// sliding window of lookups (window), since start-up (cumulative), or not at all
     /// (off: always admit).
@@ -171,6 +178,8 @@ pub struct Setup {
     pub double_write: DoubleWriteArg,
     /// Slots of an NVM double-write area.
     pub nvm_double_write_slots: usize,
+    /// What is checked against the CRCs of the pages in NVM.
+    pub nvm_verify: NvmVerify,
     /// `model` mode: the clock of a thread's own time in the modelled throughput.
     pub model_clock: ModelClock,
     /// The `nvcache` policy's tunables (used by `--arch nvcache` or `--policy nvcache`).
@@ -237,6 +246,7 @@ impl EngineArgs {
             prefetch_lines: self.prefetch_lines,
             double_write: self.double_write,
             nvm_double_write_slots: self.nvm_double_write_slots,
+            nvm_verify: self.nvm_verify,
             model_clock: self.model_clock,
             nvcache,
             workload: spec,
@@ -305,6 +315,7 @@ impl EngineArgs {
         c.prefetch_lines = setup.prefetch_lines;
         c.double_write = setup.double_write.resolve(arch);
         c.nvm_double_write_slots = setup.nvm_double_write_slots;
+        c.nvm_verify = setup.nvm_verify;
         if self.buffered_io {
             c.direct_io = DirectIo::Off;
         }
@@ -781,6 +792,10 @@ fn parse_dw_slots(s: &str) -> Result<usize, String> {
     let n: usize = s.parse().map_err(|_| format!("{s:?} is not a count of slots"))?;
     let max = tierdb::limits::DOUBLE_WRITE_SLOTS_MAX;
     if (1..=max).contains(&n) { Ok(n) } else { Err(format!("{n} slots: use 1 to {max}")) }
+}
+
+fn parse_nvm_verify(s: &str) -> Result<NvmVerify, String> {
+    s.parse()
 }
 
 fn parse_double_write(s: &str) -> Result<DoubleWriteArg, String> {

@@ -36,8 +36,8 @@ use std::str::FromStr;
 use serde::Serialize;
 
 use crate::buffer::{
-    BufferConfig, BufferError, BufferManager, DirectConfig, MemorySource, NvmDirect, PageSource, RestartInfo,
-    Techniques, TierStats,
+    BufferConfig, BufferError, BufferManager, DirectConfig, MemorySource, NvmDirect, NvmVerify, PageSource,
+    RestartInfo, Techniques, TierStats,
 };
 use crate::device::{
     DeviceProfile, DirectIo, DoubleWriteMode, DramConfig, EmulationMode, NvmConfig, OpenMode, SsdConfig,
@@ -238,6 +238,9 @@ pub struct ArchConfig {
     /// Slots of an NVM double-write area (`SsdConfig::nvm_double_write_slots`; its size:
     /// [`crate::device::double_write::nvm_area_bytes`]).
     pub nvm_double_write_slots: usize,
+    /// What is checked against the CRCs of the pages in NVM (`BufferConfig::nvm_verify`,
+    /// `DirectConfig::nvm_verify`; `docs/checksums.md`).
+    pub nvm_verify: NvmVerify,
 }
 
 impl ArchConfig {
@@ -277,6 +280,7 @@ impl ArchConfig {
             prefetch_lines: 0,
             double_write: arch.default_double_write(),
             nvm_double_write_slots: crate::limits::DOUBLE_WRITE_SLOTS,
+            nvm_verify: NvmVerify::Cheap,
         })
     }
 
@@ -330,6 +334,7 @@ impl ArchConfig {
         bc.debug_lines = self.debug_lines;
         bc.double_write = self.double_write;
         bc.nvm_file_io = self.arch == Architecture::MmapRead;
+        bc.nvm_verify = self.nvm_verify;
         if bc.techniques != Techniques::NONE && !self.arch.uses_nvm() {
             return Err(BufferError::Config {
                 what: format!(
@@ -411,7 +416,11 @@ impl Engine {
             let mut dc = DirectConfig::new(n, cfg.page_size);
             dc.reuse = cfg.open_existing;
             dc.cpu_cache_bytes = cfg.cpu_cache_model.bytes();
-            return Ok(Engine::Direct(Box::new(NvmDirect::open(&dc)?)));
+            dc.nvm_verify = cfg.nvm_verify;
+            let direct = NvmDirect::open(&dc)?;
+            // No log, so no redo: a page that fails its check is an error at once.
+            direct.end_redo();
+            return Ok(Engine::Direct(Box::new(direct)));
         }
         if cfg.arch == Architecture::MainMemory {
             return Ok(Engine::Memory(Box::new(MemorySource::new(&cfg.dram_config())?)));

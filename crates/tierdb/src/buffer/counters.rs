@@ -34,8 +34,9 @@ pub enum Count {
     Unswizzles,
     NvmReadsInPlace,
     NvmWritesInPlace,
+    NvmCorruptDropped,
 }
-const COUNTS: usize = Count::NvmWritesInPlace as usize + 1;
+const COUNTS: usize = Count::NvmCorruptDropped as usize + 1;
 
 pub struct BufferCounters {
     counts: Striped<COUNTS>,
@@ -87,6 +88,10 @@ pub struct BufferStats {
     /// NVM at unfix, Spitfire's Dw).
     #[serde(default)]
     pub nvm_writes_in_place: u64,
+    /// Clean NVM frames whose page failed its data CRC when read: dropped, the page read
+    /// from SSD instead (`docs/checksums.md`).
+    #[serde(default)]
+    pub nvm_corrupt_dropped: u64,
 }
 
 impl BufferStats {
@@ -125,6 +130,7 @@ impl BufferStats {
             self.unswizzles,
             self.nvm_reads_in_place,
             self.nvm_writes_in_place,
+            self.nvm_corrupt_dropped,
         ]
     }
 
@@ -152,6 +158,7 @@ impl BufferStats {
             unswizzles: a[Count::Unswizzles as usize],
             nvm_reads_in_place: a[Count::NvmReadsInPlace as usize],
             nvm_writes_in_place: a[Count::NvmWritesInPlace as usize],
+            nvm_corrupt_dropped: a[Count::NvmCorruptDropped as usize],
         }
     }
 }

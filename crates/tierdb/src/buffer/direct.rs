@@ -14,6 +14,9 @@
 //!                                     page size (u32), slots (u64), CRC-32C of 0..24
 //! page                slots, rounded  allocation map: one byte per slot, 1 = in use
 //!                     up to pages
+//! page + map          64 × slots,     CRC table: one line per slot, the page's CRC-32C
+//!                     rounded up      and the one before its last write-back
+//!                     to pages        (`frame::direct::CrcEntry`)
 //! data                slots × page    page n (n ≥ 1) in slot n − 1
 //! ```
 //!
@@ -31,10 +34,11 @@ use serde::Serialize;
 
 use super::BufferError;
 use super::frame::direct::{
-    CPU_CACHE_MODEL_DEFAULT_BYTES, CPU_CACHE_MODEL_MAX_BYTES, DirectLines, DirectOptimistic, DirectPages, DirectRead,
-    DirectWrite, WriteBackLog,
+    CPU_CACHE_MODEL_DEFAULT_BYTES, CPU_CACHE_MODEL_MAX_BYTES, CRC_ENTRY_BYTES, DirectLines, DirectOptimistic,
+    DirectPages, DirectRead, DirectWrite, WriteBackLog,
 };
 use super::manager::TierStats;
+use super::page_crc::NvmVerify;
 use super::source::PageSource;
 use crate::Result;
 use crate::device::{NvmConfig, NvmRegion};
@@ -42,7 +46,8 @@ use crate::ids::PageId;
 use crate::limits::{CACHE_LINE_BYTES, PAGE_SIZE_MAX_BYTES, PAGE_SIZE_MIN_BYTES};
 
 const MAGIC: [u8; 8] = *b"TIERDBND";
-const FORMAT_VERSION: u32 = 1;
+/// 2 added the CRC table; a region of version 1 is refused.
+const FORMAT_VERSION: u32 = 2;
 const HEADER_CRC_AT: usize = 24;
 
 /// How to open an `nvm-direct` source.
@@ -55,12 +60,22 @@ pub struct DirectConfig {
     /// The CPU last-level cache that the read charges model (see
     /// [`super::frame::direct`]); 0: every read is charged.
     pub cpu_cache_bytes: u64,
+    /// What is checked against the pages' CRCs: each page once, before its first use
+    /// after a reopen (`Cheap`, the default), at every fix (`Every`), nothing (`Off`).
+    /// The CRCs are kept in every mode.
+    pub nvm_verify: NvmVerify,
 }
 
 impl DirectConfig {
     /// A new database in `nvm` with `page_size` pages and the default CPU-cache model.
     pub fn new(nvm: NvmConfig, page_size: usize) -> DirectConfig {
-        DirectConfig { nvm, page_size, reuse: false, cpu_cache_bytes: CPU_CACHE_MODEL_DEFAULT_BYTES }
+        DirectConfig {
+            nvm,
+            page_size,
+            reuse: false,
+            cpu_cache_bytes: CPU_CACHE_MODEL_DEFAULT_BYTES,
+            nvm_verify: NvmVerify::Cheap,
+        }
     }
 }
 
@@ -71,6 +86,14 @@ pub struct DirectRestart {
     /// Time to read the allocation map and rebuild the free list.
     pub map_scan_ms: f64,
     pub map_bytes: u64,
+}
+
+/// Where things are in a region: slots, the allocation map's and the CRC table's bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Layout {
+    slots: u64,
+    map_bytes: u64,
+    crc_bytes: u64,
 }
 
 struct Alloc {
@@ -98,15 +121,17 @@ impl std::fmt::Debug for NvmDirect {
     }
 }
 
-/// Slots and the allocation map's bytes for a region of `size` bytes.
-fn layout(size: u64, page: u64) -> (u64, u64) {
+/// The most slots a region of `size` bytes holds with their map and CRC table.
+fn layout(size: u64, page: u64) -> Layout {
     let total = size / page;
-    // 1 header page + ceil(slots / page) map pages + slots <= total.
-    let mut slots = total.saturating_sub(1) * page / (page + 1);
-    while slots > 0 && 1 + slots.div_ceil(page) + slots > total {
+    let entry = CRC_ENTRY_BYTES as u64;
+    let pages_for = |slots: u64| 1 + slots.div_ceil(page) + (slots * entry).div_ceil(page) + slots;
+    // 1 header page + map pages + CRC table pages + slots <= total.
+    let mut slots = total.saturating_sub(1) * page / (page + 1 + entry);
+    while slots > 0 && pages_for(slots) > total {
         slots -= 1;
     }
-    (slots, slots.div_ceil(page) * page)
+    Layout { slots, map_bytes: slots.div_ceil(page) * page, crc_bytes: (slots * entry).div_ceil(page) * page }
 }
 
 impl NvmDirect {
@@ -138,7 +163,7 @@ impl NvmDirect {
             .into());
         }
         let nvm = NvmRegion::open(&cfg.nvm)?;
-        let (slots, map_bytes) = layout(nvm.size_bytes(), ps as u64);
+        let Layout { slots, map_bytes, crc_bytes } = layout(nvm.size_bytes(), ps as u64);
         if slots < 2 {
             return Err(BufferError::Config {
                 what: format!("an NVM region of {} holds no nvm-direct database of {ps}-byte pages", nvm.size_bytes()),
@@ -146,14 +171,18 @@ impl NvmDirect {
             .into());
         }
         let map_offset = ps as u64;
-        let data_offset = map_offset + map_bytes;
+        let crc_offset = map_offset + map_bytes;
+        let data_offset = crc_offset + crc_bytes;
         let path = cfg.nvm.path.clone();
+        let pages = |nvm, reopened| {
+            DirectPages::new(nvm, data_offset, crc_offset, ps, cfg.cpu_cache_bytes, cfg.nvm_verify, reopened)
+        };
         let mut header = vec![0u8; CACHE_LINE_BYTES];
         nvm.copy_out(0, &mut header)?;
         if !cfg.reuse {
             let mut nvm = nvm;
-            format(&mut nvm, ps, slots, map_offset, map_bytes)?;
-            return Self::finish_new(DirectPages::new(nvm, data_offset, ps, cfg.cpu_cache_bytes), path, map_offset);
+            format(&mut nvm, ps, slots, data_offset)?;
+            return Self::finish_new(pages(nvm, false), path, map_offset);
         }
         // Reopening: the region is the database. One whose header is all zeros (wiped,
         // or a new file in place of a lost one) is never formatted: that would be an
@@ -179,7 +208,7 @@ impl NvmDirect {
         let restart =
             Some(DirectRestart { pages_in_use: in_use, map_scan_ms: started.elapsed().as_secs_f64() * 1e3, map_bytes });
         Ok(NvmDirect {
-            pages: DirectPages::new(nvm, data_offset, ps, cfg.cpu_cache_bytes),
+            pages: pages(nvm, true),
             path,
             map_offset,
             next: AtomicU64::new(last_used + 1),
@@ -207,9 +236,22 @@ impl NvmDirect {
         &self.pages
     }
 
-    /// Write-backs log their lines through `log` first (`None`: no log).
+    /// Write-backs log their lines through `log` first (`None`: no log). Attaching a
+    /// log ends redo ([`end_redo`](Self::end_redo)): a database's recovery attaches it
+    /// once it has repeated the logged images.
     pub fn set_log(&self, log: Option<Arc<dyn WriteBackLog>>) {
+        if log.is_some() {
+            self.pages.end_redo();
+        }
         self.pages.set_log(log);
+    }
+
+    /// A reopened region is in redo until this call (or [`set_log`](Self::set_log)): a
+    /// page that fails its CRC check is not reported until then, as the crash may have
+    /// torn its last write-back and redo complete it (`frame::direct`). An engine that
+    /// reopens without a log calls it at once.
+    pub fn end_redo(&self) {
+        self.pages.end_redo();
     }
 
     /// What reopening found (`None` for a new database).
@@ -320,16 +362,16 @@ fn check_header(h: &[u8], ps: usize, slots: u64, path: &std::path::Path) -> Resu
     Ok(())
 }
 
-/// Writes an empty allocation map, then the header, each persisted.
-fn format(nvm: &mut NvmRegion, ps: usize, slots: u64, map_offset: u64, map_bytes: u64) -> Result<()> {
+/// Writes an empty allocation map and CRC table, then the header, each persisted.
+fn format(nvm: &mut NvmRegion, ps: usize, slots: u64, data_offset: u64) -> Result<()> {
     let zero = vec![0u8; ps];
     let mut at = 0;
-    while at < map_bytes + ps as u64 {
-        // Header page first (its magic cleared), then the map.
+    while at < data_offset {
+        // Header page first (its magic cleared), then the map and the CRC table.
         nvm.copy_in(at, &zero)?;
         at += ps as u64;
     }
-    nvm.persist(0, map_offset + map_bytes)?;
+    nvm.persist(0, data_offset)?;
     let mut h = [0u8; CACHE_LINE_BYTES];
     h[0..8].copy_from_slice(&MAGIC);
     h[8..12].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
@@ -356,28 +398,28 @@ impl PageSource for NvmDirect {
     #[inline]
     fn fix_shared(&self, pid: PageId) -> Result<DirectRead<'_>> {
         let slot = self.slot_of(pid)?;
-        Ok(self.pages.read(slot, pid, true))
+        self.pages.read(slot, pid, true)
     }
 
     #[inline]
     fn fix_optimistic(&self, pid: PageId) -> Result<DirectOptimistic<'_>> {
         let slot = self.slot_of(pid)?;
-        Ok(self.pages.optimistic(slot))
+        self.pages.optimistic(slot, pid)
     }
 
     #[inline]
     fn fix_exclusive(&self, pid: PageId) -> Result<DirectWrite<'_>> {
         let slot = self.slot_of(pid)?;
-        Ok(self.pages.write(slot, pid))
+        self.pages.write(slot, pid)
     }
 
     #[inline]
     fn fix_lines(&self, pid: PageId, exclusive: bool) -> Result<DirectLines<'_>> {
         let slot = self.slot_of(pid)?;
         Ok(if exclusive {
-            DirectLines::Exclusive(self.pages.write(slot, pid))
+            DirectLines::Exclusive(self.pages.write(slot, pid)?)
         } else {
-            DirectLines::Shared(self.pages.read(slot, pid, false))
+            DirectLines::Shared(self.pages.read(slot, pid, false)?)
         })
     }
 
@@ -446,12 +488,13 @@ mod tests {
     #[test]
     fn layout_fits_the_region() {
         for (size, page) in [(64 * 4096, 4096), (1 << 30, 16384), (3 * 4096, 4096)] {
-            let (slots, map) = layout(size, page);
-            assert!(page + map + slots * page <= size, "{size} {page}");
-            assert!(map >= slots);
+            let Layout { slots, map_bytes: map, crc_bytes: crc } = layout(size, page);
+            assert!(page + map + crc + slots * page <= size, "{size} {page}");
+            assert!(map >= slots && crc >= slots * 64);
             // One more slot would not fit.
-            let (s1, m1) = (slots + 1, (slots + 1).div_ceil(page) * page);
-            assert!(page + m1 + s1 * page > size, "{size} {page}: {slots} is not the most");
+            let s1 = slots + 1;
+            let (m1, c1) = (s1.div_ceil(page) * page, (s1 * 64).div_ceil(page) * page);
+            assert!(page + m1 + c1 + s1 * page > size, "{size} {page}: {slots} is not the most");
         }
     }
 
@@ -550,5 +593,95 @@ mod tests {
         };
         assert!(err.contains("does not fit in NVM"), "{err}");
         assert_eq!(s.pages_in_use(), s.capacity_pages());
+    }
+
+    /// Flips byte `at` of page `pid`'s slot in the region file (the mapping sees it).
+    fn flip(s: &NvmDirect, pid: PageId, at: u64) {
+        use std::os::unix::fs::FileExt;
+        let f = std::fs::OpenOptions::new().read(true).write(true).open(&s.path).unwrap();
+        let at = s.pages.slot_offset(pid.0 as u32 - 1) + at;
+        let mut b = [0u8; 1];
+        f.read_exact_at(&mut b, at).unwrap();
+        f.write_all_at(&[b[0] ^ 0x08], at).unwrap();
+    }
+
+    /// A page with bytes in it, changed line by line after it was written whole.
+    fn written(s: &NvmDirect) -> PageId {
+        let mut g = s.allocate().unwrap();
+        g[..100].fill(5);
+        let pid = g.page_id();
+        drop(g);
+        let mut l = s.fix_lines(pid, true).unwrap();
+        l.write(2000, 3).unwrap().copy_from_slice(&[7, 8, 9]);
+        drop(l);
+        pid
+    }
+
+    #[test]
+    fn write_backs_keep_each_slots_crc_entry() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = NvmDirect::open(&config(dir.path(), 32)).unwrap();
+        let pid = written(&s);
+        let r = s.fix_shared(pid).unwrap();
+        let crc = crc32c::crc32c(&r);
+        drop(r);
+        // Every fix after the reopen checks the page against its entry.
+        drop(s);
+        let mut cfg = config(dir.path(), 32);
+        cfg.reuse = true;
+        cfg.nvm_verify = NvmVerify::Every;
+        let s = NvmDirect::open(&cfg).unwrap();
+        s.end_redo();
+        assert_eq!(crc32c::crc32c(&s.fix_shared(pid).unwrap()), crc);
+    }
+
+    #[test]
+    fn a_flipped_page_is_an_error_naming_the_region_after_redo() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cfg = config(dir.path(), 32);
+        let pid = written(&NvmDirect::open(&cfg).unwrap());
+        cfg.reuse = true;
+        let s = NvmDirect::open(&cfg).unwrap();
+        flip(&s, pid, 2001);
+        // In redo the page may be torn by the crash: not an error yet, nor is its entry
+        // rewritten by a write-back.
+        s.fix_lines(pid, true).unwrap().write(0, 1).unwrap()[0] = 1;
+        s.end_redo();
+        let e = s.fix_shared(pid).err().unwrap().to_string();
+        assert!(e.contains("d.nvm") && e.contains("slot") && e.contains(&pid.to_string()), "{e}");
+        assert!(s.fix_optimistic(pid).is_err() && s.fix_exclusive(pid).is_err());
+        // The entry still holds the page as it was before redo's write: with both bytes
+        // put back (byte 0 was 5) it passes.
+        flip(&s, pid, 2001);
+        let f = std::fs::OpenOptions::new().write(true).open(&s.path).unwrap();
+        std::os::unix::fs::FileExt::write_all_at(&f, &[5], s.pages.slot_offset(pid.0 as u32 - 1)).unwrap();
+        assert_eq!(s.fix_shared(pid).unwrap()[..100], [5u8; 100]);
+    }
+
+    #[test]
+    fn verify_every_checks_each_fix_and_cheap_each_page_once() {
+        for verify in [NvmVerify::Cheap, NvmVerify::Every] {
+            let dir = tempfile::tempdir().unwrap();
+            let mut cfg = config(dir.path(), 32);
+            let pid = written(&NvmDirect::open(&cfg).unwrap());
+            cfg.reuse = true;
+            cfg.nvm_verify = verify;
+            let s = NvmDirect::open(&cfg).unwrap();
+            s.end_redo();
+            s.fix_shared(pid).unwrap();
+            flip(&s, pid, 50);
+            assert_eq!(s.fix_shared(pid).is_err(), verify == NvmVerify::Every, "{verify}");
+            assert_eq!(s.fix_optimistic(pid).is_err(), verify == NvmVerify::Every, "{verify}");
+        }
+    }
+
+    #[test]
+    fn crc_entries_decode_what_they_encode_and_refuse_damage() {
+        let e = super::super::frame::direct::CrcEntry { crc: 0xdead_beef, prev: 7 };
+        let mut b = e.encode();
+        assert_eq!(super::super::frame::direct::CrcEntry::decode(&b), Ok(Some(e)));
+        assert_eq!(super::super::frame::direct::CrcEntry::decode(&[0; 64]), Ok(None));
+        b[5] ^= 1;
+        assert!(super::super::frame::direct::CrcEntry::decode(&b).unwrap_err().contains("CRC entry"));
     }
 }

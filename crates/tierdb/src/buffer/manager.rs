@@ -31,6 +31,7 @@ use super::frame::{
 };
 use super::latch::backoff;
 use super::nvm_pool::NvmPool;
+use super::page_crc::NvmVerify;
 use super::policy::{self, EvictTo, MissTarget, PageInfo, Policy, Tiers, Victim};
 use super::source::{ExclusivePage, PageSource};
 use super::table::{Entry, PageTable};
@@ -80,8 +81,10 @@ pub struct BufferConfig {
     pub prefetch_lines: u32,
     /// The tunables of the `nvcache` policy (OBP, small-bypass, LFRU).
     pub nvcache: policy::NvcacheConfig,
-    /// Check the CRC-32C of every page copied out of NVM.
-    pub verify_nvm_checksums: bool,
+    /// What is checked against the CRC-32C of the pages in NVM ([`NvmVerify`]):
+    /// whole-page copies and each frame once after a restart (`Cheap`, the default),
+    /// every read (`Every`), nothing (`Off`).
+    pub nvm_verify: NvmVerify,
     /// Largest page id + 1 the page table can map.
     pub max_pages: u64,
     /// Cache-line-grained pages, mini pages, pointer swizzling (each needs NVM).
@@ -121,7 +124,7 @@ impl BufferConfig {
             cpu_cache_model_bytes: super::frame::cpu_cache::CPU_CACHE_MODEL_DEFAULT_BYTES,
             prefetch_lines: 0,
             nvcache: policy::NvcacheConfig::default(),
-            verify_nvm_checksums: true,
+            nvm_verify: NvmVerify::Cheap,
             max_pages: PAGE_TABLE_PAGES_DEFAULT,
             techniques: Techniques::NONE,
             debug_lines: false,
@@ -371,7 +374,7 @@ impl BufferManager {
                     .into());
                 }
                 let region = NvmRegion::open(n)?;
-                let verify = cfg.verify_nvm_checksums;
+                let verify = cfg.nvm_verify;
                 // The pool of an existing database formatted: say why, and for a durable
                 // cache redo from the oldest record kept, which the last checkpoint kept
                 // for the oldest change only NVM held (`docs/wal.md`, "Creation").
@@ -387,7 +390,7 @@ impl BufferManager {
                     });
                     Some(NvmPool::format(region, ps, db_id, verify)?)
                 } else if existing && (cfg.reuse_nvm || nvm_only) {
-                    match NvmPool::reopen(region, ps, db_id, verify)? {
+                    match NvmPool::reopen(region, ps, db_id, verify, ssd.is_some())? {
                         Ok(r) => {
                             let frames = r.pool.len();
                             restart = Some(RestartInfo {
@@ -739,18 +742,20 @@ impl BufferManager {
     }
 
     /// Writes the changed lines of an in-place guard into NVM frame `n` durably, after
-    /// the log is forced up to `page_lsn` (the write-ahead rule).
+    /// the log is forced up to `page_lsn` (the write-ahead rule). `old` is the guard's
+    /// page-sized copy of what the lines held before (for the frame's data CRC).
     pub(crate) fn write_in_place(
         &self,
         n: u32,
         pid: PageId,
         runs: &[(usize, &[u8])],
+        old: &[u8],
         page_lsn: u64,
         lines: u64,
     ) -> Result<()> {
         let nvm = self.nvm.as_ref().expect("an in-place guard implies an NVM pool");
         self.force_log(page_lsn)?;
-        nvm.write_lines(n, pid, runs, page_lsn)?;
+        nvm.write_lines(n, pid, runs, Some(old), page_lsn)?;
         self.counters.add(Count::NvmLinesWritten, lines);
         Ok(())
     }
@@ -1134,7 +1139,7 @@ impl BufferManager {
                     };
                     match *access.get_or_insert_with(|| self.policy.nvm_access(&info, exclusive, &self.tiers)) {
                         policy::NvmAccess::InPlace => {
-                            if let Some(g) = self.fix_in_place(pid, n, exclusive) {
+                            if let Some(g) = self.fix_in_place(pid, n, exclusive)? {
                                 return Ok(BmLines::Nvm(g));
                             }
                         }
@@ -1218,6 +1223,11 @@ impl BufferManager {
         }
         // With the latch held the entry is stable (movers claim under it).
         if self.table.get(pid)? == Entry::Nvm(n) && nvm.pid(n) == Some(pid) {
+            if let Err(e) = nvm.check_before_read(n, pid) {
+                latch.unlock_shared();
+                self.drop_corrupt_frame(pid, n, e)?;
+                return Ok(None);
+            }
             nvm.touch(n);
             in_place::count_fix(self, false);
             return Ok(Some(NvmRead::new(nvm, n, pid, self.page_size)));
@@ -1231,6 +1241,23 @@ impl BufferManager {
     #[inline(never)]
     fn optimistic_in_place(&self, pid: PageId) -> Result<Option<NvmOptimistic<'_>>> {
         let Some((nvm, n)) = self.read_in_place(pid)? else { return Ok(None) };
+        if nvm.verify() == NvmVerify::Every || !nvm.is_checked(n) {
+            // The check reads the page under the shared latch, as a shared fix would.
+            let latch = nvm.latch(n);
+            if !latch.try_shared() {
+                return Ok(None);
+            }
+            let checked = if self.table.get(pid)? == Entry::Nvm(n) && nvm.pid(n) == Some(pid) {
+                nvm.check_before_read(n, pid)
+            } else {
+                Ok(())
+            };
+            latch.unlock_shared();
+            if let Err(e) = checked {
+                self.drop_corrupt_frame(pid, n, e)?;
+                return Ok(None);
+            }
+        }
         let g = NvmOptimistic::try_new(nvm, n, self.page_size);
         if g.is_some() {
             in_place::count_fix(self, false);
@@ -1260,26 +1287,72 @@ impl BufferManager {
     }
 
     /// Latches NVM frame `n` for in-place access to `pid` (shared, or exclusive to
-    /// write); `None` if the latch is taken or the page left the frame meanwhile.
-    fn fix_in_place(&self, pid: PageId, n: u32, exclusive: bool) -> Option<NvmLines<'_>> {
+    /// write) and checks the page if due (`NvmPool::check_before_read`); `None` if the
+    /// latch is taken, the page left the frame meanwhile, or its clean frame failed the
+    /// check and was dropped (look again: the page is on SSD).
+    ///
+    /// # Errors
+    /// `Corrupted` for a dirty frame that fails the check.
+    fn fix_in_place(&self, pid: PageId, n: u32, exclusive: bool) -> Result<Option<NvmLines<'_>>> {
         let nvm = self.nvm.as_ref().expect("an NVM entry implies an NVM pool");
         let latch = nvm.latch(n);
         if !(if exclusive { latch.try_exclusive() } else { latch.try_shared() }) {
-            return None;
+            return Ok(None);
         }
+        let unlock = || {
+            if exclusive {
+                latch.unlock_exclusive();
+            } else {
+                latch.unlock_shared();
+            }
+        };
         // Movers claim the entry only while holding the latch, so with it held the entry
         // is stable: check it still names this frame.
         if self.table.get(pid).ok() == Some(Entry::Nvm(n)) && nvm.pid(n) == Some(pid) {
+            if let Err(e) = nvm.check_before_read(n, pid) {
+                unlock();
+                self.drop_corrupt_frame(pid, n, e)?;
+                return Ok(None);
+            }
             nvm.touch(n);
             in_place::count_fix(self, exclusive);
-            return Some(NvmLines::new(self, nvm, n, pid, exclusive));
+            return Ok(Some(NvmLines::new(self, nvm, n, pid, exclusive)));
         }
-        if exclusive {
-            latch.unlock_exclusive();
-        } else {
-            latch.unlock_shared();
+        unlock();
+        Ok(None)
+    }
+
+    /// NVM frame `n` of `pid` failed its check before a read (`e`); the caller holds no
+    /// latch of it. A clean frame's page is on SSD as it was: the frame is dropped, and
+    /// the caller looks again (`Ok`). A dirty frame holds the only copy of its changes,
+    /// and a pool without SSD the only copy of its pages: the error stands.
+    ///
+    /// # Errors
+    /// `e`, for a dirty frame or without SSD; device errors clearing the frame.
+    #[cold]
+    fn drop_corrupt_frame(&self, pid: PageId, n: u32, e: BufferError) -> Result<()> {
+        let nvm = self.nvm.as_ref().expect("an NVM entry implies an NVM pool");
+        if self.ssd.is_none() || nvm.is_dirty(n) {
+            return Err(e.into());
         }
-        None
+        if !self.claim(pid, Entry::Nvm(n))? {
+            return Ok(()); // moved or held meanwhile: look again
+        }
+        // Owned now. Rewritten between the check and the claim? Then it may be good, or
+        // dirty with changes only it holds.
+        let recheck = if nvm.pid(n) == Some(pid) { nvm.check_page(n, pid) } else { Ok(()) };
+        if recheck.is_ok() || nvm.is_dirty(n) {
+            self.table.set(pid, Entry::Nvm(n));
+            return recheck.map_err(Into::into);
+        }
+        if let Err(err) = nvm.release(n) {
+            self.table.set(pid, Entry::Nvm(n));
+            return Err(err.into());
+        }
+        self.policy.nvm_evicted(pid);
+        self.counters.bump(Count::NvmCorruptDropped);
+        self.table.set(pid, Entry::Empty);
+        Ok(())
     }
 
     /// Reads page `pid` from SSD into an NVM frame only (`MissTarget::Nvm`): the
@@ -1537,7 +1610,7 @@ impl BufferManager {
     pub(crate) fn load_lines(&self, n: u32, pid: PageId, off: usize, dst: &mut [u8]) -> Result<()> {
         debug_assert_ne!(n, NO_NVM_FRAME, "{pid}: lines missing from a page without an NVM copy");
         let nvm = self.nvm.as_ref().expect("a partly resident page has an NVM copy");
-        nvm.read_lines(n, off, dst)?;
+        nvm.read_lines(n, pid, off, dst)?;
         self.counters.add(Count::NvmLinesLoaded, (dst.len() / CACHE_LINE_BYTES) as u64);
         Ok(())
     }
@@ -1608,7 +1681,12 @@ impl BufferManager {
                 Ok(Some(g))
             }
             Err(e) => {
-                self.table.set(pid, observed);
+                // A corrupt clean frame `fill` dropped is gone: the page is on SSD.
+                let back = match observed {
+                    Entry::Nvm(n) if self.nvm.as_ref().is_some_and(|nvm| nvm.pid(n) != Some(pid)) => Entry::Empty,
+                    other => other,
+                };
+                self.table.set(pid, back);
                 self.return_frame(g);
                 Err(e)
             }
@@ -1653,7 +1731,18 @@ impl BufferManager {
         match from {
             Entry::Nvm(n) => {
                 let nvm = self.nvm.as_ref().expect("an NVM entry implies an NVM pool");
-                nvm.read_page(n, pid, g.bytes_for_load())?;
+                match nvm.read_page(n, pid, g.bytes_for_load()) {
+                    Ok(()) => {}
+                    // A clean frame's page is on SSD as it was: drop the frame (owned:
+                    // the entry is claimed) and read SSD. A dirty frame's error stands.
+                    Err(BufferError::Corrupted { .. }) if self.ssd.is_some() && !nvm.is_dirty(n) => {
+                        nvm.release(n)?;
+                        self.policy.nvm_evicted(pid);
+                        self.counters.bump(Count::NvmCorruptDropped);
+                        return self.fill(pid, Entry::Empty, g, miss);
+                    }
+                    Err(e) => return Err(e.into()),
+                }
                 nvm.touch(n);
                 g.meta().nvm.store(n, Ordering::Relaxed);
                 self.counters.bump(Count::NvmHits);
@@ -1839,7 +1928,7 @@ impl BufferManager {
             let nvm = self.nvm.as_ref().expect("a mini page has an NVM copy");
             written = self
                 .force_log(m.page_lsn.load(Ordering::Relaxed))
-                .and_then(|()| Ok(nvm.write_lines(n, pid, &runs, m.page_lsn.load(Ordering::Relaxed))?));
+                .and_then(|()| Ok(nvm.write_lines(n, pid, &runs, None, m.page_lsn.load(Ordering::Relaxed))?));
             if written.is_ok() {
                 m.dirty.store(0, Ordering::Relaxed);
                 self.counters.add(Count::NvmLinesWritten, dirty.count_ones() as u64);
@@ -1881,7 +1970,7 @@ impl BufferManager {
         let nvm = self.nvm.as_ref().expect("dirty lines imply an NVM copy");
         let lsn = g.meta().page_lsn.load(Ordering::Relaxed);
         self.force_log(lsn)?;
-        nvm.write_lines(n, pid, &runs, lsn)?;
+        nvm.write_lines(n, pid, &runs, None, lsn)?;
         self.counters.add(Count::NvmLinesWritten, self.frames.count_set(Mask::Dirty, f) as u64);
         self.frames.clear_mask(Mask::Dirty, f);
         Ok(())

@@ -13,12 +13,21 @@
 //!                  32 written LSN u64 (the log's end when the frame's bytes or flags were last set; 0: unknown)
 //!                  40..60 reserved (zero) | 60 header CRC-32C u32 over bytes 0..60
 //!   flags:         VALID 1, DIRTY 2 (newer than the SSD copy), IN_UPDATE 4,
-//!                  NO_CRC 8 (written back line by line: the data CRC is not kept)
+//!                  NO_CRC 8 (the data CRC is not kept; set by earlier builds on line write-backs)
 //! ```
 //!
 //! A frame is written data first, then its header, each persisted (`clwb` + `sfence`),
 //! so a header never names data that is not durable; a torn frame shows as a CRC
 //! mismatch, which is reported and never used.
+//!
+//! The data CRC is kept current on every write: a whole page's is computed, and a
+//! line write-back updates it from the lines' old and new bytes (`page_crc`), so every
+//! frame has one. What is checked against it is the pool's [`NvmVerify`]: every whole
+//! page copied out ([`read_page`](NvmPool::read_page)); each frame once, before it is
+//! first read after a restart ([`check_before_read`](NvmPool::check_before_read): line
+//! loads, in-place fixes), dirty frames at [`reopen`](NvmPool::reopen) already, so that
+//! a bad one is cleared and rebuilt as a torn one is; in `Every` mode every read and,
+//! at reopen, every frame.
 //!
 //! The *written LSN* orders a frame against the page's SSD copy at restart. A page is
 //! written to SSD at a log LSN F (its last-flush LSN, noted in a flush record), and its
@@ -38,13 +47,14 @@
 
 #![allow(unsafe_code)]
 
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 use parking_lot::Mutex;
 
 use super::BufferError;
 use super::frame::cpu_cache::CpuCacheModel;
 use super::latch::Latch;
+use super::page_crc::{NvmVerify, crc_after_runs};
 use crate::device::{DeviceError, NvmRegion};
 use crate::ids::PageId;
 use crate::limits::{CACHE_LINE_BYTES, IO_ALIGN_BYTES};
@@ -57,7 +67,8 @@ const HEADERS_OFFSET: u64 = IO_ALIGN_BYTES as u64;
 pub const FLAG_VALID: u32 = 1;
 pub const FLAG_DIRTY: u32 = 2;
 pub const FLAG_IN_UPDATE: u32 = 4;
-/// The data was written back line by line: the data CRC does not cover it.
+/// The data CRC does not cover the data (set by earlier builds when a page was
+/// written back line by line; this one keeps the CRC current and never sets it).
 pub const FLAG_NO_CRC: u32 = 8;
 
 const NO_PAGE: u64 = u64::MAX;
@@ -126,6 +137,11 @@ pub struct NvmFrameMeta {
     referenced: AtomicBool,
     /// The header says FLAG_NO_CRC.
     no_crc: AtomicBool,
+    /// The header's data CRC (meaningless while `no_crc`).
+    crc: AtomicU32,
+    /// The data was checked against `crc`, or written, since the pool was opened: a
+    /// frame found at a restart is checked before it is first read.
+    checked: AtomicBool,
     /// Held by guards that access the page in place (shared to read, exclusive to
     /// write; `frame::nvm_lines`) and, exclusive for an instant, by whoever claims the
     /// page's table entry away from `Nvm(n)`, so that no in-place guard outlives the
@@ -161,7 +177,7 @@ pub struct NvmPool {
     metas: Box<[NvmFrameMeta]>,
     free: Mutex<Vec<u32>>,
     hand: AtomicUsize,
-    verify_checksums: bool,
+    verify: NvmVerify,
     /// Whole pages move with `pread`/`pwrite` on the file instead of `memcpy` on the
     /// mapping (the `mmap-read` architecture's file I/O).
     file_io: AtomicBool,
@@ -182,12 +198,7 @@ impl NvmPool {
     ///
     /// # Errors
     /// `Config` if the region holds no frame; device errors while writing headers.
-    pub fn format(
-        region: NvmRegion,
-        page_size: usize,
-        db_id: u64,
-        verify_checksums: bool,
-    ) -> Result<NvmPool, BufferError> {
+    pub fn format(region: NvmRegion, page_size: usize, db_id: u64, verify: NvmVerify) -> Result<NvmPool, BufferError> {
         let size = region.size_bytes();
         // Each frame costs its page plus a header; the header area is rounded up.
         let per_frame = (page_size + HEADER_BYTES) as u64;
@@ -228,6 +239,8 @@ impl NvmPool {
                 dirty: AtomicBool::new(false),
                 referenced: AtomicBool::new(false),
                 no_crc: AtomicBool::new(false),
+                crc: AtomicU32::new(0),
+                checked: AtomicBool::new(true),
                 latch: Latch::new(),
                 version: AtomicU64::new(0),
                 rec_lsn: AtomicU64::new(0),
@@ -242,7 +255,7 @@ impl NvmPool {
             metas,
             free,
             hand: AtomicUsize::new(0),
-            verify_checksums,
+            verify,
             file_io: AtomicBool::new(false),
             cpu_cache: std::sync::OnceLock::new(),
             prefetch_lines: std::sync::atomic::AtomicU32::new(0),
@@ -255,8 +268,14 @@ impl NvmPool {
     /// against this region, page size and database, then reads every frame header.
     /// A valid frame keeps its page (listed in the result, for the page table); a frame
     /// marked IN_UPDATE (a crash during an in-place write) or whose header fails its
-    /// CRC is cleared and reported. Returns `Err(reason)` when the pool is not one to
-    /// reuse (another database, another page size, no pool at all): the caller formats.
+    /// CRC is cleared and reported. With `ssd` (the pages have a copy there to rebuild
+    /// from) so is one whose data fails its data CRC when `verify` checks it here: the
+    /// dirty frames (`Cheap`: their pages are rebuilt from SSD and the log, which only a
+    /// restart's redo can do), every frame (`Every`, which also clears frames without a
+    /// data CRC). The others are checked before their first read, and without SSD a
+    /// frame that fails is kept, so that reading its page reports it. Returns
+    /// `Err(reason)` when the pool is not one to reuse (another database, another page
+    /// size, no pool at all): the caller formats.
     ///
     /// # Errors
     /// Device errors, inside `Ok`.
@@ -264,7 +283,8 @@ impl NvmPool {
         region: NvmRegion,
         page_size: usize,
         db_id: u64,
-        verify_checksums: bool,
+        verify: NvmVerify,
+        ssd: bool,
     ) -> Result<Result<Reopened, (NvmRegion, String)>, BufferError> {
         let start = std::time::Instant::now();
         let mut h = [0u8; HEADER_BYTES];
@@ -302,6 +322,8 @@ impl NvmPool {
                 dirty: AtomicBool::new(false),
                 referenced: AtomicBool::new(false),
                 no_crc: AtomicBool::new(false),
+                crc: AtomicU32::new(0),
+                checked: AtomicBool::new(true),
                 latch: Latch::new(),
                 version: AtomicU64::new(0),
                 rec_lsn: AtomicU64::new(0),
@@ -311,6 +333,8 @@ impl NvmPool {
                     meta.pid.store(fh.pid.0, Ordering::Relaxed);
                     meta.dirty.store(fh.flags & FLAG_DIRTY != 0, Ordering::Relaxed);
                     meta.no_crc.store(fh.flags & FLAG_NO_CRC != 0, Ordering::Relaxed);
+                    meta.crc.store(fh.data_crc, Ordering::Relaxed);
+                    meta.checked.store(!verify.any(), Ordering::Relaxed);
                     meta.rec_lsn.store(fh.rec_lsn, Ordering::Relaxed);
                     pages.push((n as u32, fh));
                 }
@@ -340,13 +364,48 @@ impl NvmPool {
             metas: metas.into_boxed_slice(),
             free: Mutex::new(Vec::new()),
             hand: AtomicUsize::new(0),
-            verify_checksums,
+            verify,
             file_io: AtomicBool::new(false),
             cpu_cache: std::sync::OnceLock::new(),
             prefetch_lines: std::sync::atomic::AtomicU32::new(0),
             volatile: false,
             lsn_clock: std::sync::OnceLock::new(),
         };
+        // The data checks `verify` makes here (see above).
+        let mut kept = Vec::with_capacity(pages.len());
+        for (n, fh) in pages {
+            let dirty = fh.flags & FLAG_DIRTY != 0;
+            let why = if !ssd || !(verify.every() || (verify.any() && dirty)) {
+                None
+            } else if fh.flags & FLAG_NO_CRC != 0 {
+                verify.every().then(|| format!("{} has no data CRC to check", fh.pid))
+            } else {
+                match pool.check_page(n, fh.pid) {
+                    Ok(()) => None,
+                    Err(BufferError::Corrupted { detail, .. }) => {
+                        Some(format!("{} fails its data CRC: {detail}", fh.pid))
+                    }
+                    Err(e) => return Err(e),
+                }
+            };
+            let Some(why) = why else {
+                kept.push((n, fh));
+                continue;
+            };
+            // As a frame caught mid-write: a dirty one's page is rebuilt from SSD with
+            // the changes since its recovery LSN; a clean one's SSD copy is the page.
+            if dirty {
+                log_needed_from = Some(log_needed_from.map_or(fh.rec_lsn, |l: u64| l.min(fh.rec_lsn)));
+            }
+            let m = &pool.metas[n as usize];
+            m.pid.store(NO_PAGE, Ordering::Relaxed);
+            m.dirty.store(false, Ordering::Relaxed);
+            m.no_crc.store(false, Ordering::Relaxed);
+            m.checked.store(true, Ordering::Relaxed);
+            m.rec_lsn.store(0, Ordering::Relaxed);
+            cleared.push((n, why));
+        }
+        let pages = kept;
         for (n, _) in &cleared {
             pool.write_header_bytes(*n, &[0u8; HEADER_BYTES])?;
         }
@@ -418,6 +477,12 @@ impl NvmPool {
     /// the frame).
     pub fn rec_lsn(&self, n: u32) -> u64 {
         self.metas[n as usize].rec_lsn.load(Ordering::Relaxed)
+    }
+
+    /// Frame `n` was checked against its data CRC, or written, since the pool was opened.
+    #[inline]
+    pub fn is_checked(&self, n: u32) -> bool {
+        self.metas[n as usize].checked.load(Ordering::Relaxed)
     }
 
     pub fn is_dirty(&self, n: u32) -> bool {
@@ -554,7 +619,8 @@ impl NvmPool {
         (self.hand.fetch_add(1, Ordering::Relaxed) % self.metas.len()) as u32
     }
 
-    /// Copies frame `n` into `dst` (one page), checking its CRC when configured.
+    /// Copies frame `n` into `dst` (one page), checking its CRC unless verification is
+    /// off.
     ///
     /// # Errors
     /// Device errors; `Corrupted` on a header or data CRC mismatch or a header that
@@ -567,56 +633,158 @@ impl NvmPool {
         } else {
             self.region.copy_out(self.data_offset(n), dst).map_err(dev)?;
         }
-        if self.verify_checksums {
+        if self.verify.any() {
             let h = self.header(n)?;
-            let corrupted = |detail: String| BufferError::Corrupted {
-                pid: expect,
-                location: format!("NVM frame {n} of {}", self.region.info().path.display()),
-                detail,
-            };
-            let Some(h) = h else { return Err(corrupted("the frame header is empty".into())) };
+            let Some(h) = h else { return Err(self.corrupted(n, expect, "the frame header is empty".into())) };
             if h.pid != expect || h.flags & FLAG_VALID == 0 {
-                return Err(corrupted(format!("the frame header names {} with flags {:#x}", h.pid, h.flags)));
+                return Err(self.corrupted(
+                    n,
+                    expect,
+                    format!("the frame header names {} with flags {:#x}", h.pid, h.flags),
+                ));
             }
             let crc = crc32c::crc32c(dst);
             if h.flags & FLAG_NO_CRC == 0 && crc != h.data_crc {
-                return Err(corrupted(format!("data CRC-32C {crc:#010x}, header says {:#010x}", h.data_crc)));
+                return Err(self.corrupted(
+                    n,
+                    expect,
+                    format!("data CRC-32C {crc:#010x}, header says {:#010x}", h.data_crc),
+                ));
             }
+            self.metas[n as usize].checked.store(true, Ordering::Relaxed);
         }
         Ok(())
     }
 
     /// Copies `dst.len()` bytes at page offset `off` of frame `n` (whole lines of a
-    /// page loaded cache-line-grained; no checksum can cover a part of a page).
+    /// page loaded cache-line-grained, or staged by an in-place writer), after
+    /// [`check_before_read`](Self::check_before_read).
     ///
     /// # Errors
-    /// Device errors.
+    /// Device errors; `Corrupted` if the page fails its check.
     #[inline]
-    pub fn read_lines(&self, n: u32, off: usize, dst: &mut [u8]) -> Result<(), BufferError> {
+    pub fn read_lines(&self, n: u32, pid: PageId, off: usize, dst: &mut [u8]) -> Result<(), BufferError> {
         debug_assert!(off + dst.len() <= self.page_size);
+        self.check_before_read(n, pid)?;
         self.region.read_lines(self.data_offset(n) + off as u64, dst).map_err(dev)
     }
 
+    /// Before a read of part of frame `n`'s page or a read in place: checks the whole
+    /// page against its data CRC ([`check_page`](Self::check_page)) if the pool's
+    /// [`NvmVerify`] asks for it — every time in `Every` mode, else once, the first
+    /// time the frame is read after a restart. The caller owns the frame or holds its
+    /// in-place latch.
+    ///
+    /// # Errors
+    /// `Corrupted` naming the file, frame and page.
+    #[inline]
+    pub fn check_before_read(&self, n: u32, pid: PageId) -> Result<(), BufferError> {
+        let due = match self.verify {
+            NvmVerify::Off => false,
+            NvmVerify::Cheap => !self.metas[n as usize].checked.load(Ordering::Relaxed),
+            NvmVerify::Every => true,
+        };
+        if due { self.check_page(n, pid) } else { Ok(()) }
+    }
+
+    /// Checks frame `n`'s page, read in place (charged as a read of the page), against
+    /// its data CRC; a frame without one (`FLAG_NO_CRC`) passes. The caller owns the
+    /// frame or holds its in-place latch.
+    ///
+    /// # Errors
+    /// `Corrupted` naming the file, frame and page.
+    #[cold]
+    pub fn check_page(&self, n: u32, pid: PageId) -> Result<(), BufferError> {
+        let m = &self.metas[n as usize];
+        if m.no_crc.load(Ordering::Relaxed) {
+            m.checked.store(true, Ordering::Relaxed);
+            return Ok(());
+        }
+        self.region.charge_read(self.data_offset(n), self.page_size as u64);
+        // SAFETY: the page lies inside the mapping; the caller keeps writers out (it
+        // owns the frame or holds its in-place latch).
+        let bytes = unsafe { std::slice::from_raw_parts(self.page_ptr(n).as_ptr(), self.page_size) };
+        let (crc, want) = (crc32c::crc32c(bytes), m.crc.load(Ordering::Relaxed));
+        if crc != want {
+            return Err(self.corrupted(n, pid, format!("data CRC-32C {crc:#010x}, header says {want:#010x}")));
+        }
+        m.checked.store(true, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// What [`NvmVerify`] this pool checks with.
+    pub fn verify(&self) -> NvmVerify {
+        self.verify
+    }
+
+    fn corrupted(&self, n: u32, pid: PageId, detail: String) -> BufferError {
+        BufferError::Corrupted {
+            pid,
+            location: format!("NVM frame {n} of {}", self.region.info().path.display()),
+            detail,
+        }
+    }
+
     /// Writes the given runs of lines of page `pid` into frame `n` durably, then marks
-    /// the header dirty (newer than SSD) and not covered by its CRC, if it was not
-    /// already. `runs` are `(page offset, bytes)`. The caller owns the frame.
+    /// the header dirty (newer than SSD) with the data CRC updated for the change.
+    /// `runs` are `(page offset, bytes)`; `old`, if given, is a page-sized buffer
+    /// holding what the runs' lines hold in the frame now (an in-place writer's staged
+    /// copy), else they are read from the frame first. The caller owns the frame.
     ///
     /// # Errors
     /// Device errors.
-    pub fn write_lines(&self, n: u32, pid: PageId, runs: &[(usize, &[u8])], page_lsn: u64) -> Result<(), BufferError> {
+    pub fn write_lines(
+        &self,
+        n: u32,
+        pid: PageId,
+        runs: &[(usize, &[u8])],
+        old: Option<&[u8]>,
+        page_lsn: u64,
+    ) -> Result<(), BufferError> {
         debug_assert_eq!(self.pid(n), Some(pid));
+        debug_assert!(old.is_none_or(|o| o.len() == self.page_size));
         let base = self.data_offset(n);
+        let m = &self.metas[n as usize];
+        // 1. The lines' bytes before the change, for the CRC (not needed for a frame
+        //    that has none: its CRC is computed from the whole page below).
+        let read_old: Vec<Vec<u8>> = match old {
+            Some(_) => Vec::new(),
+            None if m.no_crc.load(Ordering::Relaxed) => Vec::new(),
+            None => runs
+                .iter()
+                .map(|(off, b)| {
+                    let mut v = vec![0u8; b.len()];
+                    self.region.read_lines(base + *off as u64, &mut v).map(|()| v)
+                })
+                .collect::<Result<_, _>>()
+                .map_err(dev)?,
+        };
         let before = self.begin_update(n, pid)?;
         // A clean frame becomes newer than SSD with this change, whose LSN is past the
         // page LSN SSD holds; a dirty one keeps its older bound. The bound is that page
         // LSN itself, not one past it: recovery may start its scan there, so it must be
         // a record's start (the record it names is on SSD already and is skipped by
         // page LSN).
-        let m = &self.metas[n as usize];
         let rec_lsn = match before {
             Some(h) if h.flags & FLAG_DIRTY != 0 => h.rec_lsn,
             Some(h) => h.page_lsn,
             None => 0,
+        };
+        // 2. The new CRC: updated by the runs' change, or (a frame without one) computed
+        //    over the whole page once written.
+        let updated = match before {
+            Some(h) if h.flags & FLAG_NO_CRC == 0 && (old.is_some() || !read_old.is_empty()) => {
+                let olds: Vec<&[u8]> = match old {
+                    Some(o) => runs.iter().map(|(off, b)| &o[*off..*off + b.len()]).collect(),
+                    None => read_old.iter().map(Vec::as_slice).collect(),
+                };
+                Some(crc_after_runs(
+                    h.data_crc,
+                    self.page_size,
+                    runs.iter().zip(&olds).map(|((off, new), old)| (*off, *old, *new)),
+                ))
+            }
+            _ => None,
         };
         for (off, bytes) in runs {
             debug_assert!(off + bytes.len() <= self.page_size);
@@ -624,12 +792,21 @@ impl NvmPool {
             unsafe { self.region.write_lines_shared(base + *off as u64, bytes) }.map_err(dev)?;
             self.region.persist(base + *off as u64, bytes.len() as u64).map_err(dev)?;
         }
-        let flags = FLAG_VALID | FLAG_DIRTY | FLAG_NO_CRC;
-        let h = FrameHeader { pid, page_lsn, flags, data_crc: 0, rec_lsn, written_lsn: self.lsn_now() };
+        let data_crc = match updated {
+            Some(c) => c,
+            None => {
+                let mut page = vec![0u8; self.page_size];
+                self.region.copy_out(base, &mut page).map_err(dev)?;
+                crc32c::crc32c(&page)
+            }
+        };
+        let flags = FLAG_VALID | FLAG_DIRTY;
+        let h = FrameHeader { pid, page_lsn, flags, data_crc, rec_lsn, written_lsn: self.lsn_now() };
         self.write_header(n, &h)?;
         m.rec_lsn.store(rec_lsn, Ordering::Relaxed);
         m.dirty.store(true, Ordering::Relaxed);
-        m.no_crc.store(true, Ordering::Relaxed);
+        m.crc.store(data_crc, Ordering::Relaxed);
+        m.no_crc.store(false, Ordering::Relaxed);
         Ok(())
     }
 
@@ -727,9 +904,12 @@ impl NvmPool {
         }
         self.region.persist(off, src.len() as u64).map_err(dev)?;
         let flags = FLAG_VALID | if dirty { FLAG_DIRTY } else { 0 };
-        let h = FrameHeader { pid, page_lsn, flags, data_crc: crc32c::crc32c(src), rec_lsn, written_lsn: self.lsn_now() };
+        let data_crc = crc32c::crc32c(src);
+        let h = FrameHeader { pid, page_lsn, flags, data_crc, rec_lsn, written_lsn: self.lsn_now() };
         self.write_header(n, &h)?;
         let m = &self.metas[n as usize];
+        m.crc.store(data_crc, Ordering::Relaxed);
+        m.checked.store(true, Ordering::Relaxed);
         m.rec_lsn.store(rec_lsn, Ordering::Relaxed);
         m.pid.store(pid.0, Ordering::Relaxed);
         m.dirty.store(dirty, Ordering::Relaxed);
@@ -840,7 +1020,7 @@ mod tests {
 
     fn pool(dir: &tempfile::TempDir, bytes: u64) -> NvmPool {
         let region = NvmRegion::open(&NvmConfig::new(dir.path().join("p.nvm"), ByteSize(bytes))).unwrap();
-        NvmPool::format(region, 4096, 7, true).unwrap()
+        NvmPool::format(region, 4096, 7, NvmVerify::Cheap).unwrap()
     }
 
     #[test]
@@ -928,7 +1108,7 @@ mod tests {
         let count = p.len();
         drop(p);
         let open = || NvmRegion::open(&NvmConfig::new(dir.path().join("p.nvm"), ByteSize(1 << 20))).unwrap();
-        let r = NvmPool::reopen(open(), 4096, 7, true).unwrap().ok().unwrap();
+        let r = NvmPool::reopen(open(), 4096, 7, NvmVerify::Cheap, true).unwrap().ok().unwrap();
         let pages: Vec<(u32, u64, bool)> =
             r.pages.iter().map(|(n, h)| (*n, h.pid.0, h.flags & FLAG_DIRTY != 0)).collect();
         assert_eq!(pages, vec![(frames[0], 10, true), (frames[2], 12, true)]);
@@ -940,12 +1120,12 @@ mod tests {
         assert_eq!(back, page);
         drop(r);
         // The cleared header stays cleared; another database or page size is refused.
-        let r = NvmPool::reopen(open(), 4096, 7, true).unwrap().ok().unwrap();
+        let r = NvmPool::reopen(open(), 4096, 7, NvmVerify::Cheap, true).unwrap().ok().unwrap();
         assert!(r.cleared.is_empty() && r.pages.len() == 2);
         drop(r);
-        let why = NvmPool::reopen(open(), 4096, 8, true).unwrap().err().unwrap().1;
+        let why = NvmPool::reopen(open(), 4096, 8, NvmVerify::Cheap, true).unwrap().err().unwrap().1;
         assert!(why.contains("belongs to database"), "{why}");
-        let why = NvmPool::reopen(open(), 8192, 7, true).unwrap().err().unwrap().1;
+        let why = NvmPool::reopen(open(), 8192, 7, NvmVerify::Cheap, true).unwrap().err().unwrap().1;
         assert!(why.contains("4096-byte pages"), "{why}");
     }
 
@@ -953,15 +1133,103 @@ mod tests {
     fn too_small_a_region_is_a_config_error() {
         let dir = tempfile::tempdir().unwrap();
         let region = NvmRegion::open(&NvmConfig::new(dir.path().join("s.nvm"), ByteSize(8192))).unwrap();
-        assert!(matches!(NvmPool::format(region, 16384, 1, true), Err(BufferError::Config { .. })));
+        assert!(matches!(NvmPool::format(region, 16384, 1, NvmVerify::Cheap), Err(BufferError::Config { .. })));
     }
 
     #[test]
     fn header_decoding_rejects_bad_crc() {
-        let h = FrameHeader { pid: PageId(3), page_lsn: 5, flags: FLAG_VALID, data_crc: 11, rec_lsn: 4, written_lsn: 9 };
+        let h =
+            FrameHeader { pid: PageId(3), page_lsn: 5, flags: FLAG_VALID, data_crc: 11, rec_lsn: 4, written_lsn: 9 };
         let mut b = h.encode();
         assert_eq!(FrameHeader::decode(&b).unwrap(), Some(h));
         b[3] ^= 0x10;
         assert!(FrameHeader::decode(&b).is_err());
+    }
+
+    /// Flips byte `at` of frame `n`'s data behind the pool's back.
+    fn flip(p: &NvmPool, n: u32, at: usize) {
+        let mut page = vec![0u8; p.page_size];
+        p.region.copy_out(p.data_offset(n), &mut page).unwrap();
+        page[at] ^= 0x20;
+        // SAFETY (test): single-threaded, the frame is not in use.
+        unsafe { p.region.copy_in_shared(p.data_offset(n), &page) }.unwrap();
+    }
+
+    fn frame_bytes(p: &NvmPool, n: u32) -> Vec<u8> {
+        let mut page = vec![0u8; p.page_size];
+        p.region.copy_out(p.data_offset(n), &mut page).unwrap();
+        page
+    }
+
+    #[test]
+    fn line_write_backs_keep_the_data_crc() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = pool(&dir, 1 << 20);
+        let n = p.pop_free().unwrap();
+        let page: Vec<u8> = (0..4096).map(|i| (i * 7 % 253) as u8).collect();
+        p.write_page(n, PageId(4), &page, false, 1).unwrap();
+        // Lines read back from the frame for the CRC, then with the caller's old copy.
+        let (a, b) = (vec![1u8; 128], vec![2u8; 64]);
+        p.write_lines(n, PageId(4), &[(64, &a), (4032, &b)], None, 2).unwrap();
+        let old = frame_bytes(&p, n);
+        let c = vec![3u8; 192];
+        p.write_lines(n, PageId(4), &[(1024, &c)], Some(&old), 3).unwrap();
+        let h = p.header(n).unwrap().unwrap();
+        assert_eq!(h.flags, FLAG_VALID | FLAG_DIRTY, "no NO_CRC flag");
+        assert_eq!(h.data_crc, crc32c::crc32c(&frame_bytes(&p, n)));
+        let mut back = vec![0u8; 4096];
+        p.read_page(n, PageId(4), &mut back).unwrap();
+        // A frame of an earlier build without a CRC gets one at its next write-back.
+        let mut legacy = h;
+        legacy.flags |= FLAG_NO_CRC;
+        legacy.data_crc = 0;
+        p.write_header(n, &legacy).unwrap();
+        p.metas[n as usize].no_crc.store(true, Ordering::Relaxed);
+        p.write_lines(n, PageId(4), &[(0, &b)], None, 4).unwrap();
+        let h = p.header(n).unwrap().unwrap();
+        assert_eq!((h.flags & FLAG_NO_CRC, h.data_crc), (0, crc32c::crc32c(&frame_bytes(&p, n))));
+    }
+
+    #[test]
+    fn reads_check_once_after_a_reopen_or_every_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let open = || NvmRegion::open(&NvmConfig::new(dir.path().join("p.nvm"), ByteSize(1 << 20))).unwrap();
+        let p = NvmPool::format(open(), 4096, 7, NvmVerify::Cheap).unwrap();
+        let page = vec![9u8; 4096];
+        let (clean, dirty) = (p.pop_free().unwrap(), p.pop_free().unwrap());
+        p.write_page(clean, PageId(5), &page, false, 0).unwrap();
+        p.write_page_rec(dirty, PageId(6), &page, true, 40, 33).unwrap();
+        flip(&p, clean, 100);
+        flip(&p, dirty, 4000);
+        // Written by this process: checked already, so the cheap mode does not look.
+        let mut line = vec![0u8; 64];
+        p.read_lines(clean, PageId(5), 64, &mut line).unwrap();
+        drop(p);
+        // Cheap: the dirty frame is cleared at the reopen (its page is rebuilt from its
+        // recovery LSN), the clean one fails its first read, once checked.
+        let r = NvmPool::reopen(open(), 4096, 7, NvmVerify::Cheap, true).unwrap().ok().unwrap();
+        assert_eq!(r.pages.iter().map(|(n, _)| *n).collect::<Vec<_>>(), vec![clean]);
+        assert!(r.cleared.len() == 1 && r.cleared[0].1.contains("fails its data CRC"), "{:?}", r.cleared);
+        assert_eq!(r.log_needed_from, Some(33));
+        let e = r.pool.read_lines(clean, PageId(5), 0, &mut line).unwrap_err();
+        assert!(e.to_string().contains("p.nvm") && e.to_string().contains("NVM frame"), "{e}");
+        flip(&r.pool, clean, 100);
+        r.pool.read_lines(clean, PageId(5), 0, &mut line).unwrap();
+        flip(&r.pool, clean, 100);
+        r.pool.read_lines(clean, PageId(5), 0, &mut line).unwrap(); // checked: not again
+        drop(r);
+        // Every: checked at the reopen, and at each read.
+        let r = NvmPool::reopen(open(), 4096, 7, NvmVerify::Every, true).unwrap().ok().unwrap();
+        assert!(r.pages.is_empty() && r.cleared.len() == 1, "{:?}", r.cleared);
+        let n = r.pool.pop_free().unwrap();
+        r.pool.write_page(n, PageId(5), &page, false, 0).unwrap();
+        r.pool.read_lines(n, PageId(5), 0, &mut line).unwrap();
+        flip(&r.pool, n, 7);
+        assert!(matches!(r.pool.read_lines(n, PageId(5), 0, &mut line), Err(BufferError::Corrupted { .. })));
+        drop(r);
+        // Without SSD nothing rebuilds a cleared page: the frame stays, and its read fails.
+        let r = NvmPool::reopen(open(), 4096, 7, NvmVerify::Every, false).unwrap().ok().unwrap();
+        assert!(r.cleared.is_empty() && r.pages.len() == 1, "{:?}", r.cleared);
+        assert!(r.pool.check_before_read(n, PageId(5)).is_err());
     }
 }

@@ -34,19 +34,33 @@
 //! and costs nothing.
 //! Without it every load would pay NVM latency and `nvm-direct` would look several
 //! times slower than the hardware the paper measured.
+//!
+//! **Checksums.** Each slot has a CRC entry of one line in the region's CRC table
+//! ([`CrcEntry`]): the page's CRC-32C and the one before its last write-back. A
+//! write-back computes the new CRC (from the CRC now and the changed lines' old and new
+//! bytes, `page_crc`; from the whole page for a page written whole) and writes and
+//! persists the entry *before* its log record and lines. So whatever a crash leaves,
+//! once redo has repeated the logged images the page is either as the last write-back
+//! made it (its record was durable) or as it was before (it was not): it matches one of
+//! the entry's two CRCs, and anything else is damage. A slot is checked against its
+//! entry before it is first used after a reopen, and, with [`NvmVerify::Every`], at
+//! every fix. During redo (from a reopen until the log is attached) a slot that fails
+//! its check is not an error yet — the crash may have torn its last write-back, which
+//! redo completes — and its entry is left alone; it is checked again when redo ends.
 
 #![allow(unsafe_code)]
 
 use std::ops::{Deref, DerefMut};
 use std::ptr::NonNull;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering, fence};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicU64, Ordering, fence};
 
 use parking_lot::{Mutex, RwLock};
 
 use crate::Result;
 use crate::buffer::BufferError;
 use crate::buffer::latch::Latch;
+use crate::buffer::page_crc::{NvmVerify, crc_after_runs};
 use crate::buffer::source::{ExclusivePage, LinePage, OptimisticPage, SharedPage};
 use crate::device::NvmRegion;
 use crate::ids::PageId;
@@ -60,6 +74,60 @@ const LINE: usize = CACHE_LINE_BYTES;
 const MASK_WORDS: usize = PAGE_SIZE_MAX_BYTES / LINE / 64;
 /// Shadow buffers kept for reuse.
 const SHADOWS_KEPT_MAX: usize = 64;
+
+/// Bytes of a slot's CRC entry in the region's CRC table: one line, written and
+/// persisted only by the slot's exclusive holder.
+pub const CRC_ENTRY_BYTES: usize = CACHE_LINE_BYTES;
+
+/// [`DirectMeta::crc_state`]: found at a reopen, to be checked against the slot's CRC
+/// entry before its first use.
+const CRC_UNKNOWN: u8 = 0;
+const _: () = assert!(CRC_UNKNOWN == 0, "DirectMeta::default starts unknown");
+/// [`DirectMeta::crc`] is the page's CRC.
+const CRC_KNOWN: u8 = 1;
+/// Failed its check during redo: its entry is left alone, and it is checked again when
+/// redo ends.
+const CRC_DEFERRED: u8 = 2;
+
+/// A slot's CRC entry (one line, little endian):
+///
+/// ```text
+///   0 CRC-32C of the page | 4 CRC-32C before the last write-back | 8 CRC-32C of bytes 0..8 | 12.. zero
+/// ```
+///
+/// All zeros: never written (a slot never allocated since the region was formatted).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CrcEntry {
+    pub crc: u32,
+    pub prev: u32,
+}
+
+impl CrcEntry {
+    pub fn encode(&self) -> [u8; CRC_ENTRY_BYTES] {
+        let mut b = [0u8; CRC_ENTRY_BYTES];
+        b[0..4].copy_from_slice(&self.crc.to_le_bytes());
+        b[4..8].copy_from_slice(&self.prev.to_le_bytes());
+        let check = crc32c::crc32c(&b[0..8]);
+        b[8..12].copy_from_slice(&check.to_le_bytes());
+        b
+    }
+
+    /// `None` for a never-written entry.
+    ///
+    /// # Errors
+    /// A description of the damage when the entry fails its own check.
+    pub fn decode(b: &[u8; CRC_ENTRY_BYTES]) -> Result<Option<CrcEntry>, String> {
+        if b.iter().all(|&x| x == 0) {
+            return Ok(None);
+        }
+        let u32_at = |o: usize| u32::from_le_bytes(b[o..o + 4].try_into().expect("4 bytes"));
+        let (stored, computed) = (u32_at(8), crc32c::crc32c(&b[0..8]));
+        if stored != computed || b[12..].iter().any(|&x| x != 0) {
+            return Err(format!("its CRC entry fails its check (CRC-32C {stored:#010x}, computed {computed:#010x})"));
+        }
+        Ok(Some(CrcEntry { crc: u32_at(0), prev: u32_at(4) }))
+    }
+}
 
 /// Where the after-images of written-back lines go before the lines are written in
 /// place (the write-ahead rule of an engine without a buffer).
@@ -86,6 +154,10 @@ pub struct DirectMeta {
     pub version: AtomicU64,
     /// The last LSN a change to the page was logged at.
     pub page_lsn: AtomicU64,
+    /// The page's CRC-32C, while `crc_state` is known.
+    pub crc: AtomicU32,
+    /// Whether `crc` is known (see the module doc).
+    pub crc_state: AtomicU8,
 }
 
 /// Counters of in-place writing.
@@ -103,7 +175,13 @@ pub struct DirectPages {
     /// The first slot's first byte in the mapping.
     base: NonNull<u8>,
     data_offset: u64,
+    /// Where the CRC table starts in the region (slot `s`'s entry at `+ s * 64`).
+    crc_offset: u64,
     page_size: usize,
+    verify: NvmVerify,
+    /// From a reopen until the log is attached: redo may find pages torn by the crash
+    /// (see the module doc).
+    redo: AtomicBool,
     metas: Box<[DirectMeta]>,
     shadows: Mutex<Vec<Box<[u8]>>>,
     cpu_cache: CpuCacheModel,
@@ -125,23 +203,44 @@ unsafe impl Send for DirectPages {}
 unsafe impl Sync for DirectPages {}
 
 impl DirectPages {
-    /// Slots of `page_size` bytes from `data_offset` to the end of the region, reads
-    /// charged through a CPU-cache model of `cpu_cache_bytes`.
+    /// Slots of `page_size` bytes from `data_offset` to the end of the region, their
+    /// CRC entries from `crc_offset`, reads charged through a CPU-cache model of
+    /// `cpu_cache_bytes` and checked as `verify` says. `reopened`: the slots hold pages
+    /// from before (checked before first use; redo until [`end_redo`](Self::end_redo)).
     ///
     /// # Panics
-    /// If the data area is not page-aligned inside the region or `page_size` is not a
-    /// multiple of the line size up to the largest page (the source checks first).
-    pub fn new(nvm: NvmRegion, data_offset: u64, page_size: usize, cpu_cache_bytes: u64) -> DirectPages {
+    /// If the data area is not page-aligned inside the region, the CRC table does not
+    /// fit below it, or `page_size` is not a multiple of the line size up to the
+    /// largest page (the source checks first).
+    pub fn new(
+        nvm: NvmRegion,
+        data_offset: u64,
+        crc_offset: u64,
+        page_size: usize,
+        cpu_cache_bytes: u64,
+        verify: NvmVerify,
+        reopened: bool,
+    ) -> DirectPages {
         assert!(page_size.is_multiple_of(LINE) && page_size <= PAGE_SIZE_MAX_BYTES, "page size {page_size}");
         assert!(data_offset.is_multiple_of(LINE as u64) && data_offset <= nvm.size_bytes(), "data offset");
         let slots = ((nvm.size_bytes() - data_offset) / page_size as u64) as usize;
+        assert!(
+            crc_offset.is_multiple_of(LINE as u64) && crc_offset + (slots * CRC_ENTRY_BYTES) as u64 <= data_offset,
+            "CRC table at {crc_offset} for {slots} slots below {data_offset}"
+        );
         let base = NonNull::new(nvm.base_ptr().wrapping_add(data_offset as usize)).expect("mapping is not null");
         DirectPages {
+            // Every slot starts unknown (`CRC_UNKNOWN` is 0): a reopened one is checked
+            // against its entry before first use, a new region's slots are written whole
+            // when allocated.
             metas: (0..slots).map(|_| DirectMeta::default()).collect(),
             nvm,
             base,
             data_offset,
+            crc_offset,
             page_size,
+            verify,
+            redo: AtomicBool::new(reopened),
             shadows: Mutex::new(Vec::new()),
             cpu_cache: CpuCacheModel::new(cpu_cache_bytes),
             log: RwLock::new(None),
@@ -259,35 +358,175 @@ impl DirectPages {
         }
     }
 
-    /// Takes the slot shared, waiting for a writer; `charge_page` charges a read of the
-    /// whole page (a shared fix is a scan's), else each line read is charged as made.
-    pub fn read(&self, slot: u32, pid: PageId, charge_page: bool) -> DirectRead<'_> {
-        self.meta(slot).latch.shared();
+    /// Takes the slot shared, waiting for a writer, and checks the page if due
+    /// ([`check_before_read`](Self::check_before_read)); `charge_page` charges a read of
+    /// the whole page (a shared fix is a scan's), else each line read is charged as made.
+    ///
+    /// # Errors
+    /// `Corrupted` if the page fails its check.
+    pub fn read(&self, slot: u32, pid: PageId, charge_page: bool) -> Result<DirectRead<'_>> {
+        let latch = &self.meta(slot).latch;
+        latch.shared();
+        if let Err(e) = self.check_before_read(slot, pid) {
+            latch.unlock_shared();
+            return Err(e);
+        }
         if charge_page {
             self.charge(slot, 0, self.page_size);
         }
-        DirectRead { pages: self, slot, pid }
+        Ok(DirectRead { pages: self, slot, pid })
     }
 
     /// Reads the slot optimistically, waiting while a writer holds it; charges a node
-    /// search.
-    pub fn optimistic(&self, slot: u32) -> DirectOptimistic<'_> {
+    /// search. A check that is due is made first, under the shared latch.
+    ///
+    /// # Errors
+    /// `Corrupted` if the page fails its check.
+    pub fn optimistic(&self, slot: u32, pid: PageId) -> Result<DirectOptimistic<'_>> {
         let meta = self.meta(slot);
+        if self.check_due(slot) {
+            drop(self.read(slot, pid, false)?);
+        }
         let mut spins = 0u32;
         loop {
             if !meta.latch.is_exclusive() {
                 let version = meta.version.load(Ordering::Acquire);
                 if !meta.latch.is_exclusive() {
                     self.charge_search(slot);
-                    return DirectOptimistic { pages: self, slot, version };
+                    return Ok(DirectOptimistic { pages: self, slot, version });
                 }
             }
             crate::buffer::latch::backoff(&mut spins);
         }
     }
 
-    /// Takes the slot exclusive, waiting for every holder.
-    pub fn write(&self, slot: u32, pid: PageId) -> DirectWrite<'_> {
+    /// Takes the slot exclusive, waiting for every holder, and checks the page if due.
+    ///
+    /// # Errors
+    /// `Corrupted` if the page fails its check.
+    pub fn write(&self, slot: u32, pid: PageId) -> Result<DirectWrite<'_>> {
+        let g = self.write_unchecked(slot, pid);
+        self.check_before_read(slot, pid)?;
+        Ok(g)
+    }
+
+    /// Whether [`check_before_read`](Self::check_before_read) would check the slot now.
+    #[inline]
+    fn check_due(&self, slot: u32) -> bool {
+        match self.verify {
+            NvmVerify::Off => false,
+            NvmVerify::Cheap => self.meta(slot).crc_state.load(Ordering::Relaxed) == CRC_UNKNOWN,
+            NvmVerify::Every => true,
+        }
+    }
+
+    /// Checks slot `slot`'s page against its CRC if the verify mode asks for it now:
+    /// every time with `Every`, else once, before its first use after a reopen. The
+    /// caller holds the slot's latch.
+    ///
+    /// # Errors
+    /// `Corrupted` naming the region file, the slot and the page.
+    #[inline]
+    pub fn check_before_read(&self, slot: u32, pid: PageId) -> Result<()> {
+        if self.check_due(slot) { self.check_slot(slot, pid) } else { Ok(()) }
+    }
+
+    /// Checks the page in `slot` (charged as a read of the page) against its known CRC
+    /// or, the first time after a reopen, against either CRC of its entry. During redo
+    /// a failure only defers the slot (see the module doc). The caller holds the slot's
+    /// latch.
+    ///
+    /// # Errors
+    /// `Corrupted` naming the region file, the slot and the page.
+    #[cold]
+    pub fn check_slot(&self, slot: u32, pid: PageId) -> Result<()> {
+        let m = self.meta(slot);
+        let state = m.crc_state.load(Ordering::Relaxed);
+        if state == CRC_DEFERRED {
+            return Ok(());
+        }
+        self.charge(slot, 0, self.page_size);
+        // SAFETY: the caller holds the slot's latch.
+        let crc = crc32c::crc32c(unsafe { self.bytes(slot) });
+        if state == CRC_KNOWN {
+            let want = m.crc.load(Ordering::Relaxed);
+            if crc == want {
+                return Ok(());
+            }
+            return Err(self.corrupted(slot, pid, format!("data CRC-32C {crc:#010x}, expected {want:#010x}")));
+        }
+        let detail = match self.read_entry(slot) {
+            Ok(Some(e)) if crc == e.crc || crc == e.prev => {
+                m.crc.store(crc, Ordering::Relaxed);
+                m.crc_state.store(CRC_KNOWN, Ordering::Relaxed);
+                return Ok(());
+            }
+            Ok(Some(e)) => format!(
+                "data CRC-32C {crc:#010x}, its entry says {:#010x} (before the last write-back {:#010x})",
+                e.crc, e.prev
+            ),
+            Ok(None) => "its CRC entry was never written".to_string(),
+            Err(why) => why,
+        };
+        if self.redo.load(Ordering::Relaxed) {
+            m.crc_state.store(CRC_DEFERRED, Ordering::Relaxed);
+            return Ok(());
+        }
+        Err(self.corrupted(slot, pid, detail))
+    }
+
+    fn corrupted(&self, slot: u32, pid: PageId, detail: String) -> crate::Error {
+        BufferError::Corrupted {
+            pid,
+            location: format!("nvm-direct slot {slot} of {}", self.nvm.info().path.display()),
+            detail,
+        }
+        .into()
+    }
+
+    /// Slot `slot`'s CRC entry.
+    ///
+    /// # Errors
+    /// A description of the damage for an entry that fails its own check; device errors
+    /// as text.
+    fn read_entry(&self, slot: u32) -> std::result::Result<Option<CrcEntry>, String> {
+        let mut b = [0u8; CRC_ENTRY_BYTES];
+        self.nvm.read_lines(self.entry_offset(slot), &mut b).map_err(|e| e.to_string())?;
+        CrcEntry::decode(&b)
+    }
+
+    /// Writes and persists slot `slot`'s CRC entry; the caller holds the slot exclusive.
+    fn write_entry(&self, slot: u32, e: CrcEntry) -> Result<()> {
+        let at = self.entry_offset(slot);
+        // SAFETY: a slot's entry line is written only by the slot's exclusive holder,
+        // which the caller is; no guard reads it while that latch is held.
+        unsafe { self.nvm.write_lines_shared(at, &e.encode()) }?;
+        self.nvm.persist(at, CRC_ENTRY_BYTES as u64)?;
+        Ok(())
+    }
+
+    #[inline]
+    fn entry_offset(&self, slot: u32) -> u64 {
+        self.crc_offset + slot as u64 * CRC_ENTRY_BYTES as u64
+    }
+
+    /// Redo is over (the log is attached): the slots that failed their check during it
+    /// are checked again before their next use.
+    pub fn end_redo(&self) {
+        if self.redo.swap(false, Ordering::Relaxed) {
+            for m in self.metas.iter() {
+                let _ = m.crc_state.compare_exchange(CRC_DEFERRED, CRC_UNKNOWN, Ordering::Relaxed, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// What is checked against the pages' CRCs.
+    pub fn verify(&self) -> NvmVerify {
+        self.verify
+    }
+
+    /// Takes the slot exclusive, waiting for every holder, without a check.
+    fn write_unchecked(&self, slot: u32, pid: PageId) -> DirectWrite<'_> {
         self.meta(slot).latch.exclusive();
         // The exclusive mark must be visible before the write-back's stores to an
         // optimistic reader who sees one of them.
@@ -309,7 +548,7 @@ impl DirectPages {
     /// Takes the slot exclusive for a page being allocated: the guard starts as a zero
     /// page, all lines to be compared with NVM at write-back.
     pub fn write_zeroed(&self, slot: u32, pid: PageId) -> DirectWrite<'_> {
-        let mut g = self.write(slot, pid);
+        let mut g = self.write_unchecked(slot, pid);
         let mut shadow = self.take_shadow();
         shadow.fill(0);
         g.shadow = Some(shadow);
@@ -520,7 +759,8 @@ impl DirectWrite<'_> {
         runs
     }
 
-    /// Logs and writes back the changed lines; called by drop.
+    /// Logs and writes back the changed lines, after the slot's CRC entry; called by
+    /// drop.
     fn write_back(&mut self) {
         let Some(shadow) = self.shadow.take() else { return };
         if self.dirty.iter().any(|&w| w != 0) && !self.pages.poisoned.load(Ordering::Relaxed) {
@@ -530,11 +770,63 @@ impl DirectWrite<'_> {
             let changed = |l: usize| dirty(l) && shadow[l * LINE..(l + 1) * LINE] != nvm[l * LINE..(l + 1) * LINE];
             let write = self.runs(&shadow, changed);
             let log = if self.image_logged { self.runs(&shadow, dirty) } else { write.clone() };
-            if !log.is_empty() {
-                self.flush_runs(&log, &write);
+            match self.update_crc(&shadow, nvm, &write) {
+                Ok(()) if !log.is_empty() => self.flush_runs(&log, &write),
+                Ok(()) => {}
+                Err(e) => self.pages.poison(format!("writing the CRC entry of {}: {e}", self.pid)),
             }
         }
         self.pages.give_shadow(shadow);
+    }
+
+    /// Step 0 of a write-back (see the module doc): the page's CRC once `write` (runs of
+    /// `(first line, new bytes)`) is in place, written with the CRC now into the slot's
+    /// entry and persisted, unless unchanged. During redo a slot whose check was
+    /// deferred keeps its entry (unless it has none: a page redo allocated).
+    fn update_crc(&self, shadow: &[u8], nvm: &[u8], write: &[(usize, &[u8])]) -> Result<()> {
+        let pages = self.pages;
+        let m = pages.meta(self.slot);
+        let state = m.crc_state.load(Ordering::Relaxed);
+        let entry = if state == CRC_KNOWN {
+            None
+        } else {
+            match pages.read_entry(self.slot) {
+                Ok(Some(_)) | Err(_) if state == CRC_DEFERRED => return Ok(()),
+                Ok(e) => e,
+                Err(_) => None,
+            }
+        };
+        let ps = pages.page_size;
+        let new = if self.all_resident() {
+            crc32c::crc32c(shadow)
+        } else if state == CRC_KNOWN {
+            let runs =
+                write.iter().map(|&(first, new)| (first * LINE, &nvm[first * LINE..first * LINE + new.len()], new));
+            crc_after_runs(m.crc.load(Ordering::Relaxed), ps, runs)
+        } else {
+            // Unknown (verification off): over the page as it will be.
+            pages.charge(self.slot, 0, ps);
+            (0..self.lines).fold(0u32, |crc, l| {
+                let src = if Self::is_set(&self.resident, l) { shadow } else { nvm };
+                crc32c::crc32c_append(crc, &src[l * LINE..(l + 1) * LINE])
+            })
+        };
+        let now = if state == CRC_KNOWN { m.crc.load(Ordering::Relaxed) } else { entry.map_or(new, |e| e.crc) };
+        if state == CRC_KNOWN && new == now {
+            return Ok(());
+        }
+        pages.write_entry(self.slot, CrcEntry { crc: new, prev: now })?;
+        m.crc.store(new, Ordering::Relaxed);
+        m.crc_state.store(CRC_KNOWN, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Every line of the page is in the shadow.
+    fn all_resident(&self) -> bool {
+        (0..self.lines.div_ceil(64)).all(|w| {
+            let bits = if (w + 1) * 64 <= self.lines { u64::MAX } else { (1u64 << (self.lines - w * 64)) - 1 };
+            self.resident[w] & bits == bits
+        })
     }
 
     /// Logs `log` (when a log is attached), then writes `write` in place and persists it.

@@ -50,6 +50,8 @@ const MASK_WORDS: usize = PAGE_SIZE_MAX_BYTES / LINE / 64;
 /// An exclusive guard's staged lines.
 struct Shadow {
     bytes: Box<[u8]>,
+    /// The staged lines as NVM held them, for the frame's data CRC at write-back.
+    old: Box<[u8]>,
     loaded: [u64; MASK_WORDS],
     dirty: [u64; MASK_WORDS],
 }
@@ -188,6 +190,7 @@ impl<'a> NvmLines<'a> {
         let shadow = self.shadow.get_or_insert_with(|| {
             Box::new(Shadow {
                 bytes: vec![0u8; page_size].into_boxed_slice(),
+                old: vec![0u8; page_size].into_boxed_slice(),
                 loaded: [0; MASK_WORDS],
                 dirty: [0; MASK_WORDS],
             })
@@ -204,7 +207,9 @@ impl<'a> NvmLines<'a> {
                 while l <= last && !Shadow::all_set(&shadow.loaded, l, l) {
                     l += 1;
                 }
-                self.nvm.read_lines(self.n, start * LINE, &mut shadow.bytes[start * LINE..l * LINE])?;
+                let run = start * LINE..l * LINE;
+                self.nvm.read_lines(self.n, self.pid, run.start, &mut shadow.bytes[run.clone()])?;
+                shadow.old[run.clone()].copy_from_slice(&shadow.bytes[run]);
                 Shadow::set(&mut shadow.loaded, start, l - 1);
             }
         }
@@ -224,7 +229,7 @@ impl<'a> NvmLines<'a> {
             return Ok(());
         }
         let count: usize = runs.iter().map(|(_, b)| b.len() / LINE).sum();
-        self.bm.write_in_place(self.n, self.pid, &runs, self.page_lsn, count as u64)
+        self.bm.write_in_place(self.n, self.pid, &runs, &shadow.old, self.page_lsn, count as u64)
     }
 }
 
