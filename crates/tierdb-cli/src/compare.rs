@@ -28,7 +28,7 @@ pub struct CompareArgs {
     #[arg(long, value_delimiter = ',', default_value = "128MiB,192MiB,384MiB,640MiB,896MiB,1536MiB,2GiB")]
     sizes: Vec<ByteSize>,
     /// Architectures, comma-separated [default: main-memory, ssd-bm, basic-nvm-bm,
-    /// three-tier, nvm-direct (the paper's Figures 7 and 9); with --workload tpcc also
+    /// three-tier, nvm-direct (the paper's Figures 8 and 9); with --workload tpcc also
     /// nvcache].
     #[arg(long, value_delimiter = ',')]
     archs: Option<Vec<String>>,

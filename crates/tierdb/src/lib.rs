@@ -1,10 +1,14 @@
 //! tierdb: a storage engine for machines with DRAM, byte-addressable memory behind it
 //! (persistent memory or CXL-attached memory, "NVM") and SSD.
 //!
-//! This crate holds the engine. Its layers, bottom up (see `docs/` and DESIGN.md):
-//! the [`device`] layer (DRAM arena, NVM region, SSD page file, with accounting and
-//! latency emulation from [`device::profile`]s); the buffer manager, access methods
-//! and recovery come on top.
+//! This crate holds the engine. Its layers, bottom up (`docs/architecture.md` describes
+//! them): the [`device`] layer (DRAM arena, NVM region, SSD page file, log files, with
+//! accounting and latency emulation from [`device::profile`]s); the page sources of
+//! [`buffer`] ([`buffer::MemorySource`], [`buffer::BufferManager`] with its placement
+//! [`buffer::policy`], [`buffer::NvmDirect`]); the [`btree`] and the [`catalog`] of
+//! named trees over any [`PageSource`]; the write-ahead log ([`wal`]) and the
+//! transactional database with its recovery ([`db`]). [`arch`] names the architectures
+//! built from these parts, and [`tune`] holds Spitfire's online tuners.
 //!
 //! ```
 //! use tierdb::ByteSize;
@@ -27,7 +31,11 @@
 //! ```
 //!
 //! Unsafe code is confined to the modules that own mapped memory, direct I/O buffers
-//! and CPU instructions, all under [`device`]; each block carries a `// SAFETY:` note.
+//! and CPU instructions — in [`device`] (the mapping, persists, the clock, aligned
+//! buffers, NUMA binding, the double-write area and the NVM log ring) and in the buffer
+//! layer's frame guards and NVM pool (`buffer/frame/`, `buffer/nvm_pool.rs`); each
+//! block carries a `// SAFETY:` note, and `docs/unsafe.md` lists the modules and why
+//! each is sound.
 
 #![deny(unsafe_code)]
 

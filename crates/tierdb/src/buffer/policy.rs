@@ -3,21 +3,26 @@
 //! The buffer manager owns the mechanism (frames, latches, the page table, copies,
 //! I/O); at every transition it asks its [`Policy`] what to do, passing only page
 //! metadata and tier statistics. A policy never touches page bytes and is deterministic
-//! given its inputs (and a seeded RNG, for the probabilistic policies to come), so the
+//! given its inputs (and a seeded RNG, for the probabilistic ones: `spitfire`), so the
 //! simulator can run the same code over metadata-only pools.
 //!
-//! The questions (DESIGN.md, "The page life cycle"):
-//! 1. [`Policy::ssd_miss`] — a page read from SSD goes to DRAM, or to DRAM and NVM;
-//! 2. [`Policy::nvm_access`] — an access to an NVM-resident page migrates it to DRAM;
+//! The questions (`docs/architecture.md`, "The page life cycle and the policy
+//! interface"):
+//! 1. [`Policy::ssd_miss`] — a page read from SSD goes to DRAM, to DRAM and NVM, or to
+//!    NVM ([`MissTarget`]);
+//! 2. [`Policy::nvm_access`] — an access to an NVM-resident page migrates it to DRAM or
+//!    is served in place in NVM ([`NvmAccess`]);
 //! 3. [`Policy::dram_victim`] — the clock hand offers a DRAM frame: evict it or not;
-//! 4. [`Policy::dram_eviction`] — the evicted page goes to NVM or to SSD (dropped if
-//!    clean);
+//! 4. [`Policy::dram_eviction`] — the evicted page goes to NVM, to SSD (dropped if
+//!    clean), or to SSD with a clean copy in NVM ([`EvictTo`]);
 //! 5. [`Policy::nvm_victim`] — the NVM clock hand offers a frame: evict it or not; or,
 //!    for a policy that picks NVM victims itself, [`Policy::nvm_sweep`].
 //!
 //! A policy may run NVM as a volatile cache of clean SSD pages
 //! ([`Policy::nvm_clean_only`], `nvcache`): the manager then never writes a dirty page
-//! to NVM and formats the pool on open.
+//! to NVM and formats the pool on open. It may keep DRAM and NVM disjoint
+//! ([`Policy::nvm_disjoint`]) and NVM a durable cache across checkpoints
+//! ([`Policy::nvm_durable_cache`]), as `nvsql` does.
 
 pub mod eager;
 pub mod hymem;
