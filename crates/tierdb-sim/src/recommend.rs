@@ -71,7 +71,8 @@ pub struct Recommendation {
 /// Runs the grid for `base` (its policy, seed and warm-up; capacities are the grid's).
 ///
 /// # Errors
-/// `Config` if nothing fits the budget.
+/// `NoAccesses` for a trace without page accesses (there is nothing to size a
+/// hierarchy for); `Config` if nothing fits the budget; the errors of [`simulate`].
 pub fn recommend(
     t: &Prepared,
     base: &SimConfig,
@@ -79,6 +80,14 @@ pub fn recommend(
     budget_usd: f64,
 ) -> Result<Recommendation, SimError> {
     let start = std::time::Instant::now();
+    if t.accesses() == 0 {
+        return Err(SimError::NoAccesses {
+            what: format!(
+                "the trace's {} records hold no page access (read or write) to size a hierarchy for",
+                t.ops.len()
+            ),
+        });
+    }
     let pages = t.pages() as u64;
     let ps = u64::from(t.page_size_bytes);
     let top = pages.max(1).next_power_of_two();
@@ -198,5 +207,14 @@ mod tests {
         assert!(r.ranked.windows(2).all(|w| w[0].throughput_per_usd >= w[1].throughput_per_usd));
         assert!(r.candidates_in_budget >= r.ranked.len() + r.filtered_by_model);
         assert!(recommend(&t, &SimConfig::new("eager", 1, 0), &p, 0.0001).is_err());
+    }
+
+    #[test]
+    fn a_trace_without_accesses_is_refused() {
+        let records = vec![Record::access(Op::Alloc, 3), Record::marker(crate::trace::Marker::Measure)];
+        let t = Prepared::new(&Trace { header: Header { page_size_bytes: 16384, source: String::new() }, records });
+        let p = Profiles::default_presets().unwrap();
+        let e = recommend(&t, &SimConfig::new("eager", 1, 0), &p, 100.0).unwrap_err();
+        assert!(matches!(e, SimError::NoAccesses { .. }), "{e}");
     }
 }

@@ -604,7 +604,8 @@ enum Engine {
 /// Runs `cfg` over `trace`.
 ///
 /// # Errors
-/// `Config` for a configuration that cannot run.
+/// `Config` for a configuration that cannot run; `NoAccesses` if no page access is
+/// measured (the trace has none, or all come before its `measure` marker).
 pub fn simulate(trace: &Prepared, cfg: &SimConfig) -> Result<SimResult, SimError> {
     let pages = trace.pages();
     let mut engine = match cfg.policy.as_str() {
@@ -677,6 +678,18 @@ pub fn simulate(trace: &Prepared, cfg: &SimConfig) -> Result<SimResult, SimError
                 warm += 1;
             }
         }
+    }
+    if measured == 0 {
+        let what = if warm == 0 {
+            format!("the trace's {} records hold no page access (read or write)", trace.ops.len())
+        } else {
+            // Only `Warmup::Auto` can measure none of them: it starts at the marker.
+            format!(
+                "the trace's `measure` marker comes after all {warm} of its page accesses; \
+                 replay with warm-up none or half"
+            )
+        };
+        return Err(SimError::NoAccesses { what });
     }
     if from >= trace.ops.len() {
         before = match &engine {
@@ -793,5 +806,22 @@ mod tests {
         let mut c = SimConfig::new("eager", 4, 10);
         c.has_ssd = false;
         assert!(simulate(&t, &c).is_err());
+    }
+
+    #[test]
+    fn a_trace_without_measured_accesses_is_an_error_not_a_result_of_zeros() {
+        let cfg = SimConfig::new("eager", 4, 4);
+        let allocs = trace(&[(Op::Alloc, 1), (Op::Free, 1)]);
+        let e = simulate(&allocs, &cfg).unwrap_err();
+        assert!(matches!(e, SimError::NoAccesses { .. }) && e.to_string().contains("no page access"), "{e}");
+        let marker_last = Prepared::new(&Trace {
+            header: Header { page_size_bytes: 16384, source: "t".into() },
+            records: vec![Record::access(Op::Read, 1), Record::marker(Marker::Measure)],
+        });
+        let e = simulate(&marker_last, &cfg).unwrap_err();
+        assert!(e.to_string().contains("measure"), "{e}");
+        let mut none = cfg.clone();
+        none.warmup = Warmup::None;
+        assert_eq!(simulate(&marker_last, &none).unwrap().accesses, 1);
     }
 }

@@ -99,8 +99,11 @@ impl<W: Write> Writer<W> {
     /// Writes the header.
     ///
     /// # Errors
-    /// I/O; `Invalid` for a source text over [`SOURCE_BYTES_MAX`].
+    /// I/O; `Invalid` for a page size of 0 or a source text over [`SOURCE_BYTES_MAX`].
     pub fn new(mut out: W, header: &Header) -> Result<Writer<W>, WriteError> {
+        if header.page_size_bytes == 0 {
+            return Err(WriteError::Invalid("page size 0".into()));
+        }
         let src = header.source.as_bytes();
         if src.len() > SOURCE_BYTES_MAX {
             return Err(WriteError::Invalid(format!("source text of {} bytes is over {SOURCE_BYTES_MAX}", src.len())));
@@ -204,7 +207,8 @@ impl<R: Read> Reader<R> {
     /// Reads and checks the header.
     ///
     /// # Errors
-    /// `Io`; `Corrupted` for a bad magic or CRC; `Version` for another version.
+    /// `Io`; `Corrupted` for a bad magic or CRC, or a page size of 0; `Version` for
+    /// another version.
     pub fn new(mut input: R, path: PathBuf) -> Result<Reader<R>, TraceError> {
         let mut fixed = [0u8; 18];
         read_exact(&mut input, &mut fixed, &path, "the header")?;
@@ -218,6 +222,9 @@ impl<R: Read> Reader<R> {
             return Err(TraceError::Version { path, found: version, supported: VERSION });
         }
         let page_size_bytes = u32::from_le_bytes(fixed[12..16].try_into().expect("4 bytes"));
+        if page_size_bytes == 0 {
+            return Err(corrupted("page size 0"));
+        }
         let len = u16::from_le_bytes([fixed[16], fixed[17]]) as usize;
         if len > SOURCE_BYTES_MAX {
             return Err(corrupted("source text longer than the limit"));
@@ -413,6 +420,20 @@ mod tests {
             let e = decode(&bytes[..cut]).unwrap_err();
             assert!(matches!(e, TraceError::Corrupted { .. }), "cut at {cut}: {e}");
         }
+    }
+
+    #[test]
+    fn a_page_size_of_zero_is_neither_written_nor_read() {
+        let h = Header { page_size_bytes: 0, source: String::new() };
+        assert!(matches!(Writer::new(Vec::new(), &h), Err(WriteError::Invalid(_))));
+        // A header that says 0 under a valid CRC.
+        let mut b = encode(&sample(3));
+        b[12..16].fill(0);
+        let crc_at = 18 + u16::from_le_bytes([b[16], b[17]]) as usize;
+        let crc = crc32c::crc32c(&b[..crc_at]);
+        b[crc_at..crc_at + 4].copy_from_slice(&crc.to_le_bytes());
+        let e = decode(&b).unwrap_err();
+        assert!(e.to_string().contains("page size 0") && e.to_string().contains("the header"), "{e}");
     }
 
     #[test]

@@ -183,6 +183,16 @@ pub enum Format {
 impl Format {
     pub const NAMES: &[&str] = &["tierdb", "arc", "msr", "pg-usdt"];
 
+    /// The name `--format` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Tierdb => "tierdb",
+            Format::Arc => "arc",
+            Format::Msr => "msr",
+            Format::PgUsdt => "pg-usdt",
+        }
+    }
+
     pub fn from_name(s: &str) -> Option<Format> {
         match s {
             "tierdb" => Some(Format::Tierdb),
@@ -229,22 +239,43 @@ pub fn open(path: &Path) -> Result<Box<dyn Read>, TraceError> {
 
 /// Reads a whole trace of `format` from `path` (zstd-compressed or not).
 ///
+/// A trace must hold at least one record: an empty file, a text trace that is only its
+/// header, or a block trace without a request line is [`TraceError::Empty`], never a
+/// trace of zero accesses.
+///
 /// # Errors
-/// I/O errors and undecodable content, naming the file and where.
+/// I/O errors and undecodable content, naming the file and where; `Empty`; `Invalid`
+/// for an import page size of 0.
 pub fn load(path: &Path, format: Format, opts: ImportOptions) -> Result<Trace, TraceError> {
-    let r = open(path)?;
     let p = path.to_path_buf();
-    match format {
-        Format::Tierdb => load_tierdb(r, p),
-        Format::Arc => import::arc(r, &p, opts),
-        Format::Msr => import::msr(r, &p, opts),
-        Format::PgUsdt => import::pg_usdt(r, &p, opts),
+    if format != Format::Tierdb && opts.page_size_bytes == 0 {
+        return Err(TraceError::Invalid { what: format!("{}: page size 0 for an imported trace", path.display()) });
     }
+    let mut r = BufReader::new(open(path)?);
+    let head = std::io::BufRead::fill_buf(&mut r).map_err(|source| TraceError::Io { path: p.clone(), source })?;
+    if head.is_empty() {
+        let raw_empty = std::fs::metadata(path).map_or(true, |m| m.len() == 0);
+        let what = if raw_empty { "the file is empty (0 bytes)" } else { "the file decompresses to nothing" };
+        return Err(TraceError::Empty { path: p, what: what.into() });
+    }
+    let t = match format {
+        Format::Tierdb => load_tierdb(r, p)?,
+        Format::Arc => import::arc(r, &p, opts)?,
+        Format::Msr => import::msr(r, &p, opts)?,
+        Format::PgUsdt => import::pg_usdt(r, &p, opts)?,
+    };
+    if t.records.is_empty() {
+        let what = match format {
+            Format::Tierdb => "a header and no records".to_string(),
+            _ => format!("no request lines for --format {}", format.name()),
+        };
+        return Err(TraceError::Empty { path: path.to_path_buf(), what });
+    }
+    Ok(t)
 }
 
-fn load_tierdb(r: Box<dyn Read>, path: PathBuf) -> Result<Trace, TraceError> {
-    let mut r = BufReader::new(r);
-    let head = std::io::BufRead::fill_buf(&mut r).map_err(|source| TraceError::Io { path: path.clone(), source })?;
+fn load_tierdb(mut r: impl std::io::BufRead, path: PathBuf) -> Result<Trace, TraceError> {
+    let head = r.fill_buf().map_err(|source| TraceError::Io { path: path.clone(), source })?;
     if head.starts_with(&binary::MAGIC) {
         let mut reader = binary::Reader::new(r, path)?;
         let header = reader.header().clone();
@@ -272,5 +303,63 @@ pub fn save(trace: &Trace, path: &Path) -> Result<(), TraceError> {
         }
         w.finish().map_err(|e| e.at(path))?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A zstd frame of no bytes (what `zstd` makes of an empty file).
+    const ZSTD_OF_NOTHING: [u8; 13] = [0x28, 0xb5, 0x2f, 0xfd, 0x24, 0x00, 0x01, 0x00, 0x00, 0x99, 0xe9, 0xd8, 0x51];
+
+    fn load_bytes(bytes: &[u8], format: Format) -> Result<Trace, TraceError> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t");
+        std::fs::write(&path, bytes).unwrap();
+        load(&path, format, ImportOptions::default())
+    }
+
+    #[test]
+    fn an_empty_file_is_no_trace_in_any_format() {
+        for name in Format::NAMES {
+            let f = Format::from_name(name).unwrap();
+            assert_eq!(f.name(), *name);
+            for bytes in [&b""[..], &ZSTD_OF_NOTHING[..]] {
+                let e = load_bytes(bytes, f).unwrap_err();
+                assert!(matches!(e, TraceError::Empty { .. }), "{name}: {e}");
+                assert!(e.to_string().contains("empty trace"), "{e}");
+            }
+        }
+        let e = load_bytes(b"", Format::Arc).unwrap_err();
+        assert!(e.to_string().contains("0 bytes"), "{e}");
+        let e = load_bytes(&ZSTD_OF_NOTHING, Format::Msr).unwrap_err();
+        assert!(e.to_string().contains("decompresses to nothing"), "{e}");
+    }
+
+    #[test]
+    fn a_file_without_records_is_no_trace() {
+        let e = load_bytes(b"# tierdb-trace 1\n# page_size 4096\n", Format::Tierdb).unwrap_err();
+        assert!(e.to_string().contains("no records"), "{e}");
+        let mut binary = Vec::new();
+        let h = Header { page_size_bytes: 4096, source: String::new() };
+        binary::Writer::new(&mut binary, &h).unwrap().finish().unwrap();
+        let e = load_bytes(&binary, Format::Tierdb).unwrap_err();
+        assert!(e.to_string().contains("no records"), "{e}");
+        for (text, name) in [("# only a comment\n\n", "arc"), ("\n", "msr"), ("Attaching 2 probes...\n", "pg-usdt")] {
+            let e = load_bytes(text.as_bytes(), Format::from_name(name).unwrap()).unwrap_err();
+            assert!(e.to_string().contains(&format!("no request lines for --format {name}")), "{e}");
+        }
+        let e = load_bytes(b"  \n\n", Format::Tierdb).unwrap_err();
+        assert!(matches!(e, TraceError::Empty { .. }), "{e}");
+    }
+
+    #[test]
+    fn an_import_page_size_of_zero_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.lis");
+        std::fs::write(&path, "5 1 0 0\n").unwrap();
+        let e = load(&path, Format::Arc, ImportOptions { page_size_bytes: 0 }).unwrap_err();
+        assert!(e.to_string().contains("page size 0"), "{e}");
     }
 }
