@@ -1,10 +1,15 @@
 //! The `tierdb` command line.
 //!
 //! Errors from the engine arrive typed and are printed with their causes; any error
-//! exits with status 1 (argument errors: 2, from clap).
+//! exits with status 1 (argument errors: 2, from clap, and from the checks of
+//! `arg_checks` that span commands).
+//!
+//! Standard output: a command given `--json` prints one JSON document there and
+//! nothing else (progress, warnings and notes go to standard error).
 
 #![forbid(unsafe_code)]
 
+mod arg_checks;
 mod bench_tpcc;
 mod bench_wal;
 mod bench_ycsb;
@@ -29,7 +34,7 @@ mod ycsb_txn;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 #[derive(Parser)]
 #[command(name = "tierdb", version, about = "A storage engine for DRAM, NVM/CXL memory and SSD")]
@@ -118,8 +123,23 @@ enum BenchCommand {
     Tpcc(Box<bench_tpcc::TpccArgs>),
 }
 
+/// Parses the command line and makes the checks of [`arg_checks`], exiting as clap
+/// does on an argument error.
+fn parse() -> Cli {
+    let mut cmd = Cli::command();
+    let matches = cmd.get_matches_mut();
+    if let Err(refusal) = arg_checks::check(&cmd, &matches) {
+        let mut leaf = &mut cmd;
+        for name in &refusal.path {
+            leaf = leaf.find_subcommand_mut(name).expect("the path the matches took");
+        }
+        leaf.error(clap::error::ErrorKind::ArgumentConflict, refusal.message).exit();
+    }
+    Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = parse();
     let result = match cli.command {
         Command::Devices { command } => devices::run(command),
         Command::Bench { command: BenchCommand::Ycsb(args) } => bench_ycsb::run(*args),

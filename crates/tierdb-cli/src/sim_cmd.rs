@@ -99,8 +99,10 @@ pub struct SimArgs {
     /// DRAM capacity: bytes (256MiB) or pages (1000p).
     #[arg(long, default_value = "64MiB")]
     pub dram: String,
-    #[arg(long, default_value = "0")]
-    pub nvm: String,
+    /// NVM capacity, bytes or pages: required where the architecture has an NVM tier
+    /// (basic-nvm-bm, three-tier, nvcache, mmap-se2), refused where it has none (ssd-bm).
+    #[arg(long)]
+    pub nvm: Option<String>,
     /// SSD capacity (only its cost depends on it; default: the trace's pages).
     #[arg(long)]
     pub ssd: Option<String>,
@@ -114,7 +116,7 @@ pub struct SimArgs {
     pub as_lines: bool,
     #[arg(long, default_value_t = tierdb::limits::POLICY_SEED_DEFAULT)]
     pub seed: u64,
-    /// Also print the JSON report to standard output.
+    /// Print the report as JSON instead of text (standard output holds the JSON alone).
     #[arg(long)]
     pub json: bool,
 }
@@ -146,16 +148,23 @@ pub fn run_sim(a: SimArgs) -> anyhow::Result<()> {
     if !arch.has_buffer() {
         bail!("{arch} has no buffer manager to simulate; use ssd-bm, basic-nvm-bm, three-tier, nvcache or mmap-se2");
     }
+    let nvm_pages = match (arch.uses_nvm(), &a.nvm) {
+        (true, Some(n)) => pages_of(n, ps)?,
+        (true, None) => bail!(
+            "--arch {arch} has an NVM tier, so --nvm is required: its capacity, bytes like 32MiB or pages like 1000p"
+        ),
+        (false, Some(n)) => bail!("{}", crate::arg_checks::nvm_without_tier(n, &[arch])),
+        (false, None) => 0,
+    };
     let policy = a.policy.clone().unwrap_or_else(|| arch.default_policy().to_string());
-    let mut cfg =
-        SimConfig::new(&policy, pages_of(&a.dram, ps)?, if arch.uses_nvm() { pages_of(&a.nvm, ps)? } else { 0 });
+    let mut cfg = SimConfig::new(&policy, pages_of(&a.dram, ps)?, nvm_pages);
     cfg.has_ssd = arch.uses_ssd();
     cfg.seed = a.seed;
     cfg.warmup = warmup_of(&a.warmup)?;
     cfg.as_lines = a.as_lines;
     let profiles = a.profiles.load()?;
     let t0 = Instant::now();
-    let r = simulate(&p, &cfg)?;
+    let r = simulate(&p, &cfg).with_context(|| format!("replaying {}", a.input.trace.display()))?;
     let replay_s = t0.elapsed().as_secs_f64();
     let m = modelled_time(&r, ps, &profiles);
     let ssd_pages = match &a.ssd {
@@ -184,9 +193,10 @@ pub fn run_sim(a: SimArgs) -> anyhow::Result<()> {
         replay_s,
         replay_accesses_per_s: ops / replay_s.max(1e-9),
     };
-    print!("{}", sim_text(&report));
     if a.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", sim_text(&report));
     }
     Ok(())
 }
@@ -300,7 +310,8 @@ pub fn run_recommend(a: RecommendArgs) -> anyhow::Result<()> {
     base.seed = a.seed;
     base.warmup = warmup_of(&a.warmup)?;
     base.as_lines = a.as_lines;
-    let rec = recommend(&p, &base, &profiles, a.budget)?;
+    let rec = recommend(&p, &base, &profiles, a.budget)
+        .with_context(|| format!("recommending for {}", a.input.trace.display()))?;
     let ps = u64::from(p.page_size_bytes);
     let size = |pages: u64| ByteSize(pages * ps).to_string();
     let mut t = format!(

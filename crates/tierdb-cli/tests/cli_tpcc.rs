@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::Output;
 
 mod common;
-use common::{json, stderr, tierdb};
+use common::{json, no_nvm_tier, stderr, tierdb};
 
 fn bench(dir: &Path, arch: &str, extra: &[&str]) -> Output {
     let d = dir.display().to_string();
@@ -26,8 +26,6 @@ fn bench(dir: &Path, arch: &str, extra: &[&str]) -> Output {
         "model",
         "--dram",
         dram,
-        "--nvm",
-        "16MiB",
         "--warmup",
         "0.1",
         "--duration",
@@ -38,6 +36,9 @@ fn bench(dir: &Path, arch: &str, extra: &[&str]) -> Output {
         "--nvm-dir",
         &d,
     ];
+    if !no_nvm_tier(&["--arch", arch]) {
+        args.extend(["--nvm", "16MiB"]);
+    }
     args.extend_from_slice(extra);
     tierdb(&args)
 }

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::Output;
 
 mod common;
-use common::{interrupt_once_files_exist, json, stderr, tierdb};
+use common::{interrupt_once_files_exist, json, no_nvm_tier, stderr, tierdb};
 
 fn bench(dir: &Path, extra: &[&str]) -> Output {
     let d = dir.display().to_string();
@@ -17,8 +17,6 @@ fn bench(dir: &Path, extra: &[&str]) -> Output {
         "model",
         "--dram",
         "2MiB",
-        "--nvm",
-        "8MiB",
         "--data",
         "4MiB",
         "--workload",
@@ -33,6 +31,9 @@ fn bench(dir: &Path, extra: &[&str]) -> Output {
         "--nvm-dir",
         &d,
     ];
+    if !no_nvm_tier(extra) {
+        args.extend(["--nvm", "8MiB"]);
+    }
     args.extend_from_slice(extra);
     tierdb(&args)
 }
