@@ -72,6 +72,8 @@ pub const FLAG_IN_UPDATE: u32 = 4;
 pub const FLAG_NO_CRC: u32 = 8;
 
 const NO_PAGE: u64 = u64::MAX;
+/// Shadow buffers kept for reuse ([`NvmPool::take_shadow`]): two per in-place writer.
+const SHADOWS_KEPT_MAX: usize = 64;
 
 /// A decoded frame header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -191,6 +193,8 @@ pub struct NvmPool {
     volatile: bool,
     /// The log whose end LSN stamps every header written (`written_lsn`); unset: 0.
     lsn_clock: std::sync::OnceLock<std::sync::Arc<dyn crate::wal::LogForce>>,
+    /// Page-sized buffers of in-place writers (`frame::in_place`), kept for reuse.
+    shadows: Mutex<Vec<Box<[u8]>>>,
 }
 
 impl NvmPool {
@@ -261,6 +265,7 @@ impl NvmPool {
             prefetch_lines: std::sync::atomic::AtomicU32::new(0),
             volatile: false,
             lsn_clock: std::sync::OnceLock::new(),
+            shadows: Mutex::new(Vec::new()),
         })
     }
 
@@ -370,6 +375,7 @@ impl NvmPool {
             prefetch_lines: std::sync::atomic::AtomicU32::new(0),
             volatile: false,
             lsn_clock: std::sync::OnceLock::new(),
+            shadows: Mutex::new(Vec::new()),
         };
         // The data checks `verify` makes here (see above).
         let mut kept = Vec::with_capacity(pages.len());
@@ -609,6 +615,21 @@ impl NvmPool {
         }
     }
 
+    /// A page-sized buffer for an in-place writer's staged lines: reused, so its bytes
+    /// are a former writer's (the writer tracks which lines it loaded).
+    pub fn take_shadow(&self) -> Box<[u8]> {
+        self.shadows.lock().pop().unwrap_or_else(|| vec![0u8; self.page_size].into_boxed_slice())
+    }
+
+    /// Gives a buffer of [`take_shadow`](Self::take_shadow) back.
+    pub fn give_shadow(&self, b: Box<[u8]>) {
+        debug_assert_eq!(b.len(), self.page_size);
+        let mut s = self.shadows.lock();
+        if s.len() < SHADOWS_KEPT_MAX {
+            s.push(b);
+        }
+    }
+
     /// Takes a free frame, if any.
     pub fn pop_free(&self) -> Option<u32> {
         self.free.lock().pop()
@@ -747,18 +768,15 @@ impl NvmPool {
         let m = &self.metas[n as usize];
         // 1. The lines' bytes before the change, for the CRC (not needed for a frame
         //    that has none: its CRC is computed from the whole page below).
-        let read_old: Vec<Vec<u8>> = match old {
-            Some(_) => Vec::new(),
-            None if m.no_crc.load(Ordering::Relaxed) => Vec::new(),
-            None => runs
-                .iter()
-                .map(|(off, b)| {
-                    let mut v = vec![0u8; b.len()];
-                    self.region.read_lines(base + *off as u64, &mut v).map(|()| v)
-                })
-                .collect::<Result<_, _>>()
-                .map_err(dev)?,
-        };
+        let mut read_old = Vec::new();
+        if old.is_none() && !m.no_crc.load(Ordering::Relaxed) {
+            read_old.resize(runs.iter().map(|(_, b)| b.len()).sum(), 0);
+            let mut at = 0;
+            for (off, b) in runs {
+                self.region.read_lines(base + *off as u64, &mut read_old[at..at + b.len()]).map_err(dev)?;
+                at += b.len();
+            }
+        }
         let before = self.begin_update(n, pid)?;
         // A clean frame becomes newer than SSD with this change, whose LSN is past the
         // page LSN SSD holds; a dirty one keeps its older bound. The bound is that page
@@ -774,14 +792,18 @@ impl NvmPool {
         //    over the whole page once written.
         let updated = match before {
             Some(h) if h.flags & FLAG_NO_CRC == 0 && (old.is_some() || !read_old.is_empty()) => {
-                let olds: Vec<&[u8]> = match old {
-                    Some(o) => runs.iter().map(|(off, b)| &o[*off..*off + b.len()]).collect(),
-                    None => read_old.iter().map(Vec::as_slice).collect(),
-                };
+                let mut at = 0;
+                let olds = runs.iter().map(|(off, b)| match old {
+                    Some(o) => &o[*off..*off + b.len()],
+                    None => {
+                        at += b.len();
+                        &read_old[at - b.len()..at]
+                    }
+                });
                 Some(crc_after_runs(
                     h.data_crc,
                     self.page_size,
-                    runs.iter().zip(&olds).map(|((off, new), old)| (*off, *old, *new)),
+                    runs.iter().zip(olds).map(|((off, new), old)| (*off, old, *new)),
                 ))
             }
             _ => None,

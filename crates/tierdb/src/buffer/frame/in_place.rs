@@ -47,7 +47,8 @@ const LINE: usize = CACHE_LINE_BYTES;
 /// Words of a line mask: one bit per line of the largest page.
 const MASK_WORDS: usize = PAGE_SIZE_MAX_BYTES / LINE / 64;
 
-/// An exclusive guard's staged lines.
+/// An exclusive guard's staged lines, in page-sized buffers reused from earlier
+/// writers (`NvmPool::take_shadow`): only the lines `loaded` marks are this page's.
 struct Shadow {
     bytes: Box<[u8]>,
     /// The staged lines as NVM held them, for the frame's data CRC at write-back.
@@ -186,11 +187,11 @@ impl<'a> NvmLines<'a> {
         if !self.exclusive {
             return Err(BufferError::NeedsExclusive { pid: self.pid }.into());
         }
-        let page_size = self.page_size;
+        let nvm = self.nvm;
         let shadow = self.shadow.get_or_insert_with(|| {
             Box::new(Shadow {
-                bytes: vec![0u8; page_size].into_boxed_slice(),
-                old: vec![0u8; page_size].into_boxed_slice(),
+                bytes: nvm.take_shadow(),
+                old: nvm.take_shadow(),
                 loaded: [0; MASK_WORDS],
                 dirty: [0; MASK_WORDS],
             })
@@ -290,6 +291,10 @@ impl Drop for NvmLines<'_> {
         }
         if let Err(e) = self.write_back() {
             self.bm.stop(format!("writing {} back in place to NVM frame {} failed: {e}", self.pid, self.n));
+        }
+        if let Some(s) = self.shadow.take() {
+            self.nvm.give_shadow(s.bytes);
+            self.nvm.give_shadow(s.old);
         }
         self.nvm.bump_version(self.n);
         latch.unlock_exclusive();
