@@ -780,38 +780,35 @@ impl DirectWrite<'_> {
     }
 
     /// Step 0 of a write-back (see the module doc): the page's CRC once `write` (runs of
-    /// `(first line, new bytes)`) is in place, written with the CRC now into the slot's
-    /// entry and persisted, unless unchanged. During redo a slot whose check was
-    /// deferred keeps its entry (unless it has none: a page redo allocated).
+    /// `(first line, new bytes)`) is in place, written with the CRC of the page as it is
+    /// now into the slot's entry and persisted, unless unchanged. During redo a slot
+    /// whose check was deferred keeps its entry (unless it has none: a page redo
+    /// allocated).
     fn update_crc(&self, shadow: &[u8], nvm: &[u8], write: &[(usize, &[u8])]) -> Result<()> {
         let pages = self.pages;
         let m = pages.meta(self.slot);
         let state = m.crc_state.load(Ordering::Relaxed);
-        let entry = if state == CRC_KNOWN {
-            None
-        } else {
-            match pages.read_entry(self.slot) {
-                Ok(Some(_)) | Err(_) if state == CRC_DEFERRED => return Ok(()),
-                Ok(e) => e,
-                Err(_) => None,
-            }
-        };
+        if state == CRC_DEFERRED && !matches!(pages.read_entry(self.slot), Ok(None)) {
+            return Ok(());
+        }
         let ps = pages.page_size;
+        // The CRC now: known, or (a slot not checked: being allocated, a page redo
+        // allocated, verification off) of the bytes in the slot — not the entry's, which
+        // is another incarnation's or none, so that a crash before this write-back's
+        // record leaves the page matching the entry's older CRC.
+        let now = if state == CRC_KNOWN {
+            m.crc.load(Ordering::Relaxed)
+        } else {
+            pages.charge(self.slot, 0, ps);
+            crc32c::crc32c(nvm)
+        };
         let new = if self.all_resident() {
             crc32c::crc32c(shadow)
-        } else if state == CRC_KNOWN {
+        } else {
             let runs =
                 write.iter().map(|&(first, new)| (first * LINE, &nvm[first * LINE..first * LINE + new.len()], new));
-            crc_after_runs(m.crc.load(Ordering::Relaxed), ps, runs)
-        } else {
-            // Unknown (verification off): over the page as it will be.
-            pages.charge(self.slot, 0, ps);
-            (0..self.lines).fold(0u32, |crc, l| {
-                let src = if Self::is_set(&self.resident, l) { shadow } else { nvm };
-                crc32c::crc32c_append(crc, &src[l * LINE..(l + 1) * LINE])
-            })
+            crc_after_runs(now, ps, runs)
         };
-        let now = if state == CRC_KNOWN { m.crc.load(Ordering::Relaxed) } else { entry.map_or(new, |e| e.crc) };
         if state == CRC_KNOWN && new == now {
             return Ok(());
         }
