@@ -1247,7 +1247,7 @@ impl BufferManager {
             if !latch.try_shared() {
                 return Ok(None);
             }
-            let checked = if self.table.get(pid)? == Entry::Nvm(n) && nvm.pid(n) == Some(pid) {
+            let checked = if self.table.get(pid).ok() == Some(Entry::Nvm(n)) && nvm.pid(n) == Some(pid) {
                 nvm.check_before_read(n, pid)
             } else {
                 Ok(())
