@@ -330,6 +330,7 @@ impl EngineArgs {
             seed: setup.seed,
             data_bytes: data.map(ByteSize::bytes),
             model_clock: setup.model_clock,
+            model: setup.mode == EmulationMode::Model,
         }
     }
 }

@@ -69,6 +69,9 @@ pub struct DriverConfig {
     pub data_bytes: Option<u64>,
     /// `model` mode: what a thread's own time is taken from in the modelled throughput.
     pub model_clock: ModelClock,
+    /// The devices run in `model` mode: the modelled throughput is reported even when
+    /// the run charged no device time (every access hit DRAM or the CPU-cache model).
+    pub model: bool,
 }
 
 /// `model` mode's throughput is Σ over threads of operations / (the thread's own time
@@ -676,7 +679,8 @@ pub(crate) fn summary<T>(
     let ops: u64 = results.iter().map(|r| r.ops).sum();
     let not_found = results.iter().map(|r| r.not_found).sum();
     let modelled_device_secs = results.iter().map(|r| r.virtual_ps as f64 * 1e-12).sum::<f64>();
-    let modelled = results.iter().any(|r| r.virtual_ps > 0).then(|| cfg.model_clock.throughput(results, |_| run_secs));
+    let modelled =
+        (cfg.model || results.iter().any(|r| r.virtual_ps > 0)).then(|| cfg.model_clock.throughput(results, |_| run_secs));
     let mut latency = Vec::new();
     let mut all = new_histogram();
     for kind in OpKind::ALL {
@@ -1033,6 +1037,7 @@ mod tests {
             seed,
             data_bytes: None,
             model_clock: ModelClock::Wall,
+            model: false,
         }
     }
 
