@@ -679,8 +679,8 @@ pub(crate) fn summary<T>(
     let ops: u64 = results.iter().map(|r| r.ops).sum();
     let not_found = results.iter().map(|r| r.not_found).sum();
     let modelled_device_secs = results.iter().map(|r| r.virtual_ps as f64 * 1e-12).sum::<f64>();
-    let modelled =
-        (cfg.model || results.iter().any(|r| r.virtual_ps > 0)).then(|| cfg.model_clock.throughput(results, |_| run_secs));
+    let modelled = (cfg.model || results.iter().any(|r| r.virtual_ps > 0))
+        .then(|| cfg.model_clock.throughput(results, |_| run_secs));
     let mut latency = Vec::new();
     let mut all = new_histogram();
     for kind in OpKind::ALL {
