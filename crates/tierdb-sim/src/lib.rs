@@ -24,3 +24,8 @@ pub mod trace;
 pub use error::{SimError, TraceError};
 pub use prepared::{Prepared, Warmup};
 pub use sim::{SimConfig, SimResult, simulate};
+
+// The crate README is what crates.io shows; its examples are compiled with the doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -49,3 +49,8 @@ pub use ycsb::{
     RequestDistribution, ScanLengthDistribution, UnknownName, YcsbSpec, build_key, build_record, field_range,
     fill_record, record_field, value_rng,
 };
+
+// The crate README is what crates.io shows; its examples are compiled with the doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

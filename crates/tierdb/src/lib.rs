@@ -58,3 +58,8 @@ pub use catalog::Catalog;
 pub use error::{Error, Result};
 pub use ids::PageId;
 pub use size::ByteSize;
+
+// The crate README is what crates.io shows; its examples are compiled with the doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
