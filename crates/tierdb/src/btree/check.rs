@@ -18,17 +18,25 @@ use crate::limits::BTREE_KEY_BYTES_MAX;
 pub struct TreeStats {
     /// Levels, the leaves included (1 for a root leaf).
     pub height: usize,
+    /// Inner (non-leaf) nodes, the root included when it is not a leaf.
     pub inner_nodes: u64,
+    /// Leaf nodes (at least 1: an empty tree is a root leaf).
     pub leaves: u64,
     /// Key-value pairs in the leaves.
     pub entries: u64,
+    /// Bytes of the full keys of all entries (the node prefix counted in each key).
     pub key_bytes: u64,
+    /// Bytes of the values of all entries.
     pub value_bytes: u64,
-    /// Fill of the leaves: (page - header - free bytes) / (page - header).
+    /// Fill of the emptiest leaf, in `0.0..=1.0`: (page - header - free bytes) /
+    /// (page - header), with free bytes counting garbage as free.
     pub leaf_fill_min: f64,
+    /// Mean fill of the leaves, measured as `leaf_fill_min`.
     pub leaf_fill_avg: f64,
-    /// Non-root nodes with less than a quarter of a page in entries.
+    /// Non-root leaves with less than a quarter of a page in slots and entries (valid,
+    /// but a delete there tries to merge).
     pub underfull_leaves: u64,
+    /// Non-root inner nodes underfull by the same measure.
     pub underfull_inner: u64,
 }
 

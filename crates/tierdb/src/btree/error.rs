@@ -11,36 +11,91 @@ use crate::ids::PageId;
 pub enum BTreeError {
     /// A key longer than [`BTREE_KEY_BYTES_MAX`](crate::limits::BTREE_KEY_BYTES_MAX).
     #[error("key of {len} bytes is longer than the limit of {max} bytes")]
-    KeyTooLarge { len: usize, max: usize },
+    KeyTooLarge {
+        /// The key's length in bytes.
+        len: usize,
+        /// The limit in bytes, `BTREE_KEY_BYTES_MAX`.
+        max: usize,
+    },
     /// A value longer than the page size allows (see [`super::value_bytes_max`]).
     #[error("value of {len} bytes is longer than the limit of {max} bytes for {page_size}-byte pages")]
-    ValueTooLarge { len: usize, max: usize, page_size: usize },
+    ValueTooLarge {
+        /// The value's length in bytes.
+        len: usize,
+        /// The limit in bytes for this page size, `value_bytes_max(page_size)`.
+        max: usize,
+        /// The page size of the tree's source, in bytes.
+        page_size: usize,
+    },
     /// `update_in_place` of a range outside the stored value.
     #[error("in-place update of {len} bytes at offset {offset} is outside the value of {value_len} bytes")]
-    OffsetOutOfRange { offset: usize, len: usize, value_len: usize },
+    OffsetOutOfRange {
+        /// Byte offset in the value where the write was to start.
+        offset: usize,
+        /// Bytes to write.
+        len: usize,
+        /// Length in bytes of the value stored under the key.
+        value_len: usize,
+    },
     /// The page does not hold a B+-tree node (wrong magic or kind), or not a root.
     #[error("{pid} is not a B+-tree node: {detail}")]
-    NotATree { pid: PageId, detail: String },
+    NotATree {
+        /// The page that was read as a node.
+        pid: PageId,
+        /// What is wrong with it (magic, kind, size, fences of a non-root).
+        detail: String,
+    },
     /// The page holds a node whose header or entries are inconsistent.
     #[error("corrupted B+-tree node in {pid}: {detail}")]
-    Corrupted { pid: PageId, detail: String },
+    Corrupted {
+        /// The page holding the bad node.
+        pid: PageId,
+        /// Which field or entry is inconsistent, with its values.
+        detail: String,
+    },
     /// An operation restarted more often than
     /// [`BTREE_RESTARTS_MAX`](crate::limits::BTREE_RESTARTS_MAX): a bug, not contention.
     #[error("B+-tree {op} restarted {restarts} times")]
-    RestartLimit { op: &'static str, restarts: u32 },
+    RestartLimit {
+        /// The operation that gave up (e.g. `"descent"`).
+        op: &'static str,
+        /// Restarts made before giving up.
+        restarts: u32,
+    },
     /// A tree name that is empty or too long.
     #[error("tree name {name:?} is invalid: {detail}")]
-    BadTreeName { name: String, detail: String },
+    BadTreeName {
+        /// The name as given.
+        name: String,
+        /// Why it is refused (empty, or its length against the limit).
+        detail: String,
+    },
     /// `create_tree` of a name the catalog already holds.
     #[error("a tree named {name:?} already exists")]
-    TreeExists { name: String },
+    TreeExists {
+        /// The name asked for.
+        name: String,
+    },
     /// `open_tree` / `drop_tree` of a name the catalog does not hold.
     #[error("no tree named {name:?}; the catalog holds {known:?}")]
-    NoSuchTree { name: String, known: Vec<String> },
+    NoSuchTree {
+        /// The name asked for.
+        name: String,
+        /// Every name the catalog holds, to show in the message.
+        known: Vec<String>,
+    },
     /// The catalog holds [`CATALOG_TREES_MAX`](crate::limits::CATALOG_TREES_MAX) trees.
     #[error("the catalog is full: it holds the maximum of {max} trees")]
-    CatalogFull { max: usize },
+    CatalogFull {
+        /// The catalog's capacity in trees, `CATALOG_TREES_MAX`.
+        max: usize,
+    },
     /// The catalog page is neither zero (empty catalog) nor a valid catalog.
     #[error("corrupted catalog in {pid}: {detail}")]
-    CatalogCorrupted { pid: PageId, detail: String },
+    CatalogCorrupted {
+        /// The catalog page.
+        pid: PageId,
+        /// What is wrong with it.
+        detail: String,
+    },
 }

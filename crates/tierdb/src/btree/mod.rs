@@ -81,13 +81,34 @@ pub struct BTree<'s, S: PageSource> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LeafChange<'a> {
     /// `key` now maps to `value`; before, to `old` (`None`: absent).
-    Put { key: &'a [u8], value: &'a [u8], old: Option<&'a [u8]> },
+    Put {
+        /// The full key.
+        key: &'a [u8],
+        /// The whole new value.
+        value: &'a [u8],
+        /// The whole previous value; `None` if the key was absent (an insert).
+        old: Option<&'a [u8]>,
+    },
     /// `key`, which mapped to `old`, is gone.
-    Delete { key: &'a [u8], old: &'a [u8] },
+    Delete {
+        /// The full key that was removed.
+        key: &'a [u8],
+        /// The whole value it held.
+        old: &'a [u8],
+    },
     /// Bytes `offset..offset + value.len()` of `key`'s value are now `value`; before,
     /// `old` (as long as `value`). The rest of the value, and its length, did not change:
     /// an in-place update logs only the bytes it wrote.
-    Patch { key: &'a [u8], offset: usize, value: &'a [u8], old: &'a [u8] },
+    Patch {
+        /// The full key whose value changed.
+        key: &'a [u8],
+        /// Byte offset in the value where the written bytes start.
+        offset: usize,
+        /// The bytes written.
+        value: &'a [u8],
+        /// The bytes they replaced, as many as `value`.
+        old: &'a [u8],
+    },
 }
 
 /// Where a tree logs its changes (the database's transactions implement it). Every
@@ -308,6 +329,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
         self.root
     }
 
+    /// The page source the tree's nodes are fixed from (the same for the tree's life).
     pub fn source(&self) -> &'s S {
         self.source
     }

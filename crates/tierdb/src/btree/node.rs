@@ -60,13 +60,19 @@ use crate::limits::{
     PAGE_SEAL_OFFSET, PAGE_SIZE_DEFAULT_BYTES, PAGE_SIZE_MAX_BYTES, PAGE_SIZE_MIN_BYTES,
 };
 
+/// The result of node-level operations: they fail only with a [`BTreeError`]
+/// (`NotATree`, `Corrupted`, `OffsetOutOfRange`), never with device errors.
 pub type NodeResult<T> = std::result::Result<T, BTreeError>;
 
+/// The first four bytes of every node page: `"TDBN"`.
 pub const NODE_MAGIC: [u8; 4] = *b"TDBN";
+/// Size of the node header: exactly one cache line, at the start of the page.
 pub const HEADER_BYTES: usize = 64;
+/// Size of one slot (key head, entry offset, key length); eight fit in a cache line.
 pub const SLOT_BYTES: usize = 8;
 /// The value length in front of each entry's key.
 pub const ENTRY_HEADER_BYTES: usize = 2;
+/// Bytes of a key suffix kept in its slot as the key head (zero padded if shorter).
 pub const HEAD_BYTES: usize = 4;
 /// An inner node's value: the child's page id.
 pub const CHILD_BYTES: usize = 8;
@@ -128,7 +134,10 @@ const _: () = assert!(BTREE_HEIGHT_MAX <= u8::MAX as usize);
 /// Leaf or inner node.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
+    /// A leaf (level 0): entries map keys to values; stored as kind byte 1.
     Leaf = 1,
+    /// An inner node (level >= 1): entries map separators to child page ids; stored
+    /// as kind byte 2.
     Inner = 2,
 }
 
@@ -254,17 +263,25 @@ fn not_a_tree(pid: PageId, detail: String) -> BTreeError {
 /// A node's header line, checked: what a cache-line-grained access reads first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Header {
+    /// Leaf or inner node.
     pub kind: Kind,
+    /// 0 for a leaf; the height above the leaves for an inner node.
     pub level: u8,
+    /// Slots in use (entries in the node).
     pub count: usize,
+    /// Bytes every key of the node starts with, not stored per key.
     pub prefix_len: usize,
+    /// Byte offset of the lowest heap byte; the page size when the heap is empty.
     pub heap_start: usize,
+    /// Heap bytes of removed or shrunk entries, reclaimed by compaction.
     pub garbage: usize,
     /// Offset and length of the lower fence.
     pub lower: (usize, usize),
     /// Offset and length of the upper fence; `None` = +infinity.
     pub upper: Option<(usize, usize)>,
+    /// Leaf: the right sibling's page id (0: none). Inner: the rightmost child's.
     pub link: u64,
+    /// Bytes in the page the header was checked against.
     pub page_size: usize,
 }
 
@@ -400,30 +417,37 @@ impl<'a> NodeRef<'a> {
         }
     }
 
+    /// The page this view was parsed from (named in errors).
     pub fn pid(&self) -> PageId {
         self.pid
     }
 
+    /// Leaf or inner node.
     pub fn kind(&self) -> Kind {
         self.kind
     }
 
+    /// True for a leaf (level 0).
     pub fn is_leaf(&self) -> bool {
         self.kind == Kind::Leaf
     }
 
+    /// 0 for a leaf; the height above the leaves for an inner node.
     pub fn level(&self) -> u8 {
         self.level
     }
 
+    /// Entries (slots in use). An inner node has `count + 1` children.
     pub fn count(&self) -> usize {
         self.count
     }
 
+    /// Bytes in the page.
     pub fn page_size(&self) -> usize {
         self.b.len()
     }
 
+    /// Length in bytes of [`prefix`](Self::prefix), which stored keys omit.
     pub fn prefix_len(&self) -> usize {
         self.prefix_len
     }
@@ -469,6 +493,7 @@ impl<'a> NodeRef<'a> {
         &self.lower_fence()[..self.prefix_len]
     }
 
+    /// Heap bytes taken by the two fences (0 for an empty lower and infinite upper).
     pub fn fence_bytes(&self) -> usize {
         rd_u16(self.b, OFF_LOWER_LEN) + rd_u16(self.b, OFF_UPPER_LEN)
     }
@@ -673,6 +698,8 @@ pub struct NodeMut<'a> {
 }
 
 impl<'a> NodeMut<'a> {
+    /// Checks the header of page `b` like [`NodeRef::parse`] and returns a writable view.
+    ///
     /// # Errors
     /// As [`NodeRef::parse`].
     pub fn new(b: &'a mut [u8], pid: PageId) -> NodeResult<NodeMut<'a>> {
@@ -685,6 +712,7 @@ impl<'a> NodeMut<'a> {
         NodeMut { b, pid }
     }
 
+    /// A read-only view of the node as it is now (not checked again).
     pub fn view(&self) -> NodeRef<'_> {
         NodeRef::trusted(self.b, self.pid)
     }
@@ -701,6 +729,8 @@ impl<'a> NodeMut<'a> {
         wr_u32(self.b, OFF_GARBAGE, v);
     }
 
+    /// Sets the header's link: a leaf's right sibling (0: none) or an inner node's
+    /// rightmost child, as a raw page id.
     pub fn set_link(&mut self, link: u64) {
         self.b[OFF_LINK..OFF_LINK + 8].copy_from_slice(&link.to_le_bytes());
     }
@@ -991,7 +1021,11 @@ impl<'a> Builder<'a> {
 /// node's rightmost child).
 #[derive(Debug)]
 pub struct SplitPlan {
+    /// Entries `0..at` stay in the left node. A leaf's entries from `at` go right; an
+    /// inner node's from `at + 1`.
     pub at: usize,
+    /// The full separator key: the left node's new upper fence, the right node's lower
+    /// fence, and the key inserted in the parent.
     pub sep: Vec<u8>,
 }
 

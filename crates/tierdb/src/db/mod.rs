@@ -96,6 +96,8 @@ pub struct DbConfig {
     pub buffer: BufferConfig,
     /// The log; its directory is set from `dir`.
     pub wal: WalConfig,
+    /// What a commit waits for ([`Durability::Sync`] by default); with
+    /// [`Durability::None`] nothing is logged.
     pub durability: Durability,
     /// The database lives in the NVM pool of `buffer.nvm` (`basic-nvm-bm`, `mmap-*`):
     /// no page file; the catalog is page 1 of the pool, checkpoints write DRAM pages to
@@ -187,21 +189,59 @@ impl DbConfig {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum DbError {
+    /// A read or write named a tree the database does not know.
     #[error("no tree named {name:?}")]
-    NoSuchTree { name: String },
+    NoSuchTree {
+        /// The name given.
+        name: String,
+    },
+    /// A write (or [`Txn::get_for_update`]) waited longer than [`LOCK_WAIT_MS_MAX`]
+    /// for another transaction's lock on the key. The transaction should roll back.
     #[error("key locked by transaction {owner} for more than {ms} ms")]
-    LockTimeout { owner: u64, ms: u64 },
+    LockTimeout {
+        /// The transaction that holds the lock.
+        owner: u64,
+        /// How long the wait lasted, in milliseconds.
+        ms: u64,
+    },
+    /// A file of the database directory could not be made, read, written, renamed or
+    /// removed, or the control file or snapshot is corrupt.
     #[error("database {path}: {what}")]
-    Open { path: PathBuf, what: String },
+    Open {
+        /// The file or directory concerned.
+        path: PathBuf,
+        /// What was being done and the error, or what is wrong with the file.
+        what: String,
+    },
+    /// A log record that decoded (its checksum holds) carries a payload the database
+    /// cannot use: it does not decode, or it does not fit the page it names during
+    /// redo, or a transaction's undo chain is broken.
     #[error("log record at LSN {lsn}: {what}")]
-    BadRecord { lsn: Lsn, what: String },
+    BadRecord {
+        /// The record's LSN.
+        lsn: Lsn,
+        /// What is wrong with it.
+        what: String,
+    },
+    /// A configuration the database cannot open with (e.g. pages in NVM without an
+    /// NVM pool, `nvm-direct` through [`DbConfig::from_arch`]), or a second log
+    /// attached to a store.
     #[error("database configuration: {what}")]
-    Config { what: String },
+    Config {
+        /// What is wrong, with the values involved.
+        what: String,
+    },
     /// A file of an existing database is missing or blank, or files of a database were
     /// found without its control file: nothing is created or formatted in its place
     /// (`docs/wal.md`, "Creation").
     #[error("{path}: {what}")]
-    FileLost { path: PathBuf, what: String },
+    FileLost {
+        /// The missing or blank file (the control file when the others are there
+        /// without it).
+        path: PathBuf,
+        /// What the file is and what was found.
+        what: String,
+    },
     /// A page carries an LSN the log does not reach: the log lost records that were
     /// durable (damaged or missing), and LSNs handed out again below the page's would
     /// make redo skip later changes of it.
@@ -213,8 +253,11 @@ pub enum DbError {
     PageAheadOfLog {
         /// The log's last segment file, which ends too early.
         log: PathBuf,
+        /// The page whose LSN is past the log.
         pid: PageId,
+        /// The page's LSN.
         page_lsn: Lsn,
+        /// The LSN after the log's last record.
         log_end: Lsn,
     },
 }
@@ -679,6 +722,7 @@ impl Db<BufferManager> {
         opening.finish(cfg, db)
     }
 
+    /// The buffer manager that holds the pages (its counters, tiers and policy).
     pub fn buffer(&self) -> &BufferManager {
         &self.store
     }
@@ -918,14 +962,17 @@ impl<S: DbStore> Db<S> {
         &self.store
     }
 
+    /// The write-ahead log (its counters, what its recovery found).
     pub fn wal(&self) -> &Wal {
         &self.wal
     }
 
+    /// What commits wait for, fixed at open ([`DbConfig::durability`]).
     pub fn durability(&self) -> Durability {
         self.durability
     }
 
+    /// The trees, the durability and where the log buffer is, for reports.
     pub fn info(&self) -> DbInfo {
         DbInfo { trees: self.tree_names(), durability: self.durability, log_buffer_in_nvm: self.wal.buffer_in_nvm() }
     }
@@ -1453,6 +1500,8 @@ impl<S: DbStore> std::fmt::Debug for Txn<'_, S> {
 }
 
 impl<S: DbStore> Txn<'_, S> {
+    /// The transaction's id, as its log records carry it: never 0, and not reused by a
+    /// later transaction of this database (ids continue after a reopen).
     pub fn id(&self) -> u64 {
         self.log.id
     }
@@ -1626,8 +1675,11 @@ impl<S: DbStore> Drop for Txn<'_, S> {
 /// What a [`Db`] reports about itself.
 #[derive(Clone, Debug, Serialize)]
 pub struct DbInfo {
+    /// The names of the trees, sorted.
     pub trees: Vec<String>,
+    /// What commits wait for.
     pub durability: Durability,
+    /// True if the log buffer is in NVM (records durable when appended).
     pub log_buffer_in_nvm: bool,
 }
 

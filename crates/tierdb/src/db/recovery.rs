@@ -42,6 +42,7 @@ pub struct RecoveryReport {
     pub log_retained_from: Lsn,
     /// The end of the log.
     pub log_end: Lsn,
+    /// Log records redo went through, from `redo_from` to the end.
     pub records_read: u64,
     /// Changes applied to pages that were older than their records.
     pub changes_redone: u64,
@@ -57,9 +58,11 @@ pub struct RecoveryReport {
     pub images_skipped_unread: u64,
     /// Flush records read (pages written to SSD, with their last-flush LSNs).
     pub flush_records: u64,
+    /// Page images of complete structure changes written over their pages.
     pub images_installed: u64,
     /// `nvm-direct`: line images repeated (every one in the log, in log order).
     pub line_images_installed: u64,
+    /// Pages that complete structure changes freed, put back on the free list.
     pub pages_freed: u64,
     /// Records of pages free at that point of the redo, skipped: leaf changes of an
     /// older incarnation of a page the checkpoint listed as free (made moot by the free
@@ -69,6 +72,7 @@ pub struct RecoveryReport {
     /// Structure changes whose end record did not reach the log: not applied (none of
     /// their pages can have been written out).
     pub incomplete_smos: usize,
+    /// Commit records found in the scanned log (transactions that need no undo).
     pub committed: u64,
     /// Transactions rolled back.
     pub losers: Vec<u64>,

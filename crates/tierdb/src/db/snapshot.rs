@@ -65,6 +65,7 @@ impl MemoryStore {
         Ok(MemoryStore { src, path, log: OnceLock::new(), loaded })
     }
 
+    /// The DRAM page source that holds every page.
     pub fn source(&self) -> &MemorySource {
         &self.src
     }

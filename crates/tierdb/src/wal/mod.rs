@@ -119,6 +119,8 @@ pub enum Durability {
 }
 
 impl Durability {
+    /// The name in configurations and reports: `sync`, `group` or `none` (what
+    /// [`FromStr`](std::str::FromStr) parses).
     pub fn name(self) -> &'static str {
         match self {
             Durability::Sync => "sync",
@@ -150,16 +152,43 @@ impl std::fmt::Display for Durability {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum WalError {
+    /// An error of the log file or the NVM ring. A failed write or sync also poisons
+    /// the log (later calls return `Poisoned`); a failed read does not.
     #[error(transparent)]
     Device(#[from] DeviceError),
+    /// [`Wal::open`] was given a configuration it cannot work with (a DRAM buffer or
+    /// NVM ring too small for the largest records), or could not start its flusher
+    /// thread; also an unknown [`Durability`] name.
     #[error("WAL configuration: {what}")]
-    Config { what: String },
+    Config {
+        /// What is wrong, with the values involved.
+        what: String,
+    },
+    /// [`Wal::append`] of a payload longer than [`record::PAYLOAD_BYTES_MAX`].
     #[error("a log record of {len} bytes is larger than the {max}-byte limit")]
-    TooLarge { len: usize, max: usize },
+    TooLarge {
+        /// The payload's length in bytes.
+        len: usize,
+        /// The payload limit in bytes, [`record::PAYLOAD_BYTES_MAX`].
+        max: usize,
+    },
+    /// An earlier write or sync of the log failed: every later append, flush and
+    /// commit is refused until the log is reopened and recovered.
     #[error("the log failed earlier ({cause}); reopen the database to recover")]
-    Poisoned { cause: String },
+    Poisoned {
+        /// The failure that poisoned the log and the LSN below which records are
+        /// durable (and, from [`Wal::finish`], what became of the records in memory).
+        cause: String,
+    },
+    /// [`Wal::read`] found no valid record starting at the LSN: truncated away, past
+    /// the end, or bytes that do not decode as the record for that LSN.
     #[error("no log record at LSN {lsn}: {why}")]
-    NoRecord { lsn: Lsn, why: String },
+    NoRecord {
+        /// The LSN asked for.
+        lsn: Lsn,
+        /// Why there is no record there.
+        why: String,
+    },
     /// Damage in records that were durable (not a torn tail, `wal::damage`): the log is
     /// not cut there unless [`WalConfig::salvage_damaged_log`] says so.
     #[error(
@@ -167,20 +196,46 @@ pub enum WalError {
          lose durable records (WalConfig::salvage_damaged_log cuts it and reports what went)",
         file.display()
     )]
-    Corrupted { file: std::path::PathBuf, offset: u64, lsn: Lsn, detail: String },
+    Corrupted {
+        /// The log segment file holding the damage.
+        file: std::path::PathBuf,
+        /// Byte offset of the damage in `file`.
+        offset: u64,
+        /// The LSN of the first byte that cutting there would lose.
+        lsn: Lsn,
+        /// What is wrong there and why it is not a torn tail.
+        detail: String,
+    },
     /// [`Wal::skip_past`] asked to skip more than [`SKIP_BYTES_MAX`]: no record of this
     /// log had that LSN (a page claims it: the page is damaged, not the log).
     #[error(
         "LSN {lsn} is {gap} bytes past the log's end, more than the {max} a salvaged log skips: no record of \
          this log had it"
     )]
-    SkipTooFar { lsn: Lsn, gap: u64, max: u64 },
+    SkipTooFar {
+        /// The LSN the log was asked to move past.
+        lsn: Lsn,
+        /// Bytes from the log's next LSN to `lsn`.
+        gap: u64,
+        /// The limit in bytes, [`SKIP_BYTES_MAX`].
+        max: u64,
+    },
+    /// [`Wal::open`] of the log of an existing database ([`RingInit::Existing`], or
+    /// [`RingInit::ClosedAt`] when the log file does not end at that LSN) found its NVM
+    /// ring missing, of another size, or without a valid header (zeroed, corrupt): it
+    /// may have held the last acknowledged commits, so nothing is made in its place.
     #[error(
         "the NVM log buffer {path} of an existing database cannot be used: {why}; it may hold the last \
          acknowledged commits, which are in no other file, so the log is not opened (restore the file, or \
          open the database as its last clean close left it)"
     )]
-    RingLost { path: std::path::PathBuf, why: String },
+    RingLost {
+        /// The NVM ring's file.
+        path: std::path::PathBuf,
+        /// What is wrong with it (and, for `ClosedAt`, why the file does not vouch for
+        /// it).
+        why: String,
+    },
 }
 
 /// Whether [`Wal::open`] may make a new NVM ring (`device::log_ring`): an existing
@@ -204,7 +259,9 @@ pub enum RingInit {
 /// How to open a WAL.
 #[derive(Clone, Debug)]
 pub struct WalConfig {
+    /// The log file: its directory, segment size, device profile and emulation mode.
     pub file: LogFileConfig,
+    /// Where appended records wait before the log file: DRAM or an NVM ring.
     pub buffer: LogBuffer,
     /// DRAM buffer: an append that leaves more than this pending flushes it.
     pub buffer_bytes: usize,
@@ -279,10 +336,15 @@ pub struct Recovered {
 /// Counters of a WAL.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct WalStats {
+    /// Records appended through [`Wal::append`] since the log was opened (not those
+    /// recovery copied from the ring or wrote as filler).
     pub records: u64,
+    /// Bytes appended: encoded records, headers and padding included.
     pub bytes: u64,
     /// Writes of the log buffer to the log file (each followed by a sync).
     pub flushes: u64,
+    /// Syncs of the log file after flushes; equal to `flushes` (recovery's syncs and
+    /// the last-attempt write of [`Wal::finish`] are not counted).
     pub syncs: u64,
     /// Calls that found their records not yet durable and waited for a flush, their
     /// own or one in progress (a `sync` commit, the write-ahead rule before a page is
@@ -489,6 +551,8 @@ impl Wal {
         self.inner.file.start()
     }
 
+    /// The counters since the log was opened (a snapshot; take two and use
+    /// [`WalStats::since`] for an interval).
     pub fn stats(&self) -> WalStats {
         self.inner.stats.snapshot()
     }
@@ -576,7 +640,7 @@ impl Wal {
     }
 
     /// The records from `lsn` (a record boundary) to the end of what was appended.
-    /// The part in the log file is read ahead in chunks of [`SCAN_CHUNK_BYTES`] (a
+    /// The part in the log file is read ahead in chunks of `SCAN_CHUNK_BYTES` (1 MiB; a
     /// recovery pass reads the log sequentially, not a device read per record); the
     /// rest comes from the log buffer.
     pub fn records_from(&self, lsn: Lsn) -> Records<'_> {

@@ -27,6 +27,7 @@ use crate::limits::CACHE_LINE_BYTES;
 /// A log sequence number: a byte position in the log stream.
 pub type Lsn = u64;
 
+/// Bytes of the fixed record header (table above); the payload starts here.
 pub const HEADER_BYTES: usize = 56;
 /// Records are padded to multiples of this.
 pub const ALIGN: usize = 8;
@@ -77,6 +78,8 @@ pub enum Kind {
 }
 
 impl Kind {
+    /// The kind stored as byte `b` in a record header; `None` for a byte that names
+    /// no kind (0, or above 14).
     pub fn from_u8(b: u8) -> Option<Kind> {
         Some(match b {
             1 => Kind::Begin,
@@ -101,10 +104,18 @@ impl Kind {
 /// A record's fields other than its LSN, for appending.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RecordHead {
+    /// The previous record of the same transaction (0: this is its first, or the
+    /// record belongs to no transaction).
     pub prev: Lsn,
+    /// The transaction id (0: none, e.g. a checkpoint). The database sets the top bit
+    /// for a structure change's records ([`SMO_ID_BIT`](crate::db::SMO_ID_BIT)).
     pub txn: u64,
+    /// The page the record is about, as a raw page id (0: not about one page).
     pub page: u64,
+    /// Compensation records: the next record of the transaction to undo (0: none, or
+    /// not a compensation record).
     pub undo_next: Lsn,
+    /// What the record says.
     pub kind: Kind,
 }
 
@@ -114,11 +125,13 @@ impl RecordHead {
         RecordHead { prev, txn, page: 0, undo_next: 0, kind }
     }
 
+    /// This head, about page `page` (a raw page id).
     pub fn page(mut self, page: u64) -> RecordHead {
         self.page = page;
         self
     }
 
+    /// This head with undo-next LSN `lsn` (compensation records).
     pub fn undo_next(mut self, lsn: Lsn) -> RecordHead {
         self.undo_next = lsn;
         self
@@ -128,8 +141,11 @@ impl RecordHead {
 /// A decoded record that owns its payload.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Record {
+    /// The record's own LSN: its byte position in the log stream.
     pub lsn: Lsn,
+    /// Its header fields.
     pub head: RecordHead,
+    /// The payload, without the padding (at most [`PAYLOAD_BYTES_MAX`] bytes).
     pub payload: Vec<u8>,
 }
 
@@ -173,18 +189,54 @@ pub fn encode_into(lsn: Lsn, head: &RecordHead, payload: &[u8], out: &mut [u8]) 
 /// Why the bytes at an LSN are not a record: the log's valid part ends before them.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum Invalid {
+    /// Fewer bytes than a header: the end of the bytes given (or of the log).
     #[error("{have} bytes left, fewer than a record header")]
-    Short { have: usize },
+    Short {
+        /// Bytes available from the LSN on.
+        have: usize,
+    },
+    /// The length field is not a multiple of [`ALIGN`] in
+    /// `HEADER_BYTES..=RECORD_BYTES_MAX`: zeros or garbage, not a record.
     #[error("length field {len} is not a multiple of {ALIGN} between {HEADER_BYTES} and {RECORD_BYTES_MAX}")]
-    BadLength { len: usize },
+    BadLength {
+        /// The length field as stored.
+        len: usize,
+    },
+    /// The length field is plausible but the bytes end before it: a record cut short,
+    /// or only the front of it read so far.
     #[error("record of {len} bytes, only {have} present (torn write)")]
-    Truncated { len: usize, have: usize },
+    Truncated {
+        /// The record length its header states.
+        len: usize,
+        /// Bytes available from the LSN on.
+        have: usize,
+    },
+    /// The checksum over bytes `4..len` does not match the stored one.
     #[error("CRC-32C {found:#010x}, the record says {stored:#010x}")]
-    BadCrc { found: u32, stored: u32 },
+    BadCrc {
+        /// The CRC-32C computed over the bytes.
+        found: u32,
+        /// The CRC-32C stored in the record.
+        stored: u32,
+    },
+    /// A valid record, but for another LSN: bytes left from an earlier pass of the NVM
+    /// ring, or a record that was moved.
     #[error("the record says LSN {stored}, it lies at {at} (stale bytes)")]
-    WrongLsn { stored: Lsn, at: Lsn },
+    WrongLsn {
+        /// The LSN the record names.
+        stored: Lsn,
+        /// The LSN it was read at.
+        at: Lsn,
+    },
+    /// The checksum holds, but the kind is unknown, the flags or reserved bytes are
+    /// not zero, or the payload length does not match the record length.
     #[error("unknown kind {kind}, nonzero reserved bytes or a payload length {payload} that does not fit")]
-    BadFields { kind: u8, payload: usize },
+    BadFields {
+        /// The kind byte as stored.
+        kind: u8,
+        /// The payload length field as stored.
+        payload: usize,
+    },
 }
 
 /// Decodes the record that should start at LSN `at` from the front of `bytes`.
