@@ -94,6 +94,7 @@ pub trait Cache {
     fn access(&mut self, page: u32) -> bool;
     /// Pages cached now.
     fn len(&self) -> usize;
+    /// Whether no page is cached.
     fn is_empty(&self) -> bool {
         self.len() == 0
     }

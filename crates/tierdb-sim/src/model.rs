@@ -27,8 +27,11 @@ pub const ACCESS_BYTES: u64 = 4 * CACHE_LINE_BYTES as u64;
 /// The devices of a hierarchy.
 #[derive(Clone, Debug)]
 pub struct Profiles {
+    /// The DRAM tier's profile.
     pub dram: DeviceProfile,
+    /// The NVM tier's profile.
     pub nvm: DeviceProfile,
+    /// The SSD tier's profile.
     pub ssd: DeviceProfile,
 }
 
@@ -65,9 +68,14 @@ impl Profiles {
 /// Modelled time of a simulated run, split by device.
 #[derive(Clone, Copy, Debug, Default, Serialize)]
 pub struct Modelled {
+    /// Time charged to DRAM, ns: accesses served there and pages copied into it.
     pub dram_ns: f64,
+    /// Time charged to NVM, ns: pages copied in and out (with persisting) and accesses
+    /// served in place.
     pub nvm_ns: f64,
+    /// Time charged to the SSD, ns: page reads and page write-backs.
     pub ssd_ns: f64,
+    /// `dram_ns + nvm_ns + ssd_ns`: one thread, no overlap between devices.
     pub total_ns: f64,
     /// Accesses per second of modelled time.
     pub throughput_per_s: f64,

@@ -42,24 +42,33 @@ impl Hasher for IdHasher {
     }
 }
 
+/// A hash map keyed by page id, hashed with [`IdHasher`].
 pub type IdMap<V> = HashMap<u64, V, BuildHasherDefault<IdHasher>>;
 
+/// Low bits of a packed record that hold the [`Op`] code.
 pub const OP_BITS: u32 = 3;
+/// Mask of the [`Op`] code in a packed record.
 pub const OP_MASK: u64 = (1 << OP_BITS) - 1;
 
 /// A packed, densely numbered trace.
 #[derive(Clone, Debug)]
 pub struct Prepared {
+    /// The records in trace order, one packed `u64` each (see the module docs);
+    /// markers keep their place. Decode with [`unpack`].
     pub ops: Vec<u64>,
     /// Original page id of each dense id.
     pub original: Vec<u64>,
+    /// Bytes per page, from the trace's header.
     pub page_size_bytes: u32,
+    /// Where the trace came from, from the trace's header.
     pub source: String,
     /// Index in `ops` of the `measure` marker, if any.
     pub measure_marker: Option<usize>,
 }
 
 impl Prepared {
+    /// Renumbers and packs `trace` in one pass: dense ids follow the order of first
+    /// use, markers included in place.
     pub fn new(trace: &Trace) -> Prepared {
         let mut ids: IdMap<u32> = IdMap::default();
         ids.reserve(trace.records.len() / 4);
@@ -123,6 +132,8 @@ impl Prepared {
     }
 }
 
+/// Splits a packed record into its op and its dense page id (for a marker, its
+/// code). A code that names no op reads as [`Op::Marker`].
 #[inline]
 pub fn unpack(v: u64) -> (Op, u64) {
     (Op::from_code((v & OP_MASK) as u8).unwrap_or(Op::Marker), v >> OP_BITS)

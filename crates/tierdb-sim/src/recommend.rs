@@ -39,16 +39,26 @@ pub const GRID_LOG2_MAX: u32 = 30;
 /// One candidate hierarchy and, if simulated, its result.
 #[derive(Clone, Debug, Serialize)]
 pub struct Candidate {
+    /// DRAM capacity, pages; 0 for a hierarchy "without DRAM", simulated with
+    /// [`DRAM_PAGES_NO_DRAM`] frames that are not charged.
     pub dram_pages: u64,
+    /// NVM capacity, pages; 0 for no NVM.
     pub nvm_pages: u64,
+    /// SSD capacity, pages: 0 for no SSD, else the smallest power of two that holds
+    /// the trace's pages.
     pub ssd_pages: u64,
+    /// Price of the three capacities at the profiles' dollars per GB.
     pub cost_usd: f64,
     /// §5.1 estimate: accesses per second.
     pub model_throughput_per_s: f64,
     /// Simulated and modelled: accesses per second (0 if filtered out).
     pub throughput_per_s: f64,
+    /// `throughput_per_s` per dollar of `cost_usd`: what candidates are ranked by.
     pub throughput_per_usd: f64,
+    /// Whether the candidate was simulated (those the model filters out are counted
+    /// in [`Recommendation::filtered_by_model`], not listed).
     pub simulated: bool,
+    /// The simulation's counters, if simulated.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub result: Option<SimResult>,
 }
@@ -56,15 +66,23 @@ pub struct Candidate {
 /// What the recommender was asked and found.
 #[derive(Clone, Debug, Serialize)]
 pub struct Recommendation {
+    /// The budget, dollars; every candidate costs at most this.
     pub budget_usd: f64,
+    /// The policy every candidate was simulated with.
     pub policy: String,
+    /// Distinct pages of the trace.
     pub pages: u64,
+    /// Bytes per page of the trace (prices are charged per byte of capacity).
     pub page_size_bytes: u32,
+    /// Grid points within the budget, before the model's filter.
     pub candidates_in_budget: usize,
+    /// Grid points the §5.1 estimate dropped without simulating them.
     pub filtered_by_model: usize,
     /// Simulated candidates, best throughput per dollar first.
     pub ranked: Vec<Candidate>,
+    /// Wall time of the whole search, seconds.
     pub elapsed_s: f64,
+    /// Threads of the rayon pool the simulations ran on.
     pub threads: usize,
 }
 

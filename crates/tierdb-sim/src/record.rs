@@ -32,6 +32,8 @@ pub struct TraceRecorder {
 }
 
 impl TraceRecorder {
+    /// An empty recorder for an engine of `page_size_bytes`-byte pages; `source` goes
+    /// into the trace's header. Time stamps count from this call.
     pub fn new(page_size_bytes: u32, source: impl Into<String>) -> TraceRecorder {
         TraceRecorder {
             header: Header { page_size_bytes, source: source.into() },

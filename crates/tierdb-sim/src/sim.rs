@@ -33,15 +33,23 @@ pub const DRAM_POLICIES: &[&str] = &["lru", "arc"];
 /// A simulation's configuration.
 #[derive(Clone, Debug)]
 pub struct SimConfig {
+    /// DRAM frames, pages; at least 1.
     pub dram_pages: usize,
+    /// NVM frames, pages; 0 for no NVM (and must be 0 for `lru` / `arc`).
     pub nvm_pages: usize,
     /// Without SSD every page must fit in NVM (`basic-nvm-bm`).
     pub has_ssd: bool,
     /// An engine policy ([`policy::POLICY_NAMES`]) or `lru` / `arc`.
     pub policy: String,
+    /// Capacity of hymem's admission set, pages; `None` for the engine's default for
+    /// this NVM size (`Hymem::default_capacity`).
     pub admission_set_pages: Option<usize>,
+    /// Settings of the `nvcache` policy (ignored by the others).
     pub nvcache: NvcacheConfig,
+    /// Seed of the policy's random choices (spitfire's coin stream): one seed, one
+    /// replay.
     pub seed: u64,
+    /// Where measurement starts.
     pub warmup: Warmup,
     /// Treat whole-page reads and writes as line-grained ones, so that a policy may
     /// serve them in place on NVM (block traces carry no such distinction; the
@@ -50,6 +58,9 @@ pub struct SimConfig {
 }
 
 impl SimConfig {
+    /// `policy` over `dram_pages` DRAM and `nvm_pages` NVM frames with an SSD, the
+    /// engine's default seed and nvcache settings, [`Warmup::Auto`], whole-page
+    /// accesses as they are.
     pub fn new(policy: &str, dram_pages: usize, nvm_pages: usize) -> SimConfig {
         SimConfig {
             dram_pages,
@@ -68,15 +79,22 @@ impl SimConfig {
 /// What a simulation counted (over the measured part).
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct SimResult {
+    /// The policy simulated, as configured.
     pub policy: String,
+    /// DRAM frames simulated, pages.
     pub dram_pages: usize,
+    /// NVM frames simulated, pages.
     pub nvm_pages: usize,
+    /// Whether the hierarchy had an SSD.
     pub has_ssd: bool,
-    /// Page accesses measured, and replayed as warm-up.
+    /// Page accesses (reads and writes) measured; never 0 in a returned result.
     pub accesses: u64,
+    /// Page accesses replayed before measurement started; not in `stats`.
     pub warmup_accesses: u64,
     /// The engine's counters, as a run of the engine would report them.
     pub stats: BufferStats,
+    /// The counters of a policy that runs NVM as a cache (nvcache), over the measured
+    /// part; `None` for the other policies.
     pub nvm_cache: Option<NvmCacheStats>,
     /// Lines per page (for line counts).
     pub lines_per_page: u64,
@@ -124,10 +142,15 @@ pub struct Pools {
     clean_only: bool,
     bulk_load: bool,
     sweep: Vec<PageId>,
+    /// The engine's counters, bumped where the buffer manager bumps them; cumulative
+    /// since [`Pools::new`] (the caller subtracts the warm-up).
     pub stats: BufferStats,
 }
 
 impl Pools {
+    /// Empty pools of `cfg`'s capacities, driven by `cfg`'s policy, for a trace of
+    /// `pages` dense page ids.
+    ///
     /// # Errors
     /// `Config` for an unknown policy, no DRAM, or a `basic-nvm-bm` whose NVM cannot
     /// hold the trace's pages.
@@ -181,6 +204,7 @@ impl Pools {
         })
     }
 
+    /// The policy the pools ask (for its own counters).
     pub fn policy(&self) -> &dyn Policy {
         &*self.policy
     }

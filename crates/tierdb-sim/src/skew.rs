@@ -14,7 +14,11 @@ pub const CDF_PAGE_PERCENTS: &[f64] =
 /// One point of the skew CDF.
 #[derive(Clone, Copy, Debug, Serialize, PartialEq)]
 pub struct CdfPoint {
+    /// Share of the pages accessed, hottest first, in percent (one of
+    /// [`CDF_PAGE_PERCENTS`]).
     pub pages_percent: f64,
+    /// Share of the reads and writes those pages received, in percent; 0 for a trace
+    /// without accesses.
     pub accesses_percent: f64,
 }
 
@@ -56,6 +60,8 @@ pub fn cdf(t: &Prepared) -> Vec<CdfPoint> {
 pub struct StackDistances {
     /// `cumulative[c]`: accesses with distance ≤ c.
     cumulative: Vec<u64>,
+    /// Page accesses (reads and writes) of the whole trace, warm-up included: the
+    /// denominator of [`StackDistances::hit_ratio`].
     pub accesses: u64,
 }
 

@@ -29,13 +29,17 @@ use std::path::{Path, PathBuf};
 use super::{Header, Op, Record};
 use crate::error::TraceError;
 
+/// The first eight bytes of every binary trace (a text trace never starts so).
 pub const MAGIC: [u8; 8] = *b"TIERTRC\0";
+/// The format version this build writes and the only one it reads.
 pub const VERSION: u16 = 1;
 /// Records per block: bounds a reader's memory and the loss from one damaged block.
 pub const BLOCK_RECORDS_MAX: usize = 1 << 16;
 /// The longest record: tag + four 10-byte varints.
 pub const RECORD_BYTES_MAX: usize = 1 + 4 * 10;
+/// The largest block payload a reader accepts: a full block of longest records.
 pub const BLOCK_PAYLOAD_BYTES_MAX: usize = BLOCK_RECORDS_MAX * RECORD_BYTES_MAX;
+/// The longest source text a header holds, bytes.
 pub const SOURCE_BYTES_MAX: usize = 4096;
 
 const _: () = assert!(BLOCK_PAYLOAD_BYTES_MAX < u32::MAX as usize);
@@ -50,11 +54,15 @@ const TAG_KNOWN: u8 = TAG_OP_MASK | TAG_LSN | TAG_THREAD | TAG_TIME;
 /// An encoding error before a path is known; [`WriteError::at`] names the file.
 #[derive(Debug)]
 pub enum WriteError {
+    /// Writing to the output failed.
     Io(std::io::Error),
+    /// A header that cannot be written: page size 0 or a source text over
+    /// [`SOURCE_BYTES_MAX`].
     Invalid(String),
 }
 
 impl WriteError {
+    /// The [`TraceError`] to report, naming `path` where an I/O error needs one.
     pub fn at(self, path: &Path) -> TraceError {
         match self {
             WriteError::Io(source) => TraceError::Io { path: path.to_path_buf(), source },
@@ -249,6 +257,7 @@ impl<R: Read> Reader<R> {
         })
     }
 
+    /// The header [`Reader::new`] read and checked.
     pub fn header(&self) -> &Header {
         &self.header
     }

@@ -29,7 +29,9 @@ pub const ZSTD_MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
 /// What a record does to its page.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Op {
+    /// A whole-page read (the engine's optimistic or shared fix).
     Read,
+    /// A whole-page write (the engine's exclusive fix).
     Write,
     /// The page was allocated (it needs a frame, not a read).
     Alloc,
@@ -45,8 +47,10 @@ pub enum Op {
 }
 
 impl Op {
+    /// Every op in code order: `ALL[c]` has code `c`.
     pub const ALL: [Op; 7] = [Op::Read, Op::Write, Op::Alloc, Op::Free, Op::Marker, Op::ReadLines, Op::WriteLines];
 
+    /// The op's code (0..=6) in binary records and packed records: three bits.
     pub fn code(self) -> u8 {
         match self {
             Op::Read => 0,
@@ -59,6 +63,7 @@ impl Op {
         }
     }
 
+    /// The op of code `c`; `None` for 7 and up.
     pub fn from_code(c: u8) -> Option<Op> {
         Op::ALL.get(c as usize).copied()
     }
@@ -73,6 +78,7 @@ impl Op {
         matches!(self, Op::Read | Op::Write | Op::ReadLines | Op::WriteLines)
     }
 
+    /// A page write, whole or line-grained.
     pub fn is_write(self) -> bool {
         matches!(self, Op::Write | Op::WriteLines)
     }
@@ -83,6 +89,8 @@ impl Op {
 pub enum Marker {
     /// Evicted pages fill free NVM frames from here on (the engine's bulk load).
     BulkLoadOn,
+    /// The bulk load is over: evictions go where the policy says again, and dirty DRAM
+    /// pages are copied into free NVM frames.
     BulkLoadOff,
     /// The workload's warm-up begins.
     Warmup,
@@ -91,8 +99,10 @@ pub enum Marker {
 }
 
 impl Marker {
+    /// Every marker in code order.
     pub const ALL: [Marker; 4] = [Marker::BulkLoadOn, Marker::BulkLoadOff, Marker::Warmup, Marker::Measure];
 
+    /// The code a marker record holds in its `page` field (1..=4).
     pub fn code(self) -> u64 {
         match self {
             Marker::BulkLoadOn => 1,
@@ -102,10 +112,12 @@ impl Marker {
         }
     }
 
+    /// The marker of code `c`; `None` for an unknown code.
     pub fn from_code(c: u64) -> Option<Marker> {
         Marker::ALL.into_iter().find(|m| m.code() == c)
     }
 
+    /// The marker's name in text traces and in the engine's recorder calls.
     pub fn name(self) -> &'static str {
         match self {
             Marker::BulkLoadOn => "bulk-load-on",
@@ -115,6 +127,7 @@ impl Marker {
         }
     }
 
+    /// The marker named `s`; `None` for any other name (the recorder drops those).
     pub fn from_name(s: &str) -> Option<Marker> {
         Marker::ALL.into_iter().find(|m| m.name() == s)
     }
@@ -123,22 +136,28 @@ impl Marker {
 /// One trace record.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Record {
+    /// What the record does to its page.
     pub op: Op,
     /// The page id; for [`Op::Marker`] the marker's code.
     pub page: u64,
     /// The LSN of the change (writes), if recorded.
     pub lsn: Option<u64>,
+    /// The thread that made the access, numbered 0, 1, … in order of first
+    /// appearance, if recorded.
     pub thread: Option<u32>,
     /// Nanoseconds since the trace began, if recorded.
     pub time_ns: Option<u64>,
 }
 
 impl Record {
+    /// A record of `op` on `page` with no LSN, thread or time. `op` is not
+    /// [`Op::Marker`] (checked in debug builds); use [`Record::marker`] for those.
     pub fn access(op: Op, page: u64) -> Record {
         debug_assert!(op != Op::Marker);
         Record { op, page, lsn: None, thread: None, time_ns: None }
     }
 
+    /// A record of marker `m`, its code in `page`.
     pub fn marker(m: Marker) -> Record {
         Record { op: Op::Marker, page: m.code(), lsn: None, thread: None, time_ns: None }
     }
@@ -147,6 +166,7 @@ impl Record {
 /// A trace's header.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Header {
+    /// Bytes per page; never 0 in a trace read or written.
     pub page_size_bytes: u32,
     /// Free text: the command or file the trace came from.
     pub source: String,
@@ -155,7 +175,9 @@ pub struct Header {
 /// A trace held in memory.
 #[derive(Clone, Debug)]
 pub struct Trace {
+    /// Page size and origin.
     pub header: Header,
+    /// The records in trace order.
     pub records: Vec<Record>,
 }
 
@@ -181,6 +203,7 @@ pub enum Format {
 }
 
 impl Format {
+    /// The names of the formats, as [`Format::name`] gives them.
     pub const NAMES: &[&str] = &["tierdb", "arc", "msr", "pg-usdt"];
 
     /// The name `--format` takes.
@@ -193,6 +216,7 @@ impl Format {
         }
     }
 
+    /// The format named `s` (`lis` also names [`Format::Arc`]); `None` for others.
     pub fn from_name(s: &str) -> Option<Format> {
         match s {
             "tierdb" => Some(Format::Tierdb),

@@ -25,10 +25,16 @@ const VIOLATIONS_LISTED_MAX: usize = 20;
 /// The outcome of a check.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct ConsistencyReport {
+    /// Warehouse rows scanned.
     pub warehouses: u64,
+    /// Districts seen: in the district table or in the key of an order, new-order,
+    /// order-line or `order_customer` entry.
     pub districts: u64,
+    /// Order rows scanned.
     pub orders: u64,
+    /// New-order rows scanned.
     pub new_orders: u64,
+    /// Order-line rows scanned.
     pub order_lines: u64,
     /// Violations per condition 1..=6, then index violations (position 6).
     pub violations_by_condition: [u64; 7],
@@ -37,6 +43,7 @@ pub struct ConsistencyReport {
 }
 
 impl ConsistencyReport {
+    /// True if no condition and no index is violated.
     pub fn ok(&self) -> bool {
         self.violations_by_condition.iter().all(|&n| n == 0)
     }

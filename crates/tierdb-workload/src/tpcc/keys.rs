@@ -12,7 +12,7 @@
 //! | `warehouse` | w u32 | 4 |
 //! | `district` | w u32, d u8 | 5 |
 //! | `customer` | w u32, d u8, c u32 | 9 |
-//! | `customer_name` | w u32, d u8, last [16], first [16], c u32 | 41 |
+//! | `customer_name` | w u32, d u8, last `[16]`, first `[16]`, c u32 | 41 |
 //! | `history` | w u32, d u8, c u32, unique u64 | 17 |
 //! | `new_order` | w u32, d u8, o u32 | 9 |
 //! | `order` | w u32, d u8, o u32 | 9 |
@@ -60,18 +60,25 @@ impl<const N: usize> Put<N> {
     }
 }
 
+/// The `warehouse` key of warehouse `w`.
 pub fn warehouse(w: u32) -> [u8; 4] {
     Put::new().u32(w).done()
 }
 
+/// The `district` key of district `d` of warehouse `w`; also the prefix of the keys of
+/// the district's customers, history, orders, new orders, order lines and index
+/// entries.
 pub fn district(w: u32, d: u8) -> [u8; 5] {
     Put::new().u32(w).u8(d).done()
 }
 
+/// The `customer` key of customer `c` of district (w, d).
 pub fn customer(w: u32, d: u8, c: u32) -> [u8; 9] {
     Put::new().u32(w).u8(d).u32(c).done()
 }
 
+/// The `customer_name` index key of customer `c` of district (w, d) named `first`
+/// `last`: a district's customers by last name, then first name.
 pub fn customer_name(w: u32, d: u8, last: &[u8; NAME_BYTES], first: &[u8; NAME_BYTES], c: u32) -> [u8; 41] {
     Put::new().u32(w).u8(d).name(last).name(first).u32(c).done()
 }
@@ -86,14 +93,18 @@ pub fn customer_name_id(key: &[u8]) -> Option<u32> {
     Some(u32::from_be_bytes(key.get(37..41)?.try_into().ok()?))
 }
 
+/// The `history` key of a payment by customer `c` to district (w, d); `unique` tells
+/// the customer's payments apart (0 for the loaded one).
 pub fn history(w: u32, d: u8, c: u32, unique: u64) -> [u8; 17] {
     Put::new().u32(w).u8(d).u32(c).u64(unique).done()
 }
 
+/// The `new_order` key of order `o` of district (w, d).
 pub fn new_order(w: u32, d: u8, o: u32) -> [u8; 9] {
     Put::new().u32(w).u8(d).u32(o).done()
 }
 
+/// The `order` key of order `o` of district (w, d).
 pub fn order(w: u32, d: u8, o: u32) -> [u8; 9] {
     Put::new().u32(w).u8(d).u32(o).done()
 }
@@ -103,6 +114,8 @@ pub fn order_id(key: &[u8]) -> Option<u32> {
     Some(u32::from_be_bytes(key.get(5..9)?.try_into().ok()?))
 }
 
+/// The `order_customer` index key of order `o` of customer `c` in district (w, d): a
+/// customer's orders in order-id order, so the last is the latest.
 pub fn order_customer(w: u32, d: u8, c: u32, o: u32) -> [u8; 13] {
     Put::new().u32(w).u8(d).u32(c).u32(o).done()
 }
@@ -112,14 +125,18 @@ pub fn order_customer_order(key: &[u8]) -> Option<u32> {
     Some(u32::from_be_bytes(key.get(9..13)?.try_into().ok()?))
 }
 
+/// The `order_line` key of line `number` (1..=15) of order `o` of district (w, d);
+/// number 0 starts a scan over the order's lines.
 pub fn order_line(w: u32, d: u8, o: u32, number: u8) -> [u8; 10] {
     Put::new().u32(w).u8(d).u32(o).u8(number).done()
 }
 
+/// The `item` key of item `i`.
 pub fn item(i: u32) -> [u8; 4] {
     Put::new().u32(i).done()
 }
 
+/// The `stock` key of item `i` in warehouse `w`.
 pub fn stock(w: u32, i: u32) -> [u8; 8] {
     Put::new().u32(w).u32(i).done()
 }

@@ -19,16 +19,20 @@ pub type Emit<'a, E> = dyn FnMut(Table, &[u8], &[u8]) -> Result<(), E> + 'a;
 /// Rows written per tree.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct LoadCounts {
+    /// Rows per tree, indexed by [`Table::index`].
     pub rows: [u64; 11],
 }
 
 impl LoadCounts {
+    /// Rows written to `t`.
     pub fn get(&self, t: Table) -> u64 {
         self.rows[t.index()]
     }
+    /// Rows written to all trees.
     pub fn total(&self) -> u64 {
         self.rows.iter().sum()
     }
+    /// Adds `o`'s counts to these (to sum the item table and each warehouse).
     pub fn add(&mut self, o: &LoadCounts) {
         for (a, b) in self.rows.iter_mut().zip(o.rows) {
             *a += b;

@@ -16,14 +16,22 @@ use super::{DISTRICTS, LOAD_DATE, ORDER_LINES_MAX, ORDER_LINES_MIN, Scale, keys}
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Kind {
+    /// New-Order (§2.4): enters an order of 5..=15 lines; 45% of the mix.
     NewOrder,
+    /// Payment (§2.5): a customer pays a district; 43% of the mix.
     Payment,
+    /// Order-Status (§2.6): reads a customer's latest order; read-only, 4% of the mix.
     OrderStatus,
+    /// Delivery (§2.7): delivers the oldest undelivered order of each district of a
+    /// warehouse; 4% of the mix.
     Delivery,
+    /// Stock-Level (§2.8): counts recently ordered items whose stock is low;
+    /// read-only, 4% of the mix.
     StockLevel,
 }
 
 impl Kind {
+    /// The five kinds, in the order [`Mix::next_input`] lays their weights out.
     pub const ALL: [Kind; 5] = [Kind::NewOrder, Kind::Payment, Kind::OrderStatus, Kind::Delivery, Kind::StockLevel];
 
     /// The standard mix, in percent (sums to 100).
@@ -35,6 +43,7 @@ impl Kind {
         }
     }
 
+    /// The kebab-case name, as reports print it and serde writes it.
     pub fn name(self) -> &'static str {
         match self {
             Kind::NewOrder => "new-order",
@@ -59,6 +68,7 @@ const _: () = {
 /// How a transaction names its customer.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum CustomerBy {
+    /// The customer id, 1..=customers per district (drawn by NURand).
     Id(u32),
     /// The last name, zero-padded: the transaction takes the middle one of the
     /// customers with this name, by first name.
@@ -68,17 +78,29 @@ pub enum CustomerBy {
 /// One order line asked for: item, supplying warehouse, quantity.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LineInput {
+    /// Item id, 1..=items (drawn by NURand); items + 1 for the unused item that makes
+    /// the order roll back.
     pub i_id: u32,
+    /// Supplying warehouse: the home warehouse for 99% of lines, another for 1%.
     pub supply_w: u32,
+    /// Units ordered, 1..=10.
     pub quantity: u8,
 }
 
+/// The input of a New-Order (§2.4.1).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NewOrderInput {
+    /// Home warehouse.
     pub w: u32,
+    /// District, 1..=10.
     pub d: u8,
+    /// Customer id (drawn by NURand).
     pub c: u32,
+    /// The order's lines, 5..=15 of them; in 1% of orders the last names the unused
+    /// item.
     pub lines: Vec<LineInput>,
+    /// Entry date, seconds: [`LOAD_DATE`] plus the worker's count of transactions, so
+    /// that a run is reproducible.
     pub date: u64,
 }
 
@@ -89,51 +111,78 @@ impl NewOrderInput {
     }
 }
 
+/// The input of a Payment (§2.5.1).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PaymentInput {
+    /// Home warehouse: the one paid to.
     pub w: u32,
+    /// District paid to, 1..=10.
     pub d: u8,
+    /// The customer's warehouse: `w` for 85% of payments, another for 15% (`w` when
+    /// there is only one).
     pub c_w: u32,
+    /// The customer's district: `d` for a local payment, drawn for a remote one.
     pub c_d: u8,
+    /// The customer: by last name for 60% of payments, else by id.
     pub customer: CustomerBy,
+    /// Amount paid, cents: 100..=500,000 ($1.00 to $5,000.00).
     pub amount_cents: i64,
+    /// Payment date, seconds (as [`NewOrderInput::date`]).
     pub date: u64,
     /// Makes the history row's key unique.
     pub history_unique: u64,
 }
 
+/// The input of an Order-Status (§2.6.1).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OrderStatusInput {
+    /// Home warehouse.
     pub w: u32,
+    /// District, 1..=10.
     pub d: u8,
+    /// The customer: by last name for 60%, else by id.
     pub customer: CustomerBy,
 }
 
+/// The input of a Delivery (§2.7.1).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DeliveryInput {
+    /// Home warehouse: all ten of its districts are delivered.
     pub w: u32,
+    /// Carrier id stamped on the delivered orders, 1..=10.
     pub carrier: u8,
+    /// Delivery date stamped on the order lines, seconds (as [`NewOrderInput::date`]).
     pub date: u64,
 }
 
+/// The input of a Stock-Level (§2.8.1).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StockLevelInput {
+    /// Home warehouse.
     pub w: u32,
+    /// District whose last 20 orders are examined, 1..=10.
     pub d: u8,
+    /// Stock quantity below which an item counts, 10..=20.
     pub threshold: i32,
 }
 
 /// A transaction to run.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Input {
+    /// A New-Order.
     NewOrder(NewOrderInput),
+    /// A Payment.
     Payment(PaymentInput),
+    /// An Order-Status.
     OrderStatus(OrderStatusInput),
+    /// A Delivery.
     Delivery(DeliveryInput),
+    /// A Stock-Level.
     StockLevel(StockLevelInput),
 }
 
 impl Input {
+    /// Which of the five transactions this is.
     pub fn kind(&self) -> Kind {
         match self {
             Input::NewOrder(_) => Kind::NewOrder,
@@ -156,7 +205,12 @@ pub struct Mix {
 }
 
 impl Mix {
-    /// The stream of worker `worker` of `workers`.
+    /// The stream of worker `worker` of `workers`, seeded by `seed`. Give the seed the
+    /// database was loaded with: the run's NURand constant for last names is chosen
+    /// against the load's constant of the same seed ([`NurandC::for_run`]).
+    ///
+    /// # Panics
+    /// If `worker >= workers`.
     pub fn new(scale: &Scale, seed: u64, worker: u32, workers: u32) -> Mix {
         assert!(worker < workers, "worker {worker} of {workers}");
         let homes = if workers <= scale.warehouses {

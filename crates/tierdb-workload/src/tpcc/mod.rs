@@ -42,16 +42,21 @@ pub use txn::{Done, execute};
 /// Districts per warehouse (fixed by the specification at every scale).
 pub const DISTRICTS: u8 = 10;
 
-/// The specification's cardinalities.
+/// Items in the specification's population (and stock rows per warehouse).
 pub const SPEC_ITEMS: u32 = 100_000;
+/// Customers per district in the specification's population (and orders loaded per
+/// district).
 pub const SPEC_CUSTOMERS_PER_DISTRICT: u32 = 3000;
+/// Undelivered orders loaded per district in the specification's population: the last
+/// 900 of the 3,000.
 pub const SPEC_NEW_ORDERS_PER_DISTRICT: u32 = 900;
 
 /// Most warehouses a run may ask for.
 pub const WAREHOUSES_MAX: u32 = 10_000;
 
-/// Order lines per order: 5..=15.
+/// Fewest order lines of an order (an order has 5..=15).
 pub const ORDER_LINES_MIN: u8 = 5;
+/// Most order lines of an order.
 pub const ORDER_LINES_MAX: u8 = 15;
 
 /// The date the loader stamps on rows (seconds): fixed, so a load is reproducible.
@@ -60,6 +65,7 @@ pub const LOAD_DATE: u64 = 1_700_000_000;
 /// How many rows each table gets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct Scale {
+    /// Warehouses, 1..=[`WAREHOUSES_MAX`]; their ids are 1..=warehouses.
     pub warehouses: u32,
     /// Items (and stock rows per warehouse).
     pub items: u32,
@@ -103,6 +109,10 @@ impl Scale {
         self.customers_per_district.min(1000)
     }
 
+    /// Checks the counts: warehouses 1..=[`WAREHOUSES_MAX`], items 10..=1,000,000,
+    /// customers per district 3..=30,000, and fewer new orders than customers per
+    /// district.
+    ///
     /// # Errors
     /// `Config` for a count out of its bounds.
     pub fn validate(&self) -> Result<(), TpccError> {
@@ -147,22 +157,34 @@ impl Scale {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Table {
+    /// One row per warehouse ([`rows::Warehouse`]).
     Warehouse,
+    /// Ten rows per warehouse ([`rows::District`]).
     District,
+    /// One row per customer ([`rows::Customer`]).
     Customer,
     /// Index: customers by (warehouse, district, last name, first name).
     CustomerName,
+    /// Payments ([`rows::History`]); the key adds a unique number, as the table has no
+    /// primary key.
     History,
+    /// Undelivered orders: a key per order, value [`rows::MARKER`]; Delivery removes
+    /// the oldest of each district.
     NewOrder,
+    /// One row per order ([`rows::Order`]).
     Order,
     /// Index: orders by (warehouse, district, customer, order).
     OrderCustomer,
+    /// 5..=15 rows per order ([`rows::OrderLine`]).
     OrderLine,
+    /// The items, shared by every warehouse and never changed ([`rows::Item`]).
     Item,
+    /// One row per (warehouse, item) ([`rows::Stock`]).
     Stock,
 }
 
 impl Table {
+    /// Every tree, in [`Table::index`] order.
     pub const ALL: [Table; 11] = [
         Table::Warehouse,
         Table::District,
@@ -194,6 +216,8 @@ impl Table {
         }
     }
 
+    /// The tree's position in [`Table::ALL`] (0..11), for per-tree arrays such as
+    /// [`LoadCounts::rows`].
     pub fn index(self) -> usize {
         self as usize
     }
@@ -203,6 +227,8 @@ impl Table {
 /// transaction: the caller commits or rolls it back after the TPC-C transaction
 /// returns.
 pub trait TpccTx {
+    /// The store's error; [`TxError::is_retryable`] asks the caller which ones are
+    /// worth a retry.
     type Error;
 
     /// The value of `key`, without locking it.
@@ -253,13 +279,28 @@ pub enum TxError<E> {
     /// Another transaction changed what this one relied on (a new-order row that a
     /// concurrent Delivery removed): roll back and retry.
     #[error("conflict: {what}")]
-    Conflict { what: &'static str },
+    Conflict {
+        /// What the other transaction took away.
+        what: &'static str,
+    },
     /// A row the population rules guarantee is missing: the data is inconsistent.
     #[error("table {table:?}: no row for key {key:02x?}")]
-    Missing { table: Table, key: Vec<u8> },
+    Missing {
+        /// The tree the row should be in.
+        table: Table,
+        /// The key looked up (for a customer by last name, the name's key prefix).
+        key: Vec<u8>,
+    },
     /// A row that does not decode as its table's layout.
     #[error("table {table:?}: a row of {len} bytes does not decode (key {key:02x?})")]
-    Corrupt { table: Table, key: Vec<u8>, len: usize },
+    Corrupt {
+        /// The tree the row is in.
+        table: Table,
+        /// The row's key.
+        key: Vec<u8>,
+        /// The value's length, bytes (0 for an index key that does not decode).
+        len: usize,
+    },
 }
 
 impl<E> TxError<E> {
@@ -277,6 +318,10 @@ impl<E> TxError<E> {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum TpccError {
+    /// A [`Scale`] out of its bounds ([`Scale::validate`]).
     #[error("TPC-C configuration: {what}")]
-    Config { what: String },
+    Config {
+        /// Which count and its bounds.
+        what: String,
+    },
 }

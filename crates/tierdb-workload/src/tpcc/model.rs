@@ -18,6 +18,7 @@ pub struct MemDb {
 }
 
 impl MemDb {
+    /// An empty database: every tree empty.
     pub fn new() -> MemDb {
         MemDb { trees: Mutex::new(vec![Tree::new(); Table::ALL.len()]) }
     }
@@ -42,6 +43,8 @@ impl MemDb {
         (db, counts)
     }
 
+    /// Opens a transaction. Its changes are visible to everyone at once (no
+    /// isolation) and undone if it is dropped without a commit.
     pub fn begin(&self) -> MemTx<'_> {
         MemTx { db: self, undo: Vec::new() }
     }
@@ -51,10 +54,12 @@ impl MemDb {
         self.trees.lock().expect("not poisoned")[table.index()].len()
     }
 
+    /// True if every tree is empty.
     pub fn is_empty(&self) -> bool {
         Table::ALL.iter().all(|&t| self.len(t) == 0)
     }
 
+    /// The value of `key` in `table`, read outside any transaction.
     pub fn get(&self, table: Table, key: &[u8]) -> Option<Vec<u8>> {
         self.trees.lock().expect("not poisoned")[table.index()].get(key).cloned()
     }
@@ -72,10 +77,12 @@ pub struct MemTx<'a> {
 }
 
 impl MemTx<'_> {
+    /// Keeps the transaction's changes.
     pub fn commit(mut self) {
         self.undo.clear();
     }
 
+    /// Undoes the transaction's changes, as dropping it does.
     pub fn rollback(self) {}
 
     fn set(&mut self, table: Table, key: &[u8], value: Option<Vec<u8>>) -> Option<Vec<u8>> {

@@ -10,9 +10,11 @@ use crate::dist::{derive_seed, uniform_below};
 /// The ten syllables last names are made of (§4.3.2.3).
 const SYLLABLES: [&str; 10] = ["BAR", "OUGHT", "ABLE", "PRI", "PRES", "ESE", "ANTI", "CALLY", "ATION", "EING"];
 
-/// NURand's `A` for customer last names, customer ids and item ids (§2.1.6).
+/// NURand's `A` for customer last names (§2.1.6).
 pub const A_C_LAST: u32 = 255;
+/// NURand's `A` for customer ids.
 pub const A_C_ID: u32 = 1023;
+/// NURand's `A` for item ids.
 pub const A_OL_I_ID: u32 = 8191;
 
 /// A seeded generator of the specification's random values.
@@ -30,6 +32,7 @@ impl TpccRng {
         lo + uniform_below(&mut self.0, hi - lo + 1)
     }
 
+    /// A uniform integer in `lo..=hi`, as a `u32`.
     pub fn uniform_u32(&mut self, lo: u32, hi: u32) -> u32 {
         self.uniform(u64::from(lo), u64::from(hi)) as u32
     }
@@ -87,6 +90,7 @@ impl TpccRng {
         z
     }
 
+    /// 64 uniformly random bits from the same stream.
     pub fn next_u64(&mut self) -> u64 {
         self.0.next_u64()
     }
@@ -103,8 +107,11 @@ pub fn last_name(n: u32) -> String {
 /// chosen against the load's so that their distance is in 65..=119 and not 96 or 112.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct NurandC {
+    /// `C` for customer last names, 0..=[`A_C_LAST`].
     pub c_last: u32,
+    /// `C` for customer ids, 0..=[`A_C_ID`].
     pub c_id: u32,
+    /// `C` for item ids, 0..=[`A_OL_I_ID`].
     pub ol_i_id: u32,
 }
 

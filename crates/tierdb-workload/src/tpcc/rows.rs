@@ -87,10 +87,15 @@ impl Out {
 /// A street address: street 1 and 2, city, state, zip (71 bytes).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Address {
+    /// First street line, 10..=20 characters at load, zero-padded.
     pub street_1: [u8; 20],
+    /// Second street line, 10..=20 characters at load, zero-padded.
     pub street_2: [u8; 20],
+    /// City, 10..=20 characters at load, zero-padded.
     pub city: [u8; 20],
+    /// State, two characters.
     pub state: [u8; 2],
+    /// Zip code: four random digits and `11111`.
     pub zip: [u8; 9],
 }
 
@@ -115,19 +120,27 @@ macro_rules! row_len_check {
 /// A warehouse: `ytd` first (Payment patches it).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Warehouse {
+    /// Payments received this year, cents (300,000.00 at load).
     pub ytd_cents: i64,
+    /// Sales tax, ten-thousandths: 0..=2000 (0–20%).
     pub tax: u32,
+    /// Name, 6..=10 characters at load, zero-padded.
     pub name: [u8; 10],
+    /// Address.
     pub address: Address,
 }
 
 impl Warehouse {
+    /// Length of an encoded row: 93 bytes.
     pub const BYTES: usize = 8 + 4 + 10 + Address::BYTES;
+    /// Offset of `ytd_cents` (an `i64`) in the row.
     pub const YTD_OFFSET: usize = 0;
+    /// The row as stored: [`Warehouse::BYTES`] bytes.
     pub fn encode(&self) -> Vec<u8> {
         let o = Out::with_capacity(Self::BYTES).i64(self.ytd_cents).u32(self.tax).bytes(&self.name);
         self.address.put(o).done(Self::BYTES)
     }
+    /// The row stored in `b`; `None` unless `b` is [`Warehouse::BYTES`] long.
     pub fn decode(b: &[u8]) -> Option<Warehouse> {
         row_len_check!(Self, b);
         let mut g = Get::new(b);
@@ -138,21 +151,31 @@ impl Warehouse {
 /// A district: `ytd` (Payment) and `next_o_id` (New-Order) first.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct District {
+    /// Payments received this year, cents (30,000.00 at load).
     pub ytd_cents: i64,
+    /// The id the district's next order takes (orders 1..next_o_id exist).
     pub next_o_id: u32,
+    /// Sales tax, ten-thousandths: 0..=2000 (0–20%).
     pub tax: u32,
+    /// Name, 6..=10 characters at load, zero-padded.
     pub name: [u8; 10],
+    /// Address.
     pub address: Address,
 }
 
 impl District {
+    /// Length of an encoded row: 97 bytes.
     pub const BYTES: usize = 8 + 4 + 4 + 10 + Address::BYTES;
+    /// Offset of `ytd_cents` (an `i64`) in the row.
     pub const YTD_OFFSET: usize = 0;
+    /// Offset of `next_o_id` (a `u32`) in the row.
     pub const NEXT_O_ID_OFFSET: usize = 8;
+    /// The row as stored: [`District::BYTES`] bytes.
     pub fn encode(&self) -> Vec<u8> {
         let o = Out::with_capacity(Self::BYTES).i64(self.ytd_cents).u32(self.next_o_id).u32(self.tax).bytes(&self.name);
         self.address.put(o).done(Self::BYTES)
     }
+    /// The row stored in `b`; `None` unless `b` is [`District::BYTES`] long.
     pub fn decode(b: &[u8]) -> Option<District> {
         row_len_check!(Self, b);
         let mut g = Get::new(b);
@@ -172,29 +195,48 @@ pub const CUSTOMER_DATA_BYTES: usize = 500;
 /// A customer: the fields Payment and Delivery change first (bytes 0..24).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Customer {
+    /// Balance, cents (−10.00 at load): Payment subtracts the amount paid, Delivery
+    /// adds the order's total.
     pub balance_cents: i64,
+    /// Payments this year, cents (10.00 at load).
     pub ytd_payment_cents: i64,
+    /// Payments made (1 at load).
     pub payment_cnt: u32,
+    /// Orders delivered (0 at load).
     pub delivery_cnt: u32,
+    /// Discount, ten-thousandths: 0..=5000 (0–50%).
     pub discount: u32,
+    /// Credit limit, cents (50,000.00).
     pub credit_lim_cents: i64,
     /// `GC` (good) or `BC` (bad credit).
     pub credit: [u8; 2],
+    /// First name, 8..=16 characters at load, zero-padded.
     pub first: [u8; 16],
+    /// Middle name: `OE`.
     pub middle: [u8; 2],
+    /// Last name, three syllables ([`super::random::last_name`]), zero-padded.
     pub last: [u8; 16],
+    /// Address.
     pub address: Address,
+    /// Phone number, 16 digits.
     pub phone: [u8; 16],
+    /// When the customer was added, seconds.
     pub since: u64,
+    /// Free text, 300..=500 characters at load, zero-padded; Payment prepends a line
+    /// for a bad-credit customer and cuts the end.
     pub data: [u8; CUSTOMER_DATA_BYTES],
 }
 
 impl Customer {
+    /// Length of an encoded row: 667 bytes.
     pub const BYTES: usize = 8 + 8 + 4 + 4 + 4 + 8 + 2 + 16 + 2 + 16 + Address::BYTES + 16 + 8 + CUSTOMER_DATA_BYTES;
     /// Balance, year-to-date payment, payment count, delivery count: bytes 0..24.
     pub const COUNTERS_OFFSET: usize = 0;
+    /// Length of the counters at [`Customer::COUNTERS_OFFSET`].
     pub const COUNTERS_BYTES: usize = 24;
+    /// Offset of `data`: the row's last [`CUSTOMER_DATA_BYTES`] bytes.
     pub const DATA_OFFSET: usize = Self::BYTES - CUSTOMER_DATA_BYTES;
+    /// The row as stored: [`Customer::BYTES`] bytes.
     pub fn encode(&self) -> Vec<u8> {
         let o = Out::with_capacity(Self::BYTES).bytes(&self.counters());
         let o = o.u32(self.discount).i64(self.credit_lim_cents).bytes(&self.credit).bytes(&self.first);
@@ -211,6 +253,7 @@ impl Customer {
             .done(Self::COUNTERS_BYTES);
         v.try_into().expect("24 bytes")
     }
+    /// The row stored in `b`; `None` unless `b` is [`Customer::BYTES`] long.
     pub fn decode(b: &[u8]) -> Option<Customer> {
         row_len_check!(Self, b);
         let mut g = Get::new(b);
@@ -236,18 +279,29 @@ impl Customer {
 /// A history row (the table has no primary key; its tree key adds a unique number).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct History {
+    /// The paying customer's id.
     pub c_id: u32,
+    /// The paying customer's district.
     pub c_d_id: u8,
+    /// The paying customer's warehouse.
     pub c_w_id: u32,
+    /// The district paid to.
     pub d_id: u8,
+    /// The warehouse paid to.
     pub w_id: u32,
+    /// Payment date, seconds.
     pub date: u64,
+    /// Amount paid, cents (10.00 for the loaded rows).
     pub amount_cents: i64,
+    /// The warehouse's and the district's names, four spaces apart, cut to 24 bytes
+    /// (random text for the loaded rows).
     pub data: [u8; 24],
 }
 
 impl History {
+    /// Length of an encoded row: 54 bytes.
     pub const BYTES: usize = 4 + 1 + 4 + 1 + 4 + 8 + 8 + 24;
+    /// The row as stored: [`History::BYTES`] bytes.
     pub fn encode(&self) -> Vec<u8> {
         Out::with_capacity(Self::BYTES)
             .u32(self.c_id)
@@ -260,6 +314,7 @@ impl History {
             .bytes(&self.data)
             .done(Self::BYTES)
     }
+    /// The row stored in `b`; `None` unless `b` is [`History::BYTES`] long.
     pub fn decode(b: &[u8]) -> Option<History> {
         row_len_check!(Self, b);
         let mut g = Get::new(b);
@@ -279,17 +334,24 @@ impl History {
 /// An order.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Order {
+    /// The ordering customer's id (same district).
     pub c_id: u32,
+    /// Entry date, seconds.
     pub entry_d: u64,
     /// 0: not delivered yet (the specification's null).
     pub carrier_id: u8,
+    /// Order lines, 5..=15.
     pub ol_cnt: u8,
+    /// 1 if the home warehouse supplies every line, else 0.
     pub all_local: u8,
 }
 
 impl Order {
+    /// Length of an encoded row: 15 bytes.
     pub const BYTES: usize = 4 + 8 + 1 + 1 + 1;
+    /// Offset of `carrier_id` (a `u8`) in the row: what Delivery patches.
     pub const CARRIER_OFFSET: usize = 12;
+    /// The row as stored: [`Order::BYTES`] bytes.
     pub fn encode(&self) -> Vec<u8> {
         Out::with_capacity(Self::BYTES)
             .u32(self.c_id)
@@ -299,6 +361,7 @@ impl Order {
             .u8(self.all_local)
             .done(Self::BYTES)
     }
+    /// The row stored in `b`; `None` unless `b` is [`Order::BYTES`] long.
     pub fn decode(b: &[u8]) -> Option<Order> {
         row_len_check!(Self, b);
         let mut g = Get::new(b);
@@ -312,19 +375,29 @@ pub const MARKER: &[u8] = &[1];
 /// An order line.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OrderLine {
+    /// The item ordered.
     pub i_id: u32,
+    /// The warehouse whose stock supplies it.
     pub supply_w_id: u32,
     /// 0: not delivered yet (null).
     pub delivery_d: u64,
+    /// Units ordered: 1..=10 (5 for the loaded lines).
     pub quantity: u8,
+    /// Quantity times the item's price, cents (loaded lines: 0 if delivered, random
+    /// if not).
     pub amount_cents: i64,
+    /// The supplying stock row's text for the order's district.
     pub dist_info: [u8; 24],
 }
 
 impl OrderLine {
+    /// Length of an encoded row: 49 bytes.
     pub const BYTES: usize = 4 + 4 + 8 + 1 + 8 + 24;
+    /// Offset of `delivery_d` (a `u64`) in the row: what Delivery patches.
     pub const DELIVERY_D_OFFSET: usize = 8;
+    /// Offset of `amount_cents` (an `i64`) in the row.
     pub const AMOUNT_OFFSET: usize = 17;
+    /// The row as stored: [`OrderLine::BYTES`] bytes.
     pub fn encode(&self) -> Vec<u8> {
         Out::with_capacity(Self::BYTES)
             .u32(self.i_id)
@@ -335,6 +408,7 @@ impl OrderLine {
             .bytes(&self.dist_info)
             .done(Self::BYTES)
     }
+    /// The row stored in `b`; `None` unless `b` is [`OrderLine::BYTES`] long.
     pub fn decode(b: &[u8]) -> Option<OrderLine> {
         row_len_check!(Self, b);
         let mut g = Get::new(b);
@@ -352,14 +426,20 @@ impl OrderLine {
 /// An item.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Item {
+    /// Image id, 1..=10,000.
     pub im_id: u32,
+    /// Price, cents: 100..=10,000 ($1.00 to $100.00).
     pub price_cents: i64,
+    /// Name, 14..=24 characters, zero-padded.
     pub name: [u8; 24],
+    /// Free text, 26..=50 characters, zero-padded; 10% of items carry `ORIGINAL`.
     pub data: [u8; 50],
 }
 
 impl Item {
+    /// Length of an encoded row: 86 bytes.
     pub const BYTES: usize = 4 + 8 + 24 + 50;
+    /// The row as stored: [`Item::BYTES`] bytes.
     pub fn encode(&self) -> Vec<u8> {
         Out::with_capacity(Self::BYTES)
             .u32(self.im_id)
@@ -368,6 +448,7 @@ impl Item {
             .bytes(&self.data)
             .done(Self::BYTES)
     }
+    /// The row stored in `b`; `None` unless `b` is [`Item::BYTES`] long.
     pub fn decode(b: &[u8]) -> Option<Item> {
         row_len_check!(Self, b);
         let mut g = Get::new(b);
@@ -379,17 +460,28 @@ impl Item {
 /// patches bytes 0..12).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Stock {
+    /// Units in stock, 10..=100 at load; New-Order takes the units ordered and adds 91
+    /// when fewer than 10 would remain.
     pub quantity: i32,
+    /// Units ordered this year.
     pub ytd: u32,
+    /// Order lines this stock supplied (wraps at 2^16).
     pub order_cnt: u16,
+    /// Of those, lines of orders from another warehouse (wraps at 2^16).
     pub remote_cnt: u16,
+    /// One text of 24 characters per district (`S_DIST_01` to `S_DIST_10`): a
+    /// New-Order line copies its district's.
     pub dist: [[u8; 24]; 10],
+    /// Free text, 26..=50 characters, zero-padded; 10% carry `ORIGINAL`.
     pub data: [u8; 50],
 }
 
 impl Stock {
+    /// Length of an encoded row: 302 bytes.
     pub const BYTES: usize = 4 + 4 + 2 + 2 + 240 + 50;
+    /// Length of the counters at the start of the row (bytes 0..12).
     pub const COUNTERS_BYTES: usize = 12;
+    /// The row as stored: [`Stock::BYTES`] bytes.
     pub fn encode(&self) -> Vec<u8> {
         let mut o = Out::with_capacity(Self::BYTES).bytes(&self.counters());
         for d in &self.dist {
@@ -407,6 +499,7 @@ impl Stock {
             .done(Self::COUNTERS_BYTES);
         v.try_into().expect("12 bytes")
     }
+    /// The row stored in `b`; `None` unless `b` is [`Stock::BYTES`] long.
     pub fn decode(b: &[u8]) -> Option<Stock> {
         row_len_check!(Self, b);
         let mut g = Get::new(b);

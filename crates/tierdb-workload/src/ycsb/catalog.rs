@@ -15,7 +15,7 @@
 //! 3. a database binding option by its namespace (`mongodb.url`, `hbase.…`): the
 //!    bindings' options are too many to list one by one, and each binding prefixes its
 //!    own;
-//! 4. unknown: a warning, with [`suggest`]'s nearest known name.
+//! 4. unknown: a warning, with the nearest known name (`suggest`).
 //!
 //! The lists were taken from YCSB's sources, every version in its history (`core/` and
 //! each binding), as of commit `d9faaac8` (2026-04).
