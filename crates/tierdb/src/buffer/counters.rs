@@ -12,32 +12,58 @@ use crate::device::stats::Striped;
 #[derive(Clone, Copy, Debug)]
 #[repr(usize)]
 pub enum Count {
+    /// Fixes that found the page in DRAM ([`BufferStats::dram_hits`]).
     DramHits,
+    /// Fixes served from NVM, copied to DRAM or read in place ([`BufferStats::nvm_hits`]).
     NvmHits,
+    /// Pages read from SSD ([`BufferStats::ssd_reads`]).
     SsdReads,
+    /// Whole pages copied NVM → DRAM ([`BufferStats::nvm_to_dram_pages`]).
     NvmToDram,
+    /// Whole pages written DRAM → NVM ([`BufferStats::dram_to_nvm_pages`]).
     DramToNvm,
+    /// Pages given a new NVM frame ([`BufferStats::nvm_admissions`]).
     NvmAdmissions,
+    /// Dirty pages written DRAM → SSD ([`BufferStats::dram_to_ssd_pages`]).
     DramToSsd,
+    /// Dirty pages written NVM → SSD ([`BufferStats::nvm_to_ssd_pages`]).
     NvmToSsd,
+    /// Pages evicted from DRAM ([`BufferStats::dram_evictions`]).
     DramEvictions,
+    /// Pages evicted from NVM ([`BufferStats::nvm_evictions`]).
     NvmEvictions,
+    /// DRAM evictions that wrote nothing ([`BufferStats::clean_drops`]).
     CleanDrops,
+    /// Pages allocated ([`BufferStats::allocations`]).
     Allocations,
+    /// Pages freed ([`BufferStats::frees`]).
     Frees,
+    /// 64-byte lines copied NVM → DRAM ([`BufferStats::nvm_lines_loaded`]); added in bulk.
     NvmLinesLoaded,
+    /// 64-byte lines written DRAM → NVM ([`BufferStats::nvm_lines_written`]); added in bulk.
     NvmLinesWritten,
+    /// Accesses that had to load missing lines ([`BufferStats::line_faults`]).
     LineFaults,
+    /// Mini pages handed out ([`BufferStats::mini_allocations`]).
     MiniAllocations,
+    /// Mini pages promoted to full pages ([`BufferStats::mini_promotions`]).
     MiniPromotions,
+    /// Child references turned into frame references ([`BufferStats::swizzles`]).
     Swizzles,
+    /// Frame references turned back into page ids ([`BufferStats::unswizzles`]).
     Unswizzles,
+    /// Fixes served in place in NVM for reading ([`BufferStats::nvm_reads_in_place`]).
     NvmReadsInPlace,
+    /// Fixes served in place in NVM for writing ([`BufferStats::nvm_writes_in_place`]).
     NvmWritesInPlace,
+    /// Clean NVM frames dropped for a failed data CRC ([`BufferStats::nvm_corrupt_dropped`]).
     NvmCorruptDropped,
 }
 const COUNTS: usize = Count::NvmCorruptDropped as usize + 1;
 
+/// The buffer manager's live counters, one [`Count`] each, striped per thread: bumping
+/// one costs no locked instruction; [`snapshot`](Self::snapshot) sums the stripes into a
+/// [`BufferStats`].
 pub struct BufferCounters {
     counts: Striped<COUNTS>,
 }
@@ -61,11 +87,16 @@ pub struct BufferStats {
     pub dram_to_ssd_pages: u64,
     /// Dirty pages written NVM → SSD on NVM eviction.
     pub nvm_to_ssd_pages: u64,
+    /// Pages that left DRAM (written down, kept in NVM, or dropped clean).
     pub dram_evictions: u64,
+    /// Pages evicted from NVM by its replacement (written to SSD first if dirty).
     pub nvm_evictions: u64,
     /// DRAM evictions that wrote nothing (clean, and not newly admitted to NVM).
     pub clean_drops: u64,
+    /// Pages allocated (new page ids handed out, and pages recovery found allocated
+    /// that no tier held).
     pub allocations: u64,
+    /// Pages freed.
     pub frees: u64,
     /// 64-byte lines copied NVM → DRAM: a whole-page load counts all its lines.
     pub nvm_lines_loaded: u64,
@@ -170,20 +201,25 @@ impl Default for BufferCounters {
 }
 
 impl BufferCounters {
+    /// All counters at zero.
     pub fn new() -> BufferCounters {
         BufferCounters { counts: Striped::new() }
     }
 
+    /// Adds 1 to counter `c` (in the calling thread's stripe).
     #[inline]
     pub fn bump(&self, c: Count) {
         self.counts.row().add(c as usize, 1);
     }
 
+    /// Adds `n` to counter `c` (in the calling thread's stripe).
     #[inline]
     pub fn add(&self, c: Count, n: u64) {
         self.counts.row().add(c as usize, n);
     }
 
+    /// The sum of all stripes now. Not atomic across counters: bumps racing with the
+    /// snapshot may be in some counters and not yet in others.
     pub fn snapshot(&self) -> BufferStats {
         BufferStats::from_array(self.counts.sum())
     }

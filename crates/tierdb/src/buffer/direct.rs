@@ -53,7 +53,10 @@ const HEADER_CRC_AT: usize = 24;
 /// How to open an `nvm-direct` source.
 #[derive(Clone, Debug)]
 pub struct DirectConfig {
+    /// The NVM region that holds the whole database.
     pub nvm: NvmConfig,
+    /// Bytes per page: a power of two from 4 KiB to 64 KiB; reopening, it must match the
+    /// region's.
     pub page_size: usize,
     /// Reopen the pages already in the region instead of formatting it.
     pub reuse: bool,
@@ -82,9 +85,11 @@ impl DirectConfig {
 /// What reopening found.
 #[derive(Clone, Debug, Serialize)]
 pub struct DirectRestart {
+    /// Pages the allocation map marks in use (the catalog included).
     pub pages_in_use: u64,
     /// Time to read the allocation map and rebuild the free list.
     pub map_scan_ms: f64,
+    /// Size of the allocation map in bytes (one byte per slot, rounded up to pages).
     pub map_bytes: u64,
 }
 

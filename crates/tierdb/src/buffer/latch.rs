@@ -38,6 +38,7 @@ pub struct Latch {
 }
 
 impl Latch {
+    /// An unlocked latch.
     pub const fn new() -> Latch {
         Latch { state: AtomicU64::new(UNLOCKED) }
     }
@@ -94,12 +95,16 @@ impl Latch {
         }
     }
 
+    /// Releases one shared hold, which the caller must own (checked by a debug assertion
+    /// only).
     #[inline]
     pub fn unlock_shared(&self) {
         let prev = self.state.fetch_sub(1, Ordering::Release);
         debug_assert!(prev & READERS != 0 && prev & EXCLUSIVE == 0, "unlock_shared of a latch in state {prev:#x}");
     }
 
+    /// Releases the exclusive hold, which the caller must own (checked by a debug
+    /// assertion only); a waiting writer's flag is kept.
     #[inline]
     pub fn unlock_exclusive(&self) {
         // A subtraction, not a store: readers passing through have counted themselves
@@ -133,6 +138,8 @@ impl Latch {
         self.state.load(Ordering::Relaxed) != UNLOCKED
     }
 
+    /// True if someone holds the latch exclusive now (racy unless the caller is that
+    /// holder; optimistic readers re-check it in `validate`).
     pub fn is_exclusive(&self) -> bool {
         self.state.load(Ordering::Relaxed) & EXCLUSIVE != 0
     }

@@ -59,6 +59,8 @@ pub struct BufferConfig {
     /// Bytes per page: a power of two from 4 KiB to 64 KiB. Overrides the frame size
     /// in `dram` and the page size in `ssd`.
     pub page_size: usize,
+    /// The DRAM tier: its size, huge pages, device profile (its frame size is replaced
+    /// by `page_size`).
     pub dram: DramConfig,
     /// The NVM tier, if any. Its file is (re)formatted: the pool starts empty.
     pub nvm: Option<NvmConfig>,
@@ -139,20 +141,28 @@ impl BufferConfig {
 /// What a buffer manager reports about itself.
 #[derive(Clone, Debug, Serialize)]
 pub struct BufferInfo {
+    /// Bytes per page.
     pub page_size: usize,
+    /// The policy's name ([`Policy::name`]).
     pub policy: &'static str,
+    /// Full-page DRAM frames.
     pub dram_frames: usize,
+    /// NVM frames (0 without NVM).
     pub nvm_frames: usize,
+    /// The architecture has an SSD tier.
     pub has_ssd: bool,
     /// Pages handed out and not freed.
     pub pages_in_use: u64,
+    /// The NVM techniques in use.
     pub techniques: Techniques,
 }
 
 /// Counters of the buffer manager and of its devices.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct TierStats {
+    /// The buffer manager's own counters (hits, moves between tiers).
     pub buffer: BufferStats,
+    /// The NVM region's device counters, when there is NVM.
     pub nvm: Option<StatsSnapshot>,
     /// The SSD page file (in-place page reads and writes, syncs).
     pub ssd: Option<StatsSnapshot>,
@@ -170,6 +180,7 @@ pub struct TierStats {
 }
 
 impl TierStats {
+    /// `self - earlier`, part by part; a part `earlier` lacks is taken whole from `self`.
     pub fn since(&self, earlier: &TierStats) -> TierStats {
         let d = |a: &Option<StatsSnapshot>, b: &Option<StatsSnapshot>| match (a, b) {
             (Some(a), Some(b)) => Some(a.since(b)),
@@ -264,6 +275,7 @@ pub struct BufferManager {
 /// frame headers, so the pages NVM holds are used from there, not read from SSD.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct RestartInfo {
+    /// Frames in the reopened pool (0 if it was formatted instead).
     pub nvm_frames: usize,
     /// Pages whose NVM copy went into the page table.
     pub pages_reused: usize,
@@ -653,7 +665,6 @@ impl BufferManager {
         Ok(())
     }
 
-    /// The NVM techniques in use.
     /// Installs a recorder that sees every access from now on. False if one is
     /// installed already.
     pub fn set_recorder(&self, r: std::sync::Arc<dyn super::recorder::AccessRecorder>) -> bool {
@@ -674,6 +685,7 @@ impl BufferManager {
         }
     }
 
+    /// The NVM techniques in use.
     pub fn techniques(&self) -> Techniques {
         self.techniques
     }
@@ -824,7 +836,7 @@ impl BufferManager {
     /// header of page LSN 0 (unknown).
     ///
     /// # Errors
-    /// `OutOfRange` past the page table; an unreadable header.
+    /// `NoSuchPage` past the page table; an unreadable header.
     pub fn recover_nvm_holds(&self, pid: PageId, lsn: u64) -> Result<bool> {
         let Some(nvm) = &self.nvm else { return Ok(false) };
         let Entry::Nvm(n) = self.table.get(pid)? else { return Ok(false) };
@@ -847,7 +859,7 @@ impl BufferManager {
     /// the SSD copy may be used. Returns how many frames went.
     ///
     /// # Errors
-    /// `OutOfRange` past the page table; device errors reading or clearing a header.
+    /// `NoSuchPage` past the page table; device errors reading or clearing a header.
     pub fn recover_drop_stale_nvm(&self, flushed: impl IntoIterator<Item = (PageId, u64)>) -> Result<usize> {
         let Some(nvm) = &self.nvm else { return Ok(0) };
         let mut dropped = 0;
@@ -931,6 +943,7 @@ impl BufferManager {
         self.counters.add(Count::NvmLinesWritten, self.lines_per_page());
     }
 
+    /// Its page size, policy, tier sizes, pages in use and techniques.
     pub fn info(&self) -> BufferInfo {
         BufferInfo {
             page_size: self.page_size,
@@ -943,14 +956,17 @@ impl BufferManager {
         }
     }
 
+    /// The placement policy it asks.
     pub fn policy(&self) -> &dyn Policy {
         &*self.policy
     }
 
+    /// The NVM pool, if there is an NVM tier.
     pub fn nvm(&self) -> Option<&NvmPool> {
         self.nvm.as_ref()
     }
 
+    /// The SSD page file, if there is an SSD tier.
     pub fn ssd(&self) -> Option<&SsdFile> {
         self.ssd.as_ref()
     }
@@ -963,6 +979,8 @@ impl BufferManager {
         v
     }
 
+    /// Pages allocated and not freed, the catalog included (the pages holding the
+    /// free-page list count as free).
     pub fn pages_in_use(&self) -> u64 {
         self.next_pid.load(Ordering::Relaxed) - 1 - self.freed.lock().len() as u64
     }
@@ -1020,6 +1038,8 @@ impl BufferManager {
         Ok(self.table.get(pid)?)
     }
 
+    /// The counters of the buffer manager, its devices and its policy now (counted since
+    /// open: take two and use [`TierStats::since`]).
     pub fn stats(&self) -> TierStats {
         TierStats {
             buffer: self.counters.snapshot(),
@@ -2290,7 +2310,7 @@ impl BufferManager {
     /// DRAM frame (0: unknown); `None` if the page is not in DRAM. For reports and tests.
     ///
     /// # Errors
-    /// `OutOfRange` for a page id past the page table.
+    /// `NoSuchPage` for a page id past the page table.
     pub fn loaded_flush_lsn(&self, pid: PageId) -> Result<Option<u64>> {
         Ok(match self.table.get(pid)? {
             Entry::Dram(f) => Some(self.frames.meta(f).flush_lsn.load(Ordering::Relaxed)),

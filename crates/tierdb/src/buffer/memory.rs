@@ -39,6 +39,7 @@ impl MemorySource {
         Ok(src)
     }
 
+    /// The DRAM frames the pages live in (page `n` in frame `n - 1`).
     pub fn pool(&self) -> &FramePool {
         &self.pool
     }

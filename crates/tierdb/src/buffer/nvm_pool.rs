@@ -64,8 +64,13 @@ const VERSION: u32 = 1;
 const HEADER_BYTES: usize = CACHE_LINE_BYTES;
 const HEADERS_OFFSET: u64 = IO_ALIGN_BYTES as u64;
 
+/// Frame header flag: the frame holds the page the header names.
 pub const FLAG_VALID: u32 = 1;
+/// Frame header flag: the frame's copy is newer than the page's SSD copy (or the only
+/// one, without SSD).
 pub const FLAG_DIRTY: u32 = 2;
+/// Frame header flag: the frame's data is being overwritten in place; a restart that
+/// finds it clears the frame instead of trusting bytes a crash may have torn.
 pub const FLAG_IN_UPDATE: u32 = 4;
 /// The data CRC does not cover the data (set by earlier builds when a page was
 /// written back line by line; this one keeps the CRC current and never sets it).
@@ -78,9 +83,13 @@ const SHADOWS_KEPT_MAX: usize = 64;
 /// A decoded frame header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FrameHeader {
+    /// The page the frame holds.
     pub pid: PageId,
+    /// LSN of the page's last logged change that the frame's bytes include (0: unknown).
     pub page_lsn: u64,
+    /// `FLAG_*` bits: [`FLAG_VALID`], [`FLAG_DIRTY`], [`FLAG_IN_UPDATE`], [`FLAG_NO_CRC`].
     pub flags: u32,
+    /// CRC-32C of the frame's page bytes (not kept if [`FLAG_NO_CRC`] is set).
     pub data_crc: u32,
     /// While DIRTY: a lower bound of the LSN of the oldest change the frame holds that
     /// SSD does not (0: unknown). `nvsql` keeps dirty pages in NVM across checkpoints,
@@ -92,6 +101,7 @@ pub struct FrameHeader {
 }
 
 impl FrameHeader {
+    /// The header's 64 bytes as stored, bytes 40..60 zero and the header CRC-32C at 60.
     pub fn encode(&self) -> [u8; HEADER_BYTES] {
         let mut b = [0u8; HEADER_BYTES];
         b[0..8].copy_from_slice(&self.pid.0.to_le_bytes());
@@ -145,7 +155,7 @@ pub struct NvmFrameMeta {
     /// frame found at a restart is checked before it is first read.
     checked: AtomicBool,
     /// Held by guards that access the page in place (shared to read, exclusive to
-    /// write; `frame::nvm_lines`) and, exclusive for an instant, by whoever claims the
+    /// write; `frame::in_place`) and, exclusive for an instant, by whoever claims the
     /// page's table entry away from `Nvm(n)`, so that no in-place guard outlives the
     /// page's stay in this frame.
     latch: Latch,
@@ -158,6 +168,7 @@ pub struct NvmFrameMeta {
 
 /// A pool found again at restart ([`NvmPool::reopen`]).
 pub struct Reopened {
+    /// The pool, its frames' metadata rebuilt from their headers.
     pub pool: NvmPool,
     /// Frames holding a page: frame and header.
     pub pages: Vec<(u32, FrameHeader)>,
@@ -443,10 +454,12 @@ impl NvmPool {
         self.release(n)
     }
 
+    /// Number of frames, fixed when the pool was formatted.
     pub fn len(&self) -> usize {
         self.metas.len()
     }
 
+    /// True if the pool has no frame (never: `format` and `reopen` refuse zero frames).
     pub fn is_empty(&self) -> bool {
         self.metas.is_empty()
     }
@@ -456,10 +469,12 @@ impl NvmPool {
         self.data_offset
     }
 
+    /// The NVM region the pool lives in (its device counters, its file).
     pub fn region(&self) -> &NvmRegion {
         &self.region
     }
 
+    /// Frames on the free list now (racy while others run).
     pub fn free_frames(&self) -> usize {
         self.free.lock().len()
     }
@@ -491,14 +506,18 @@ impl NvmPool {
         self.metas[n as usize].checked.load(Ordering::Relaxed)
     }
 
+    /// Frame `n` holds a copy newer than SSD's (its header's DIRTY flag; racy unless the
+    /// caller owns the frame).
     pub fn is_dirty(&self, n: u32) -> bool {
         self.metas[n as usize].dirty.load(Ordering::Relaxed)
     }
 
+    /// Frame `n`'s reference bit, for the NVM clock's second chance (racy).
     pub fn is_referenced(&self, n: u32) -> bool {
         self.metas[n as usize].referenced.load(Ordering::Relaxed)
     }
 
+    /// Sets frame `n`'s reference bit, writing only when it is clear.
     #[inline]
     pub fn touch(&self, n: u32) {
         let r = &self.metas[n as usize].referenced;
@@ -507,6 +526,7 @@ impl NvmPool {
         }
     }
 
+    /// Clears frame `n`'s reference bit (the clock hand passing it).
     pub fn clear_referenced(&self, n: u32) {
         self.metas[n as usize].referenced.store(false, Ordering::Relaxed);
     }

@@ -41,15 +41,21 @@ use crate::limits::{CACHE_LINE_BYTES, PAGE_SIZE_MAX_BYTES};
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum NvmVerify {
+    /// Nothing is checked (the CRCs are still kept).
     Off,
+    /// Whole-page copies, and each page found at a restart once before first use.
     #[default]
     Cheap,
+    /// Every read, and every frame at a buffer manager's reopen.
     Every,
 }
 
 impl NvmVerify {
+    /// Every mode, from least to most checked.
     pub const ALL: [NvmVerify; 3] = [NvmVerify::Off, NvmVerify::Cheap, NvmVerify::Every];
 
+    /// The mode's name as configured and reported: `off`, `cheap`, `every` (what
+    /// `FromStr` accepts and `Display` prints).
     pub fn name(self) -> &'static str {
         match self {
             NvmVerify::Off => "off",

@@ -45,6 +45,7 @@ use crate::ids::PageId;
 /// What a policy may know of a page.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PageInfo {
+    /// The page asked about.
     pub pid: PageId,
     /// DRAM (or NVM) copy newer than the tier below.
     pub dirty: bool,
@@ -68,16 +69,23 @@ pub struct PageInfo {
 /// Which tiers an architecture has and how full they are.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Tiers {
+    /// The architecture has an NVM pool.
     pub has_nvm: bool,
+    /// The architecture has an SSD page file.
     pub has_ssd: bool,
+    /// Full-page DRAM frames in the pool.
     pub dram_frames: usize,
+    /// Frames in the NVM pool (0 without NVM).
     pub nvm_frames: usize,
 }
 
 /// Where a page read from SSD goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MissTarget {
+    /// Into a DRAM frame only.
     Dram,
+    /// Into a DRAM frame, with a clean copy written to a new NVM frame if NVM can give
+    /// one.
     DramAndNvm,
     /// Into NVM; whether it also goes to DRAM is then [`Policy::nvm_access`]'s call. A
     /// whole-page fix (inner nodes, scans, structure changes) takes it to DRAM too.
@@ -98,6 +106,7 @@ pub enum NvmAccess {
 /// The verdict on a frame the clock hand offers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Victim {
+    /// Evict the page; where it goes is [`Policy::dram_eviction`]'s call for DRAM.
     Evict,
     /// Clear the reference bit and move on.
     SecondChance,
@@ -120,10 +129,15 @@ pub enum EvictTo {
 
 /// A placement policy. Implementations are `Send + Sync` and cheap to call.
 pub trait Policy: Send + Sync {
+    /// The policy's name as reported ([`POLICY_NAMES`] lists the selectable ones).
     fn name(&self) -> &'static str;
 
+    /// Question 1: where a page that neither DRAM nor NVM holds goes when it is read
+    /// from SSD.
     fn ssd_miss(&self, page: &PageInfo, tiers: &Tiers) -> MissTarget;
 
+    /// Question 2: whether an access to a page in NVM but not in DRAM migrates it or is
+    /// served in place; `write` is true for an exclusive fix.
     fn nvm_access(&self, page: &PageInfo, write: bool, tiers: &Tiers) -> NvmAccess;
 
     /// Clock (second chance) unless overridden.
@@ -131,6 +145,10 @@ pub trait Policy: Send + Sync {
         if page.referenced { Victim::SecondChance } else { Victim::Evict }
     }
 
+    /// Question 4: where a page evicted from DRAM goes. The manager overrides the answer
+    /// where the architecture leaves no choice: `Ssd` without NVM, `Nvm` without SSD or
+    /// for a partly resident page (and for `Ssd` during bulk load while NVM has a free
+    /// frame).
     fn dram_eviction(&self, page: &PageInfo, tiers: &Tiers) -> EvictTo;
 
     /// Clock (second chance) unless overridden.

@@ -18,12 +18,16 @@ pub enum AccessKind {
     ReadLines,
     /// A line-grained exclusive fix.
     WriteLines,
+    /// A page allocated (recorded with its new id).
     Alloc,
+    /// A page freed.
     Free,
 }
 
 /// Receives the accesses of a buffer manager.
 pub trait AccessRecorder: Send + Sync {
+    /// An access of `kind` to page `pid` is about to happen (called before the manager
+    /// acts, from the accessing thread).
     fn access(&self, kind: AccessKind, pid: PageId);
     /// A phase boundary: `bulk-load-on`, `bulk-load-off`, `warmup`, `measure`.
     fn marker(&self, name: &'static str);

@@ -22,6 +22,7 @@ use crate::ids::PageId;
 
 /// A page fixed shared: read-only bytes of exactly [`PageSource::page_size`] length.
 pub trait SharedPage: Deref<Target = [u8]> {
+    /// The page this guard holds.
     fn page_id(&self) -> PageId;
 }
 
@@ -36,7 +37,9 @@ pub trait OptimisticPage: Deref<Target = [u8]> {
 
 /// A page fixed exclusive. Mutable access marks it dirty.
 pub trait ExclusivePage: DerefMut<Target = [u8]> {
+    /// The page this guard holds.
     fn page_id(&self) -> PageId;
+
     /// Marks the page dirty without writing through the guard.
     fn mark_dirty(&mut self);
 
@@ -68,13 +71,14 @@ pub trait ExclusivePage: DerefMut<Target = [u8]> {
 ///
 /// [`BufferError::NeedsExclusive`]: super::BufferError::NeedsExclusive
 pub trait LinePage {
+    /// The page this guard holds.
     fn page_id(&self) -> PageId;
 
     /// Bytes `off..off + len`, resident.
     ///
     /// # Errors
-    /// `NeedsExclusive` (see above); a range outside the page (`Corrupted`); loading from
-    /// NVM failed.
+    /// `NeedsExclusive` (see above); `OutOfPage` for a range outside the page; loading
+    /// from NVM failed.
     fn read(&mut self, off: usize, len: usize) -> Result<&[u8]>;
 
     /// Bytes `off..off + len`, resident, for writing: their lines are marked dirty, so
@@ -103,15 +107,19 @@ pub trait LinePage {
 
 /// Page storage with latched, fixed access.
 pub trait PageSource: Send + Sync {
+    /// The guard of a shared fix ([`fix_shared`](Self::fix_shared)).
     type Shared<'a>: SharedPage
     where
         Self: 'a;
+    /// The guard of an exclusive fix ([`fix_exclusive`](Self::fix_exclusive)).
     type Exclusive<'a>: ExclusivePage
     where
         Self: 'a;
+    /// The guard of an optimistic read ([`fix_optimistic`](Self::fix_optimistic)).
     type Optimistic<'a>: OptimisticPage
     where
         Self: 'a;
+    /// The guard of a cache-line-grained fix ([`fix_lines`](Self::fix_lines)).
     type Lines<'a>: LinePage
     where
         Self: 'a;

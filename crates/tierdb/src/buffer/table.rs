@@ -39,15 +39,20 @@ const INDEX_MASK: u64 = (1 << TAG_SHIFT) - 1;
 /// A decoded page-table entry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Entry {
+    /// In neither DRAM nor NVM: on SSD only, or not allocated.
     Empty,
+    /// In this DRAM frame (its NVM copy, if any, is named in the frame's metadata).
     Dram(FrameId),
+    /// In this NVM frame only.
     Nvm(u32),
+    /// Claimed by a thread that is moving the page: wait and look again.
     Busy,
     /// In a mini page (a 16-line DRAM frame; see `frame::mini`).
     Mini(u32),
 }
 
 impl Entry {
+    /// The entry as the table stores it (layout in the module doc).
     #[inline]
     pub fn encode(self) -> u64 {
         match self {
@@ -59,6 +64,7 @@ impl Entry {
         }
     }
 
+    /// The entry a stored word means: the inverse of [`encode`](Self::encode).
     #[inline]
     pub fn decode(w: u64) -> Entry {
         match w & !INDEX_MASK {
@@ -80,11 +86,14 @@ pub struct PageTable {
 }
 
 impl PageTable {
+    /// A table for page ids `0..capacity_pages`, all `Empty`; chunks are allocated on
+    /// first use.
     pub fn new(capacity_pages: u64) -> PageTable {
         let n = capacity_pages.div_ceil(PAGE_TABLE_CHUNK_ENTRIES as u64) as usize;
         PageTable { chunks: (0..n).map(|_| OnceLock::new()).collect(), capacity: capacity_pages }
     }
 
+    /// One past the largest page id the table maps.
     pub fn capacity(&self) -> u64 {
         self.capacity
     }
@@ -103,6 +112,10 @@ impl PageTable {
         Ok(&chunk[i as usize])
     }
 
+    /// Where `pid` is now (racy: the entry may change right after).
+    ///
+    /// # Errors
+    /// `NoSuchPage` past the capacity.
     #[inline]
     pub fn get(&self, pid: PageId) -> Result<Entry, BufferError> {
         Ok(Entry::decode(self.slot(pid)?.load(Ordering::Acquire)))

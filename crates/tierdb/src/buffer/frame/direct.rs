@@ -98,11 +98,16 @@ const CRC_DEFERRED: u8 = 2;
 /// All zeros: never written (a slot never allocated since the region was formatted).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CrcEntry {
+    /// CRC-32C of the page as the last write-back left it.
     pub crc: u32,
+    /// CRC-32C of the page before that write-back: a crash that cut it short (its log
+    /// record not durable) leaves the page matching this one.
     pub prev: u32,
 }
 
 impl CrcEntry {
+    /// The entry's line as stored: both CRCs and the CRC-32C of those 8 bytes, zeros
+    /// after.
     pub fn encode(&self) -> [u8; CRC_ENTRY_BYTES] {
         let mut b = [0u8; CRC_ENTRY_BYTES];
         b[0..4].copy_from_slice(&self.crc.to_le_bytes());
@@ -149,6 +154,7 @@ pub trait WriteBackLog: Send + Sync {
 #[derive(Debug, Default)]
 #[repr(align(64))]
 pub struct DirectMeta {
+    /// The slot's latch: guards are made only by taking it.
     pub latch: Latch,
     /// Bumped at the end of every exclusive hold (optimistic readers compare it).
     pub version: AtomicU64,
@@ -163,9 +169,13 @@ pub struct DirectMeta {
 /// Counters of in-place writing.
 #[derive(Debug, Default)]
 pub struct DirectCounters {
+    /// Exclusive holds whose changed lines were written in place and persisted.
     pub write_backs: AtomicU64,
+    /// 64-byte lines written in place by those write-backs (only lines that changed).
     pub lines_written: AtomicU64,
+    /// 64-byte lines copied from NVM into a write guard's DRAM shadow.
     pub lines_staged: AtomicU64,
+    /// After-image records appended to the attached log, one per write-back.
     pub images_logged: AtomicU64,
 }
 
@@ -192,6 +202,7 @@ pub struct DirectPages {
     pending: Mutex<std::collections::BTreeMap<u64, u32>>,
     poisoned: AtomicBool,
     poison_why: Mutex<Option<String>>,
+    /// Counters of in-place writing, bumped with relaxed atomics.
     pub counters: DirectCounters,
 }
 
@@ -252,6 +263,7 @@ impl DirectPages {
         }
     }
 
+    /// The NVM region the slots live in.
     pub fn nvm(&self) -> &NvmRegion {
         &self.nvm
     }
@@ -261,14 +273,20 @@ impl DirectPages {
         self.data_offset
     }
 
+    /// Number of page slots (fixed when the region was opened).
     pub fn slots(&self) -> usize {
         self.metas.len()
     }
 
+    /// Bytes per page (and per slot).
     pub fn page_size(&self) -> usize {
         self.page_size
     }
 
+    /// Slot `slot`'s latch, version, page LSN and CRC state.
+    ///
+    /// # Panics
+    /// If `slot` is not below [`slots`](Self::slots).
     pub fn meta(&self, slot: u32) -> &DirectMeta {
         &self.metas[slot as usize]
     }
@@ -969,7 +987,9 @@ impl LinePage for DirectWrite<'_> {
 // access, and boxing would allocate on every fix.
 #[allow(clippy::large_enum_variant)]
 pub enum DirectLines<'a> {
+    /// Fixed shared: reads come from NVM in place, writes fail with `NeedsExclusive`.
     Shared(DirectRead<'a>),
+    /// Fixed exclusive: reads and writes go through the guard's shadow.
     Exclusive(DirectWrite<'a>),
 }
 

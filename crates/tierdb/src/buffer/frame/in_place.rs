@@ -142,6 +142,8 @@ impl<'a> NvmLines<'a> {
         self.n
     }
 
+    /// True if the guard holds the in-place latch exclusive (it may write, through its
+    /// shadow); false for a shared guard, whose writes fail with `NeedsExclusive`.
     pub fn is_exclusive(&self) -> bool {
         self.exclusive
     }
@@ -304,7 +306,9 @@ impl Drop for NvmLines<'_> {
 /// What the buffer manager hands out for a cache-line-grained fix: the page in DRAM
 /// (a full frame or a mini page), or in place in NVM.
 pub enum BmLines<'a> {
+    /// The page in DRAM, a full frame or a mini page, loaded line by line.
     Dram(LineGuard<'a>),
+    /// The page in place in its NVM frame (the policy chose to bypass DRAM).
     Nvm(NvmLines<'a>),
 }
 
@@ -419,8 +423,9 @@ impl Drop for NvmRead<'_> {
 }
 
 /// A page read optimistically in place in NVM frame `n`: no latch is held; the bytes
-/// may change underneath and count only if [`validate`](OptimisticPage::validate)
-/// finds the frame's version unchanged and no in-place writer in it.
+/// may change underneath and count only if
+/// [`validate`](crate::buffer::OptimisticPage::validate) finds the frame's version
+/// unchanged and no in-place writer in it.
 pub struct NvmOptimistic<'a> {
     nvm: &'a NvmPool,
     n: u32,
@@ -463,7 +468,9 @@ impl crate::buffer::OptimisticPage for NvmOptimistic<'_> {
 
 /// What the buffer manager hands out for a shared fix.
 pub enum BmShared<'a> {
+    /// The page's DRAM frame, latched shared.
     Dram(crate::buffer::FrameRead<'a>),
+    /// The page read in place in its NVM frame, whose in-place latch is held shared.
     Nvm(NvmRead<'a>),
 }
 
@@ -490,7 +497,9 @@ impl crate::buffer::SharedPage for BmShared<'_> {
 
 /// What the buffer manager hands out for an optimistic fix.
 pub enum BmOptimistic<'a> {
+    /// The page's DRAM frame, read optimistically.
     Dram(crate::buffer::FrameOptimistic<'a>),
+    /// The page read optimistically in place in its NVM frame.
     Nvm(NvmOptimistic<'a>),
 }
 

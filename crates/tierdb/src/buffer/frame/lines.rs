@@ -52,7 +52,9 @@ pub const POISON: u8 = 0xDB;
 /// Where a line guard's page is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Place {
+    /// A full DRAM frame.
     Full(FrameId),
+    /// Mini page number `i` of the frame pool's mini pages (16 line slots).
     Mini(u32),
 }
 
@@ -101,10 +103,14 @@ impl<'a> LineGuard<'a> {
         g
     }
 
+    /// Where the page is now: a mini page may have been promoted to a full frame by an
+    /// earlier access through this guard.
     pub fn place(&self) -> Place {
         self.place
     }
 
+    /// True if the guard holds the latch exclusive: fixed so, or upgraded by a line
+    /// fault when it was the only holder.
     pub fn is_exclusive(&self) -> bool {
         self.exclusive
     }
@@ -533,7 +539,9 @@ impl Drop for LineGuard<'_> {
 /// buffer manager's frame without cache-line-grained loading): a frame guard behind the
 /// [`LinePage`] interface.
 pub enum WholeLines<'a> {
+    /// Fixed shared: writes fail with `NeedsExclusive`.
     Shared(FrameRead<'a>),
+    /// Fixed exclusive: writes mark the frame dirty as a whole.
     Exclusive(FrameWrite<'a>),
 }
 

@@ -35,6 +35,7 @@ pub const MINI_BYTES: usize = MINI_SLOTS * CACHE_LINE_BYTES;
 #[derive(Debug)]
 #[repr(align(64))]
 pub struct MiniMeta {
+    /// The mini page's latch: protects its data area and slot map.
     pub latch: Latch,
     /// The page held, or [`NO_PAGE`].
     pub pid: AtomicU64,
@@ -43,6 +44,8 @@ pub struct MiniMeta {
     pub page_lsn: AtomicU64,
     /// The NVM frame of the page (a mini page always has one).
     pub nvm: AtomicU32,
+    /// Set on every fix; cleared by the clock hand when it visits the mini page's block
+    /// (second chance).
     pub referenced: AtomicBool,
     /// Slots in use: slots `0..count` hold lines `slots[0] < slots[1] < ...`.
     pub count: AtomicU8,
@@ -68,17 +71,20 @@ impl MiniMeta {
         }
     }
 
+    /// The raw page id held, or [`NO_PAGE`]; racy unless the latch is held.
     #[inline]
     pub fn pid(&self) -> u64 {
         self.pid.load(Ordering::Relaxed)
     }
 
+    /// Slots in use, 0 to [`MINI_SLOTS`].
     #[inline]
     pub fn count(&self) -> usize {
         self.count.load(Ordering::Relaxed) as usize
     }
 
-    /// The slot map in use.
+    /// The page lines held, ascending (the slot map's first [`count`](Self::count)
+    /// entries).
     pub fn lines(&self) -> Vec<usize> {
         (0..self.count()).map(|k| self.slots[k].load(Ordering::Relaxed) as usize).collect()
     }
@@ -89,6 +95,8 @@ impl MiniMeta {
         (0..self.count()).find(|&k| self.slots[k].load(Ordering::Relaxed) as usize == line)
     }
 
+    /// Sets the reference bit, writing only when it is clear (as
+    /// [`FrameMeta::touch`](super::FrameMeta::touch) does).
     #[inline]
     pub fn touch(&self) {
         if !self.referenced.load(Ordering::Relaxed) {
@@ -135,22 +143,31 @@ impl MiniPool {
         }
     }
 
+    /// True if the pool was built with mini pages on.
     pub fn enabled(&self) -> bool {
         !self.metas.is_empty()
     }
 
+    /// Mini pages there is metadata for: every frame's worth, carved into blocks or not
+    /// (0 when disabled).
     pub fn len(&self) -> usize {
         self.metas.len()
     }
 
+    /// True when disabled (no mini page can exist).
     pub fn is_empty(&self) -> bool {
         self.metas.is_empty()
     }
 
+    /// Mini pages cut from one frame: frame bytes / [`MINI_BYTES`] (16 for 16 KiB pages).
     pub fn per_block(&self) -> usize {
         self.per_block
     }
 
+    /// Mini page `i`'s metadata.
+    ///
+    /// # Panics
+    /// If `i` is not below [`len`](Self::len).
     #[inline]
     pub fn meta(&self, i: u32) -> &MiniMeta {
         &self.metas[i as usize]

@@ -60,8 +60,9 @@ pub const NO_PARENT: u32 = u32::MAX;
 #[derive(Debug)]
 #[repr(align(64))]
 pub struct FrameMeta {
+    /// The frame's latch: guards are made only by taking it.
     pub latch: Latch,
-    /// The page held, or [`NO_PAGE`].
+    /// The page held, or [`NO_PAGE`] (free), or [`MINI_BLOCK`] (lent to mini pages).
     pub pid: AtomicU64,
     /// The bytes differ from every lower tier's copy.
     pub dirty: AtomicBool,
@@ -122,6 +123,8 @@ impl FrameMeta {
         }
     }
 
+    /// The raw page id held, or [`NO_PAGE`] or [`MINI_BLOCK`]; racy unless the latch
+    /// is held (re-check after taking it).
     #[inline]
     pub fn pid(&self) -> u64 {
         self.pid.load(Ordering::Relaxed)
@@ -164,7 +167,9 @@ pub struct FramePool {
 /// Which of a frame's line masks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mask {
+    /// Lines present in DRAM (meaningful while `FrameMeta::resident_all` is false).
     Resident,
+    /// Lines written since the page came from NVM, to be written back line by line.
     Dirty,
 }
 
@@ -176,11 +181,18 @@ unsafe impl Send for FramePool {}
 unsafe impl Sync for FramePool {}
 
 impl FramePool {
+    /// Carves `arena` into frames of its frame size, all free; no mini pages.
+    ///
+    /// # Panics
+    /// If the arena has `u32::MAX` frames or more.
     pub fn new(arena: DramArena) -> FramePool {
         FramePool::with_minis(arena, false)
     }
 
     /// A pool whose frames can also be lent to mini pages (`minis`).
+    ///
+    /// # Panics
+    /// If the arena has `u32::MAX` frames or more.
     pub fn with_minis(arena: DramArena, minis: bool) -> FramePool {
         let frame_bytes = arena.frame_bytes();
         let count = arena.frame_count();
@@ -199,6 +211,8 @@ impl FramePool {
         self.frame_bytes / CACHE_LINE_BYTES
     }
 
+    /// The mini pages carved out of this pool's frames (none unless built
+    /// [`with_minis`](Self::with_minis)).
     pub fn minis(&self) -> &mini::MiniPool {
         &self.minis
     }
@@ -256,24 +270,32 @@ impl FramePool {
         out
     }
 
+    /// Number of frames (the arena's size over the frame size).
     #[inline]
     pub fn len(&self) -> usize {
         self.metas.len()
     }
 
+    /// True if the arena holds no whole frame.
     #[inline]
     pub fn is_empty(&self) -> bool {
         self.metas.is_empty()
     }
 
+    /// Bytes per frame (the page size).
     pub fn frame_bytes(&self) -> usize {
         self.frame_bytes
     }
 
+    /// The DRAM arena the frames are carved from.
     pub fn arena(&self) -> &DramArena {
         &self.arena
     }
 
+    /// Frame `f`'s metadata.
+    ///
+    /// # Panics
+    /// If `f` is not a frame of this pool.
     #[inline]
     pub fn meta(&self, f: FrameId) -> &FrameMeta {
         &self.metas[f.0 as usize]
@@ -432,11 +454,13 @@ impl<'a> FrameRead<'a> {
         FrameRead { at: At::new(pool, frame) }
     }
 
+    /// The frame this guard points at.
     #[inline]
     pub fn frame(&self) -> FrameId {
         self.at.frame
     }
 
+    /// The frame's metadata (its page id, dirty bit, LSNs).
     #[inline]
     pub fn meta(&self) -> &'a FrameMeta {
         self.at.meta()
@@ -495,11 +519,13 @@ impl<'a> FrameWrite<'a> {
         FrameOptimistic { at: this.at, version }
     }
 
+    /// The frame this guard points at.
     #[inline]
     pub fn frame(&self) -> FrameId {
         self.at.frame
     }
 
+    /// The frame's metadata (its page id, dirty bit, LSNs).
     #[inline]
     pub fn meta(&self) -> &'a FrameMeta {
         self.at.meta()
@@ -585,6 +611,7 @@ pub struct FrameOptimistic<'a> {
 }
 
 impl<'a> FrameOptimistic<'a> {
+    /// The frame this guard points at.
     #[inline]
     pub fn frame(&self) -> FrameId {
         self.at.frame
@@ -596,6 +623,7 @@ impl<'a> FrameOptimistic<'a> {
         self.version
     }
 
+    /// The frame's metadata; like the bytes, it may change under an optimistic read.
     #[inline]
     pub fn meta(&self) -> &'a FrameMeta {
         self.at.meta()

@@ -3,6 +3,8 @@
 
 use super::{EvictTo, MissTarget, NvmAccess, PageInfo, Policy, Tiers};
 
+/// The `eager` policy: SSD misses go to DRAM, NVM pages migrate to DRAM on access, and
+/// every DRAM victim goes to NVM (to SSD without NVM). Stateless.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Eager;
 

@@ -28,6 +28,8 @@ struct AdmissionSet {
     seq: u64,
 }
 
+/// The `hymem` policy: DRAM victims reach NVM only on their second recent eviction,
+/// remembered in a bounded admission set (see the module doc).
 pub struct Hymem {
     capacity: usize,
     set: Mutex<AdmissionSet>,
@@ -44,6 +46,7 @@ impl Hymem {
         (nvm_frames / 2).max(1)
     }
 
+    /// Most pages the admission set holds before it forgets its oldest.
     pub fn capacity(&self) -> usize {
         self.capacity
     }
@@ -53,10 +56,13 @@ impl Hymem {
         self.set.lock().members.len()
     }
 
+    /// True if the admission set holds no page.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
+    /// True if page `pid` was denied NVM admission recently and is still in the set: its
+    /// next DRAM eviction admits it.
     pub fn contains(&self, pid: PageId) -> bool {
         self.set.lock().members.contains_key(&pid)
     }

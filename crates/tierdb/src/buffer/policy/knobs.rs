@@ -26,9 +26,13 @@ pub const KNOB_MIN: f64 = 0.001;
 /// Spitfire's four migration probabilities, each in `[0, 1]`.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct MigrationKnobs {
+    /// Probability that a read of an NVM-resident page copies it to DRAM.
     pub dr: f64,
+    /// Probability that a write to an NVM-resident page copies it to DRAM.
     pub dw: f64,
+    /// Probability that a page read from SSD is also installed in NVM.
     pub nr: f64,
+    /// Probability that a page evicted from DRAM without an NVM frame is admitted to NVM.
     pub nw: f64,
 }
 
@@ -50,6 +54,7 @@ impl MigrationKnobs {
         [self.dr, self.dw, self.nr, self.nw]
     }
 
+    /// Knobs from an array in the order dr, dw, nr, nw (not validated).
     pub fn from_array(a: [f64; 4]) -> MigrationKnobs {
         MigrationKnobs { dr: a[0], dw: a[1], nr: a[2], nw: a[3] }
     }

@@ -74,8 +74,10 @@ pub enum ObpMode {
 }
 
 impl ObpMode {
+    /// Every mode.
     pub const ALL: [ObpMode; 3] = [ObpMode::Off, ObpMode::Cumulative, ObpMode::Window];
 
+    /// The mode's name as configured and reported (what `FromStr` accepts).
     pub fn name(self) -> &'static str {
         match self {
             ObpMode::Off => "off",
@@ -111,8 +113,10 @@ pub enum ObpCount {
 }
 
 impl ObpCount {
+    /// Every choice.
     pub const ALL: [ObpCount; 2] = [ObpCount::All, ObpCount::Inserts];
 
+    /// The choice's name as configured and reported (what `FromStr` accepts).
     pub fn name(self) -> &'static str {
         match self {
             ObpCount::All => "all",
@@ -134,6 +138,8 @@ impl std::str::FromStr for ObpCount {
 /// The tunables of `nvcache`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct NvcacheConfig {
+    /// How OBP is computed: over a sliding window (the default), since start-up, or not
+    /// at all.
     pub obp_mode: ObpMode,
     /// OBP above this stops admissions and evictions; parts per thousand.
     pub obp_target_permille: u32,
@@ -171,6 +177,8 @@ impl Default for NvcacheConfig {
 }
 
 impl NvcacheConfig {
+    /// Checks that the tunables can work together.
+    ///
     /// # Errors
     /// A description of the first value that cannot work.
     pub fn validate(&self) -> Result<(), String> {
@@ -197,7 +205,9 @@ impl NvcacheConfig {
 pub struct NvmCacheStats {
     /// DRAM misses that looked the page up in the NVM cache.
     pub lookups: u64,
+    /// Lookups that found the page in NVM.
     pub hits: u64,
+    /// Lookups that read the page from SSD (`lookups = hits + misses`).
     pub misses: u64,
     /// Pages written into NVM on a read miss.
     pub read_inserts: u64,
@@ -248,6 +258,7 @@ impl NvmCacheStats {
         }
     }
 
+    /// Pages written into NVM, on read misses and dirty evictions.
     pub fn inserts(&self) -> u64 {
         self.read_inserts + self.write_inserts
     }
@@ -326,6 +337,8 @@ enum Bypass {
     Obp,
 }
 
+/// The `nvcache` policy: NVM as a volatile cache of clean SSD pages, with overhead
+/// bypass and LFRU eviction (see the module doc).
 pub struct Nvcache {
     cfg: NvcacheConfig,
     epoch_lookups: u64,
@@ -357,6 +370,7 @@ impl Nvcache {
         }
     }
 
+    /// The tunables it was built with.
     pub fn config(&self) -> &NvcacheConfig {
         &self.cfg
     }
@@ -366,7 +380,7 @@ impl Nvcache {
         Self::obp_of(&self.cfg, &self.state.lock())
     }
 
-    /// The pages cached now, for tests.
+    /// True if page `pid` has a copy in the cache now (for tests).
     pub fn is_cached(&self, pid: PageId) -> bool {
         self.state.lock().cached.contains_key(&pid)
     }

@@ -56,11 +56,21 @@ use crate::limits::{
 pub enum NvsqlAdmission {
     /// Admit when the re-update interval ranks within the shortest `percent` of the
     /// recent intervals (online sketch).
-    Interval { percent: f64 },
+    Interval {
+        /// The share of recent intervals, in percent (0 to 100), that counts as short.
+        percent: f64,
+    },
     /// Admit when the re-update interval is at most `lsns`.
-    FixedInterval { lsns: u64 },
+    FixedInterval {
+        /// The longest interval admitted, in LSNs (dirty evictions without a log).
+        lsns: u64,
+    },
     /// Admit nothing at eviction; checkpoints move the oldest dirty pages to NVM.
-    Checkpoint { percent: f64 },
+    Checkpoint {
+        /// The share of a checkpoint's dirty pages, in percent (0 to 100, rounded up to
+        /// whole pages), moved to NVM.
+        percent: f64,
+    },
     /// Every dirty page (a baseline).
     Always,
 }
@@ -82,7 +92,9 @@ pub enum NvsqlReplacement {
 /// change may stay in NVM only; default [`NVSQL_KEEP_CHECKPOINTS_DEFAULT`]).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct NvsqlConfig {
+    /// Which dirty DRAM victims go to NVM (`admit=`, `pct=`, `lsns=`).
     pub admission: NvsqlAdmission,
+    /// How NVM victims are chosen (`lru=`).
     pub replacement: NvsqlReplacement,
     /// `None`: unbounded (hot pages stay dirty in NVM, and pin the log, until evicted).
     pub keep_checkpoints: Option<u32>,
@@ -183,6 +195,7 @@ pub struct IntervalSketch {
 }
 
 impl IntervalSketch {
+    /// An empty sketch of the last `window` samples; `window` must be above 0.
     pub fn new(window: usize) -> IntervalSketch {
         debug_assert!(window > 0);
         IntervalSketch { window, ring: VecDeque::with_capacity(window), counts: vec![0; BUCKETS] }
@@ -199,6 +212,7 @@ impl IntervalSketch {
         (((top - SUB_BUCKET_BITS + 1) << SUB_BUCKET_BITS) as u64 + sub) as usize
     }
 
+    /// Adds interval `x`, dropping the oldest sample once the window is full.
     pub fn add(&mut self, x: u64) {
         if self.ring.len() == self.window {
             let old = self.ring.pop_front().expect("full");
@@ -208,10 +222,12 @@ impl IntervalSketch {
         self.counts[Self::bucket(x)] += 1;
     }
 
+    /// Samples held, at most the window.
     pub fn len(&self) -> usize {
         self.ring.len()
     }
 
+    /// True before the first sample.
     pub fn is_empty(&self) -> bool {
         self.ring.is_empty()
     }
@@ -231,7 +247,9 @@ impl IntervalSketch {
 /// Where a page is in the NVM replacement list.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Sub {
+    /// The new (hot) sublist, nearer the head.
     New,
+    /// The old sublist: pages enter at its head, victims leave from its tail.
     Old,
 }
 
@@ -327,6 +345,7 @@ impl MidpointList {
         Some((sub, to))
     }
 
+    /// Takes `pid` off the list (it left NVM); nothing if not listed.
     pub fn forget(&mut self, pid: PageId) {
         self.remove(pid);
     }
@@ -341,10 +360,12 @@ impl MidpointList {
         self.new.values().rev().chain(self.old.values().rev()).copied().collect()
     }
 
+    /// Pages listed, in both sublists.
     pub fn len(&self) -> usize {
         self.at.len()
     }
 
+    /// True if no page is listed.
     pub fn is_empty(&self) -> bool {
         self.at.is_empty()
     }
@@ -354,26 +375,30 @@ impl MidpointList {
 /// of NV-SQL's Table 4).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
 pub struct NvsqlStats {
-    /// Dirty DRAM evictions admitted to NVM / sent to SSD by the rule.
+    /// Dirty DRAM evictions the admission rule sent to NVM.
     pub admitted: u64,
+    /// Dirty DRAM evictions the admission rule sent to SSD.
     pub rejected: u64,
     /// Intervals seen (dirty evictions of pages with a known last flush).
     pub intervals: u64,
-    /// Pages that entered the old sublist (each stay in NVM enters it) / the new
-    /// sublist (a stay counts once, at its first promotion).
+    /// Pages that entered the old sublist (each stay in NVM enters it).
     pub entered_old: u64,
+    /// Pages that entered the new sublist (a stay counts once, at its first promotion).
     pub entered_new: u64,
-    /// Updates made in place to pages while in the old / the new sublist.
+    /// Updates made in place to pages while in the old sublist.
     pub updates_old: u64,
+    /// Updates made in place to pages while in the new sublist.
     pub updates_new: u64,
-    /// Pages leaving NVM (written to SSD if dirty), and those of them that had been in
-    /// the new sublist during their stay: the paper's "write amount" of the new
-    /// sublist is `evicted_after_new / evicted`.
+    /// Pages leaving NVM (written to SSD if dirty).
     pub evicted: u64,
+    /// Of `evicted`, those that had been in the new sublist during their stay: the
+    /// paper's "write amount" of the new sublist is `evicted_after_new / evicted`.
     pub evicted_after_new: u64,
 }
 
 impl NvsqlStats {
+    /// `self - earlier`, counter by counter; `earlier` must be an older snapshot of the
+    /// same policy (a counter smaller than its earlier value overflows).
     pub fn since(&self, earlier: &NvsqlStats) -> NvsqlStats {
         NvsqlStats {
             admitted: self.admitted - earlier.admitted,
@@ -415,6 +440,8 @@ struct State {
     stats: NvsqlStats,
 }
 
+/// The `nvsql` policy: NVM as a durable write cache beside DRAM, with re-update-interval
+/// or checkpoint admission and midpoint LRU replacement (see the module doc).
 pub struct Nvsql {
     cfg: NvsqlConfig,
     state: Mutex<State>,
@@ -436,10 +463,12 @@ impl Nvsql {
         }
     }
 
+    /// The configuration it was built with.
     pub fn config(&self) -> NvsqlConfig {
         self.cfg
     }
 
+    /// Its admission and replacement counters since it was built.
     pub fn stats(&self) -> NvsqlStats {
         self.state.lock().stats
     }

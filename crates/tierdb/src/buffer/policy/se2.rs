@@ -7,6 +7,8 @@
 
 use super::{EvictTo, MissTarget, NvmAccess, PageInfo, Policy, Tiers};
 
+/// The `se2` policy: reads are served in place in NVM, writes migrate the page to DRAM,
+/// and DRAM victims go back to NVM. Stateless.
 pub struct Se2;
 
 impl Policy for Se2 {

@@ -25,6 +25,8 @@ use super::{EvictTo, MigrationKnobs, MissTarget, NvmAccess, PageInfo, Policy, Ti
 /// The golden-ratio increment of SplitMix64.
 const SPLITMIX_GAMMA: u64 = 0x9E37_79B9_7F4A_7C15;
 
+/// The `spitfire` policy: every migration decided by a coin weighted by one of the
+/// [`MigrationKnobs`], which can change while it runs.
 pub struct Spitfire {
     /// The four knobs as `f64` bits, each swapped atomically by `set_knobs`.
     knobs: [AtomicU64; 4],
@@ -32,6 +34,9 @@ pub struct Spitfire {
 }
 
 impl Spitfire {
+    /// A policy with `knobs` (taken as given: a knob at or below 0 never fires, one at
+    /// or above 1 always does) whose coins come from a SplitMix64 stream seeded with
+    /// `seed`.
     pub fn new(knobs: MigrationKnobs, seed: u64) -> Spitfire {
         Spitfire { knobs: knobs.to_array().map(|k| AtomicU64::new(k.to_bits())), rng: AtomicU64::new(seed) }
     }
