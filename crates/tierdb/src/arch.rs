@@ -49,19 +49,33 @@ use crate::{ByteSize, Result};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Architecture {
+    /// `main-memory`: every page in DRAM, no buffer manager, nothing to reopen.
     MainMemory,
+    /// `ssd-bm`: a DRAM buffer over the SSD page file.
     SsdBm,
+    /// `basic-nvm-bm`: a DRAM buffer over an NVM pool holding every page.
     BasicNvmBm,
+    /// `three-tier`: DRAM over NVM over SSD, with the `hymem` policy and all NVM
+    /// techniques.
     ThreeTier,
+    /// `nvm-direct`: pages read and changed in place in NVM, no DRAM buffer.
     NvmDirect,
+    /// `mmap-read`: a DRAM buffer over the database file on NVM, pages moved with
+    /// `pread`/`pwrite`.
     MmapRead,
+    /// `mmap-se1`: as `mmap-read` with the file mapped, pages copied with `memcpy`.
     MmapSe1,
+    /// `mmap-se2`: as `mmap-se1`, but reads go to the mapping in place; a page is
+    /// copied into DRAM only before it is changed.
     MmapSe2,
+    /// `nvcache`: NVM a volatile cache of clean SSD pages under DRAM.
     Nvcache,
+    /// `nvsql`: NVM a durable write cache beside DRAM, pages updated in place there.
     Nvsql,
 }
 
 impl Architecture {
+    /// Every architecture, in the order of the module's table.
     pub const ALL: [Architecture; 10] = [
         Architecture::MainMemory,
         Architecture::SsdBm,
@@ -78,6 +92,7 @@ impl Architecture {
     /// The memory-mapped engines of the PostgreSQL study.
     pub const MMAP: [Architecture; 3] = [Architecture::MmapRead, Architecture::MmapSe1, Architecture::MmapSe2];
 
+    /// The architecture's name as the CLI and reports spell it (`ssd-bm`, ...).
     pub fn name(self) -> &'static str {
         match self {
             Architecture::MainMemory => "main-memory",
@@ -93,6 +108,8 @@ impl Architecture {
         }
     }
 
+    /// True if the architecture keeps pages on NVM (an NVM pool, `nvm-direct`'s region,
+    /// or the memory-mapped engines' database file).
     pub fn uses_nvm(self) -> bool {
         matches!(
             self,
@@ -127,6 +144,7 @@ impl Architecture {
         self != Architecture::MainMemory
     }
 
+    /// True if the architecture keeps its pages in an SSD page file.
     pub fn uses_ssd(self) -> bool {
         matches!(self, Architecture::SsdBm | Architecture::ThreeTier | Architecture::Nvcache | Architecture::Nvsql)
     }
@@ -194,13 +212,21 @@ impl FromStr for Architecture {
 /// Everything needed to open an architecture.
 #[derive(Clone, Debug)]
 pub struct ArchConfig {
+    /// Which architecture to open.
     pub arch: Architecture,
+    /// Bytes per page (and per DRAM frame): a power of two within the page size limits.
     pub page_size: usize,
+    /// Size of the DRAM tier (the buffer, or all data for `main-memory`).
     pub dram: ByteSize,
+    /// Size of the NVM tier; unused by architectures without NVM.
     pub nvm: ByteSize,
+    /// How every device applies its profile.
     pub mode: EmulationMode,
+    /// The DRAM device's profile.
     pub dram_profile: DeviceProfile,
+    /// The NVM device's profile (also the NVM double-write area's).
     pub nvm_profile: DeviceProfile,
+    /// The SSD device's profile (page file and its double-write file).
     pub ssd_profile: DeviceProfile,
     /// The NVM pool's file: created if missing. A new database formats it; a reopened
     /// one reuses the pool it left there (or formats it and says why in
@@ -209,12 +235,16 @@ pub struct ArchConfig {
     /// The SSD page file: must not exist for a new database, must exist with
     /// `open_existing`.
     pub ssd_path: PathBuf,
-    /// Reopen the database in `ssd_path` instead of creating one. Refused for
-    /// architectures without an SSD.
+    /// Reopen the database the files hold instead of creating one: the SSD page file,
+    /// or the NVM pool or region of an architecture without SSD. Refused for
+    /// `main-memory` ([`Architecture::reopens`]).
     pub open_existing: bool,
+    /// Whether the SSD page file uses `O_DIRECT`.
     pub direct_io: DirectIo,
     /// Overrides the architecture's default policy.
     pub policy: Option<String>,
+    /// Pages in `hymem`'s admission set; `None`: half the NVM frames. Other policies
+    /// ignore it.
     pub admission_set_pages: Option<usize>,
     /// Seed of a probabilistic policy's coins (`spitfire`).
     pub policy_seed: u64,
@@ -374,14 +404,19 @@ impl ArchConfig {
 
 /// An open architecture.
 pub enum Engine {
+    /// `main-memory`: pages in DRAM only.
     Memory(Box<MemorySource>),
+    /// Every architecture with a buffer manager.
     Buffer(Box<BufferManager>),
+    /// `nvm-direct`: pages in place in NVM.
     Direct(Box<NvmDirect>),
 }
 
 /// Code generic over the page source, run by [`Engine::visit`].
 pub trait SourceVisitor {
+    /// What the visit returns.
     type Output;
+    /// Runs on the engine's page source, monomorphised for its concrete type.
     fn visit<S: PageSource>(self, source: &S) -> Self::Output;
 }
 
@@ -503,6 +538,7 @@ impl Engine {
         }
     }
 
+    /// Bytes per page.
     pub fn page_size(&self) -> usize {
         match self {
             Engine::Memory(m) => m.page_size(),

@@ -6,7 +6,7 @@
 //! ```text
 //! offset size field
 //!      0    8 magic "TDBCATLG"
-//!      8    4 format version (1)
+//!      8    4 format version ([`CATALOG_VERSION`])
 //!     12    4 CRC-32C of bytes 16..used
 //!     16    4 used: bytes of header and entries
 //!     20    2 tree count
@@ -27,6 +27,8 @@ use crate::buffer::PageSource;
 use crate::ids::PageId;
 use crate::limits::{CATALOG_ENTRY_OVERHEAD_BYTES, CATALOG_HEADER_BYTES, CATALOG_NAME_BYTES_MAX, CATALOG_TREES_MAX};
 
+/// The first 8 bytes of a catalog page once written (a page of zeros is an empty
+/// catalog never written).
 pub const CATALOG_MAGIC: [u8; 8] = *b"TDBCATLG";
 /// 2: entries start at byte 64, after the page seal's bytes.
 pub const CATALOG_VERSION: u32 = 2;
@@ -34,7 +36,9 @@ pub const CATALOG_VERSION: u32 = 2;
 /// One named tree.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CatalogEntry {
+    /// The tree's name: UTF-8, 1 to [`CATALOG_NAME_BYTES_MAX`] bytes, unique in the catalog.
     pub name: String,
+    /// The tree's root page.
     pub root: PageId,
 }
 

@@ -13,24 +13,33 @@ use crate::wal::WalError;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
+    /// A device (DRAM, NVM, SSD page file, log files) failed or refused an operation.
     #[error(transparent)]
     Device(#[from] DeviceError),
+    /// A device profile could not be found, read or validated.
     #[error(transparent)]
     Profile(#[from] ProfileError),
+    /// A byte size could not be parsed.
     #[error(transparent)]
     Size(#[from] SizeError),
+    /// The buffer layer (page sources, buffer manager, policies) failed.
     #[error(transparent)]
     Buffer(#[from] BufferError),
+    /// A B+-tree or catalog operation failed.
     #[error(transparent)]
     BTree(#[from] BTreeError),
+    /// The write-ahead log failed.
     #[error(transparent)]
     Wal(#[from] WalError),
+    /// The transactional database or its recovery failed.
     #[error(transparent)]
     Db(#[from] DbError),
+    /// A tuner's configuration was refused.
     #[error(transparent)]
     Tune(#[from] TuneError),
 }
 
+/// A result whose error is tierdb's [`Error`] unless given.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {

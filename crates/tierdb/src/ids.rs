@@ -13,6 +13,7 @@ impl PageId {
     /// The catalog of named trees: the first page every page source allocates.
     pub const CATALOG: PageId = PageId(1);
 
+    /// The page number: the page lives at byte `get() x page size` of the SSD file.
     pub const fn get(self) -> u64 {
         self.0
     }

@@ -6,9 +6,11 @@
 /// Bytes in one CPU cache line: the unit of NVM access, flushing and wear counting.
 pub const CACHE_LINE_BYTES: usize = 64;
 
-/// Smallest, default and largest database page size.
+/// The smallest database page size.
 pub const PAGE_SIZE_MIN_BYTES: usize = 4 * 1024;
+/// The page size configurations use unless told otherwise.
 pub const PAGE_SIZE_DEFAULT_BYTES: usize = 16 * 1024;
+/// The largest database page size.
 pub const PAGE_SIZE_MAX_BYTES: usize = 64 * 1024;
 
 /// Alignment of buffers used for `O_DIRECT` I/O (the largest logical block size we
@@ -19,17 +21,21 @@ pub const IO_ALIGN_BYTES: usize = 4096;
 pub const OS_PAGE_BYTES: usize = 4096;
 
 /// Upper bounds on device sizes: a bad config fails fast instead of reserving absurd
-/// amounts of memory or disk.
+/// amounts of memory or disk. This one: the largest DRAM arena, bytes.
 pub const DRAM_ARENA_BYTES_MAX: u64 = 1 << 40; // 1 TiB
+/// The largest NVM region, bytes.
 pub const NVM_REGION_BYTES_MAX: u64 = 1 << 42; // 4 TiB
+/// The most pages an SSD page file may hold (page ids stay below it; a page seal
+/// stores 40 bits of page id).
 pub const SSD_PAGES_MAX: u64 = 1 << 36;
 
 /// The superblock lives in the first bytes of SSD page 0, in two slots of this size.
 pub const SUPERBLOCK_SLOT_BYTES: usize = 512;
+/// Superblock slots, written alternately by generation.
 pub const SUPERBLOCK_SLOTS: usize = 2;
 
 /// The longest single busy-wait of `spin` emulation; a longer modelled cost is a bug
-/// in a profile or in a cost computation, and is cut short (and counted).
+/// in a profile or in a cost computation, and is cut short.
 pub const SPIN_WAIT_NS_MAX: u64 = 100_000_000;
 
 /// How long start-up calibration of the time-stamp counter may take.
@@ -38,10 +44,14 @@ pub const TSC_CALIBRATION_NS: u64 = 20_000_000;
 /// Stripes of the per-device statistics counters (threads pick one; see `stats`).
 pub const STATS_STRIPES: usize = 16;
 
-/// Bounds on the values a device profile may hold.
+/// Bounds on the values a device profile may hold: the longest latency, persist or
+/// interference window, ns.
 pub const PROFILE_LATENCY_NS_MAX: f64 = 1e9; // one second
+/// The highest bandwidth a profile may give, GB/s.
 pub const PROFILE_BANDWIDTH_GB_S_MAX: f64 = 10_000.0;
+/// The largest write-to-read interference factor a profile may give.
 pub const PROFILE_INTERFERENCE_MAX: f64 = 100.0;
+/// The largest media access granularity a profile may give, bytes.
 pub const PROFILE_GRANULARITY_BYTES_MAX: u64 = 1 << 20;
 
 /// How deep `inherits` chains of device profiles may go.
@@ -55,12 +65,12 @@ pub const CLOCK_ROUNDS_MAX: usize = 4;
 /// an error instead of waiting on.
 pub const PAGE_BUSY_WAIT_MS_MAX: u64 = 60_000;
 
-/// Default capacity of the page table, in pages (16 TiB of 16 KiB pages), and the
-/// entries of one lazily created chunk of it.
+/// Default capacity of the page table, in pages (16 TiB of 16 KiB pages).
 pub const PAGE_TABLE_PAGES_DEFAULT: u64 = 1 << 30;
 
 /// Seed of a probabilistic policy's coins when the configuration gives none.
 pub const POLICY_SEED_DEFAULT: u64 = 42;
+/// Entries of one chunk of the page table, which creates its chunks lazily.
 pub const PAGE_TABLE_CHUNK_ENTRIES: usize = 1 << 14;
 
 /// The SSD file grows by at least this many pages, or an eighth of its size.
@@ -70,6 +80,7 @@ pub const SSD_GROW_PAGES_MIN: u64 = 256;
 /// `device::page_seal`): bytes 48..64, in the first cache line. Every page format keeps
 /// them zero (the B+-tree node header and the catalog header reserve them).
 pub const PAGE_SEAL_OFFSET: usize = 48;
+/// Bytes of a page's seal.
 pub const PAGE_SEAL_BYTES: usize = 16;
 
 /// Slots of the double-write area (`device::double_write`): the most pages one batch
@@ -123,17 +134,22 @@ pub const BTREE_UNDERFULL_DIVISOR: usize = 4;
 /// The catalog of named trees (one page): longest name and most trees. The catalog of
 /// the largest allowed size must fit in the smallest page (checked below).
 pub const CATALOG_NAME_BYTES_MAX: usize = 64;
+/// The most named trees the catalog holds.
 pub const CATALOG_TREES_MAX: usize = 48;
 /// Catalog page header bytes (the page seal's bytes included) and per-entry overhead
 /// (name length byte + root page id).
 pub const CATALOG_HEADER_BYTES: usize = 64;
+/// Bytes of a catalog entry besides its name: the name's length byte and the root
+/// page id.
 pub const CATALOG_ENTRY_OVERHEAD_BYTES: usize = 1 + 8;
 
 /// `nvcache` (the NVM block cache, `buffer::policy::nvcache`): the overhead-bypass
 /// ratio's target, (inserted + removed) / looked-up, in parts per thousand (the
 /// paper's 10%), and the lookups its sliding window spans, in epochs of equal length.
 pub const NVCACHE_OBP_TARGET_PERMILLE_DEFAULT: u32 = 100;
+/// `nvcache`: lookups the overhead-bypass ratio's sliding window spans by default.
 pub const NVCACHE_OBP_WINDOW_LOOKUPS_DEFAULT: u64 = 8192;
+/// `nvcache`: epochs of equal length the overhead-bypass window is kept in.
 pub const NVCACHE_OBP_EPOCHS: usize = 16;
 /// `nvcache` small-bypass: nothing is admitted while the database is smaller than this
 /// share of DRAM, in percent (the paper: until the data outgrows DRAM).
@@ -143,7 +159,10 @@ pub const NVCACHE_SMALL_BYPASS_DRAM_PERCENT_DEFAULT: u32 = 100;
 /// most 1/`NVCACHE_SWEEP_BATCH_DIVISOR` of the frames, and a sweep that found too few
 /// stale blocks is not repeated for 1/`NVCACHE_SWEEP_INTERVAL_DIVISOR` of the window.
 pub const NVCACHE_REUSE_WINDOW_LOOKUPS_PER_FRAME_DEFAULT: u64 = 1;
+/// `nvcache` LFRU: one sweep frees at most 1/this of the NVM frames.
 pub const NVCACHE_SWEEP_BATCH_DIVISOR: usize = 64;
+/// `nvcache` LFRU: after a sweep that found too few stale blocks, none runs again for
+/// 1/this of the reuse window.
 pub const NVCACHE_SWEEP_INTERVAL_DIVISOR: u64 = 16;
 
 const _: () = assert!(CACHE_LINE_BYTES.is_power_of_two());
@@ -191,6 +210,7 @@ pub const TUNE_WRITES_PER_OP_FLOOR: f64 = 1e-3;
 /// (Algorithm 1 waits for γ accepted ones, which near an optimum at a low temperature
 /// may never come). Default and largest value.
 pub const ANNEAL_ATTEMPTS_PER_TEMPERATURE_DEFAULT: u32 = 100;
+/// The largest setting of simulated annealing's candidates per temperature.
 pub const ANNEAL_ATTEMPTS_PER_TEMPERATURE_MAX: u32 = 1_000_000;
 /// Temperature levels simulated annealing may have (T0 / Tmin with α), so a schedule
 /// that would never end is refused.

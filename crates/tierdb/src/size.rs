@@ -25,7 +25,9 @@ pub struct ByteSize(pub u64);
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("bad size {text:?}: {reason}")]
 pub struct SizeError {
+    /// The text as given.
     pub text: String,
+    /// What is wrong with it (unknown unit, zero, negative, fractional bytes, too large).
     pub reason: &'static str,
 }
 
@@ -46,6 +48,7 @@ const UNITS: &[(&str, u64)] = &[
 ];
 
 impl ByteSize {
+    /// The size in bytes.
     pub const fn bytes(self) -> u64 {
         self.0
     }

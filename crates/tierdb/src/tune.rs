@@ -43,9 +43,18 @@ pub use funnel::{Funnel, FunnelConfig};
 pub enum TuneError {
     /// A parameter out of its range, named with its value.
     #[error("tuner configuration: {what}")]
-    Config { what: String },
+    Config {
+        /// The parameter, its value and the range it must lie in.
+        what: String,
+    },
+    /// A tuner name that is not one of [`TUNER_NAMES`].
     #[error("unknown tuner {name:?}; known: {known}")]
-    UnknownTuner { name: String, known: String },
+    UnknownTuner {
+        /// The name asked for.
+        name: String,
+        /// The known names, comma-separated.
+        known: String,
+    },
 }
 
 /// The tuners selectable by name.
@@ -79,10 +88,14 @@ impl Measurement {
 /// operation the write term is worth λ operations per second.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct Objective {
+    /// λ, the weight of the write term, in (ops/s) × (lines/op); finite and `>= 0`
+    /// (0: throughput alone).
     pub lambda: f64,
 }
 
 impl Objective {
+    /// The objective with weight `lambda` on the write term.
+    ///
     /// # Errors
     /// `Config` if λ is negative or not finite.
     pub fn new(lambda: f64) -> Result<Objective, TuneError> {
@@ -139,10 +152,15 @@ pub struct EpochRecord {
     /// Operations the epoch ran (a screen's epochs may be shorter than the others:
     /// [`Tuner::epoch_fraction`]).
     pub ops: u64,
+    /// The epoch's measured throughput, operations per second.
     pub throughput_ops_per_sec: f64,
+    /// Cache lines the epoch wrote to NVM.
     pub nvm_line_writes: u64,
+    /// NVM line writes per operation ([`Measurement::writes_per_op`]).
     pub nvm_writes_per_op: f64,
+    /// The epoch's [`Objective`] value (larger is better).
     pub cost: f64,
+    /// What the tuner made of the epoch.
     pub action: Action,
     /// Annealing's temperature when the epoch was proposed.
     pub temperature: Option<f64>,
@@ -153,9 +171,14 @@ pub struct EpochRecord {
 /// A tuner's best configuration so far and what it is believed to give.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct Best {
+    /// The best knobs found.
     pub knobs: MigrationKnobs,
+    /// Their estimated [`Objective`] value: the mean over `measurements` epochs,
+    /// weighted by each epoch's operations (annealing keeps its best single epoch).
     pub cost: f64,
+    /// Their estimated throughput, operations per second (same mean).
     pub throughput_ops_per_sec: f64,
+    /// Their estimated NVM line writes per operation (same mean).
     pub nvm_writes_per_op: f64,
     /// Epochs the estimate is the mean of.
     pub measurements: u32,
@@ -163,6 +186,7 @@ pub struct Best {
 
 /// A search over the migration knobs, driven one epoch at a time.
 pub trait Tuner: Send {
+    /// The tuner's name, one of [`TUNER_NAMES`].
     fn name(&self) -> &'static str;
 
     /// The knobs of the next epoch. Calling it again before [`Tuner::observe`] returns
@@ -210,12 +234,18 @@ pub fn epochs_elapsed(trajectory: &[EpochRecord], full_epoch_ops: u64) -> Vec<f6
 /// `coord`'s).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct TunerConfig {
+    /// What the tuners maximise.
     pub objective: Objective,
+    /// Seeds every random choice: a seed and the same observations give the same
+    /// trajectory.
     pub seed: u64,
     /// The configuration measured first (the paper starts eager).
     pub start: MigrationKnobs,
+    /// Simulated annealing's parameters.
     pub anneal: AnnealConfig,
+    /// The coordinate search's parameters (also the funnel's refinement).
     pub coord: CoordConfig,
+    /// The funnel's screen and shortlist parameters.
     pub funnel: FunnelConfig,
 }
 
@@ -306,7 +336,7 @@ impl SplitMix {
     }
 }
 
-/// The bookkeeping both tuners share: the pending proposal and the trajectory.
+/// The bookkeeping the tuners share: the pending proposal and the trajectory.
 #[derive(Clone, Debug)]
 pub(crate) struct Log {
     pub objective: Objective,

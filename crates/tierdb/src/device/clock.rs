@@ -49,6 +49,8 @@ pub fn ticks_ordered() -> u64 {
 /// The calibrated rate of [`ticks`], and how far a spin-wait overshoots its deadline.
 #[derive(Clone, Copy, Debug)]
 pub struct TscRate {
+    /// TSC ticks per nanosecond of the monotonic clock (1.0 where the monotonic
+    /// clock stands in for the TSC, and in emulators that never spin).
     pub ticks_per_ns: f64,
     /// Median ticks by which [`spin_until`] passes its deadline (one loop turn plus
     /// the final read of the counter); spins aim this much early.
@@ -93,11 +95,13 @@ const OVERSHOOT_PROBES: usize = 2001;
 const OVERSHOOT_PROBE_WAIT_NS: u64 = 200;
 
 impl TscRate {
+    /// Converts picoseconds to TSC ticks (rounded down).
     #[inline]
     pub fn ticks_from_ps(self, ps: u64) -> u64 {
         (ps as f64 * self.ticks_per_ns / 1000.0) as u64
     }
 
+    /// Converts TSC ticks to nanoseconds.
     #[inline]
     pub fn ns_from_ticks(self, ticks: u64) -> f64 {
         ticks as f64 / self.ticks_per_ns

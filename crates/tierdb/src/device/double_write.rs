@@ -35,7 +35,7 @@
 //!    508    4 CRC-32C of bytes 0..508
 //! ```
 //!
-//! Protocol (driven by `SsdFile` under the lock of [`DoubleWrite::lock`]):
+//! Protocol (driven by `SsdFile` under the area's one lock, `DoubleWrite::lock`):
 //!
 //! 1. A batch of pages goes, sealed, to the consecutive slots from `head`, slot *i*
 //!    numbered `floor + i`, in one write, followed by one `fdatasync` (NVM: one copy
@@ -74,13 +74,16 @@ use crate::limits::{
 };
 use crate::size::ByteSize;
 
+/// The SSD double-write file's magic, at the start of each header slot.
 pub const MAGIC: [u8; 8] = *b"TIERDBDW";
 /// The NVM area's magic: its slot headers are smaller, so an SSD file's bytes never
 /// pass for it.
 pub const MAGIC_NVM: [u8; 8] = *b"TIERDBDN";
 /// Slot header bytes in the NVM area: one cache line.
 pub const NVM_SLOT_HEADER_BYTES: usize = CACHE_LINE_BYTES;
+/// The magic at the start of every slot header, in a file and in NVM.
 pub const SLOT_MAGIC: [u8; 8] = *b"TDBDWSLT";
+/// The double-write area's format version, in its header slots.
 pub const FORMAT_VERSION: u32 = 1;
 /// Slot counts a file may declare (a bound on a corrupt header).
 const SLOTS_MAX: u64 = crate::limits::DOUBLE_WRITE_SLOTS_MAX as u64;
@@ -114,6 +117,7 @@ pub enum DoubleWriteMode {
 }
 
 impl DoubleWriteMode {
+    /// The mode's name as configurations spell it: `off`, `ssd` or `nvm`.
     pub fn name(self) -> &'static str {
         match self {
             DoubleWriteMode::Off => "off",
@@ -122,6 +126,7 @@ impl DoubleWriteMode {
         }
     }
 
+    /// True unless the mode is [`DoubleWriteMode::Off`].
     pub fn is_on(self) -> bool {
         self != DoubleWriteMode::Off
     }
@@ -476,6 +481,7 @@ impl DoubleWrite {
         Ok(copies)
     }
 
+    /// The area's file: `<page file>.dwa` on SSD, the NVM region's file in NVM.
     pub fn path(&self) -> &Path {
         &self.path
     }

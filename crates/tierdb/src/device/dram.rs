@@ -25,7 +25,9 @@ pub struct DramConfig {
     pub frame_bytes: usize,
     /// Ask for transparent huge pages.
     pub huge_pages: bool,
+    /// The costs to charge: a DRAM or NVM profile (memory tiers take either).
     pub profile: DeviceProfile,
+    /// How the profile is applied.
     pub mode: EmulationMode,
 }
 
@@ -46,8 +48,13 @@ impl DramConfig {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum HugePages {
+    /// The configuration did not ask for huge pages.
     NotAsked,
+    /// `madvise(MADV_HUGEPAGE)` succeeded; the kernel may still back the arena with
+    /// small pages.
     Advised,
+    /// The advice failed; the arena uses small pages. Holds the operating system's
+    /// message.
     Refused(String),
 }
 
@@ -101,14 +108,18 @@ impl DramArena {
         Ok(DramArena { map, frame_bytes: fb, frame_count, huge_pages, core })
     }
 
+    /// Bytes of frame memory: `frame_count() x frame_bytes()`, the configured size
+    /// rounded down to whole frames.
     pub fn size_bytes(&self) -> u64 {
         self.map.len() as u64
     }
 
+    /// Bytes per frame, a power of two.
     pub fn frame_bytes(&self) -> usize {
         self.frame_bytes
     }
 
+    /// Number of frames in the arena (at least one).
     pub fn frame_count(&self) -> usize {
         self.frame_count
     }
@@ -119,10 +130,12 @@ impl DramArena {
         self.map.as_ptr()
     }
 
+    /// What became of the huge-page request, for reports.
     pub fn huge_pages(&self) -> &HugePages {
         &self.huge_pages
     }
 
+    /// The arena's tier, profile, emulator and counters.
     pub fn core(&self) -> &DeviceCore {
         &self.core
     }

@@ -40,13 +40,18 @@ use crate::limits::CACHE_LINE_BYTES;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum EmulationMode {
+    /// Run at the backing medium's speed; the modelled cost (without interference)
+    /// is only counted.
     #[default]
     Off,
+    /// Busy-wait so that each operation lasts at least its modelled cost.
     Spin,
+    /// Never wait; add the modelled cost to the calling thread's virtual clock.
     Model,
 }
 
 impl EmulationMode {
+    /// The mode's name as configurations and reports spell it: `off`, `spin` or `model`.
     pub fn name(self) -> &'static str {
         match self {
             EmulationMode::Off => "off",
@@ -77,9 +82,13 @@ impl std::fmt::Display for EmulationMode {
 /// The kinds of device operation the cost model and the counters know.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OpKind {
+    /// A read of bytes from the device.
     Read,
+    /// A write of bytes to the device (not yet durable).
     Write,
+    /// A flush of written cache lines to the persistence domain (NVM).
     Persist,
+    /// A sync of a file to stable storage (`fsync`/`fdatasync`).
     Sync,
 }
 
@@ -100,6 +109,8 @@ fn ps(ns: f64) -> u64 {
 }
 
 impl CostModel {
+    /// The cost model of `profile`: its latencies in picoseconds and its bandwidths as
+    /// picoseconds per byte.
     pub fn new(profile: &DeviceProfile) -> CostModel {
         CostModel {
             read_latency_ps: ps(profile.read_latency_ns),
@@ -112,22 +123,27 @@ impl CostModel {
         }
     }
 
+    /// A read's cost in ps: read latency plus `media_bytes` at read bandwidth.
     #[inline]
     pub fn read_ps(&self, media_bytes: u64) -> u64 {
         self.read_latency_ps + (media_bytes as f64 * self.read_ps_per_byte).round() as u64
     }
 
+    /// A write's cost in ps: write latency plus `media_bytes` at write bandwidth.
     #[inline]
     pub fn write_ps(&self, media_bytes: u64) -> u64 {
         self.write_latency_ps + (media_bytes as f64 * self.write_ps_per_byte).round() as u64
     }
 
+    /// A persist's cost in ps for `lines` cache lines: the persist latency covers the
+    /// first line, the others stream at write bandwidth.
     #[inline]
     pub fn persist_ps(&self, lines: u64) -> u64 {
         let streamed = lines.saturating_sub(1) * CACHE_LINE_BYTES as u64;
         self.persist_ps + (streamed as f64 * self.write_ps_per_byte).round() as u64
     }
 
+    /// A sync's cost in ps: the profile's persist latency, whatever the file size.
     #[inline]
     pub fn sync_ps(&self) -> u64 {
         self.persist_ps
@@ -150,6 +166,7 @@ impl CostModel {
         (cost_ps as f64 * self.interference).round() as u64
     }
 
+    /// How long after a write, persist or sync ends reads still suffer interference, ps.
     pub fn interference_window_ps(&self) -> u64 {
         self.window_ps
     }
@@ -175,7 +192,9 @@ pub struct OpStart(u64);
 /// What the emulator charged for an operation.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct OpCost {
+    /// The operation's modelled cost in ps, interference included.
     pub modelled_ps: u64,
+    /// True if the operation was a read slowed by write interference.
     pub interfered: bool,
     /// Time busy-waited (`spin` mode), ps; filled in by [`Emulator::wait`]'s caller.
     pub waited_ps: u64,
@@ -209,10 +228,12 @@ impl Emulator {
         Emulator { mode, cost: CostModel::new(profile), rate, path, write_busy_until: AtomicU64::new(0) }
     }
 
+    /// The mode this emulator applies its profile in.
     pub fn mode(&self) -> EmulationMode {
         self.mode
     }
 
+    /// The profile's costs this emulator charges.
     pub fn cost_model(&self) -> &CostModel {
         &self.cost
     }

@@ -13,7 +13,7 @@
 //!
 //! [`FaultPlan::crash_at_nth_op`] models a kill instead of an error: from the N-th write
 //! or sync on, nothing reaches the files, and the clean-up a failing device would do
-//! ([`remove_file`]) does not happen either: a killed process runs no clean-up.
+//! (removing a file it half made) does not happen either: a killed process runs no clean-up.
 
 use std::fs::File;
 use std::io;
@@ -85,6 +85,8 @@ pub struct FaultPlan {
 }
 
 impl FaultPlan {
+    /// A plan that injects nothing until told to, with all counts at zero; shared, to
+    /// be put in the configs of the devices under test.
     pub fn new() -> std::sync::Arc<FaultPlan> {
         std::sync::Arc::new(FaultPlan::default())
     }
@@ -112,14 +114,16 @@ impl FaultPlan {
         self.fail_sync_at.store(self.syncs.load(Ordering::SeqCst) + n, Ordering::SeqCst);
     }
 
-    /// The `n`-th write from now on writes only its first half and fails.
+    /// The `n`-th write from now on writes only its first half (rounded down to whole
+    /// 512-byte sectors, so possibly nothing) and fails with EIO.
     pub fn tear_nth_write(&self, n: u64) {
         self.tear_write_at.store(self.writes.load(Ordering::SeqCst) + n, Ordering::SeqCst);
     }
 
     /// A kill at the `n`-th write or sync from now on (1 = the next; writes and syncs
     /// counted together): it and every later one fail with EIO without touching the
-    /// file, and [`remove_file`] leaves files in place from then on.
+    /// file, and the devices' clean-up of files a failed operation made leaves them in
+    /// place from then on.
     pub fn crash_at_nth_op(&self, n: u64) {
         self.crash_at.store(self.ops.load(Ordering::SeqCst) + n, Ordering::SeqCst);
     }

@@ -28,8 +28,9 @@ const DEVICE: &str = "log";
 /// LSN of the first byte of a new log stream.
 pub const LOG_STREAM_START: u64 = 64;
 
-/// Smallest and default segment size.
+/// Smallest segment size, bytes.
 pub const LOG_SEGMENT_BYTES_MIN: u64 = 64 * 1024;
+/// Segment size of [`LogFileConfig::new`], bytes.
 pub const LOG_SEGMENT_BYTES_DEFAULT: u64 = 64 * 1024 * 1024;
 /// Most segments a log directory may hold (a bound on the directory scan).
 pub const LOG_SEGMENTS_MAX: usize = 1 << 16;
@@ -37,11 +38,13 @@ pub const LOG_SEGMENTS_MAX: usize = 1 << 16;
 /// How to open a log directory.
 #[derive(Clone, Debug)]
 pub struct LogFileConfig {
+    /// The directory holding the segment files (`<start LSN in hex>.wal`).
     pub dir: PathBuf,
     /// A new segment begins once the current one holds this many bytes.
     pub segment_bytes: u64,
     /// An SSD profile, or an NVM one (the log on NVM, for databases without an SSD).
     pub profile: DeviceProfile,
+    /// How the profile is applied.
     pub mode: EmulationMode,
     /// Faults to inject (tests).
     pub faults: Option<std::sync::Arc<super::FaultPlan>>,
@@ -226,10 +229,13 @@ impl LogFile {
         Ok(log)
     }
 
+    /// The directory holding the segment files.
     pub fn dir(&self) -> &Path {
         &self.dir
     }
 
+    /// The log device's tier (SSD, or NVM for a log on NVM), profile, emulator and
+    /// counters.
     pub fn core(&self) -> &DeviceCore {
         &self.core
     }

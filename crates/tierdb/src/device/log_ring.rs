@@ -205,6 +205,7 @@ impl NvmRing {
         Ok(())
     }
 
+    /// The NVM region the ring lives in (its counters are the ring's device counters).
     pub fn region(&self) -> &NvmRegion {
         &self.region
     }

@@ -68,6 +68,10 @@ pub struct DeviceCore {
 }
 
 impl DeviceCore {
+    /// The core of a device serving `tier`, charged by `profile` in `mode`, with all
+    /// counters at zero. In `spin` mode the first call in a process calibrates the TSC
+    /// and the device path's overshoot (tens of milliseconds).
+    ///
     /// # Errors
     /// `WrongTier` if the profile cannot serve `tier`.
     pub fn new(tier: Tier, profile: DeviceProfile, mode: EmulationMode) -> Result<DeviceCore, ProfileError> {
@@ -102,22 +106,27 @@ impl DeviceCore {
         Ok(out)
     }
 
+    /// The tier this device serves.
     pub fn tier(&self) -> Tier {
         self.tier
     }
 
+    /// The profile whose costs the device is charged (and, in `spin` mode, made to last).
     pub fn profile(&self) -> &DeviceProfile {
         &self.profile
     }
 
+    /// How the profile is applied to this device's operations.
     pub fn mode(&self) -> EmulationMode {
         self.emulator.mode()
     }
 
+    /// The profile's costs in the units the emulator charges (picoseconds).
     pub fn cost_model(&self) -> &CostModel {
         self.emulator.cost_model()
     }
 
+    /// The device's operation counters; take a [`DeviceStats::snapshot`] to read them.
     pub fn stats(&self) -> &DeviceStats {
         &self.stats
     }
@@ -126,11 +135,14 @@ impl DeviceCore {
 /// The start-up calibration of `spin` emulation, for reports.
 #[derive(Clone, Copy, Debug, serde::Serialize)]
 pub struct SpinCalibration {
+    /// The calibrated time-stamp counter rate, ticks per nanosecond.
     pub tsc_ticks_per_ns: f64,
     /// How far a bare spin loop passes its deadline.
     pub loop_overshoot_ns: f64,
-    /// The device path's own cost around a wait, taken off each read's / write's deadline.
+    /// The device path's own cost around a read's wait, ns, taken off each read's deadline.
     pub read_path_ns: f64,
+    /// The same for writes, persists and syncs, whose path also moves the interference
+    /// window.
     pub write_path_ns: f64,
 }
 

@@ -23,9 +23,11 @@ const MPOL_F_ADDR: libc::c_int = 2;
 /// One NUMA node as sysfs describes it.
 #[derive(Clone, Debug, Serialize)]
 pub struct NumaNode {
+    /// The node's number (`nodeN` in sysfs).
     pub id: u32,
     /// CPU list as sysfs prints it (e.g. "0-1"); empty for a memory-only node.
     pub cpus: String,
+    /// Memory the node holds (`MemTotal` of its sysfs `meminfo`); 0 if unreadable.
     pub memory_total_bytes: u64,
 }
 

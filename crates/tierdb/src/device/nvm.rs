@@ -40,21 +40,29 @@ pub enum MsyncPolicy {
     /// When the mapping is not DAX and the file is not in RAM (tmpfs).
     #[default]
     Auto,
+    /// On every persist, even where the mapping is DAX or the file in RAM.
     Always,
+    /// Never: a persist only flushes cache lines (the page cache may lose them on an
+    /// OS crash when the file system is not DAX).
     Never,
 }
 
 /// How the NVM region is opened.
 #[derive(Clone, Debug)]
 pub struct NvmConfig {
+    /// The backing file; [`NvmConfig::default_path`] puts it in /dev/shm.
     pub path: PathBuf,
     /// Bytes in the region: a multiple of the OS page size.
     pub size: ByteSize,
+    /// Whether to create the file, open an existing one, or either.
     pub open_mode: OpenMode,
+    /// The costs to charge: an NVM or DRAM profile (memory tiers take either).
     pub profile: DeviceProfile,
+    /// How the profile is applied.
     pub mode: EmulationMode,
     /// The flush instruction; `None` picks the best the CPU has.
     pub flush: Option<FlushInstruction>,
+    /// When a persist also calls `msync`.
     pub msync: MsyncPolicy,
     /// Count writes per cache line (wear); costs 8 bytes per line of the region.
     pub wear_counters: bool,
@@ -88,24 +96,36 @@ impl NvmConfig {
 /// What the region ended up with, for reports.
 #[derive(Clone, Debug, Serialize)]
 pub struct NvmInfo {
+    /// The backing file.
     pub path: PathBuf,
+    /// Bytes in the region (and in the file).
     pub size_bytes: u64,
+    /// The file system type of the backing file ("tmpfs", "ext4", ...).
     pub file_system: String,
     /// The kernel granted MAP_SYNC: the file is on a DAX file system.
     pub map_sync: bool,
+    /// The flush instruction persists use.
     pub flush: FlushInstruction,
+    /// Whether a persist also `msync`s, as [`MsyncPolicy`] decided.
     pub msync_on_persist: bool,
+    /// True if this open created the file; false if it existed.
     pub created: bool,
+    /// The NUMA node the region is bound to; `None` when not bound.
     pub numa_node: Option<u32>,
+    /// Whether per-line write counts are kept.
     pub wear_counters: bool,
 }
 
 /// Distribution of per-line write counts.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct WearSummary {
+    /// Cache lines in the region.
     pub lines: u64,
+    /// Lines written at least once.
     pub lines_written: u64,
+    /// Line writes counted over all lines (a write covering k lines counts k).
     pub writes_total: u64,
+    /// The most writes counted on any one line.
     pub writes_max: u64,
     /// `log2_buckets[0]`: lines never written; `log2_buckets[i]` for i >= 1: lines written
     /// more than 2^(i-2) and at most 2^(i-1) times (1, 2, 3-4, 5-8, ...).
@@ -186,14 +206,17 @@ impl NvmRegion {
         Ok(NvmRegion { map, info, flush, msync, wear, core, _file: file })
     }
 
+    /// Bytes in the region, a multiple of the OS page size.
     pub fn size_bytes(&self) -> u64 {
         self.info.size_bytes
     }
 
+    /// What the region ended up with (file system, DAX, flush, msync, NUMA), for reports.
     pub fn info(&self) -> &NvmInfo {
         &self.info
     }
 
+    /// The region's tier, profile, emulator and counters.
     pub fn core(&self) -> &DeviceCore {
         &self.core
     }

@@ -64,9 +64,17 @@ pub enum Sealed {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SealError {
     /// The checksum does not match the bytes: a torn write or corruption.
-    Checksum { stored: u32, computed: u32 },
+    Checksum {
+        /// The checksum in the seal.
+        stored: u32,
+        /// The checksum of the page's bytes as read.
+        computed: u32,
+    },
     /// The bytes are intact but belong to another page: a misdirected write.
-    PageId { found: u64 },
+    PageId {
+        /// The page id the seal names.
+        found: u64,
+    },
 }
 
 impl std::fmt::Display for SealError {

@@ -32,6 +32,7 @@ pub enum FlushInstruction {
 }
 
 impl FlushInstruction {
+    /// The instruction's mnemonic (`none` for [`FlushInstruction::None`]).
     pub fn name(self) -> &'static str {
         match self {
             FlushInstruction::Clwb => "clwb",
@@ -67,8 +68,11 @@ impl FlushInstruction {
 /// What CPUID says about the flush instructions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct CpuCaps {
+    /// `clwb` is available (CPUID leaf 7, EBX bit 24).
     pub clwb: bool,
+    /// `clflushopt` is available (CPUID leaf 7, EBX bit 23).
     pub clflushopt: bool,
+    /// `clflush` is available (CPUID leaf 1, EDX bit 19); false off x86-64.
     pub clflush: bool,
 }
 

@@ -19,28 +19,44 @@ use crate::limits::IO_ALIGN_BYTES;
 /// A yes/no answer with the reason or detail behind it.
 #[derive(Clone, Debug, Serialize)]
 pub struct Capability {
+    /// The feature worked when tried.
     pub available: bool,
+    /// Why not, or what "available" means here (e.g. tmpfs accepts `O_DIRECT` but
+    /// serves it from RAM).
     pub note: String,
 }
 
 /// What one directory's file system supports.
 #[derive(Clone, Debug, Serialize)]
 pub struct PathProbe {
+    /// The directory probed.
     pub path: PathBuf,
+    /// Its file system type ("tmpfs", "ext4", ...; see [`fs_type_of`]).
     pub file_system: String,
+    /// Whether an aligned `O_DIRECT` write and read of a scratch file went through.
     pub o_direct: Capability,
+    /// Whether the kernel granted a `MAP_SYNC` mapping of a scratch file (DAX).
     pub map_sync: Capability,
 }
 
 /// The machine as the device layer sees it.
 #[derive(Clone, Debug, Serialize)]
 pub struct MachineProbe {
+    /// The flush instructions CPUID reports.
     pub cpu: CpuCaps,
+    /// The flush instruction NVM regions use by default ([`persist::best`]).
     pub flush_chosen: FlushInstruction,
+    /// The calibrated time-stamp counter rate, ticks per nanosecond.
     pub tsc_ticks_per_ns: f64,
+    /// The kernel's transparent-huge-page setting as sysfs prints it (the chosen one in
+    /// brackets, e.g. `always [madvise] never`); `unavailable` without sysfs.
     pub transparent_huge_pages: String,
+    /// Pages reserved in the hugetlb pool (`HugePages_Total` of /proc/meminfo); 0 if
+    /// unreadable.
     pub hugetlb_pages_total: u64,
+    /// One probe per directory asked for, in the order given.
     pub paths: Vec<PathProbe>,
+    /// The machine's NUMA nodes (empty where sysfs has none).
     pub numa_nodes: Vec<NumaNode>,
 }
 

@@ -24,12 +24,16 @@ use crate::size::ByteSize;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Tier {
+    /// Volatile main memory, the fastest tier.
     Dram,
+    /// Byte-addressable memory behind DRAM: persistent memory or CXL-attached memory.
     Nvm,
+    /// The SSD page file, accessed in whole pages.
     Ssd,
 }
 
 impl Tier {
+    /// The tier's name as profiles and reports spell it: `dram`, `nvm` or `ssd`.
     pub fn name(self) -> &'static str {
         match self {
             Tier::Dram => "dram",
@@ -65,6 +69,7 @@ pub struct DeviceProfile {
     pub name: String,
     /// Which tier this device can serve.
     pub kind: Tier,
+    /// Free text about the device and where its numbers come from; empty if not given.
     #[serde(default)]
     pub description: String,
     /// Whether data survives power loss once persisted.
@@ -73,8 +78,9 @@ pub struct DeviceProfile {
     pub read_latency_ns: f64,
     /// Latency of one write, before transfer.
     pub write_latency_ns: f64,
-    /// Sustained bandwidth, GB/s (10^9 bytes per second).
+    /// Sustained read bandwidth, GB/s (10^9 bytes per second).
     pub read_bandwidth_gb_s: f64,
+    /// Sustained write bandwidth, GB/s (10^9 bytes per second).
     pub write_bandwidth_gb_s: f64,
     /// Cost of making one cache line durable (memory) or of one flush (SSD).
     pub persist_ns: f64,
@@ -97,24 +103,61 @@ pub struct DeviceProfile {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ProfileError {
+    /// A name that is no preset and does not look like a path to a file.
     #[error("unknown device profile {name:?}; presets are: {known}; or give a path to a .toml file")]
-    Unknown { name: String, known: String },
+    Unknown {
+        /// The name asked for.
+        name: String,
+        /// The preset names, comma-separated.
+        known: String,
+    },
+    /// A profile file (or a file named by `inherits`) could not be read.
     #[error("cannot read device profile {path}")]
     Read {
+        /// The file.
         path: PathBuf,
+        /// Why reading failed.
         #[source]
         source: std::io::Error,
     },
+    /// Text that is not valid TOML, or has unknown, missing or mistyped fields.
     #[error("malformed device profile {source_name}: {message}")]
-    Parse { source_name: String, message: String },
+    Parse {
+        /// Where the text came from: a file path or `preset <name>`.
+        source_name: String,
+        /// The parser's message, with the line where it has one.
+        message: String,
+    },
+    /// A field whose value is out of range or of the wrong kind.
     #[error("device profile {source_name}: {field} = {value}: {reason}")]
-    Invalid { source_name: String, field: &'static str, value: String, reason: &'static str },
+    Invalid {
+        /// Where the profile came from: a file path or `preset <name>`.
+        source_name: String,
+        /// The profile field at fault.
+        field: &'static str,
+        /// The bad value as text.
+        value: String,
+        /// What the value must be.
+        reason: &'static str,
+    },
+    /// An `inherits` chain deeper than [`PROFILE_INHERIT_DEPTH_MAX`], most likely a cycle.
     #[error("device profile {source_name}: `inherits` chain is longer than {PROFILE_INHERIT_DEPTH_MAX} (a cycle?)")]
-    InheritTooDeep { source_name: String },
+    InheritTooDeep {
+        /// The profile at which the depth limit was passed.
+        source_name: String,
+    },
+    /// A profile used for a tier it cannot serve (see [`DeviceProfile::expect_tier`]).
     #[error(
         "device profile {name:?} is for {found} devices and cannot serve the {expected} tier (memory tiers take dram or nvm profiles, the ssd tier ssd profiles)"
     )]
-    WrongTier { name: String, found: Tier, expected: Tier },
+    WrongTier {
+        /// The profile's name.
+        name: String,
+        /// The tier the profile is for (its `kind`).
+        found: Tier,
+        /// The tier it was asked to serve.
+        expected: Tier,
+    },
 }
 
 /// The built-in presets: name and TOML text.

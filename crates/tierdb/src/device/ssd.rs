@@ -66,11 +66,15 @@ pub enum DirectIo {
 /// How the page file is opened.
 #[derive(Clone, Debug)]
 pub struct SsdConfig {
+    /// The page file.
     pub path: PathBuf,
     /// Bytes per page: a power of two between the page size limits.
     pub page_size: usize,
+    /// Whether to use `O_DIRECT`.
     pub direct_io: DirectIo,
+    /// The costs to charge: an SSD profile.
     pub profile: DeviceProfile,
+    /// How the profile is applied.
     pub mode: EmulationMode,
     /// Faults to inject (tests).
     pub faults: Option<std::sync::Arc<super::FaultPlan>>,
@@ -115,8 +119,11 @@ impl SsdConfig {
 /// What the page file ended up with, for reports.
 #[derive(Clone, Debug, Serialize)]
 pub struct SsdInfo {
+    /// The page file.
     pub path: PathBuf,
+    /// Bytes per page.
     pub page_size: usize,
+    /// The page file's file system type ("tmpfs", "ext4", ...).
     pub file_system: String,
     /// Whether `O_DIRECT` is in effect.
     pub direct_io: bool,
@@ -460,6 +467,7 @@ impl SsdFile {
         choose_slot(path, &page0)
     }
 
+    /// Bytes per page, as the superblock records and the configuration asked.
     pub fn page_size(&self) -> usize {
         self.page_size
     }
@@ -469,10 +477,14 @@ impl SsdFile {
         self.page_count.load(Ordering::Acquire)
     }
 
+    /// What the page file ended up with (`O_DIRECT`, double write, torn pages
+    /// restored), for reports.
     pub fn info(&self) -> &SsdInfo {
         &self.info
     }
 
+    /// The page file's tier, profile, emulator and counters (the SSD double-write
+    /// file has its own: [`double_write_core`](Self::double_write_core)).
     pub fn core(&self) -> &DeviceCore {
         &self.core
     }

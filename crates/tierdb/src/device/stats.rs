@@ -100,18 +100,27 @@ impl std::fmt::Debug for DeviceStats {
 /// Counter values at one moment, or the difference between two moments.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StatsSnapshot {
+    /// Read operations.
     pub reads: u64,
+    /// Bytes the callers asked to read.
     pub read_bytes: u64,
     /// Cache lines covered by reads.
     pub read_lines: u64,
     /// Bytes the media moved for reads (whole access granules).
     pub read_media_bytes: u64,
+    /// Write operations.
     pub writes: u64,
+    /// Bytes the callers asked to write.
     pub write_bytes: u64,
+    /// Cache lines covered by writes.
     pub write_lines: u64,
+    /// Bytes the media moved for writes (whole access granules).
     pub write_media_bytes: u64,
+    /// Persist operations (cache-line flushes to the persistence domain).
     pub persists: u64,
+    /// Cache lines covered by persists.
     pub persist_lines: u64,
+    /// Sync operations (file `fsync`/`fdatasync`).
     pub syncs: u64,
     /// Reads that were slowed by concurrent or recent writes.
     pub interfered_reads: u64,
@@ -176,6 +185,7 @@ impl Default for DeviceStats {
 }
 
 impl DeviceStats {
+    /// All counters at zero.
     pub fn new() -> DeviceStats {
         DeviceStats { counts: Striped::new() }
     }
@@ -278,6 +288,7 @@ impl StatsSnapshot {
         self.reads + self.writes + self.persists + self.syncs
     }
 
+    /// [`modelled_ps`](Self::modelled_ps) in nanoseconds.
     pub fn modelled_ns(&self) -> f64 {
         self.modelled_ps as f64 / 1000.0
     }

@@ -28,6 +28,7 @@
 
 use crate::limits::SUPERBLOCK_SLOT_BYTES;
 
+/// The first 8 bytes of each superblock slot: marks a tierdb page file.
 pub const MAGIC: [u8; 8] = *b"TIERDBPF";
 /// 2: every data page carries a seal (page id, CRC-32C) in bytes 48..64.
 /// 3: the free pages are listed in free-list pages that are not reused before the next
@@ -45,15 +46,24 @@ const CREATOR_BYTES: usize = 32;
 /// The decoded contents of one superblock slot.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct Superblock {
+    /// The file's format, from [`FORMAT_VERSION_READ_MIN`] to [`FORMAT_VERSION`].
     pub format_version: u32,
+    /// Bytes per page, a power of two.
     pub page_size: u32,
+    /// Incremented by every superblock write; its parity picks the slot ([`Superblock::slot`]).
     pub generation: u64,
+    /// Pages of the file in use, page 0 (the superblock) included; at least 1.
     pub page_count: u64,
+    /// When the file was created, seconds since the Unix epoch.
     pub created_unix_secs: u64,
+    /// Random at creation: tells one database's files from another's.
     pub db_id: u64,
+    /// Page id of the catalog's root (0: none yet).
     pub catalog_root: u64,
     /// The first page of the free-page list (0: no free page).
     pub free_list_head: u64,
+    /// The tierdb version that created the file (`tierdb x.y.z`); at most 32 bytes are
+    /// stored.
     pub creator: String,
     /// Page ids below this have been handed out; the file may hold more pages
     /// (it grows in chunks). Zero in a file that never recorded it: then `page_count`.
@@ -65,10 +75,15 @@ pub struct Superblock {
 /// Why one slot did not decode.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SlotError {
+    /// The slot does not start with [`MAGIC`]: not a tierdb page file. Holds the bytes found.
     BadMagic([u8; 8]),
+    /// A format version this build does not read. Holds the version found.
     Version(u32),
+    /// The CRC-32C does not match the slot's bytes: a torn or corrupted slot.
     Checksum {
+        /// The checksum in bytes 508..512.
         stored: u32,
+        /// The checksum of bytes 0..508 as read.
         computed: u32,
     },
     /// Checksum fine but a field makes no sense (a bug wrote it, or a collision).
@@ -106,6 +121,8 @@ impl Superblock {
         (self.generation % 2) as usize
     }
 
+    /// The slot's bytes in the layout of the module doc, checksum included. A `creator`
+    /// longer than 32 bytes is cut.
     pub fn encode(&self) -> [u8; SUPERBLOCK_SLOT_BYTES] {
         let mut b = [0u8; SUPERBLOCK_SLOT_BYTES];
         b[0..8].copy_from_slice(&MAGIC);

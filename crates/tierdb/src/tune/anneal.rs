@@ -47,7 +47,9 @@ pub struct AnnealConfig {
     pub alpha: f64,
     /// Accepted transitions per temperature.
     pub gamma: u32,
+    /// Starting temperature T0, in energy units (see the module doc's scale).
     pub t0: f64,
+    /// The temperature below which the search ends (Tmin), in energy units.
     pub t_min: f64,
     /// `s` in `E = −s · Cost / Cost(C0)`.
     pub energy_scale: f64,
@@ -77,6 +79,9 @@ impl AnnealConfig {
         ((self.t_min / self.t0).ln() / self.alpha.ln()).ceil().max(0.0) as u32
     }
 
+    /// Checks every parameter and that the schedule ends within [`ANNEAL_LEVELS_MAX`]
+    /// levels.
+    ///
     /// # Errors
     /// `Config` naming the parameter out of range.
     pub fn validate(&self) -> Result<(), TuneError> {
@@ -146,6 +151,9 @@ pub struct Anneal {
 }
 
 impl Anneal {
+    /// Simulated annealing from `cfg.start` at temperature T0, its moves drawn from a
+    /// generator seeded with `cfg.seed`.
+    ///
     /// # Errors
     /// `Config` for parameters out of range ([`AnnealConfig::validate`]) or a start
     /// outside `[KNOB_MIN, 1]`.

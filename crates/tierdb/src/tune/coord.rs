@@ -62,6 +62,8 @@ impl Default for CoordConfig {
 }
 
 impl CoordConfig {
+    /// Checks the steps, the noise and the measurements per candidate.
+    ///
     /// # Errors
     /// `Config` naming the parameter out of range.
     pub fn validate(&self) -> Result<(), TuneError> {
@@ -221,6 +223,9 @@ pub struct Coord {
 }
 
 impl Coord {
+    /// A coordinate search from `cfg.start` with `cfg.coord`'s parameters; it draws no
+    /// random numbers.
+    ///
     /// # Errors
     /// `Config` for parameters out of range or a start outside `[KNOB_MIN, 1]`.
     pub fn new(cfg: &TunerConfig) -> Result<Coord, TuneError> {

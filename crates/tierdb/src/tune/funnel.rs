@@ -57,6 +57,8 @@ impl Default for FunnelConfig {
 }
 
 impl FunnelConfig {
+    /// Checks the screen, the shortlist and the screen's epoch fraction.
+    ///
     /// # Errors
     /// `Config` naming the parameter out of range.
     pub fn validate(&self) -> Result<(), TuneError> {
@@ -132,6 +134,9 @@ pub struct Funnel {
 }
 
 impl Funnel {
+    /// A coarse-to-fine search from `cfg.start`: the screen and shortlist with
+    /// `cfg.funnel`'s parameters, the refinement with `cfg.coord`'s.
+    ///
     /// # Errors
     /// `Config` for parameters out of range (the funnel's or the refinement's) or a
     /// start outside `[KNOB_MIN, 1]`.

@@ -22,6 +22,7 @@ pub struct Landscape {
     pub weights: [f64; 4],
     /// Cross term between Dr and Nr.
     pub cross_dr_nr: f64,
+    /// Throughput at the optimum, operations per second.
     pub peak_ops_per_sec: f64,
     /// Relative standard deviation of a measurement.
     pub noise: f64,
