@@ -10,6 +10,7 @@
 //! - [`recommend`]: the grid search over DRAM / NVM / SSD capacities under a budget.
 
 #![deny(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod cache;
 pub mod error;

@@ -36,6 +36,7 @@
 //! All code is safe Rust; the key space shared by threads uses atomics only.
 
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod dist;
 pub mod error;

@@ -38,6 +38,7 @@
 //! each is sound.
 
 #![deny(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod arch;
 pub mod btree;
