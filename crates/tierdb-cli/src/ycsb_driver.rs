@@ -937,10 +937,7 @@ fn read<S: PageSource>(
             Some(f) => field_range(spec, f),
             None => 0..spec.record_length_bytes(),
         };
-        tree.get_part(key, range, |v| {
-            out[..v.len()].copy_from_slice(v);
-            Some(v.len())
-        })?
+        tree.read_into(key, range, out)?.map(Some)
     } else {
         tree.get(key, |v| {
             let bytes = match field {

@@ -58,19 +58,38 @@ pub fn build_key(spec: &YcsbSpec, key_number: u64, out: &mut Vec<u8>) {
     write_key(spec.key_prefix().as_bytes(), spec.zero_padding() as usize, key_name_number(spec, key_number), out);
 }
 
+/// "00" to "99", two bytes each.
+const DIGIT_PAIRS: [u8; 200] = {
+    let mut t = [0u8; 200];
+    let mut i = 0;
+    while i < 100 {
+        t[2 * i] = b'0' + (i / 10) as u8;
+        t[2 * i + 1] = b'0' + (i % 10) as u8;
+        i += 1;
+    }
+    t
+};
+
 /// Prefix, zeros up to `zero_padding` characters of number, then the number in decimal.
 /// As in YCSB the padding counts the sign of a negative number as a digit.
 fn write_key(prefix: &[u8], zero_padding: usize, number: i64, out: &mut Vec<u8>) {
     let mut digits = [0u8; KEY_NUMBER_DIGITS_MAX];
     let mut start = digits.len();
     let mut rest = number.unsigned_abs();
-    loop {
+    // Two digits a step (a key is built for every operation of a run).
+    while rest >= 100 {
+        let pair = (rest % 100) as usize;
+        rest /= 100;
+        start -= 2;
+        digits[start..start + 2].copy_from_slice(&DIGIT_PAIRS[2 * pair..2 * pair + 2]);
+    }
+    if rest >= 10 {
+        let pair = rest as usize;
+        start -= 2;
+        digits[start..start + 2].copy_from_slice(&DIGIT_PAIRS[2 * pair..2 * pair + 2]);
+    } else {
         start -= 1;
-        digits[start] = b'0' + (rest % 10) as u8;
-        rest /= 10;
-        if rest == 0 {
-            break;
-        }
+        digits[start] = b'0' + rest as u8;
     }
     if number < 0 {
         start -= 1;
@@ -150,5 +169,26 @@ mod tests {
         assert_eq!(out, b"user00-9223372036854775808");
         write_key(b"", 1, i64::MAX, &mut out);
         assert_eq!(out, b"9223372036854775807");
+    }
+
+    /// The digits are Rust's own decimal formatting of the number, zero padded, at every
+    /// length from 1 to 20 characters and at the ends of the range.
+    #[test]
+    fn digits_are_decimal_formatting() {
+        let mut numbers = vec![0i64, 1, 9, 10, 11, 99, 100, 101, 999, 1000, i64::MAX, i64::MIN, i64::MIN + 1];
+        let mut p = 1i64;
+        for _ in 0..18 {
+            p *= 10;
+            numbers.extend([p - 1, p, p + 1, -p, -(p - 1), p / 7 * 3]);
+        }
+        let mut out = Vec::new();
+        for n in numbers {
+            for padding in [0usize, 1, 5, 19, 21] {
+                write_key(b"k", padding, n, &mut out);
+                let body = if n < 0 { format!("-{}", n.unsigned_abs()) } else { n.to_string() };
+                let expected = format!("k{}{body}", "0".repeat(padding.saturating_sub(body.len())));
+                assert_eq!(String::from_utf8_lossy(&out), expected, "number {n}, padding {padding}");
+            }
+        }
     }
 }

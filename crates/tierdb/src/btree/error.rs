@@ -37,6 +37,15 @@ pub enum BTreeError {
         /// Length in bytes of the value stored under the key.
         value_len: usize,
     },
+    /// [`read_into`](super::BTree::read_into) of a value part longer than the buffer
+    /// given for it.
+    #[error("the value part of {len} bytes does not fit the buffer of {capacity} bytes")]
+    OutputTooSmall {
+        /// Bytes of the value part asked for.
+        len: usize,
+        /// Bytes of the buffer.
+        capacity: usize,
+    },
     /// The page does not hold a B+-tree node (wrong magic or kind), or not a root.
     #[error("{pid} is not a B+-tree node: {detail}")]
     NotATree {

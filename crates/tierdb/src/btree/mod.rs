@@ -286,6 +286,55 @@ struct Found<'s, S: PageSource + 's> {
     pos: usize,
 }
 
+/// The outcome of one optimistic attempt of [`BTree::read_into`].
+enum Attempt {
+    /// Read and validated: the bytes copied (`None`: no such key), or `Err(len)` if the
+    /// part of `len` bytes does not fit the buffer.
+    Done(std::result::Result<Option<usize>, usize>),
+    /// A page changed under the read: try again.
+    Restart,
+    /// Take the latched way (the leaf is not resident whole, or a page does not parse).
+    Latched,
+}
+
+/// Looks `key` up in the leaf `leaf` (page `pid`) read optimistically and copies bytes
+/// `part` of its value into `out`; the result counts only if the leaf validates after.
+#[inline]
+fn copy_from_leaf<G: OptimisticPage>(
+    leaf: &G,
+    pid: PageId,
+    key: &[u8],
+    part: &Range<usize>,
+    out: &mut [u8],
+) -> Attempt {
+    let found = (|| -> std::result::Result<Option<&[u8]>, BTreeError> {
+        let node = NodeRef::parse(leaf, pid)?;
+        if !node.is_leaf() {
+            return Err(BTreeError::Corrupted { pid, detail: "an inner node where its parent has a leaf".into() });
+        }
+        match node.lower_bound(key)? {
+            (pos, true) => Ok(Some(node.value(pos)?)),
+            _ => Ok(None),
+        }
+    })();
+    let copied = match found {
+        Ok(Some(value)) => {
+            let end = part.end.min(value.len());
+            let bytes = &value[part.start.min(end)..end];
+            match out.get_mut(..bytes.len()) {
+                Some(o) => {
+                    o.copy_from_slice(bytes);
+                    Ok(Some(bytes.len()))
+                }
+                None => Err(bytes.len()),
+            }
+        }
+        Ok(None) => Ok(None),
+        Err(_) => return if leaf.validate() { Attempt::Latched } else { Attempt::Restart },
+    };
+    if leaf.validate() { Attempt::Done(copied) } else { Attempt::Restart }
+}
+
 /// The outcome of a write attempted on a leaf held exclusive.
 enum LeafWrite {
     /// Done, with the operation's result.
@@ -380,6 +429,102 @@ impl<'s, S: PageSource> BTree<'s, S> {
         match self.get_with(key, &part, false, &mut f) {
             Err(e) if e.needs_exclusive() => self.get_with(key, &part, true, &mut f),
             r => r,
+        }
+    }
+
+    /// Copies bytes `part` of the value of `key` (clipped to the value's length, as
+    /// [`get_part`](Self::get_part) clips) to the front of `out`, and returns how many;
+    /// `None` if the key is absent.
+    ///
+    /// Where the source hands out a leaf resident whole without loading anything
+    /// ([`PageSource::fix_child_resident`]), the leaf is read optimistically, like the
+    /// inner nodes: no latch is taken, the bytes are copied, and the copy counts only if
+    /// the leaf's version is unchanged afterwards; else the lookup starts again. A leaf
+    /// that is not resident, a page that does not parse, or
+    /// [`BTREE_OPTIMISTIC_RESTARTS_MAX`] restarts take the latched way of `get_part`,
+    /// which loads what is missing and reports what is corrupt.
+    ///
+    /// # Errors
+    /// `OutputTooSmall` if the part does not fit `out`; those of `get_part`.
+    #[inline]
+    pub fn read_into(&self, key: &[u8], part: Range<usize>, out: &mut [u8]) -> Result<Option<usize>> {
+        self.check_key(key)?;
+        for _ in 0..BTREE_OPTIMISTIC_RESTARTS_MAX {
+            match self.read_optimistic(key, &part, out)? {
+                Attempt::Done(Ok(n)) => return Ok(n),
+                Attempt::Done(Err(len)) => {
+                    return Err(BTreeError::OutputTooSmall { len, capacity: out.len() }.into());
+                }
+                Attempt::Restart => {}
+                Attempt::Latched => break,
+            }
+        }
+        let copied = self.get_part(key, part, |v| match out.get_mut(..v.len()) {
+            Some(o) => {
+                o.copy_from_slice(v);
+                Ok(v.len())
+            }
+            None => Err(v.len()),
+        })?;
+        match copied {
+            None => Ok(None),
+            Some(Ok(n)) => Ok(Some(n)),
+            Some(Err(len)) => Err(BTreeError::OutputTooSmall { len, capacity: out.len() }.into()),
+        }
+    }
+
+    /// One optimistic attempt of [`read_into`](Self::read_into): descends as
+    /// [`descend_with`](Self::descend_with) does, then reads the leaf optimistically if
+    /// the source hands it out so.
+    #[inline]
+    fn read_optimistic(&self, key: &[u8], part: &Range<usize>, out: &mut [u8]) -> Result<Attempt> {
+        let mut pid = self.root;
+        let mut page = self.source.fix_optimistic(pid)?;
+        let mut level = None;
+        loop {
+            let step = (|| -> Result<Option<(usize, u64, u8)>> {
+                let node = NodeRef::parse(&page, pid)?;
+                if let Some(l) = level {
+                    node.expect_level(l)?;
+                }
+                if node.is_leaf() {
+                    return Ok(None);
+                }
+                let (offset, raw) = node.child_ref(node.child_index(key)?)?;
+                Ok(Some((offset, raw, node.level() - 1)))
+            })();
+            if !page.validate() {
+                return Ok(Attempt::Restart);
+            }
+            let Ok(step) = step else { return Ok(Attempt::Latched) };
+            let Some((offset, raw, next_level)) = step else {
+                // The root is a leaf, fixed whole.
+                return Ok(copy_from_leaf(&page, pid, key, part, out));
+            };
+            if next_level == 0 {
+                let leaf = match self.source.fix_child_resident(&page, offset, raw) {
+                    Ok(Some(leaf)) => leaf,
+                    Ok(None) => return Ok(Attempt::Latched),
+                    Err(_) if !page.validate() => return Ok(Attempt::Restart),
+                    Err(e) => return Err(e),
+                };
+                let next = self.source.child_pid(raw);
+                if !page.validate() {
+                    return Ok(Attempt::Restart);
+                }
+                return Ok(copy_from_leaf(&leaf, next, key, part, out));
+            }
+            let child = match self.source.fix_child_optimistic(&page, offset, raw) {
+                Ok(child) => child,
+                Err(_) if !page.validate() => return Ok(Attempt::Restart),
+                Err(e) => return Err(e),
+            };
+            pid = self.source.child_pid(raw);
+            if !page.validate() {
+                return Ok(Attempt::Restart);
+            }
+            page = child;
+            level = Some(next_level);
         }
     }
 

@@ -2587,6 +2587,51 @@ impl PageSource for BufferManager {
         Ok(g)
     }
 
+    /// A leaf resident whole in a DRAM frame, read optimistically: found through a
+    /// swizzled reference or the page table, with no latch taken and nothing loaded.
+    /// Counted and recorded as the line-grained shared fix it replaces (a DRAM hit);
+    /// swizzles the parent's reference as that fix would.
+    #[inline]
+    fn fix_child_resident<'a>(
+        &'a self,
+        parent: &BmOptimistic<'a>,
+        offset: usize,
+        raw: u64,
+    ) -> Result<Option<BmOptimistic<'a>>> {
+        let Some(dram_parent) = parent.dram() else { return Ok(None) };
+        let swizzled = raw & SWIZZLED != 0;
+        let (frame, pid) = if swizzled {
+            let f = (raw & !SWIZZLED) as usize;
+            if f >= self.frames.len() {
+                return Ok(None);
+            }
+            (FrameId(f as u32), None)
+        } else {
+            match Entry::decode(self.table.slot(PageId(raw))?.load(Ordering::Acquire)) {
+                Entry::Dram(f) => (f, Some(PageId(raw))),
+                _ => return Ok(None),
+            }
+        };
+        let Some(g) = self.frames.try_optimistic(frame) else { return Ok(None) };
+        let meta = g.meta();
+        // The frame may have been given to another page meanwhile: then its version has
+        // changed too, so the checks below count only if the guard validates later.
+        let ours = match pid {
+            Some(pid) => meta.pid() == pid.0,
+            None => meta.parent.load(Ordering::Relaxed) == dram_parent.frame().0,
+        };
+        if !ours || !meta.resident_all.load(Ordering::Relaxed) {
+            return Ok(None);
+        }
+        meta.touch();
+        self.counters.bump(Count::DramHits);
+        self.record(super::recorder::AccessKind::ReadLines, PageId(meta.pid()));
+        if !swizzled && self.techniques.swizzling {
+            self.try_swizzle(dram_parent, offset, frame, Some(g.version()));
+        }
+        Ok(Some(BmOptimistic::Dram(g)))
+    }
+
     #[inline]
     fn fix_child_lines<'a>(
         &'a self,

@@ -161,6 +161,17 @@ impl PageSource for MemorySource {
         }
     }
 
+    /// Every page is resident whole: always read optimistically.
+    #[inline]
+    fn fix_child_resident<'a>(
+        &'a self,
+        parent: &FrameOptimistic<'a>,
+        offset: usize,
+        raw: u64,
+    ) -> Result<Option<FrameOptimistic<'a>>> {
+        self.fix_child_optimistic(parent, offset, raw).map(Some)
+    }
+
     #[inline]
     fn fix_lines(&self, pid: PageId, exclusive: bool) -> Result<WholeLines<'_>> {
         Ok(if exclusive {

@@ -183,6 +183,27 @@ pub trait PageSource: Send + Sync {
         self.fix_optimistic(PageId(raw))
     }
 
+    /// The child at `raw` in the optimistically read `parent` (at byte `offset` of it),
+    /// read optimistically as well, if that loads nothing: the page is resident whole
+    /// where it can be read in place (a DRAM frame). `None` when it is not, or when the
+    /// source does not read leaves so; the caller then fixes it with
+    /// [`fix_child_lines`](Self::fix_child_lines), which loads what is missing. Like
+    /// every optimistic read, the bytes count only once the guard validates. The
+    /// default reads nothing so.
+    ///
+    /// # Errors
+    /// The page table's, for a page id out of range.
+    #[inline]
+    fn fix_child_resident<'a>(
+        &'a self,
+        parent: &Self::Optimistic<'a>,
+        offset: usize,
+        raw: u64,
+    ) -> Result<Option<Self::Optimistic<'a>>> {
+        let _ = (parent, offset, raw);
+        Ok(None)
+    }
+
     /// [`fix_lines`](Self::fix_lines) of child `raw` of `parent`, as
     /// [`fix_child_optimistic`](Self::fix_child_optimistic) does for inner children.
     ///
