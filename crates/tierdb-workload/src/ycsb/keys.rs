@@ -59,7 +59,7 @@ pub fn build_key(spec: &YcsbSpec, key_number: u64, out: &mut Vec<u8>) {
 }
 
 /// "00" to "99", two bytes each.
-const DIGIT_PAIRS: [u8; 200] = {
+static DIGIT_PAIRS: [u8; 200] = {
     let mut t = [0u8; 200];
     let mut i = 0;
     while i < 100 {
