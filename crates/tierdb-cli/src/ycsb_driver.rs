@@ -468,12 +468,11 @@ pub(crate) fn fill_table<S: PageSource>(
 }
 
 /// Loads the load's records into the empty `tree` in key order with one bulk load
-/// ([`BTree::bulk_load`]: the tree built bottom-up, each node written once, filled to
-/// [`BTREE_BULK_FILL_DEFAULT`], which leaves room for the run's inserts), with
-/// `bulk(true)` before and `bulk(false)` after (the buffer manager's bulk-load mode,
-/// where there is one). The records go straight to the tree: if it is a database's,
-/// they bypass its log (a bulk load refuses a logged tree handle). Returns the record
-/// count and the load's seconds.
+/// ([`BTree::bulk_load`]: the tree built bottom-up, each node written once, as full as
+/// [`load_fill`] says), with `bulk(true)` before and `bulk(false)` after (the buffer
+/// manager's bulk-load mode, where there is one). The records go straight to the tree:
+/// if it is a database's, they bypass its log (a bulk load refuses a logged tree
+/// handle). Returns the record count and the load's seconds.
 fn load_records<S: PageSource>(
     tree: &BTree<'_, S>,
     bulk: &dyn Fn(bool) -> Result<()>,
@@ -503,7 +502,7 @@ fn load_records<S: PageSource>(
     let mut rng = value_rng(cfg.seed, u32::MAX);
     // The records in key order, each value built as the tree asks for it.
     let mut i = 0usize;
-    let loaded = tree.bulk_load(BTREE_BULK_FILL_DEFAULT, |key, value| {
+    let loaded = tree.bulk_load(load_fill(spec), |key, value| {
         let Some((_, k)) = keys.get(i) else { return Ok(false) };
         if i > 0 && keys[i - 1].1 == *k {
             bail!("duplicate key {:?} in the load", String::from_utf8_lossy(k));
@@ -527,6 +526,18 @@ fn load_records<S: PageSource>(
     drop(keys);
     progress("load", records, records);
     Ok((records, load_secs))
+}
+
+/// How full [`load_records`] fills the tree's nodes: whole pages when the run never
+/// grows a leaf (no inserts, and records of constant length, which updates rewrite in
+/// place), so that the tree is as small as the sorted inserts the bulk load replaced
+/// left it (YCSB's hashed keys share short prefixes: those filled leaves nearly
+/// whole), and the run's data size does not change; else
+/// [`BTREE_BULK_FILL_DEFAULT`], whose room takes the run's first inserts into a leaf
+/// without splitting it. (A later epoch's workload that inserts finds full leaves, as
+/// it did after the sorted inserts.)
+fn load_fill(spec: &YcsbSpec) -> f64 {
+    if spec.mix().insert == 0.0 && !spec.field_lengths_vary() { 1.0 } else { BTREE_BULK_FILL_DEFAULT }
 }
 
 /// Bytes `skip..skip + 8` of `key`, zero padded, as a big-endian word: for keys that
@@ -1191,6 +1202,14 @@ mod tests {
             want.extend((0..n).step_by(PROGRESS_EVERY as usize).map(|i| format!("load {i}/{n}")));
             want.extend(["bulk false".to_string(), format!("load {n}/{n}")]);
             assert_eq!(*calls.lock().unwrap(), want, "{text}");
+        }
+        // Full pages unless the run can grow a leaf.
+        for (text, fill) in [
+            ("readproportion=0.5\nupdateproportion=0.5", 1.0),
+            ("readproportion=0.9\ninsertproportion=0.1", BTREE_BULK_FILL_DEFAULT),
+            ("fieldlengthdistribution=uniform\nreadproportion=0.5\nupdateproportion=0.5", BTREE_BULK_FILL_DEFAULT),
+        ] {
+            assert_eq!(load_fill(&YcsbSpec::parse(text, "test").unwrap()), fill, "{text}");
         }
         let spec = YcsbSpec::parse("recordcount=2000\nfieldcount=2\nfieldlength=30", "test").unwrap();
         let src = source();
