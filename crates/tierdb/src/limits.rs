@@ -124,12 +124,15 @@ pub const BTREE_UNDERFULL_DIVISOR: usize = 4;
 /// filled to at most this fraction of its page. Not 1.0: a full leaf splits at the
 /// first insert into it, so workloads that insert after the load (YCSB D and E, TPC-C)
 /// would split nearly every leaf they touch at once; 10% of a 4 KiB leaf is room for
-/// two or three more 140-byte YCSB records. For such small records the tree is still
-/// denser than after the sorted inserts the bulk load replaces, which leave each left
-/// node less full by what prefix truncation frees once it gets an upper fence (188
-/// against 193 leaves for 23-byte keys and 120-byte values). Larger records lose a
-/// record or two per leaf to the room: 7% more leaves for 1000-byte values at 16 KiB,
-/// 20% for 600-byte values at 4 KiB (a fill of 1.0 packs them as densely as inserts).
+/// two or three more 140-byte YCSB records. The price is size. Against the sorted
+/// inserts a bulk load replaces (each left node filled with what fits before it gets
+/// its upper fence): with keys in order that share long prefixes (`user` and 19 digits)
+/// those lose ~15% to the prefix truncation the fence brings, and 0.9 is still denser
+/// (188 against 193 leaves for 120-byte values at 4 KiB); with keys that share little
+/// (YCSB's hashed keys) they are nearly full and 0.9 takes ~8% more pages, as it does
+/// for records of a few percent of a page (7% more leaves for 1000-byte values at 16
+/// KiB). A caller that never inserts afterwards passes 1.0 (the YCSB loader does for
+/// such workloads).
 pub const BTREE_BULK_FILL_DEFAULT: f64 = 0.9;
 
 /// Smallest bulk-load fill factor accepted: below it, nodes would start out close to

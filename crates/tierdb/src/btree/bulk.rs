@@ -694,7 +694,8 @@ mod tests {
         }
     }
 
-    /// Against the sorted inserts the bulk load replaces (5000 records of 23-byte keys):
+    /// Against the sorted inserts the bulk load replaces (5000 records of 23-byte keys
+    /// in order, sharing long prefixes):
     /// the default fill packs small records (up to ~3% of a page) at least as densely
     /// (inserts lose what prefix truncation frees once a left node gets its upper
     /// fence), and full pages pack any records at least as densely. (Larger records
