@@ -131,6 +131,27 @@ pub const BTREE_OPTIMISTIC_RESTARTS_MAX: u32 = 16;
 /// is merged with a sibling when a delete leaves it so.
 pub const BTREE_UNDERFULL_DIVISOR: usize = 4;
 
+/// Default fill factor of a bulk-loaded B+-tree (`BTree::bulk_load`): every node is
+/// filled to at most this fraction of its page. Not 1.0: a full leaf splits at the
+/// first insert into it, so workloads that insert after the load (YCSB D and E, TPC-C)
+/// would split nearly every leaf they touch at once; 10% of a 4 KiB leaf is room for
+/// two or three more 140-byte YCSB records. The price is size. Against the sorted
+/// inserts a bulk load replaces (each left node filled with what fits before it gets
+/// its upper fence): with keys in order that share long prefixes (`user` and 19 digits)
+/// those lose ~15% to the prefix truncation the fence brings, and 0.9 is still denser
+/// (188 against 193 leaves for 120-byte values at 4 KiB); with keys that share little
+/// (YCSB's hashed keys) they are nearly full and 0.9 takes ~8% more pages, as it does
+/// for records of a few percent of a page (7% more leaves for 1000-byte values at 16
+/// KiB). A caller that never inserts afterwards passes 1.0 (the YCSB loader does for
+/// such workloads).
+pub const BTREE_BULK_FILL_DEFAULT: f64 = 0.9;
+
+/// Smallest bulk-load fill factor accepted: below it, nodes would start out close to
+/// underfull (`BTREE_UNDERFULL_DIVISOR`), and a node of the smallest page filled to it
+/// still takes three children of the longest separators (checked below), so every cut
+/// leaves the last two nodes of a level enough children to rebalance.
+pub const BTREE_BULK_FILL_MIN: f64 = 0.5;
+
 /// The catalog of named trees (one page): longest name and most trees. The catalog of
 /// the largest allowed size must fit in the smallest page (checked below).
 pub const CATALOG_NAME_BYTES_MAX: usize = 64;
@@ -193,6 +214,8 @@ const _: () = assert!(NVCACHE_SWEEP_BATCH_DIVISOR >= 1 && NVCACHE_SWEEP_INTERVAL
 const _: () = assert!(BTREE_KEY_BYTES_MAX >= 128 && BTREE_KEY_BYTES_MAX <= u16::MAX as usize);
 const _: () = assert!(BTREE_HEIGHT_MAX <= u8::MAX as usize);
 const _: () = assert!(BTREE_UNDERFULL_DIVISOR >= 2);
+const _: () = assert!(BTREE_BULK_FILL_MIN <= BTREE_BULK_FILL_DEFAULT && BTREE_BULK_FILL_DEFAULT <= 1.0);
+const _: () = assert!(BTREE_BULK_FILL_MIN >= 1.0 / BTREE_UNDERFULL_DIVISOR as f64);
 const _: () = assert!(CATALOG_NAME_BYTES_MAX <= u8::MAX as usize);
 const _: () = assert!(
     CATALOG_HEADER_BYTES + CATALOG_TREES_MAX * (CATALOG_ENTRY_OVERHEAD_BYTES + CATALOG_NAME_BYTES_MAX)

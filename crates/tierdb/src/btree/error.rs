@@ -71,6 +71,45 @@ pub enum BTreeError {
         /// Restarts made before giving up.
         restarts: u32,
     },
+    /// [`BTree::bulk_load`](super::BTree::bulk_load) into a tree that holds entries.
+    #[error("bulk load into the tree rooted at {root}, which is not empty ({detail})")]
+    BulkLoadNotEmpty {
+        /// The tree's root page.
+        root: PageId,
+        /// What the root holds (its level and entry count).
+        detail: String,
+    },
+    /// [`BTree::bulk_load`](super::BTree::bulk_load) input whose keys do not strictly
+    /// increase (a key repeated or out of order).
+    #[error("bulk load: record {position} has key {key:02x?}, not above the previous key {previous:02x?}")]
+    BulkLoadUnsorted {
+        /// The record's position in the input, counted from 0.
+        position: u64,
+        /// Its key.
+        key: Vec<u8>,
+        /// The key of the record before it.
+        previous: Vec<u8>,
+    },
+    /// [`BTree::bulk_load`](super::BTree::bulk_load) on a tree that logs its changes:
+    /// load through a handle without a log, then checkpoint.
+    #[error(
+        "bulk load into the tree rooted at {root}, which logs its changes: load it through a handle \
+         without a log and checkpoint afterwards"
+    )]
+    BulkLoadLogged {
+        /// The tree's root page.
+        root: PageId,
+    },
+    /// A bulk-load fill factor outside `min..=max`.
+    #[error("bulk-load fill factor {fill} is outside {min}..={max}")]
+    BulkLoadFill {
+        /// The fill factor asked for.
+        fill: f64,
+        /// The smallest accepted, `BTREE_BULK_FILL_MIN`.
+        min: f64,
+        /// The largest accepted, 1.0 (full pages).
+        max: f64,
+    },
     /// A tree name that is empty or too long.
     #[error("tree name {name:?} is invalid: {detail}")]
     BadTreeName {

@@ -38,7 +38,11 @@
 //!
 //! Splits are at the middle by bytes, except an insert past the last key of the
 //! rightmost node (a sequential load), which keeps the left node nearly full.
+//!
+//! An empty tree can instead be loaded from sorted input bottom-up ([`BTree::bulk_load`],
+//! `btree/bulk.rs`): nodes filled left to right to a fill factor, unlogged.
 
+mod bulk;
 mod check;
 mod cursor;
 mod error;

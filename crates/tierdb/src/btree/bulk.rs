@@ -1,0 +1,1017 @@
+//! Bulk load: an empty tree built bottom-up from records in strictly increasing key order.
+//!
+//! Records stream through one *level builder* per level. A level keeps two nodes in
+//! memory: the *open* node, which is taking items, and the *held* node, closed before it
+//! but not yet written (the end of a level may still move its upper fence). An item is a
+//! leaf record, or, one level up, a child: its page and the separator after it (its upper
+//! fence). Each level, for each item:
+//!
+//! 1. computes, exactly, the bytes of the open node if it were closed right after the
+//!    item: header, both fences, slots and entries after prefix truncation. A leaf's
+//!    upper fence is then the shortest separator between the item and the next record,
+//!    so the leaf level decides one record late; an inner node's is the item's own
+//!    separator, and the item becomes the node's link (rightmost child);
+//! 2. if that is within the fill limit, or the node has fewer than its minimum of items
+//!    (one record; two children), the item joins the open node;
+//! 3. else the open node is closed before the item: it gets a fresh page; the held node,
+//!    now complete, is written whole into its page (linked to the open node's page if it
+//!    is a leaf) and posted as an item to the level above; the open node becomes the
+//!    held one, and the item opens the next node.
+//!
+//! At the end of the input, each level from the leaves up: a level that never closed a
+//! node is the top, and its node is written into the root page (the root's id is fixed
+//! for the tree's life); otherwise, if its last node is underfull (or an inner node with
+//! a single child), the last two nodes are re-cut where the larger of them is smallest,
+//! both are written, and the last is posted, as the last item, to the level above.
+//!
+//! Nodes are built with [`Builder`], so their format is exactly what splits write:
+//! fences are the separators around the node in its parent (the leftmost node of a level
+//! has the empty lower fence, the rightmost an infinite upper fence), the prefix is the
+//! fences' common prefix, leaves are chained left to right. Every node is filled up to
+//! `fill × page size` bytes, except the last of a level, which may be fuller (after the
+//! re-cut) or emptier, and a node holding only its minimum of items.
+//!
+//! Pages come from [`PageSource::allocate`], one per node; the root page is latched
+//! exclusive for the whole load and written last, so until then the tree is the empty
+//! tree, and a load that fails frees every page it took. Changes are not logged: a tree
+//! with a log is refused (see [`BTree::bulk_load`]).
+
+use super::error::BTreeError;
+use super::node::{
+    Builder, CHILD_BYTES, ENTRY_HEADER_BYTES, HEADER_BYTES, INNER_ENTRY_BYTES_MAX, Kind, NodeRef, NodeResult,
+    SLOT_BYTES,
+};
+use super::{BTree, Exclusive, corrupted};
+use crate::buffer::{ExclusivePage, PageSource};
+use crate::ids::PageId;
+use crate::limits::{
+    BTREE_BULK_FILL_MIN, BTREE_HEIGHT_MAX, BTREE_KEY_BYTES_MAX, BTREE_UNDERFULL_DIVISOR, PAGE_SIZE_MIN_BYTES,
+};
+
+/// Items an inner node takes before its size is checked: a node of two children (one
+/// separator) always fits. A leaf takes one record unchecked (every leaf entry fits
+/// any node: `node::value_bytes_max`).
+const INNER_ITEMS_MIN: usize = 2;
+
+// An inner node of three children (two separators) with the longest fences stays within
+// the smallest fill limit: a level's nodes are closed only after three children, so at
+// its end the last two nodes hold at least four, enough for two nodes of two each.
+const _: () = assert!(
+    HEADER_BYTES + 2 * BTREE_KEY_BYTES_MAX + 2 * INNER_ENTRY_BYTES_MAX
+        <= (BTREE_BULK_FILL_MIN * PAGE_SIZE_MIN_BYTES as f64) as usize
+);
+
+/// One item of a level: a record of the leaf level, or a child one level up.
+#[derive(Default)]
+struct Item {
+    /// Leaf: the record's key. Inner: the child's upper fence, the separator after it
+    /// (empty for the last child of a level, whose upper fence is infinite).
+    key: Vec<u8>,
+    /// Leaf: the record's value. Inner: the child's page id, little endian.
+    value: Vec<u8>,
+}
+
+/// A closed node whose page is allocated but not yet written.
+struct Held<'s, S: PageSource + 's> {
+    pid: PageId,
+    page: Exclusive<'s, S>,
+    lower: Vec<u8>,
+    upper: Vec<u8>,
+}
+
+/// The builder of one level.
+struct Level<'s, S: PageSource + 's> {
+    kind: Kind,
+    level: u8,
+    /// The held node's items (`..held_len`), then the open node's.
+    items: Vec<Item>,
+    held: Option<Held<'s, S>>,
+    held_len: usize,
+    /// The open node's lower fence.
+    lower: Vec<u8>,
+    /// [`entry_bytes`] summed over the open node's items.
+    sum: usize,
+}
+
+impl<S: PageSource> Level<'_, S> {
+    fn new(kind: Kind, level: u8) -> Self {
+        Level { kind, level, items: Vec::new(), held: None, held_len: 0, lower: Vec::new(), sum: 0 }
+    }
+
+    fn items_min(&self) -> usize {
+        match self.kind {
+            Kind::Leaf => 1,
+            Kind::Inner => INNER_ITEMS_MIN,
+        }
+    }
+}
+
+/// A bulk load in progress.
+struct Load<'t, 's, S: PageSource + 's> {
+    tree: &'t BTree<'s, S>,
+    /// The root page, latched exclusive from the emptiness check to the end.
+    root: Exclusive<'s, S>,
+    page_size: usize,
+    /// Bytes a node is filled to (`fill × page size`).
+    limit: usize,
+    /// Level builders, the leaves' first; one is added when a level closes its first node.
+    levels: Vec<Level<'s, S>>,
+    /// Items whose buffers are reused.
+    spare: Vec<Item>,
+    /// Every page allocated so far: freed again if the load fails.
+    pages: Vec<PageId>,
+}
+
+impl<'s, S: PageSource> BTree<'s, S> {
+    /// Loads the empty tree with the records `next` yields, in strictly increasing key
+    /// order, building it bottom-up: leaves filled left to right to `fill` of a page
+    /// ([`BTREE_BULK_FILL_DEFAULT`](crate::limits::BTREE_BULK_FILL_DEFAULT) leaves room
+    /// for later inserts; 1.0 packs pages full), then each inner level from the
+    /// separators of the one below, the top written into the root page. No descent,
+    /// search or split per record: a small fraction of the cost of inserting the
+    /// records in order, with every node but the last of a level filled alike.
+    ///
+    /// `next(key, value)` puts the next record into the two buffers (they arrive empty)
+    /// and returns true, or returns false at the end of the input; the buffers are
+    /// reused, so the caller need not hold all records at once. It runs while the root
+    /// is latched exclusive: it must not use this tree (other threads' operations on it
+    /// wait until the load ends). Returns the number of records loaded.
+    ///
+    /// Not logged: a tree with a log ([`logged`](Self::logged)) is refused. Load the
+    /// tree through a handle without one (as `BTree::open` or `Catalog::open_tree` give)
+    /// and checkpoint afterwards; until then, a crash loses the load like any unlogged
+    /// change.
+    ///
+    /// # Errors
+    /// `BulkLoadLogged`; `BulkLoadFill` for a fill outside
+    /// [`BTREE_BULK_FILL_MIN`](crate::limits::BTREE_BULK_FILL_MIN)`..=1.0`;
+    /// `BulkLoadNotEmpty` if the tree holds entries; `BulkLoadUnsorted` naming the first
+    /// record whose key is not above the previous one; `KeyTooLarge` and
+    /// `ValueTooLarge` as [`insert`](Self::insert); `next`'s errors, unchanged; the
+    /// source's errors. After an error the tree is still empty (the pages the load
+    /// took are freed again, unless freeing fails too), and the records are not loaded.
+    pub fn bulk_load<E: From<crate::Error>>(
+        &self,
+        fill: f64,
+        mut next: impl FnMut(&mut Vec<u8>, &mut Vec<u8>) -> Result<bool, E>,
+    ) -> Result<u64, E> {
+        let refuse = |e: BTreeError| E::from(crate::Error::from(e));
+        if self.log.is_some() {
+            return Err(refuse(BTreeError::BulkLoadLogged { root: self.root }));
+        }
+        if !(BTREE_BULK_FILL_MIN..=1.0).contains(&fill) {
+            return Err(refuse(BTreeError::BulkLoadFill { fill, min: BTREE_BULK_FILL_MIN, max: 1.0 }));
+        }
+        let root = self.source.fix_exclusive(self.root)?;
+        {
+            let node = NodeRef::parse(&root, self.root).map_err(refuse)?;
+            if !node.is_leaf() || node.count() > 0 {
+                let detail = format!("a level-{} root with {} entries", node.level(), node.count());
+                return Err(refuse(BTreeError::BulkLoadNotEmpty { root: self.root, detail }));
+            }
+        }
+        let page_size = self.source.page_size();
+        // A fill of 1.0 is exactly the page (the product is exact for powers of two).
+        let limit = ((fill * page_size as f64) as usize).min(page_size);
+        let mut load = Load {
+            tree: self,
+            root,
+            page_size,
+            limit,
+            levels: vec![Level::new(Kind::Leaf, 0)],
+            spare: Vec::new(),
+            pages: Vec::new(),
+        };
+        match load.run(&mut next) {
+            Ok(records) => Ok(records),
+            Err(e) => {
+                load.abandon();
+                Err(e)
+            }
+        }
+    }
+}
+
+impl<'s, S: PageSource> Load<'_, 's, S> {
+    /// Feeds every record to the leaf level, one record late (a leaf's upper fence
+    /// depends on the record after its last), then ends the levels.
+    fn run<E: From<crate::Error>>(
+        &mut self,
+        next: &mut impl FnMut(&mut Vec<u8>, &mut Vec<u8>) -> Result<bool, E>,
+    ) -> Result<u64, E> {
+        let mut pending: Option<Item> = None;
+        let mut records = 0u64;
+        loop {
+            let mut y = self.spare_item();
+            if !next(&mut y.key, &mut y.value)? {
+                self.spare.push(y);
+                break;
+            }
+            self.tree.check_key(&y.key)?;
+            self.tree.check_value(&y.value)?;
+            if let Some(x) = pending.take() {
+                let cp = common_prefix_len(&x.key, &y.key);
+                // `y > x`: `y` goes on past their common prefix, which `x` ends or has a
+                // smaller byte next.
+                if cp == y.key.len() || (cp < x.key.len() && x.key[cp] > y.key[cp]) {
+                    let e = BTreeError::BulkLoadUnsorted { position: records, key: y.key, previous: x.key };
+                    return Err(E::from(crate::Error::from(e)));
+                }
+                let fits = self.fits(0, &x, Some(&y.key[..=cp]));
+                self.push(0, x, fits)?;
+            }
+            pending = Some(y);
+            records += 1;
+        }
+        if let Some(x) = pending {
+            let fits = self.fits(0, &x, None);
+            self.push(0, x, fits)?;
+            self.finish(0)?;
+        }
+        // No records: the root stays the empty leaf it is.
+        Ok(records)
+    }
+
+    fn spare_item(&mut self) -> Item {
+        let mut item = self.spare.pop().unwrap_or_default();
+        item.key.clear();
+        item.value.clear();
+        item
+    }
+
+    /// Allocates a page and records it (to free it if the load fails).
+    fn allocate(&mut self) -> crate::Result<(PageId, Exclusive<'s, S>)> {
+        let page = self.tree.source.allocate()?;
+        let pid = page.page_id();
+        self.pages.push(pid);
+        Ok((pid, page))
+    }
+
+    /// Whether level `l`'s open node may take `x` (step 2 of the module doc): its bytes
+    /// with `x` as its last item and `upper` as its upper fence are within the limit, or
+    /// it has fewer than its minimum of items.
+    fn fits(&self, l: usize, x: &Item, upper: Option<&[u8]>) -> bool {
+        let lv = &self.levels[l];
+        let open = lv.items.len() - lv.held_len;
+        if open < lv.items_min() {
+            return true;
+        }
+        let (upper_len, plen) = match upper {
+            Some(u) => (u.len(), common_prefix_len(&lv.lower, u)),
+            None => (0, 0),
+        };
+        // A leaf's entries are its items; an inner node's all but the last (its link).
+        let (entries, truncated) = match lv.kind {
+            Kind::Leaf => (lv.sum + entry_bytes(Kind::Leaf, x), open + 1),
+            Kind::Inner => (lv.sum, open),
+        };
+        // Every key of the node starts with the fences' common prefix (`lower <= key <
+        // upper`), so the truncation never exceeds the entries' key bytes.
+        HEADER_BYTES + lv.lower.len() + upper_len + entries - truncated * plen <= self.limit
+    }
+
+    /// Adds `x` to level `l`'s open node if it `fits`, else closes the node before it
+    /// (step 3) and opens the next one with it.
+    fn push(&mut self, l: usize, x: Item, fits: bool) -> crate::Result<()> {
+        if !fits {
+            let lv = &self.levels[l];
+            let last = lv.items.last().expect("a node is closed only after its minimum of items");
+            let upper = cut_fence(lv.kind, last, &x);
+            self.close(l, upper)?;
+        }
+        let lv = &mut self.levels[l];
+        lv.sum += entry_bytes(lv.kind, &x);
+        lv.items.push(x);
+        Ok(())
+    }
+
+    /// Closes level `l`'s open node with upper fence `upper`: it gets a page and becomes
+    /// the held node, after the held node before it is written.
+    fn close(&mut self, l: usize, upper: Vec<u8>) -> crate::Result<()> {
+        let (pid, page) = self.allocate()?;
+        if let Some(held) = self.levels[l].held.take() {
+            self.write_held(l, held, pid)?;
+        }
+        let lv = &mut self.levels[l];
+        let lower = std::mem::replace(&mut lv.lower, upper.clone());
+        lv.held = Some(Held { pid, page, lower, upper });
+        lv.held_len = lv.items.len();
+        lv.sum = 0;
+        Ok(())
+    }
+
+    /// Writes level `l`'s held node (its items are `items[..held_len]`), whose right
+    /// neighbour is `next`, and posts it to the level above.
+    fn write_held(&mut self, l: usize, mut held: Held<'s, S>, next: PageId) -> crate::Result<()> {
+        let lv = &mut self.levels[l];
+        let n = lv.held_len;
+        write_node(
+            &mut held.page[..],
+            held.pid,
+            lv.kind,
+            lv.level,
+            &held.lower,
+            Some(&held.upper),
+            &lv.items[..n],
+            next.0,
+        )?;
+        drop(held.page);
+        self.spare.extend(lv.items.drain(..n));
+        lv.held_len = 0;
+        self.post(l, Some(held.upper), held.pid)
+    }
+
+    /// Gives level `l + 1` (created on the first call) the child `pid` of level `l`,
+    /// whose upper fence is `upper` (`None`: the last child, which ends that level too).
+    fn post(&mut self, l: usize, upper: Option<Vec<u8>>, pid: PageId) -> crate::Result<()> {
+        if l + 1 == self.levels.len() {
+            if self.levels.len() >= BTREE_HEIGHT_MAX {
+                return Err(corrupted(self.tree.root, format!("a bulk load beyond {BTREE_HEIGHT_MAX} levels")));
+            }
+            let level = u8::try_from(l + 1).expect("below BTREE_HEIGHT_MAX, which fits a byte");
+            self.levels.push(Level::new(Kind::Inner, level));
+        }
+        let mut x = self.spare_item();
+        x.value.extend_from_slice(&pid.0.to_le_bytes());
+        let last = upper.is_none();
+        if let Some(upper) = upper {
+            x.key = upper;
+        }
+        let fits = self.fits(l + 1, &x, (!last).then_some(&x.key[..]));
+        self.push(l + 1, x, fits)?;
+        if last { self.finish(l + 1) } else { Ok(()) }
+    }
+
+    /// Ends level `l`, whose last item it has: writes its last node(s) and posts the
+    /// last to the level above, or writes its only node into the root page.
+    fn finish(&mut self, l: usize) -> crate::Result<()> {
+        if self.levels[l].held.is_none() {
+            // 1. The level never closed a node: it is the top, and its node the root.
+            assert_eq!(l + 1, self.levels.len(), "a level above one that closed no node");
+            let lv = &self.levels[l];
+            // Built aside and copied whole: the root page is rewritten only if the node
+            // is sound.
+            let mut scratch = vec![0u8; self.page_size];
+            write_node(&mut scratch, self.tree.root, lv.kind, lv.level, &[], None, &lv.items, 0)?;
+            self.root.copy_from_slice(&scratch);
+            return Ok(());
+        }
+        // 2. Re-cut the last two nodes if the last one came out too small.
+        let (pid, mut page) = self.allocate()?;
+        let lv = &mut self.levels[l];
+        let mut held = lv.held.take().expect("checked above");
+        let cut = last_cut(lv.kind, &lv.items, lv.held_len, &held.lower, self.page_size);
+        if cut != lv.held_len {
+            let upper = cut_fence(lv.kind, &lv.items[cut - 1], &lv.items[cut]);
+            lv.lower.clone_from(&upper);
+            held.upper = upper;
+            lv.held_len = cut;
+        }
+        // 3. Write both; the last one is the last child of the level above.
+        self.write_held(l, held, pid)?;
+        let lv = &mut self.levels[l];
+        write_node(&mut page[..], pid, lv.kind, lv.level, &lv.lower, None, &lv.items, 0)?;
+        drop(page);
+        self.spare.append(&mut lv.items);
+        self.post(l, None, pid)
+    }
+
+    /// After an error: frees every page the load allocated (the root was not written).
+    /// Errors of freeing are dropped: the load's own error is the one to report, and a
+    /// page that cannot be freed only stays allocated.
+    fn abandon(mut self) {
+        // Release the guards first: each page is then fixed again to free it.
+        self.levels.clear();
+        let source = self.tree.source;
+        for pid in std::mem::take(&mut self.pages) {
+            if let Ok(page) = source.fix_exclusive(pid) {
+                let _ = source.free(page);
+            }
+        }
+    }
+}
+
+/// Slot and heap bytes of an item's entry before prefix truncation (an inner item's
+/// once it is an entry, not the link).
+fn entry_bytes(kind: Kind, x: &Item) -> usize {
+    let value = match kind {
+        Kind::Leaf => x.value.len(),
+        Kind::Inner => CHILD_BYTES,
+    };
+    SLOT_BYTES + ENTRY_HEADER_BYTES + x.key.len() + value
+}
+
+/// The fence between adjacent items `w` and `x` when a node is closed after `w`: for
+/// leaves the shortest separator (`x`'s key cut one byte past its common prefix with
+/// `w`'s), for inner nodes `w`'s separator, which moves up.
+fn cut_fence(kind: Kind, w: &Item, x: &Item) -> Vec<u8> {
+    match kind {
+        Kind::Leaf => x.key[..=common_prefix_len(&w.key, &x.key)].to_vec(),
+        Kind::Inner => w.key.clone(),
+    }
+}
+
+/// Where to cut the last two nodes of a level, `items[..held]` (lower fence `lower`)
+/// and `items[held..]` (the last, upper fence infinite): at `held` unless the last node
+/// is underfull or has fewer than its minimum of items; then where the larger of the
+/// two is smallest.
+fn last_cut(kind: Kind, items: &[Item], held: usize, lower: &[u8], page_size: usize) -> usize {
+    let (t, min) = (items.len(), if kind == Kind::Leaf { 1 } else { INNER_ITEMS_MIN });
+    // sums[i]: entry bytes of items[..i].
+    let mut sums = Vec::with_capacity(t + 1);
+    sums.push(0usize);
+    for x in items {
+        sums.push(sums.last().copied().unwrap_or(0) + entry_bytes(kind, x));
+    }
+    // Entries of a node of items[a..b]: all for leaves, all but the link for inner nodes.
+    let entries_end = |b: usize| if kind == Kind::Leaf { b } else { b - 1 };
+    let open_payload = sums[entries_end(t)] - sums[held];
+    if t - held >= min && open_payload >= page_size / BTREE_UNDERFULL_DIVISOR {
+        return held;
+    }
+    let mut best = (usize::MAX, held);
+    for c in min..=t - min {
+        let upper_len;
+        let plen;
+        match kind {
+            Kind::Leaf => {
+                let cp = common_prefix_len(&items[c - 1].key, &items[c].key);
+                upper_len = cp + 1;
+                plen = common_prefix_len(lower, &items[c].key[..=cp]);
+            }
+            Kind::Inner => {
+                upper_len = items[c - 1].key.len();
+                plen = common_prefix_len(lower, &items[c - 1].key);
+            }
+        }
+        let left_entries = entries_end(c);
+        let left = HEADER_BYTES + lower.len() + upper_len + sums[left_entries] - left_entries * plen;
+        let right = HEADER_BYTES + upper_len + sums[entries_end(t)] - sums[c];
+        let larger = left.max(right);
+        if larger <= page_size && larger < best.0 {
+            best = (larger, c);
+        }
+    }
+    assert!(best.0 <= page_size, "no cut of the last {t} items of a level fits two nodes");
+    best.1
+}
+
+/// Writes a node of `items` into page `b` (`pid`): a leaf of all of them, linked to the
+/// right sibling `next` (0: none), or an inner node of all but the last, whose child
+/// becomes the link.
+#[allow(clippy::too_many_arguments)]
+fn write_node(
+    b: &mut [u8],
+    pid: PageId,
+    kind: Kind,
+    level: u8,
+    lower: &[u8],
+    upper: Option<&[u8]>,
+    items: &[Item],
+    next: u64,
+) -> NodeResult<()> {
+    let (entries, link) = match kind {
+        Kind::Leaf => (items, next),
+        Kind::Inner => {
+            let (last, entries) = items.split_last().expect("an inner node has a child");
+            (entries, child_of(last, pid)?)
+        }
+    };
+    let mut node = Builder::new(b, pid, kind, level, lower, upper, link)?;
+    for x in entries {
+        node.push([&x.key, &[]], &x.value)?;
+    }
+    Ok(())
+}
+
+fn child_of(x: &Item, pid: PageId) -> NodeResult<u64> {
+    let bytes: [u8; CHILD_BYTES] = x.value[..]
+        .try_into()
+        .map_err(|_| BTreeError::Corrupted { pid, detail: format!("a bulk-load child of {} bytes", x.value.len()) })?;
+    Ok(u64::from_le_bytes(bytes))
+}
+
+/// Length of the longest common prefix, eight bytes at a time (keys of one leaf share
+/// long prefixes, and this runs twice per record).
+fn common_prefix_len(a: &[u8], b: &[u8]) -> usize {
+    let n = a.len().min(b.len());
+    let (a, b) = (&a[..n], &b[..n]);
+    let mut i = 0;
+    for (x, y) in a.chunks_exact(8).zip(b.chunks_exact(8)) {
+        let x = u64::from_le_bytes(x.try_into().expect("chunks of eight"));
+        let y = u64::from_le_bytes(y.try_into().expect("chunks of eight"));
+        if x != y {
+            // Little endian: the first differing byte is the lowest differing bits.
+            return i + ((x ^ y).trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    i + a[i..].iter().zip(&b[i..]).take_while(|(x, y)| x == y).count()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use proptest::prelude::*;
+    use rand::prelude::*;
+
+    use super::*;
+    use crate::ByteSize;
+    use crate::btree::{LeafChange, TreeLog, TreeStats, value_bytes_max};
+    use crate::buffer::MemorySource;
+    use crate::device::DramConfig;
+    use crate::limits::BTREE_BULK_FILL_DEFAULT;
+
+    type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+    const PS: usize = 4096;
+
+    fn source(page: usize, pages: u64) -> MemorySource {
+        let mut cfg = DramConfig::new(ByteSize(page as u64 * pages));
+        cfg.frame_bytes = page;
+        cfg.huge_pages = false;
+        MemorySource::new(&cfg).unwrap()
+    }
+
+    /// Bulk-loads `records` (in their order) into `t`.
+    fn load<S: PageSource>(t: &BTree<'_, S>, fill: f64, records: &[(Vec<u8>, Vec<u8>)]) -> crate::Result<u64> {
+        let mut it = records.iter();
+        t.bulk_load(fill, |k, v| {
+            Ok(it.next().is_some_and(|(a, b)| {
+                k.extend_from_slice(a);
+                v.extend_from_slice(b);
+                true
+            }))
+        })
+    }
+
+    fn ycsb_key(i: u64) -> Vec<u8> {
+        format!("user{i:019}").into_bytes()
+    }
+
+    /// The checker passes, every key is found with its value, and a cursor over the
+    /// whole tree returns exactly the model, in order.
+    fn check_against<S: PageSource>(t: &BTree<'_, S>, m: &Model, what: &str) -> TreeStats {
+        let st = t.check_invariants().unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert_eq!(st.entries, m.len() as u64, "{what}");
+        for (k, v) in m {
+            assert_eq!(t.get(k, <[u8]>::to_vec).unwrap().as_ref(), Some(v), "{what}: key {k:02x?}");
+        }
+        let mut c = t.range(b"");
+        let mut it = m.iter();
+        while let Some((k, v)) = c.next().unwrap() {
+            let want = it.next().unwrap_or_else(|| panic!("{what}: cursor past the model at {k:02x?}"));
+            assert_eq!((k, v), (want.0.as_slice(), want.1.as_slice()), "{what}");
+        }
+        assert!(it.next().is_none(), "{what}: the cursor ended early");
+        st
+    }
+
+    /// Level, bytes in use, entries and whether it is the last of its level, of every
+    /// node, level by level from the root.
+    fn nodes(t: &BTree<'_, MemorySource>) -> Vec<(u8, usize, usize, bool)> {
+        let mut out = Vec::new();
+        let mut level = vec![t.root()];
+        while !level.is_empty() {
+            let mut below = Vec::new();
+            for (i, &pid) in level.iter().enumerate() {
+                let page = t.source().fix_shared(pid).unwrap();
+                let n = NodeRef::parse(&page, pid).unwrap();
+                out.push((n.level(), page.len() - n.free_total(), n.count(), i + 1 == level.len()));
+                if !n.is_leaf() {
+                    below.extend((0..=n.count()).map(|c| n.child(c).unwrap()));
+                }
+            }
+            level = below;
+        }
+        out
+    }
+
+    /// Every node but the last of its level is within the fill limit, unless it holds
+    /// only its minimum of items; returns the mean fill of those leaves.
+    fn check_fill(t: &BTree<'_, MemorySource>, fill: f64) -> f64 {
+        let limit = (fill * PS as f64) as usize;
+        let (mut sum, mut n) = (0.0, 0);
+        for (level, used, count, last) in nodes(t) {
+            if last || count <= 1 {
+                continue;
+            }
+            assert!(used <= limit, "a level-{level} node of {count} entries uses {used} bytes, limit {limit}");
+            if level == 0 {
+                sum += used as f64 / PS as f64;
+                n += 1;
+            }
+        }
+        if n == 0 { 1.0 } else { sum / n as f64 }
+    }
+
+    #[test]
+    fn common_prefix_len_is_the_bytewise_one() {
+        let mut rng = SmallRng::seed_from_u64(3);
+        for _ in 0..2000 {
+            let a: Vec<u8> = (0..rng.random_range(0..40)).map(|_| rng.random_range(0..3)).collect();
+            let b: Vec<u8> = (0..rng.random_range(0..40)).map(|_| rng.random_range(0..3)).collect();
+            assert_eq!(common_prefix_len(&a, &b), super::super::node::common_prefix_len(&a, &b), "{a:?} {b:?}");
+            assert_eq!(common_prefix_len(&a, &a), a.len());
+        }
+    }
+
+    #[test]
+    fn an_empty_input_leaves_an_empty_tree() {
+        let s = source(PS, 16);
+        let t = BTree::create(&s).unwrap();
+        let used = s.pages_used();
+        assert_eq!(load(&t, BTREE_BULK_FILL_DEFAULT, &[]).unwrap(), 0);
+        let st = check_against(&t, &Model::new(), "empty");
+        assert_eq!((st.height, st.leaves), (1, 1));
+        assert_eq!(s.pages_used(), used);
+        // Still empty, so it may be loaded.
+        assert_eq!(load(&t, 1.0, &[(b"k".to_vec(), b"v".to_vec())]).unwrap(), 1);
+    }
+
+    #[test]
+    fn one_record_is_a_root_leaf() {
+        let s = source(PS, 16);
+        let t = BTree::create(&s).unwrap();
+        let used = s.pages_used();
+        let records = [(vec![0xff; BTREE_KEY_BYTES_MAX], vec![7; value_bytes_max(PS)])];
+        assert_eq!(load(&t, 0.5, &records).unwrap(), 1);
+        let mut m: Model = records.iter().cloned().collect();
+        let st = check_against(&t, &m, "one record");
+        assert_eq!((st.height, st.leaves, st.entries), (1, 1, 1));
+        assert_eq!(s.pages_used(), used, "written into the root page");
+        for i in 0..300 {
+            t.insert(&ycsb_key(i), &[1; 40]).unwrap();
+            m.insert(ycsb_key(i), vec![1; 40]);
+        }
+        check_against(&t, &m, "after inserts");
+    }
+
+    /// Sorted YCSB-like records at several fill factors: three levels or more, every
+    /// node within the fill, leaves filled close to it, no page lost or leaked, and the
+    /// tree takes inserts, updates and deletes afterwards.
+    #[test]
+    fn sorted_records_build_every_level() {
+        for fill in [BTREE_BULK_FILL_MIN, 0.75, BTREE_BULK_FILL_DEFAULT, 1.0] {
+            let s = source(PS, 4096);
+            let t = BTree::create(&s).unwrap();
+            let root = t.root();
+            let used = s.pages_used();
+            let records: Vec<_> = (0..20_000u64).map(|i| (ycsb_key(i * 3), vec![i as u8; 100])).collect();
+            assert_eq!(load(&t, fill, &records).unwrap(), 20_000);
+            let mut m: Model = records.into_iter().collect();
+            let st = check_against(&t, &m, &format!("fill {fill}"));
+            assert!(st.height >= 3, "fill {fill}: {st:?}");
+            assert_eq!(t.root(), root);
+            assert_eq!(s.pages_used(), used - 1 + st.pages(), "fill {fill}: every page is in the tree");
+            if fill >= 0.75 {
+                // (At half a page the last two nodes of a level, re-cut, may be just
+                // below a quarter of a page each.)
+                assert_eq!((st.underfull_leaves, st.underfull_inner), (0, 0), "fill {fill}: {st:?}");
+            }
+            let mean = check_fill(&t, fill);
+            // Each leaf is short of the limit by less than one entry (~125 bytes).
+            assert!(mean > fill - 0.035, "fill {fill}: leaves filled to {mean:.3}");
+            let mut rng = SmallRng::seed_from_u64(fill.to_bits());
+            for _ in 0..4000 {
+                let k = ycsb_key(rng.random_range(0..60_000));
+                match rng.random_range(0..3) {
+                    0 => {
+                        let v = vec![rng.random(); rng.random_range(0..300)];
+                        assert_eq!(t.insert(&k, &v).unwrap(), !m.contains_key(&k));
+                        m.entry(k).or_insert(v);
+                    }
+                    1 => {
+                        let v = vec![rng.random(); rng.random_range(0..300)];
+                        assert_eq!(t.update(&k, &v).unwrap(), m.contains_key(&k));
+                        m.entry(k).and_modify(|old| *old = v);
+                    }
+                    _ => assert_eq!(t.delete(&k).unwrap(), m.remove(&k).is_some()),
+                }
+            }
+            check_against(&t, &m, &format!("fill {fill}, after changes"));
+        }
+    }
+
+    /// Against the sorted inserts the bulk load replaces (5000 records of 23-byte keys
+    /// in order, sharing long prefixes):
+    /// the default fill packs small records (up to ~3% of a page) at least as densely
+    /// (inserts lose what prefix truncation frees once a left node gets its upper
+    /// fence), and full pages pack any records at least as densely. (Larger records
+    /// lose a record or two per leaf to the default's room: see
+    /// `BTREE_BULK_FILL_DEFAULT`.)
+    #[test]
+    fn bulk_loads_are_as_dense_as_sorted_inserts() {
+        for (page, value) in [(4096, 100), (4096, 120), (4096, 600), (16384, 100), (16384, 1000), (16384, 3000)] {
+            let records: Vec<_> = (0..5000u64).map(|i| (ycsb_key(i), vec![5u8; value])).collect();
+            let s = source(page, 8192);
+            let inserted = BTree::create(&s).unwrap();
+            for (k, v) in &records {
+                inserted.insert(k, v).unwrap();
+            }
+            let inserted = inserted.check_invariants().unwrap().leaves;
+            for fill in [BTREE_BULK_FILL_DEFAULT, 1.0] {
+                let loaded = BTree::create(&s).unwrap();
+                load(&loaded, fill, &records).unwrap();
+                let loaded = loaded.check_invariants().unwrap().leaves;
+                if fill == 1.0 || value * 30 < page {
+                    assert!(
+                        loaded <= inserted,
+                        "{page}-byte pages, {value}-byte values, fill {fill}: {loaded} leaves, {inserted} inserted",
+                    );
+                }
+            }
+        }
+    }
+
+    struct NoLog;
+
+    impl TreeLog for NoLog {
+        fn leaf_change(&self, _: PageId, _: PageId, _: LeafChange<'_>) -> crate::Result<u64> {
+            Ok(1)
+        }
+        fn smo_begin(&self) -> u64 {
+            1
+        }
+        fn smo_image(&self, _: u64, _: PageId, _: &[u8]) -> crate::Result<u64> {
+            Ok(1)
+        }
+        fn smo_free(&self, _: u64, _: PageId) -> crate::Result<u64> {
+            Ok(1)
+        }
+        fn smo_end(&self, _: u64) -> crate::Result<u64> {
+            Ok(1)
+        }
+    }
+
+    fn btree_error(e: crate::Error) -> BTreeError {
+        match e {
+            crate::Error::BTree(e) => e,
+            e => panic!("not a B-tree error: {e}"),
+        }
+    }
+
+    /// Bad input is a typed error, and the tree is left empty with every page the load
+    /// took freed again, even when the error comes after thousands of records.
+    #[test]
+    fn bad_input_is_refused_and_leaves_the_tree_empty() {
+        let s = source(PS, 4096);
+        let t = BTree::create(&s).unwrap();
+        let used = s.pages_used();
+        let sorted: Vec<_> = (0..10_000u64).map(|i| (ycsb_key(i), vec![1u8; 50])).collect();
+        let with = |i: usize, r: (Vec<u8>, Vec<u8>)| {
+            let mut v = sorted.clone();
+            v[i] = r;
+            v
+        };
+        let empty_and_whole = |what: &str| {
+            let st = t.check_invariants().unwrap();
+            assert_eq!((st.height, st.entries), (1, 0), "{what}");
+            assert_eq!(s.pages_used(), used, "{what}: pages leaked");
+        };
+        // Out of order, and a duplicate, late in the input.
+        let e = btree_error(load(&t, 0.9, &with(7000, (ycsb_key(6998), vec![]))).unwrap_err());
+        assert!(
+            matches!(&e, BTreeError::BulkLoadUnsorted { position: 7000, key, previous }
+                if *key == ycsb_key(6998) && *previous == ycsb_key(6999)),
+            "{e}"
+        );
+        assert!(e.to_string().contains("record 7000"), "{e}");
+        empty_and_whole("unsorted");
+        let e = btree_error(load(&t, 0.9, &with(9999, (ycsb_key(9998), vec![]))).unwrap_err());
+        assert!(matches!(e, BTreeError::BulkLoadUnsorted { position: 9999, .. }), "{e}");
+        empty_and_whole("duplicate");
+        // A key that is a prefix of the one before it is below it.
+        let e = btree_error(load(&t, 0.9, &[(b"ab".to_vec(), vec![]), (b"a".to_vec(), vec![])]).unwrap_err());
+        assert!(matches!(e, BTreeError::BulkLoadUnsorted { position: 1, .. }), "{e}");
+        // The limits of `insert`.
+        let e = btree_error(load(&t, 0.9, &with(5000, (vec![b'v'; BTREE_KEY_BYTES_MAX + 1], vec![]))).unwrap_err());
+        assert!(matches!(e, BTreeError::KeyTooLarge { len: 257, max: 256 }), "{e}");
+        empty_and_whole("long key");
+        let max = value_bytes_max(PS);
+        let e = btree_error(load(&t, 0.9, &with(5000, (ycsb_key(5000), vec![0; max + 1]))).unwrap_err());
+        assert!(matches!(e, BTreeError::ValueTooLarge { len, .. } if len == max + 1), "{e}");
+        empty_and_whole("long value");
+        // Fill factors outside the range, NaN included.
+        for fill in [0.0, 0.49, 1.01, f64::NAN, f64::INFINITY] {
+            let e = btree_error(load(&t, fill, &sorted).unwrap_err());
+            assert!(matches!(e, BTreeError::BulkLoadFill { .. }), "{fill}: {e}");
+        }
+        // The caller's error comes back as it was.
+        #[derive(Debug)]
+        enum Caller {
+            Stop(usize),
+            Tree(#[allow(dead_code)] crate::Error),
+        }
+        impl From<crate::Error> for Caller {
+            fn from(e: crate::Error) -> Self {
+                Caller::Tree(e)
+            }
+        }
+        let mut n = 0;
+        let r = t.bulk_load(0.9, |k, v| {
+            n += 1;
+            if n == 8000 {
+                return Err(Caller::Stop(n));
+            }
+            k.extend_from_slice(&ycsb_key(n as u64));
+            v.extend_from_slice(&[9; 100]);
+            Ok(true)
+        });
+        assert!(matches!(r, Err(Caller::Stop(8000))), "{r:?}");
+        empty_and_whole("the caller's error");
+        // A logged tree.
+        let log = NoLog;
+        let e = btree_error(load(&t.logged(&log), 0.9, &sorted).unwrap_err());
+        assert!(matches!(e, BTreeError::BulkLoadLogged { root } if root == t.root()), "{e}");
+        assert!(e.to_string().contains("checkpoint"), "{e}");
+        empty_and_whole("logged");
+        // A tree that is not empty, whether its root is a leaf or not.
+        t.insert(b"x", b"y").unwrap();
+        let e = btree_error(load(&t, 0.9, &sorted).unwrap_err());
+        assert!(matches!(e, BTreeError::BulkLoadNotEmpty { .. }), "{e}");
+        t.delete(b"x").unwrap();
+        load(&t, 0.9, &sorted).unwrap();
+        let e = btree_error(load(&t, 0.9, &sorted[..1]).unwrap_err());
+        assert!(e.to_string().contains("not empty"), "{e}");
+        check_against(&t, &sorted.iter().cloned().collect(), "loaded after the errors");
+    }
+
+    /// A source too small for the records fails cleanly: an error, the tree empty and
+    /// the source as before.
+    #[test]
+    fn a_full_source_fails_cleanly() {
+        let s = source(PS, 40);
+        let t = BTree::create(&s).unwrap();
+        let used = s.pages_used();
+        let records: Vec<_> = (0..5000u64).map(|i| (ycsb_key(i), vec![3u8; 200])).collect();
+        let e = load(&t, 1.0, &records).unwrap_err();
+        assert!(e.to_string().contains("does not fit in DRAM"), "{e}");
+        assert_eq!(s.pages_used(), used);
+        assert_eq!(t.check_invariants().unwrap().entries, 0);
+        load(&t, 1.0, &records[..500]).unwrap();
+        check_against(&t, &records[..500].iter().cloned().collect(), "a smaller load");
+    }
+
+    /// Random keys of 1 to 256 bytes over a small alphabet, many sharing long
+    /// prefixes (so separators and fences are long and nodes hold few of them).
+    fn random_key(rng: &mut SmallRng, prefixes: &[Vec<u8>]) -> Vec<u8> {
+        let mut k = prefixes[rng.random_range(0..prefixes.len())].clone();
+        let len = if rng.random_bool(0.5) {
+            k.len() + rng.random_range(1..=8)
+        } else {
+            rng.random_range(k.len().max(1)..=BTREE_KEY_BYTES_MAX)
+        };
+        while k.len() < len.min(BTREE_KEY_BYTES_MAX) {
+            k.push([0, 1, 2, b'a', 0xfe, 0xff][rng.random_range(0..6)]);
+        }
+        k
+    }
+
+    fn random_value(rng: &mut SmallRng, max: usize) -> Vec<u8> {
+        let len = match rng.random_range(0..20) {
+            0 => rng.random_range(0..=max),
+            1..4 => rng.random_range(0..300.min(max)),
+            _ => rng.random_range(0..40),
+        };
+        let b: u8 = rng.random();
+        (0..len).map(|i| b.wrapping_add(i as u8)).collect()
+    }
+
+    fn prefixes(rng: &mut SmallRng) -> Vec<Vec<u8>> {
+        [0, 0, 3, 30, 120, 200, 250]
+            .iter()
+            .map(|&n| (0..n).map(|_| [b'p', b'q', 0][rng.random_range(0..3)]).collect())
+            .collect()
+    }
+
+    /// Random inserts, upserts, updates and deletes on `t`, mirrored in `m`.
+    fn change<S: PageSource>(t: &BTree<'_, S>, m: &mut Model, rng: &mut SmallRng, ops: usize, seed: u64) {
+        let (pre, max) = (prefixes(rng), t.value_bytes_max());
+        for _ in 0..ops {
+            let k = if !m.is_empty() && rng.random_bool(0.4) {
+                m.keys().nth(rng.random_range(0..m.len())).cloned().expect("in range")
+            } else {
+                random_key(rng, &pre)
+            };
+            let v = random_value(rng, max);
+            match rng.random_range(0..4) {
+                0 => {
+                    assert_eq!(t.insert(&k, &v).unwrap(), !m.contains_key(&k), "seed {seed}");
+                    m.entry(k).or_insert(v);
+                }
+                1 => {
+                    t.upsert(&k, &v).unwrap();
+                    m.insert(k, v);
+                }
+                2 => {
+                    assert_eq!(t.update(&k, &v).unwrap(), m.contains_key(&k), "seed {seed}");
+                    m.entry(k).and_modify(|old| *old = v);
+                }
+                _ => assert_eq!(t.delete(&k).unwrap(), m.remove(&k).is_some(), "seed {seed}"),
+            }
+        }
+    }
+
+    /// Random records (sorted), bulk-loaded, checked, changed at random, checked again.
+    fn load_and_change(seed: u64, records: usize, fill: f64, ops: usize) -> TreeStats {
+        let what = format!("seed {seed}, {records} records, fill {fill}");
+        let mut rng = SmallRng::seed_from_u64(seed);
+        let pre = prefixes(&mut rng);
+        let max = value_bytes_max(PS);
+        let mut m = Model::new();
+        while m.len() < records {
+            let k = random_key(&mut rng, &pre);
+            let v = random_value(&mut rng, max);
+            m.insert(k, v);
+        }
+        let s = source(PS, 16_384);
+        let t = BTree::create(&s).unwrap();
+        let used = s.pages_used();
+        let sorted: Vec<_> = m.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        assert_eq!(load(&t, fill, &sorted).unwrap(), records as u64, "{what}");
+        let st = check_against(&t, &m, &what);
+        assert_eq!(s.pages_used(), used - 1 + st.pages(), "{what}");
+        check_fill(&t, fill);
+        change(&t, &mut m, &mut rng, ops, seed);
+        check_against(&t, &m, &format!("{what}, after changes"));
+        st
+    }
+
+    #[test]
+    fn random_keys_grow_three_levels_on_small_pages() {
+        for seed in 1..=3 {
+            let st = load_and_change(seed, 3000, [0.6, 0.9, 1.0][seed as usize - 1], 3000);
+            assert!(st.height >= 3, "seed {seed}: {st:?}");
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 40, ..ProptestConfig::default() })]
+
+        #[test]
+        fn bulk_loads_match_the_model(
+            seed in any::<u64>(),
+            records in prop_oneof![1..8usize, 8..200usize, 200..1500usize],
+            fill in prop_oneof![Just(BTREE_BULK_FILL_MIN), Just(BTREE_BULK_FILL_DEFAULT), Just(1.0), 0.5..=1.0f64],
+        ) {
+            load_and_change(seed, records, fill, 400);
+        }
+    }
+
+    /// On the buffer manager with DRAM for a fraction of the tree (32 frames; with
+    /// `tech`, 48 NVM frames too): pages are evicted while the load runs, and every
+    /// record reads back, also after a close and reopen, and takes `ops` changes.
+    fn load_through_a_buffer_manager(tech: crate::buffer::Techniques, records: u64, ops: usize) {
+        use crate::buffer::{BufferConfig, BufferManager, Techniques};
+        use crate::catalog::Catalog;
+        use crate::device::{NvmConfig, OpenMode, SsdConfig};
+
+        let dir = tempfile::tempdir().unwrap();
+        let config = |mode: OpenMode| {
+            let mut c = BufferConfig::new(ByteSize(32 * PS as u64));
+            c.page_size = PS;
+            c.techniques = tech;
+            c.debug_lines = tech != Techniques::NONE;
+            if tech != Techniques::NONE {
+                // The techniques work between DRAM and NVM.
+                let bytes = (8192 + 48 * (PS as u64 + 64) + 4096).next_multiple_of(4096);
+                c.nvm = Some(NvmConfig::new(dir.path().join("t.nvm"), ByteSize(bytes)));
+            }
+            c.ssd = Some(SsdConfig::new(dir.path().join("t.db")));
+            c.ssd_open_mode = mode;
+            c
+        };
+        let recs: Vec<_> = (0..records).map(|i| (ycsb_key(i * 7), vec![i as u8; 120])).collect();
+        let mut m: Model = recs.iter().cloned().collect();
+        {
+            let bm = BufferManager::open(&config(OpenMode::Create)).unwrap();
+            let t = Catalog::create_tree(&bm, "t").unwrap();
+            assert_eq!(load(&t, BTREE_BULK_FILL_DEFAULT, &recs).unwrap(), records);
+            let st = check_against(&t, &m, &format!("{tech}"));
+            assert!(st.pages() > 3 * (32 + 48), "{tech}: the tree ({} pages) is far larger than DRAM", st.pages());
+            assert!(bm.stats().buffer.dram_evictions > st.pages(), "{tech}: {:?}", bm.stats().buffer);
+            assert_eq!(bm.info().pages_in_use, 1 + st.pages(), "{tech}: the catalog and the tree");
+            bm.check_invariants();
+            bm.close().unwrap();
+        }
+        let bm = BufferManager::open(&config(OpenMode::Open)).unwrap();
+        let t = Catalog::open_tree(&bm, "t").unwrap();
+        check_against(&t, &m, &format!("{tech}, reopened"));
+        change(&t, &mut m, &mut SmallRng::seed_from_u64(9), ops, 9);
+        check_against(&t, &m, &format!("{tech}, reopened and changed"));
+    }
+
+    #[test]
+    fn loads_through_a_buffer_manager_smaller_than_the_tree() {
+        load_through_a_buffer_manager(crate::buffer::Techniques::NONE, 20_000, 2000);
+    }
+
+    /// The same with cache-line-grained pages, mini pages and swizzling in debug mode
+    /// (slow: fewer records, still a tree three times DRAM and NVM together).
+    #[test]
+    fn loads_through_a_buffer_manager_with_every_technique() {
+        load_through_a_buffer_manager(crate::buffer::Techniques::ALL, 7000, 300);
+    }
+}
