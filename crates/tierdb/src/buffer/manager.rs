@@ -1528,7 +1528,10 @@ impl BufferManager {
                     std::sync::atomic::fence(Ordering::Release);
                     self.frames.write_ref(p, offset, SWIZZLED | child.0 as u64);
                     cm.parent.store(p.0, Ordering::Relaxed);
-                    cm.parent_offset.store(offset as u32, Ordering::Relaxed);
+                    cm.parent_offset.store(
+                        u16::try_from(offset).expect("a reference lies in a page of at most 64 KiB"),
+                        Ordering::Relaxed,
+                    );
                     pm.swizzled_children.fetch_add(1, Ordering::Relaxed);
                     self.swizzled.lock().entry(p.0).or_default().push(child.0);
                     self.counters.bump(Count::Swizzles);
