@@ -260,6 +260,41 @@ fn not_a_tree(pid: PageId, detail: String) -> BTreeError {
     BTreeError::NotATree { pid, detail }
 }
 
+/// Whether a node's header line passes every check of [`Header::parse`] against a page
+/// of `len` bytes, computed together without early exits (a lookup checks each node it
+/// passes); [`Header::check_one_by_one`] makes the same checks in order.
+#[inline(always)]
+fn header_ok(line: &[u8; HEADER_BYTES], len: usize) -> bool {
+    let u16_at = |o: usize| u16::from_le_bytes([line[o], line[o + 1]]) as usize;
+    let u32_at = |o: usize| u32::from_le_bytes([line[o], line[o + 1], line[o + 2], line[o + 3]]) as usize;
+    let (kind_byte, level, flags) = (line[OFF_KIND], line[OFF_LEVEL], line[OFF_FLAGS]);
+    let count = u16_at(OFF_COUNT);
+    let prefix_len = u16_at(OFF_PREFIX_LEN);
+    let heap_start = u32_at(OFF_HEAP_START);
+    let garbage = u32_at(OFF_GARBAGE);
+    let (lo, ll) = (u16_at(OFF_LOWER_OFF), u16_at(OFF_LOWER_LEN));
+    let (uo, ul) = (u16_at(OFF_UPPER_OFF), u16_at(OFF_UPPER_LEN));
+    let link = u64::from_le_bytes(line[OFF_LINK..OFF_LINK + 8].try_into().expect("8 bytes"));
+    let upper_infinite = flags & FLAG_UPPER_INFINITE != 0;
+    let is_leaf = kind_byte == Kind::Leaf as u8;
+    let is_inner = kind_byte == Kind::Inner as u8;
+    let fence_ok = |o: usize, l: usize| (o + l <= len) & ((l == 0) | (o >= heap_start));
+    (PAGE_SIZE_MIN_BYTES..=PAGE_SIZE_MAX_BYTES).contains(&len)
+        & (line[..4] == NODE_MAGIC)
+        & ((is_leaf & (level == 0)) | (is_inner & (level >= 1) & ((level as usize) < BTREE_HEIGHT_MAX)))
+        & (flags & !FLAG_UPPER_INFINITE == 0)
+        & (HEADER_BYTES + count * SLOT_BYTES <= heap_start)
+        & (heap_start <= len)
+        & (ll <= BTREE_KEY_BYTES_MAX)
+        & (ul <= BTREE_KEY_BYTES_MAX)
+        & fence_ok(lo, ll)
+        & fence_ok(uo, ul)
+        & (!upper_infinite | (ul == 0))
+        & (if upper_infinite { prefix_len == 0 } else { prefix_len <= ll.min(ul) })
+        & (garbage + ll + ul <= len.saturating_sub(heap_start))
+        & (is_leaf | (link != 0))
+}
+
 /// A node's header line, checked: what a cache-line-grained access reads first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Header {
@@ -298,47 +333,22 @@ impl Header {
         // without early exits on the line read once; only a header that fails one of
         // them goes through the checks again one by one to say which (`diagnose`).
         let Some(line) = b.first_chunk::<HEADER_BYTES>() else { return Err(Self::diagnose(b, len, pid)) };
-        let u16_at = |o: usize| u16::from_le_bytes([line[o], line[o + 1]]) as usize;
-        let u32_at = |o: usize| u32::from_le_bytes([line[o], line[o + 1], line[o + 2], line[o + 3]]) as usize;
-        let (kind_byte, level, flags) = (line[OFF_KIND], line[OFF_LEVEL], line[OFF_FLAGS]);
-        let count = u16_at(OFF_COUNT);
-        let prefix_len = u16_at(OFF_PREFIX_LEN);
-        let heap_start = u32_at(OFF_HEAP_START);
-        let garbage = u32_at(OFF_GARBAGE);
-        let (lo, ll) = (u16_at(OFF_LOWER_OFF), u16_at(OFF_LOWER_LEN));
-        let (uo, ul) = (u16_at(OFF_UPPER_OFF), u16_at(OFF_UPPER_LEN));
-        let link = u64::from_le_bytes(line[OFF_LINK..OFF_LINK + 8].try_into().expect("8 bytes"));
-        let upper_infinite = flags & FLAG_UPPER_INFINITE != 0;
-        let is_leaf = kind_byte == Kind::Leaf as u8;
-        let is_inner = kind_byte == Kind::Inner as u8;
-        let fence_ok = |o: usize, l: usize| (o + l <= len) & ((l == 0) | (o >= heap_start));
-        let ok = (PAGE_SIZE_MIN_BYTES..=PAGE_SIZE_MAX_BYTES).contains(&len)
-            & (line[..4] == NODE_MAGIC)
-            & ((is_leaf & (level == 0)) | (is_inner & (level >= 1) & ((level as usize) < BTREE_HEIGHT_MAX)))
-            & (flags & !FLAG_UPPER_INFINITE == 0)
-            & (HEADER_BYTES + count * SLOT_BYTES <= heap_start)
-            & (heap_start <= len)
-            & (ll <= BTREE_KEY_BYTES_MAX)
-            & (ul <= BTREE_KEY_BYTES_MAX)
-            & fence_ok(lo, ll)
-            & fence_ok(uo, ul)
-            & (!upper_infinite | (ul == 0))
-            & (if upper_infinite { prefix_len == 0 } else { prefix_len <= ll.min(ul) })
-            & (garbage + ll + ul <= len.saturating_sub(heap_start))
-            & (is_leaf | (link != 0));
-        if !ok {
+        if !header_ok(line, len) {
             return Err(Self::diagnose(b, len, pid));
         }
+        let u16_at = |o: usize| u16::from_le_bytes([line[o], line[o + 1]]) as usize;
+        let u32_at = |o: usize| u32::from_le_bytes([line[o], line[o + 1], line[o + 2], line[o + 3]]) as usize;
+        let upper_infinite = line[OFF_FLAGS] & FLAG_UPPER_INFINITE != 0;
         Ok(Header {
-            kind: if is_leaf { Kind::Leaf } else { Kind::Inner },
-            level,
-            count,
-            prefix_len,
-            heap_start,
-            garbage,
-            lower: (lo, ll),
-            upper: (!upper_infinite).then_some((uo, ul)),
-            link,
+            kind: if line[OFF_KIND] == Kind::Leaf as u8 { Kind::Leaf } else { Kind::Inner },
+            level: line[OFF_LEVEL],
+            count: u16_at(OFF_COUNT),
+            prefix_len: u16_at(OFF_PREFIX_LEN),
+            heap_start: u32_at(OFF_HEAP_START),
+            garbage: u32_at(OFF_GARBAGE),
+            lower: (u16_at(OFF_LOWER_OFF), u16_at(OFF_LOWER_LEN)),
+            upper: (!upper_infinite).then_some((u16_at(OFF_UPPER_OFF), u16_at(OFF_UPPER_LEN))),
+            link: u64::from_le_bytes(line[OFF_LINK..OFF_LINK + 8].try_into().expect("8 bytes")),
             page_size: len,
         })
     }
@@ -450,9 +460,21 @@ impl<'a> NodeRef<'a> {
     ///
     /// # Errors
     /// `NotATree` for a wrong size, magic or kind; `Corrupted` for inconsistent fields.
+    #[inline]
     pub fn parse(b: &'a [u8], pid: PageId) -> NodeResult<NodeRef<'a>> {
-        let h = Header::parse(b.get(..HEADER_BYTES).unwrap_or(b), b.len(), pid)?;
-        Ok(NodeRef { b, pid, kind: h.kind, level: h.level, count: h.count, prefix_len: h.prefix_len })
+        touch(0, HEADER_BYTES);
+        let len = b.len();
+        match b.first_chunk::<HEADER_BYTES>() {
+            Some(line) if header_ok(line, len) => Ok(NodeRef {
+                b,
+                pid,
+                kind: if line[OFF_KIND] == Kind::Leaf as u8 { Kind::Leaf } else { Kind::Inner },
+                level: line[OFF_LEVEL],
+                count: u16::from_le_bytes([line[OFF_COUNT], line[OFF_COUNT + 1]]) as usize,
+                prefix_len: u16::from_le_bytes([line[OFF_PREFIX_LEN], line[OFF_PREFIX_LEN + 1]]) as usize,
+            }),
+            _ => Err(Header::diagnose(b.get(..HEADER_BYTES).unwrap_or(b), len, pid)),
+        }
     }
 
     /// A view of a page this thread parsed and has since changed only through this
