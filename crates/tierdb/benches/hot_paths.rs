@@ -1,7 +1,8 @@
 //! Micro-benchmarks of the hot paths: page-table lookup, fix/unfix of a DRAM-resident
 //! page (main-memory and buffer manager), a line-grained fix and read, and B+-tree point
-//! lookups on main-memory and on the buffer manager with the NVM techniques off and on
-//! (all pages in DRAM: the overhead of the buffer manager itself).
+//! lookups (`get`, latched leaf, and `read_into`, optimistic leaf) on main-memory and on
+//! the buffer manager with the NVM techniques off and on (all pages in DRAM: the
+//! overhead of the buffer manager itself).
 //!
 //! `cargo bench -p tierdb --bench hot_paths`
 
@@ -86,6 +87,15 @@ fn lookups<S: PageSource>(c: &mut Criterion, name: &str, source: &S) {
             x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
             let k = (x >> 20) % KEYS;
             black_box(tree.get(&k.to_be_bytes(), |v| v[0]).unwrap())
+        })
+    });
+    // The copying lookup: the leaf read optimistically where it is resident whole.
+    let mut out = [0u8; 8];
+    c.bench_function(&format!("btree/read_into (200k u64 keys, {name})"), |b| {
+        b.iter(|| {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let k = (x >> 20) % KEYS;
+            black_box(tree.read_into(&k.to_be_bytes(), 0..usize::MAX, &mut out).unwrap())
         })
     });
 }
