@@ -297,7 +297,8 @@ enum Attempt {
     Done(std::result::Result<Option<usize>, usize>),
     /// A page changed under the read: try again.
     Restart,
-    /// Take the latched way (the leaf is not resident whole, or a page does not parse).
+    /// Take the latched way of `get_part` (a page does not parse, or the leaf must be
+    /// fixed exclusive to load lines).
     Latched,
 }
 
@@ -444,9 +445,10 @@ impl<'s, S: PageSource> BTree<'s, S> {
     /// ([`PageSource::fix_child_resident`]), the leaf is read optimistically, like the
     /// inner nodes: no latch is taken, the bytes are copied, and the copy counts only if
     /// the leaf's version is unchanged afterwards; else the lookup starts again. A leaf
-    /// that is not resident, a page that does not parse, or
-    /// [`BTREE_OPTIMISTIC_RESTARTS_MAX`] restarts take the latched way of `get_part`,
-    /// which loads what is missing and reports what is corrupt.
+    /// that is not resident is fixed shared and line-grained from the same parent, as
+    /// `get_part` fixes it (loading what is missing). A page that does not parse, a
+    /// leaf that must be fixed exclusive, or [`BTREE_OPTIMISTIC_RESTARTS_MAX`] restarts
+    /// take the latched way of `get_part`, which reports what is corrupt.
     ///
     /// # Errors
     /// `OutputTooSmall` if the part does not fit `out`; those of `get_part`.
@@ -508,7 +510,9 @@ impl<'s, S: PageSource> BTree<'s, S> {
             if next_level == 0 {
                 let leaf = match self.source.fix_child_resident(&page, offset, raw) {
                     Ok(Some(leaf)) => leaf,
-                    Ok(None) => return Ok(Attempt::Latched),
+                    // Not resident whole: the leaf latched from the same parent, as the
+                    // latched lookup would fix it (no second descent).
+                    Ok(None) => return self.copy_from_latched_leaf(&page, offset, raw, key, part, out),
                     Err(_) if !page.validate() => return Ok(Attempt::Restart),
                     Err(e) => return Err(e),
                 };
@@ -529,6 +533,58 @@ impl<'s, S: PageSource> BTree<'s, S> {
             }
             page = child;
             level = Some(next_level);
+        }
+    }
+
+    /// The leaf under `parent` (read optimistically; the reference `raw` at `offset`),
+    /// fixed shared and line-grained as [`get_part`](Self::get_part) fixes it, and bytes
+    /// `part` of `key`'s value copied into `out`. A cache-line fault that needs the leaf
+    /// exclusive hands over to `get_part` (`Latched`).
+    #[inline(never)]
+    fn copy_from_latched_leaf(
+        &self,
+        parent: &S::Optimistic<'s>,
+        offset: usize,
+        raw: u64,
+        key: &[u8],
+        part: &Range<usize>,
+        out: &mut [u8],
+    ) -> Result<Attempt> {
+        let mut leaf = match self.source.fix_child_lines(parent, offset, raw, false) {
+            Ok(leaf) => leaf,
+            Err(_) if !parent.validate() => return Ok(Attempt::Restart),
+            Err(e) if e.needs_exclusive() => return Ok(Attempt::Latched),
+            Err(e) => return Err(e),
+        };
+        if !parent.validate() {
+            return Ok(Attempt::Restart);
+        }
+        let step = (|| -> Result<Option<std::result::Result<Option<usize>, usize>>> {
+            let h = lines::header(&mut leaf, self.source.page_size())?;
+            if h.kind != Kind::Leaf {
+                return Ok(None); // the root split between the two reads
+            }
+            let (pos, found) = lines::lower_bound(&mut leaf, &h, key)?;
+            if !found {
+                return Ok(Some(Ok(None)));
+            }
+            let (_, _, vs, vlen) = lines::entry(&mut leaf, &h, pos)?;
+            let end = part.end.min(vlen);
+            let start = part.start.min(end);
+            let bytes = leaf.read(vs + start, end - start)?;
+            Ok(Some(match out.get_mut(..bytes.len()) {
+                Some(o) => {
+                    o.copy_from_slice(bytes);
+                    Ok(Some(bytes.len()))
+                }
+                None => Err(bytes.len()),
+            }))
+        })();
+        match step {
+            Ok(Some(done)) => Ok(Attempt::Done(done)),
+            Ok(None) => Ok(Attempt::Restart),
+            Err(e) if e.needs_exclusive() => Ok(Attempt::Latched),
+            Err(e) => Err(e),
         }
     }
 
