@@ -144,7 +144,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
     ///
     /// # Errors
     /// `BulkLoadLogged`; `BulkLoadFill` for a fill outside
-    /// [`BTREE_BULK_FILL_MIN`](crate::limits::BTREE_BULK_FILL_MIN)`..=1.0`;
+    /// [`BTREE_BULK_FILL_MIN`]`..=1.0`;
     /// `BulkLoadNotEmpty` if the tree holds entries; `BulkLoadUnsorted` naming the first
     /// record whose key is not above the previous one; `KeyTooLarge` and
     /// `ValueTooLarge` as [`insert`](Self::insert); `next`'s errors, unchanged; the

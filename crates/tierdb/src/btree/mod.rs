@@ -290,6 +290,23 @@ struct Found<'s, S: PageSource + 's> {
     pos: usize,
 }
 
+/// One step of an optimistic descent through node `pid` (bytes `page`, expected at
+/// `level` if its parent said so): `None` if it is a leaf, else where the reference to
+/// the child holding `key` lies, the reference, and the child's level. Nothing in it
+/// counts until the page validates.
+#[inline]
+fn inner_step(page: &[u8], pid: PageId, level: Option<u8>, key: &[u8]) -> Result<Option<(usize, u64, u8)>> {
+    let node = NodeRef::parse(page, pid)?;
+    if let Some(l) = level {
+        node.expect_level(l)?;
+    }
+    if node.is_leaf() {
+        return Ok(None);
+    }
+    let (offset, raw) = node.child_ref(node.child_index(key)?)?;
+    Ok(Some((offset, raw, node.level() - 1)))
+}
+
 /// The outcome of one optimistic attempt of [`BTree::read_into`].
 enum Attempt {
     /// Read and validated: the bytes copied (`None`: no such key), or `Err(len)` if the
@@ -488,17 +505,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
         let mut page = self.source.fix_optimistic(pid)?;
         let mut level = None;
         loop {
-            let step = (|| -> Result<Option<(usize, u64, u8)>> {
-                let node = NodeRef::parse(&page, pid)?;
-                if let Some(l) = level {
-                    node.expect_level(l)?;
-                }
-                if node.is_leaf() {
-                    return Ok(None);
-                }
-                let (offset, raw) = node.child_ref(node.child_index(key)?)?;
-                Ok(Some((offset, raw, node.level() - 1)))
-            })();
+            let step = inner_step(&page, pid, level, key);
             if !page.validate() {
                 return Ok(Attempt::Restart);
             }
@@ -796,17 +803,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
             let mut level = None;
             loop {
                 // Read the step; nothing in it counts until the page validates.
-                let step = (|| -> Result<Option<(usize, u64, u8)>> {
-                    let node = NodeRef::parse(&page, pid)?;
-                    if let Some(l) = level {
-                        node.expect_level(l)?;
-                    }
-                    if node.is_leaf() {
-                        return Ok(None);
-                    }
-                    let (offset, raw) = node.child_ref(node.child_index(key)?)?;
-                    Ok(Some((offset, raw, node.level() - 1)))
-                })();
+                let step = inner_step(&page, pid, level, key);
                 if !page.validate() {
                     continue 'restart;
                 }
