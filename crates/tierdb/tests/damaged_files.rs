@@ -7,7 +7,10 @@
 //! wrong data, never an empty database.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
+
+mod files;
+use files::{Damage, copy_dir, damage, files};
 
 use tierdb::ByteSize;
 use tierdb::buffer::{DirectConfig, Techniques};
@@ -135,52 +138,6 @@ fn open_and_read(arch: Arch, dir: &Path) -> Result<BTreeMap<Vec<u8>, Vec<u8>>, S
         None => Db::open(&c).and_then(|db| read(&db)),
     };
     got.map_err(|e| e.to_string())
-}
-
-fn files(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() { out.extend(files(&p)) } else { out.push(p) }
-    }
-    out.sort();
-    out
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let target = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &target);
-        } else {
-            std::fs::copy(e.path(), target).unwrap();
-        }
-    }
-}
-
-#[derive(Clone, Copy, Debug)]
-enum Damage {
-    Delete,
-    TruncateHalf,
-    Zero,
-    Flip(u64),
-}
-
-fn damage(path: &Path, d: Damage) {
-    let len = std::fs::metadata(path).unwrap().len();
-    match d {
-        Damage::Delete => std::fs::remove_file(path).unwrap(),
-        Damage::TruncateHalf => std::fs::OpenOptions::new().write(true).open(path).unwrap().set_len(len / 2).unwrap(),
-        Damage::Zero => std::fs::write(path, vec![0u8; len as usize]).unwrap(),
-        Damage::Flip(at) => {
-            let mut b = std::fs::read(path).unwrap();
-            let at = (at % len) as usize;
-            b[at] ^= 0x5a;
-            std::fs::write(path, b).unwrap();
-        }
-    }
 }
 
 /// Offsets to flip in a file of `len` bytes: its first bytes (headers), then by a fixed

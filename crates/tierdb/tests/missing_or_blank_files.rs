@@ -12,7 +12,10 @@
 //! is rebuilt from the log and said so in the recovery report.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
+
+mod files;
+use files::{Damage, copy_dir, damage, files};
 use std::time::Duration;
 
 use tierdb::ByteSize;
@@ -43,13 +46,6 @@ enum Arch {
 enum State {
     Closed,
     Crashed,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Damage {
-    Delete,
-    TruncateHalf,
-    Zero,
 }
 
 /// The database in `dir/db`, its NVM files in `dir`.
@@ -163,38 +159,6 @@ fn open_and_read(arch: Arch, dir: &Path) -> tierdb::Result<Read> {
     match direct {
         Some(d) => Db::open_nvm_direct(&c, &d).and_then(|db| read(&db)),
         None => Db::open(&c).and_then(|db| read(&db)),
-    }
-}
-
-fn files(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() { out.extend(files(&p)) } else { out.push(p) }
-    }
-    out.sort();
-    out
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let target = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &target);
-        } else {
-            std::fs::copy(e.path(), target).unwrap();
-        }
-    }
-}
-
-fn damage(path: &Path, d: Damage) {
-    let len = std::fs::metadata(path).unwrap().len();
-    match d {
-        Damage::Delete => std::fs::remove_file(path).unwrap(),
-        Damage::TruncateHalf => std::fs::OpenOptions::new().write(true).open(path).unwrap().set_len(len / 2).unwrap(),
-        Damage::Zero => std::fs::write(path, vec![0u8; len as usize]).unwrap(),
     }
 }
 

@@ -18,6 +18,9 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+mod files;
+use files::copy_dir;
+
 use tierdb::buffer::{BufferManager, DirectConfig, Entry, NvmDirect, NvmVerify, Techniques};
 use tierdb::db::{Db, DbConfig, DbStore};
 use tierdb::device::{DoubleWriteMode, DramConfig, NvmConfig, SsdConfig};
@@ -205,19 +208,6 @@ fn byte_at(path: &Path, at: u64) -> u8 {
     let mut b = [0u8; 1];
     std::fs::File::open(path).unwrap().read_exact_at(&mut b, at).unwrap();
     b[0]
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let target = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &target);
-        } else {
-            std::fs::copy(e.path(), target).unwrap();
-        }
-    }
 }
 
 /// What reading the whole database gave.
