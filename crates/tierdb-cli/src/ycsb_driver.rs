@@ -486,31 +486,35 @@ fn load_records<S: PageSource>(
     let keyspace = KeySpace::new(spec);
     let load = keyspace.load_range();
     let records = load.end - load.start;
-    // Each key is built in a scratch buffer and copied out at its length (one
-    // allocation, no spare capacity), behind the big-endian word of its eight bytes
-    // after the key prefix that every key starts with: most comparisons of the sort end
-    // at the words, without reading the keys. The order is the keys' order (a word is
-    // zero padded, so a tie falls through to the keys).
+    // The keys are not kept: each is sorted as the two big-endian words of its sixteen
+    // bytes after the key prefix that every key starts with, and its key number, from
+    // which it is built again when the tree takes it. Nearly every comparison ends at
+    // the words; a tie builds both keys (a word is zero padded, so a tie falls through
+    // to the keys, and the order is the keys' order).
     let prefix_len = spec.key_prefix().len();
     let mut scratch = Vec::new();
-    let mut keys: Vec<(u64, Vec<u8>)> = load
+    let mut keys: Vec<[u64; 3]> = load
         .map(|n| {
             build_key(spec, n, &mut scratch);
-            (sort_word(&scratch, prefix_len), scratch.clone())
+            let [hi, lo] = sort_words(&scratch, prefix_len);
+            [hi, lo, n]
         })
         .collect();
-    keys.sort_unstable();
+    keys.sort_unstable_by(|a, b| (a[0], a[1]).cmp(&(b[0], b[1])).then_with(|| compare_keys(spec, a[2], b[2])));
     bulk(true)?;
     let mut rng = value_rng(cfg.seed, u32::MAX);
     // The records in key order, each value built as the tree asks for it.
     let mut i = 0usize;
+    let mut previous = Vec::new();
     let loaded = tree.bulk_load(load_fill(spec), |key, value| {
-        let Some((_, k)) = keys.get(i) else { return Ok(false) };
-        if i > 0 && keys[i - 1].1 == *k {
-            bail!("duplicate key {:?} in the load", String::from_utf8_lossy(k));
+        let Some(&[_, _, n]) = keys.get(i) else { return Ok(false) };
+        build_key(spec, n, &mut scratch);
+        if i > 0 && previous == scratch {
+            bail!("duplicate key {:?} in the load", String::from_utf8_lossy(&scratch));
         }
-        key.extend_from_slice(k);
-        build_record(spec, k, &mut rng, value);
+        key.extend_from_slice(&scratch);
+        build_record(spec, &scratch, &mut rng, value);
+        std::mem::swap(&mut previous, &mut scratch);
         if (i as u64).is_multiple_of(PROGRESS_EVERY) {
             progress("load", i as u64, records);
         }
@@ -542,14 +546,23 @@ fn load_fill(spec: &YcsbSpec) -> f64 {
     if spec.mix().insert == 0.0 && !spec.field_lengths_vary() { 1.0 } else { BTREE_BULK_FILL_DEFAULT }
 }
 
-/// Bytes `skip..skip + 8` of `key`, zero padded, as a big-endian word: for keys that
-/// share their first `skip` bytes, a smaller word means a smaller key.
-fn sort_word(key: &[u8], skip: usize) -> u64 {
-    let mut word = [0u8; 8];
+/// Bytes `skip..skip + 16` of `key`, zero padded, as two big-endian words: for keys
+/// that share their first `skip` bytes, smaller words mean a smaller key.
+fn sort_words(key: &[u8], skip: usize) -> [u64; 2] {
+    let mut bytes = [0u8; 16];
     let tail = key.get(skip..).unwrap_or_default();
-    let n = tail.len().min(8);
-    word[..n].copy_from_slice(&tail[..n]);
-    u64::from_be_bytes(word)
+    let n = tail.len().min(16);
+    bytes[..n].copy_from_slice(&tail[..n]);
+    let (hi, lo) = bytes.split_at(8);
+    [u64::from_be_bytes(hi.try_into().expect("8 bytes")), u64::from_be_bytes(lo.try_into().expect("8 bytes"))]
+}
+
+/// The order of the names of key numbers `a` and `b` (for ties of [`sort_words`]).
+fn compare_keys(spec: &YcsbSpec, a: u64, b: u64) -> std::cmp::Ordering {
+    let (mut ka, mut kb) = (Vec::new(), Vec::new());
+    build_key(spec, a, &mut ka);
+    build_key(spec, b, &mut kb);
+    ka.cmp(&kb)
 }
 
 struct Runner<'a> {
@@ -1218,7 +1231,7 @@ mod tests {
     }
 
     /// Sorting by word, then key, is sorting by key, for keys with a common prefix:
-    /// short keys, zero bytes and ties in the first eight bytes after it included.
+    /// short keys, zero bytes and ties in the first sixteen bytes after it included.
     #[test]
     fn sort_words_keep_the_order_of_keys() {
         use rand::prelude::*;
@@ -1227,12 +1240,12 @@ mod tests {
             let mut keys: Vec<Vec<u8>> = (0..5000)
                 .map(|_| {
                     let mut k = b"user"[..skip].to_vec();
-                    let len = rng.random_range(0..14);
+                    let len = rng.random_range(0..22);
                     k.extend((0..len).map(|_| [0u8, 1, b'5', 0xff][rng.random_range(0..4)]));
                     k
                 })
                 .collect();
-            let mut by_word: Vec<(u64, Vec<u8>)> = keys.iter().map(|k| (sort_word(k, skip), k.clone())).collect();
+            let mut by_word: Vec<([u64; 2], Vec<u8>)> = keys.iter().map(|k| (sort_words(k, skip), k.clone())).collect();
             keys.sort_unstable();
             by_word.sort_unstable();
             assert!(by_word.into_iter().map(|(_, k)| k).eq(keys), "prefix of {skip} bytes");

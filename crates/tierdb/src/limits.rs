@@ -61,6 +61,23 @@ pub const PROFILE_INHERIT_DEPTH_MAX: usize = 8;
 /// (every frame fixed or moving is a bug or an undersized pool, not a wait).
 pub const CLOCK_ROUNDS_MAX: usize = 4;
 
+/// The most DRAM victims evicted together when one of them must be written to SSD
+/// (vmcache evicts in batches of 64): their dirty pages go out in one batch of writes,
+/// sorted and coalesced into runs of consecutive pages, so a miss pays for a write
+/// once per batch instead of once per page. The default of
+/// [`BufferConfig::evict_batch`](crate::buffer::BufferConfig::evict_batch).
+pub const EVICT_BATCH_DEFAULT: usize = 64;
+/// Frames of the DRAM pool per page of an eviction batch: a pool of fewer than this
+/// many frames per batch page evicts smaller batches (and one page at a time below
+/// twice this many frames), so that a batch never empties a small pool.
+pub const EVICT_BATCH_FRAMES_PER_PAGE: usize = 32;
+/// Frames the clock visits per page of an eviction batch before it writes the
+/// batch it has (the other frames being fixed, referenced or parents).
+pub const EVICT_BATCH_VISITS_PER_PAGE: usize = 4;
+/// The most bytes one write to the SSD page file carries when a batch of page writes
+/// holds consecutive pages (a longer run is split).
+pub const SSD_WRITE_RUN_BYTES_MAX: usize = 1 << 20;
+
 /// How long a fix waits for a page another thread holds or moves before it reports
 /// an error instead of waiting on.
 pub const PAGE_BUSY_WAIT_MS_MAX: u64 = 60_000;

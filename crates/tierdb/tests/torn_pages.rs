@@ -189,22 +189,23 @@ fn a_checkpoint_writes_its_pages_as_one_double_write_batch_and_a_tear_in_it_is_r
         let s = bm.stats().since(&before);
         let (ssd, dwa) = (s.ssd.unwrap(), s.ssd_double_write.unwrap());
         // One batch: one write of 8 copies and one sync; the page file's sync ends the
-        // period (a header write and a sync). In place: 8 writes, 1 sync.
+        // period (a header write and a sync). In place: the 8 pages are consecutive, one
+        // write; 1 sync.
         assert_eq!((dwa.writes, dwa.syncs), (2, 2), "{dwa:?}");
-        assert_eq!((ssd.writes, ssd.syncs), (8, 1), "{ssd:?}");
+        assert_eq!((ssd.writes, ssd.syncs), (1, 1), "{ssd:?}");
         assert_eq!(dwa.write_bytes, 8 * (4096 + PS as u64) + 4096);
-        changed = pages[8..16].to_vec();
+        changed = pages[8..15].to_vec();
         for p in &changed {
             write(&bm, *p, 3);
         }
-        // Write 1: the batch's copies; writes 2..=9: in place. The third is torn, the
-        // five after it never happen.
-        plan.tear_nth_write(4);
+        // Write 1: the batch's copies; write 2: the 7 consecutive pages in place, torn
+        // halfway: 3 pages new, the fourth torn, the three after it old.
+        plan.tear_nth_write(2);
         assert!(bm.checkpoint().is_err());
     }
     let bm = reopen(dir.path(), true);
     let torn = bm.torn_pages().unwrap().clone();
-    assert_eq!((torn.copies, torn.restored_torn.len(), torn.restored_older.len()), (8, 1, 5), "{torn:?}");
+    assert_eq!((torn.copies, torn.restored_torn.len(), torn.restored_older.len()), (7, 1, 3), "{torn:?}");
     for p in &changed {
         assert_version(&bm, *p, 3);
     }
@@ -242,8 +243,8 @@ fn a_database_whose_checkpoint_was_torn_recovers_every_committed_change() {
             db.put("t", &i.to_be_bytes(), &value(i, 2)).unwrap();
         }
         // Only the page file uses the plan: write 1 is a batch of copies, then its pages
-        // go in place; tear the second of them.
-        plan.tear_nth_write(3);
+        // go in place, a run of consecutive pages a write; tear the first run.
+        plan.tear_nth_write(2);
         assert!(db.checkpoint().is_err());
     }
     let db = Db::open(&db_config(dir.path(), None)).unwrap();

@@ -58,8 +58,11 @@ pub enum Count {
     NvmWritesInPlace,
     /// Clean NVM frames dropped for a failed data CRC ([`BufferStats::nvm_corrupt_dropped`]).
     NvmCorruptDropped,
+    /// Nanoseconds DRAM evictions spent writing dirty victims down
+    /// ([`BufferStats::evict_write_ns`]); added in bulk.
+    EvictWriteNanos,
 }
-const COUNTS: usize = Count::NvmCorruptDropped as usize + 1;
+const COUNTS: usize = Count::EvictWriteNanos as usize + 1;
 
 /// The buffer manager's live counters, one [`Count`] each, striped per thread: bumping
 /// one costs no locked instruction; [`snapshot`](Self::snapshot) sums the stripes into a
@@ -123,6 +126,11 @@ pub struct BufferStats {
     /// from SSD instead (`docs/checksums.md`).
     #[serde(default)]
     pub nvm_corrupt_dropped: u64,
+    /// Nanoseconds the threads that evicted from DRAM spent writing dirty victims down
+    /// (the write-ahead force of the log, the NVM or SSD writes, the double-write copies
+    /// and their syncs): foreground time a miss waited for writes.
+    #[serde(default)]
+    pub evict_write_ns: u64,
 }
 
 impl BufferStats {
@@ -162,6 +170,7 @@ impl BufferStats {
             self.nvm_reads_in_place,
             self.nvm_writes_in_place,
             self.nvm_corrupt_dropped,
+            self.evict_write_ns,
         ]
     }
 
@@ -190,6 +199,7 @@ impl BufferStats {
             nvm_reads_in_place: a[Count::NvmReadsInPlace as usize],
             nvm_writes_in_place: a[Count::NvmWritesInPlace as usize],
             nvm_corrupt_dropped: a[Count::NvmCorruptDropped as usize],
+            evict_write_ns: a[Count::EvictWriteNanos as usize],
         }
     }
 }

@@ -42,8 +42,9 @@ use crate::device::{
 };
 use crate::ids::PageId;
 use crate::limits::{
-    CACHE_LINE_BYTES, CLOCK_ROUNDS_MAX, FLUSH_NOTES_PER_RECORD, PAGE_BUSY_WAIT_MS_MAX, PAGE_SIZE_MAX_BYTES,
-    PAGE_SIZE_MIN_BYTES, PAGE_TABLE_PAGES_DEFAULT, POLICY_SEED_DEFAULT, SSD_GROW_PAGES_MIN,
+    CACHE_LINE_BYTES, CLOCK_ROUNDS_MAX, EVICT_BATCH_DEFAULT, EVICT_BATCH_FRAMES_PER_PAGE, EVICT_BATCH_VISITS_PER_PAGE,
+    FLUSH_NOTES_PER_RECORD, PAGE_BUSY_WAIT_MS_MAX, PAGE_SIZE_MAX_BYTES, PAGE_SIZE_MIN_BYTES, PAGE_TABLE_PAGES_DEFAULT,
+    POLICY_SEED_DEFAULT, SSD_GROW_PAGES_MIN,
 };
 use crate::wal::LogForce;
 use crate::{ByteSize, Result};
@@ -109,6 +110,11 @@ pub struct BufferConfig {
     /// Copy pages between DRAM and NVM with `pread`/`pwrite` on the pool's file instead
     /// of through the mapping (`mmap-read`, the PostgreSQL study's unmodified engine).
     pub nvm_file_io: bool,
+    /// The most DRAM victims evicted together when one must be written to SSD, in a
+    /// pool without NVM (default [`EVICT_BATCH_DEFAULT`]; 1: one page at a time). A
+    /// pool of `f` frames evicts at most `f /` [`EVICT_BATCH_FRAMES_PER_PAGE`] pages at
+    /// once. With NVM every victim goes where the policy sends it, one at a time.
+    pub evict_batch: usize,
 }
 
 impl BufferConfig {
@@ -134,6 +140,7 @@ impl BufferConfig {
             reopen_nvm_only: false,
             double_write: DoubleWriteMode::Ssd,
             nvm_file_io: false,
+            evict_batch: EVICT_BATCH_DEFAULT,
         }
     }
 }
@@ -269,6 +276,9 @@ pub struct BufferManager {
     in_place_reads: bool,
     /// Sees every access when set (trace recording).
     recorder: std::sync::OnceLock<std::sync::Arc<dyn super::recorder::AccessRecorder>>,
+    /// DRAM victims evicted together when one is dirty (1: one at a time;
+    /// [`BufferConfig::evict_batch`]).
+    evict_batch: usize,
 }
 
 /// What a restart found in the NVM pool (paper §4.4): the page table is rebuilt from the
@@ -298,6 +308,16 @@ pub struct RestartInfo {
     pub frames_gb_per_sec: f64,
     /// The pool was formatted instead, and why (another database, no pool).
     pub formatted_because: Option<String>,
+}
+
+/// What one step of the DRAM clock found ([`BufferManager::clock_step`]).
+enum ClockStep<'a> {
+    /// Nothing to evict under the hand.
+    Pass,
+    /// A block of mini pages, to sweep.
+    Block(FrameId),
+    /// A victim, held exclusive and unswizzled.
+    Victim(FrameWrite<'a>),
 }
 
 impl BufferManager {
@@ -507,6 +527,14 @@ impl BufferManager {
             }
             .into());
         }
+        if cfg.evict_batch == 0 {
+            return Err(BufferError::Config { what: "evict_batch is 0: evict at least 1 page at a time".into() }.into());
+        }
+        let evict_batch = if nvm.is_none() && ssd.is_some() {
+            cfg.evict_batch.min(frames.len() / EVICT_BATCH_FRAMES_PER_PAGE).max(1)
+        } else {
+            1
+        };
         let free_frames = Mutex::new((0..frames.len() as u32).rev().map(FrameId).collect());
         let bm = BufferManager {
             page_size: ps,
@@ -536,6 +564,7 @@ impl BufferManager {
             stop_reason: Mutex::new(None),
             in_place_reads,
             recorder: std::sync::OnceLock::new(),
+            evict_batch,
         };
         if cfg.nvm_file_io
             && let Some(nvm) = &bm.nvm
@@ -1819,7 +1848,8 @@ impl BufferManager {
     // ----- DRAM replacement -----------------------------------------------------------
 
     /// An empty DRAM frame, held exclusive: from the free list, else by evicting the
-    /// clock's victim.
+    /// clock's victim — together with the next victims, up to
+    /// [`evict_batch`](BufferConfig::evict_batch), when it must be written to SSD.
     fn free_frame(&self) -> Result<FrameWrite<'_>> {
         if let Some(f) = self.free_frames.lock().pop() {
             // Free frames are unlatched but for a stale fixer checking its page id.
@@ -1827,49 +1857,164 @@ impl BufferManager {
         }
         let n = self.frames.len();
         for _ in 0..n * CLOCK_ROUNDS_MAX {
-            let f = FrameId((self.hand.fetch_add(1, Ordering::Relaxed) % n) as u32);
-            let meta = self.frames.meta(f);
-            let pid = meta.pid();
-            if pid == NO_PAGE || meta.latch.is_held() || meta.swizzled_children.load(Ordering::Relaxed) > 0 {
-                continue;
-            }
-            if pid == MINI_BLOCK {
-                if let Some(g) = self.sweep_block(f)? {
+            match self.clock_step(n) {
+                ClockStep::Pass => {}
+                ClockStep::Block(f) => {
+                    if let Some(g) = self.sweep_block(f)? {
+                        return Ok(g);
+                    }
+                }
+                ClockStep::Victim(mut g) => {
+                    if self.evict_batch > 1 && (g.meta().dirty.load(Ordering::Relaxed) || g.wrote()) {
+                        return self.evict_batch_from(g);
+                    }
+                    self.evict(&mut g)?;
                     return Ok(g);
                 }
-                continue;
             }
-            let info = PageInfo {
-                pid: PageId(pid),
-                dirty: meta.dirty.load(Ordering::Relaxed),
-                nvm_copy: meta.nvm.load(Ordering::Relaxed) != NO_NVM_FRAME,
-                referenced: meta.referenced.load(Ordering::Relaxed),
-                first_update_lsn: 0,
-                page_lsn: 0,
-                last_flush_lsn: 0,
-            };
-            match self.policy.dram_victim(&info, &self.tiers) {
-                Victim::SecondChance => {
-                    meta.referenced.store(false, Ordering::Relaxed);
-                    continue;
-                }
-                Victim::Skip => continue,
-                Victim::Evict => {}
-            }
-            let Some(mut g) = self.frames.try_write(f) else { continue };
-            if !g.meta().holds_page() || g.meta().swizzled_children.load(Ordering::Relaxed) > 0 {
-                continue; // freed or lent to mini pages in the meantime, or now a parent
-            }
-            if !self.unswizzle_victim(&g) {
-                continue;
-            }
-            self.evict(&mut g)?;
-            return Ok(g);
         }
         if let Some(f) = self.free_frames.lock().pop() {
             return Ok(self.frames.write(f));
         }
         Err(BufferError::Exhausted { pool: "DRAM", frames: n, rounds: CLOCK_ROUNDS_MAX }.into())
+    }
+
+    /// One step of the DRAM clock's hand over a pool of `n` frames: the frame under it,
+    /// held exclusive and unswizzled from its parent, if the policy gives its page up
+    /// now; a block of mini pages to sweep; or nothing (free, fixed, a parent, or a
+    /// second chance).
+    fn clock_step(&self, n: usize) -> ClockStep<'_> {
+        let f = FrameId((self.hand.fetch_add(1, Ordering::Relaxed) % n) as u32);
+        let meta = self.frames.meta(f);
+        let pid = meta.pid();
+        if pid == NO_PAGE || meta.latch.is_held() || meta.swizzled_children.load(Ordering::Relaxed) > 0 {
+            return ClockStep::Pass;
+        }
+        if pid == MINI_BLOCK {
+            return ClockStep::Block(f);
+        }
+        let info = PageInfo {
+            pid: PageId(pid),
+            dirty: meta.dirty.load(Ordering::Relaxed),
+            nvm_copy: meta.nvm.load(Ordering::Relaxed) != NO_NVM_FRAME,
+            referenced: meta.referenced.load(Ordering::Relaxed),
+            first_update_lsn: 0,
+            page_lsn: 0,
+            last_flush_lsn: 0,
+        };
+        match self.policy.dram_victim(&info, &self.tiers) {
+            Victim::SecondChance => {
+                meta.referenced.store(false, Ordering::Relaxed);
+                return ClockStep::Pass;
+            }
+            Victim::Skip => return ClockStep::Pass,
+            Victim::Evict => {}
+        }
+        let Some(g) = self.frames.try_write(f) else { return ClockStep::Pass };
+        if !g.meta().holds_page() || g.meta().swizzled_children.load(Ordering::Relaxed) > 0 {
+            return ClockStep::Pass; // freed or lent to mini pages in the meantime, or now a parent
+        }
+        if !self.unswizzle_victim(&g) {
+            return ClockStep::Pass;
+        }
+        ClockStep::Victim(g)
+    }
+
+    /// Evicts the dirty victim `first` together with the clock's next victims (at most
+    /// [`evict_batch`](BufferConfig::evict_batch) in all, within
+    /// [`EVICT_BATCH_VISITS_PER_PAGE`] frames visited per page) in one batch of SSD
+    /// writes; returns `first`'s frame, empty, and puts the others on the free list. A
+    /// pool without NVM only: every victim goes to SSD, as one at a time.
+    fn evict_batch_from<'a>(&'a self, first: FrameWrite<'a>) -> Result<FrameWrite<'a>> {
+        debug_assert!(self.nvm.is_none() && self.ssd.is_some(), "batched eviction without NVM, to SSD");
+        let n = self.frames.len();
+        let mut batch = Vec::with_capacity(self.evict_batch);
+        batch.push(first);
+        for _ in 0..self.evict_batch * EVICT_BATCH_VISITS_PER_PAGE {
+            if batch.len() >= self.evict_batch {
+                break;
+            }
+            // No mini pages without NVM: a block is passed by.
+            if let ClockStep::Victim(g) = self.clock_step(n) {
+                batch.push(g);
+            }
+        }
+        self.evict_to_ssd_batch(&mut batch)?;
+        let mut batch = batch.into_iter();
+        let first = batch.next().expect("the batch holds its first victim");
+        for g in batch {
+            self.return_frame(g);
+        }
+        Ok(first)
+    }
+
+    /// Moves the pages of the frames `batch` (held exclusive, in a pool without NVM) to
+    /// SSD: one write-ahead force up to the newest page LSN among the dirty ones, then
+    /// their writes in one batch ([`SsdFile::write_pages_flushed`]: one double-write
+    /// sync for the batch, consecutive pages in one write). On error every page stays
+    /// in its frame, as it was.
+    fn evict_to_ssd_batch(&self, batch: &mut [FrameWrite<'_>]) -> Result<()> {
+        let ssd = self.ssd.as_ref().expect("a batched eviction writes to SSD");
+        let mut dirty = Vec::with_capacity(batch.len());
+        let mut force_to = None;
+        for g in batch.iter() {
+            let meta = g.meta();
+            let pid = PageId(meta.pid());
+            debug_assert_eq!(self.table.get(pid)?, Entry::Dram(g.frame()), "frame {:?} holds {pid}", g.frame());
+            debug_assert_eq!(meta.nvm.load(Ordering::Relaxed), NO_NVM_FRAME, "{pid} has an NVM copy");
+            debug_assert!(meta.resident_all.load(Ordering::Relaxed), "{pid} is partly resident without NVM");
+            let d = meta.dirty.load(Ordering::Relaxed) || g.wrote();
+            let info = PageInfo {
+                pid,
+                dirty: d,
+                nvm_copy: false,
+                referenced: false,
+                first_update_lsn: meta.first_lsn.load(Ordering::Relaxed),
+                page_lsn: meta.page_lsn.load(Ordering::Relaxed),
+                last_flush_lsn: meta.flush_lsn.load(Ordering::Relaxed),
+            };
+            // Asked as for every eviction; without NVM every page goes to SSD.
+            let _ = self.policy.dram_eviction(&info, &self.tiers);
+            if d {
+                force_to = force_to.max(Some(info.page_lsn));
+            }
+            dirty.push(d);
+        }
+        let started = std::time::Instant::now();
+        if let Some(lsn) = force_to {
+            self.force_log(lsn)?;
+        }
+        // Fixers see BUSY (and fail on the latch anyway) until the pages have landed.
+        for g in batch.iter() {
+            self.table.set(PageId(g.meta().pid()), Entry::Busy);
+        }
+        let written = (|| {
+            let pages: Vec<(PageId, &[u8])> =
+                batch.iter().zip(&dirty).filter(|(_, d)| **d).map(|(g, _)| (PageId(g.meta().pid()), &g[..])).collect();
+            let Some(last) = pages.iter().map(|(pid, _)| *pid).max() else { return Ok(()) };
+            self.ssd_reserve(ssd, last)?;
+            let lsn = self.log_end_lsn();
+            ssd.write_pages_flushed(&pages, lsn)?;
+            self.note_flushed(pages.iter().map(|(pid, _)| *pid), lsn)
+        })();
+        self.counters.add(Count::EvictWriteNanos, started.elapsed().as_nanos() as u64);
+        if let Err(e) = written {
+            for g in batch.iter() {
+                self.table.set(PageId(g.meta().pid()), Entry::Dram(g.frame()));
+            }
+            return Err(e);
+        }
+        for (g, d) in batch.iter_mut().zip(dirty) {
+            let meta = g.meta();
+            self.table.set(PageId(meta.pid()), Entry::Empty);
+            meta.pid.store(NO_PAGE, Ordering::Relaxed);
+            meta.dirty.store(false, Ordering::Relaxed);
+            meta.first_lsn.store(0, Ordering::Relaxed);
+            g.clear_wrote();
+            self.counters.bump(if d { Count::DramToSsd } else { Count::CleanDrops });
+            self.counters.bump(Count::DramEvictions);
+        }
+        Ok(())
     }
 
     /// The clock's visit to a block of mini pages (frame `f`): evicts the mini pages
@@ -2042,6 +2187,7 @@ impl BufferManager {
             // A partly resident page is whole only together with its NVM copy.
             to = EvictTo::Nvm;
         }
+        let started = dirty.then(std::time::Instant::now);
         if dirty {
             self.force_log(meta.page_lsn.load(Ordering::Relaxed))?;
         }
@@ -2052,6 +2198,9 @@ impl BufferManager {
             EvictTo::Ssd => self.evict_to_ssd(g, pid, dirty, nvm_frame),
             EvictTo::SsdAndNvm => self.evict_through(g, pid, dirty, nvm_frame),
         };
+        if let Some(t) = started {
+            self.counters.add(Count::EvictWriteNanos, t.elapsed().as_nanos() as u64);
+        }
         match landed {
             Ok(entry) => {
                 self.table.set(pid, entry);
