@@ -74,6 +74,13 @@ pub const EVICT_BATCH_FRAMES_PER_PAGE: usize = 32;
 /// Frames the clock visits per page of an eviction batch before it writes the
 /// batch it has (the other frames being fixed, referenced or parents).
 pub const EVICT_BATCH_VISITS_PER_PAGE: usize = 4;
+/// The most writes of one batch of page writes in flight at once (io_uring, where the
+/// emulation is off): a batch of pages that are not consecutive goes to the device at
+/// this queue depth instead of one write after another.
+pub const SSD_WRITES_IN_FLIGHT_MAX: usize = 64;
+/// The most bytes of page images a batch of SSD page writes holds in flight at once
+/// (its runs beyond that go in the next group).
+pub const SSD_WRITE_BATCH_BYTES_MAX: usize = 8 << 20;
 /// The most bytes one write to the SSD page file carries when a batch of page writes
 /// holds consecutive pages (a longer run is split).
 pub const SSD_WRITE_RUN_BYTES_MAX: usize = 1 << 20;

@@ -28,6 +28,7 @@ pub mod profile;
 pub mod ssd;
 pub mod stats;
 pub mod superblock;
+mod uring;
 
 pub use aligned::AlignedBuf;
 pub use double_write::{DoubleWriteMode, TornPageRecovery};
