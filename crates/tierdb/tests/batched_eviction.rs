@@ -5,6 +5,9 @@
 
 use std::sync::Arc;
 
+mod pages;
+use pages::fill;
+
 use tierdb::buffer::{BufferConfig, BufferManager, Entry};
 use tierdb::device::{DoubleWriteMode, FaultError, FaultPlan, OpenMode, SsdConfig};
 use tierdb::{ByteSize, ExclusivePage, PageId, PageSource};
@@ -26,18 +29,6 @@ fn config(dir: &tempfile::TempDir, batch: usize, dwa: DoubleWriteMode, plan: Opt
     c
 }
 
-/// Allocates `n` pages whose first 8 bytes hold their id and byte 100 `round`.
-fn fill(bm: &BufferManager, n: u64) -> Vec<PageId> {
-    (0..n)
-        .map(|_| {
-            let mut g = bm.allocate().unwrap();
-            let pid = g.page_id();
-            g[0..8].copy_from_slice(&pid.0.to_le_bytes());
-            pid
-        })
-        .collect()
-}
-
 fn check(bm: &BufferManager, pid: PageId, round: u8) {
     let g = bm.fix_shared(pid).unwrap();
     assert_eq!((u64::from_le_bytes(g[0..8].try_into().unwrap()), g[100]), (pid.0, round), "{pid}");
@@ -57,7 +48,7 @@ fn dirty_victims_go_out_in_batches_and_every_page_reads_back() {
             let mut c = config(&dir, batch, dwa, None);
             c.ssd_open_mode = OpenMode::Create;
             let bm = BufferManager::open(&c).unwrap();
-            let pages = fill(&bm, PAGES);
+            let pages = fill(&bm, PAGES as usize);
             // Every page dirty again, in another order, twice over the pool.
             for round in 1..=2u8 {
                 for &p in pages.iter().rev() {
@@ -91,7 +82,7 @@ fn a_batch_that_fails_to_write_leaves_every_page_in_its_frame() {
     let mut c = config(&dir, 64, DoubleWriteMode::Off, Some(&plan));
     c.ssd_open_mode = OpenMode::Create;
     let bm = BufferManager::open(&c).unwrap();
-    let pages = fill(&bm, FRAMES - 8);
+    let pages = fill(&bm, FRAMES as usize - 8);
     let resident = |p: PageId| matches!(bm.location(p).unwrap(), Entry::Dram(_));
     assert!(pages.iter().all(|&p| resident(p)));
     plan.fail_nth_write(1, FaultError::NoSpace);

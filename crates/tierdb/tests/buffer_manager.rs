@@ -3,6 +3,9 @@
 
 use std::collections::HashMap;
 
+mod pages;
+use pages::fill;
+
 use tierdb::buffer::{BufferConfig, BufferManager, Entry};
 use tierdb::device::{NvmConfig, OpenMode, SsdConfig};
 use tierdb::{ByteSize, ExclusivePage, PageId, PageSource, SharedPage};
@@ -21,18 +24,6 @@ fn config(dir: &tempfile::TempDir, dram_frames: u64, nvm_frames: Option<u64>, ss
         c.ssd = Some(SsdConfig::new(dir.path().join("t.db")));
     }
     c
-}
-
-/// Allocates `n` pages whose first 8 bytes hold their id.
-fn fill(bm: &BufferManager, n: usize) -> Vec<PageId> {
-    (0..n)
-        .map(|_| {
-            let mut g = bm.allocate().unwrap();
-            let pid = g.page_id();
-            g[0..8].copy_from_slice(&pid.0.to_le_bytes());
-            pid
-        })
-        .collect()
 }
 
 fn read_tag(bm: &BufferManager, pid: PageId) -> u64 {

@@ -113,7 +113,9 @@ pub struct BufferConfig {
     /// The most DRAM victims evicted together when one must be written to SSD, in a
     /// pool without NVM (default [`EVICT_BATCH_DEFAULT`]; 1: one page at a time). A
     /// pool of `f` frames evicts at most `f /` [`EVICT_BATCH_FRAMES_PER_PAGE`] pages at
-    /// once. With NVM every victim goes where the policy sends it, one at a time.
+    /// once. With NVM every victim goes where the policy sends it, one at a time, and
+    /// when the NVM clock's victim is dirty, up to this many dirty NVM pages the hand
+    /// reaches next are written to SSD with it (write-behind: they stay in NVM, clean).
     pub evict_batch: usize,
 }
 
@@ -279,6 +281,9 @@ pub struct BufferManager {
     /// DRAM victims evicted together when one is dirty (1: one at a time;
     /// [`BufferConfig::evict_batch`]).
     evict_batch: usize,
+    /// Dirty NVM pages written to SSD together when the NVM clock's victim is dirty
+    /// (1: only the victim; [`BufferConfig::evict_batch`]).
+    nvm_clean_batch: usize,
 }
 
 /// What a restart found in the NVM pool (paper §4.4): the page table is rebuilt from the
@@ -535,6 +540,10 @@ impl BufferManager {
         } else {
             1
         };
+        let nvm_clean_batch = match (&nvm, &ssd) {
+            (Some(n), Some(_)) => cfg.evict_batch.min(n.len() / EVICT_BATCH_FRAMES_PER_PAGE).max(1),
+            _ => 1,
+        };
         let free_frames = Mutex::new((0..frames.len() as u32).rev().map(FrameId).collect());
         let bm = BufferManager {
             page_size: ps,
@@ -565,6 +574,7 @@ impl BufferManager {
             in_place_reads,
             recorder: std::sync::OnceLock::new(),
             evict_batch,
+            nvm_clean_batch,
         };
         if cfg.nvm_file_io
             && let Some(nvm) = &bm.nvm
@@ -2353,6 +2363,13 @@ impl BufferManager {
             }
             if !self.claim(pid, Entry::Nvm(n))? {
                 continue;
+            }
+            if self.nvm_clean_batch > 1 && nvm.is_dirty(n) {
+                // The next dirty pages go out with it, in one batch (write-behind).
+                if let Err(e) = self.clean_nvm_ahead(nvm, ssd, n, self.nvm_clean_batch - 1) {
+                    self.table.set(pid, Entry::Nvm(n));
+                    return Err(e);
+                }
             }
             self.evict_claimed_nvm(ssd, pid, n, true)?;
             return Ok(Some(n));

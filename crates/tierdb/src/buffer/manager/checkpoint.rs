@@ -28,7 +28,7 @@ use crate::buffer::nvm_pool::NvmPool;
 use crate::buffer::table::Entry;
 use crate::device::{AlignedBuf, SsdFile};
 use crate::ids::PageId;
-use crate::limits::DOUBLE_WRITE_SLOTS;
+use crate::limits::{DOUBLE_WRITE_SLOTS, EVICT_BATCH_VISITS_PER_PAGE};
 
 /// What keeps a page of a batch from changing or moving until the batch is written.
 enum Hold<'a> {
@@ -386,6 +386,44 @@ impl BufferManager {
             if count {
                 self.counters.bump(super::Count::NvmToSsd);
             }
+            batch.push(Pending { pid, nvm: n, bytes: Some(bytes), refresh_nvm: false, lsn: 0, hold: Hold::Table })?;
+        }
+        batch.flush()
+    }
+
+    /// Write-behind for the NVM clock (its victim, frame `victim`, is dirty): writes to
+    /// SSD in one batch the dirty pages in NVM only among the frames the hand reaches
+    /// next, at most `pages` of them within [`EVICT_BATCH_VISITS_PER_PAGE`] frames per
+    /// page; they stay in NVM, clean, so their turn as victims writes nothing. Which
+    /// pages are evicted, and when, does not change. Pages another thread holds are
+    /// passed by.
+    ///
+    /// # Errors
+    /// As a checkpoint's batch (the pages not written stay dirty).
+    pub(super) fn clean_nvm_ahead(&self, nvm: &NvmPool, ssd: &SsdFile, victim: u32, pages: usize) -> Result<()> {
+        let mut batch = SsdBatch::new(self, ssd, pages.min(DOUBLE_WRITE_SLOTS));
+        let len = nvm.len() as u32;
+        let mut taken = 0;
+        for k in 1..=(pages * EVICT_BATCH_VISITS_PER_PAGE).min(nvm.len() - 1) as u32 {
+            if taken >= pages {
+                break;
+            }
+            let n = (victim + k) % len;
+            let Some(pid) = nvm.pid(n) else { continue };
+            if !nvm.is_dirty(n) || !self.claim(pid, Entry::Nvm(n))? {
+                continue; // clean, or in DRAM / moving
+            }
+            if !nvm.is_dirty(n) || nvm.pid(n) != Some(pid) {
+                self.table.set(pid, Entry::Nvm(n));
+                continue;
+            }
+            let mut bytes = AlignedBuf::new(self.page_size);
+            if let Err(e) = nvm.read_page(n, pid, &mut bytes) {
+                self.table.set(pid, Entry::Nvm(n));
+                return Err(e.into());
+            }
+            self.counters.bump(super::Count::NvmToSsd);
+            taken += 1;
             batch.push(Pending { pid, nvm: n, bytes: Some(bytes), refresh_nvm: false, lsn: 0, hold: Hold::Table })?;
         }
         batch.flush()
