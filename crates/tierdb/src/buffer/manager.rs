@@ -113,9 +113,11 @@ pub struct BufferConfig {
     /// The most DRAM victims evicted together when one must be written to SSD, in a
     /// pool without NVM (default [`EVICT_BATCH_DEFAULT`]; 1: one page at a time). A
     /// pool of `f` frames evicts at most `f /` [`EVICT_BATCH_FRAMES_PER_PAGE`] pages at
-    /// once. With NVM every victim goes where the policy sends it, one at a time, and
-    /// when the NVM clock's victim is dirty, up to this many dirty NVM pages the hand
-    /// reaches next are written to SSD with it (write-behind: they stay in NVM, clean).
+    /// once. With NVM every victim goes where the policy sends it, one at a time; when
+    /// the NVM clock's victim is dirty, or a DRAM victim goes to SSD dirty, up to this
+    /// many dirty pages its clock's hand reaches next are written to SSD with it
+    /// (write-behind: they stay where they are, clean; not for a durable NVM cache's
+    /// DRAM pages, `nvsql`).
     pub evict_batch: usize,
 }
 
@@ -2198,6 +2200,17 @@ impl BufferManager {
             to = EvictTo::Nvm;
         }
         let started = dirty.then(std::time::Instant::now);
+        let ahead = self.nvm_clean_batch.min(self.frames.len() / EVICT_BATCH_FRAMES_PER_PAGE);
+        if dirty
+            && to == EvictTo::Ssd
+            && nvm_frame == NO_NVM_FRAME
+            && ahead > 1
+            && !self.policy.nvm_durable_cache()
+            && let Some(ssd) = &self.ssd
+        {
+            // The next dirty DRAM pages go out with it, in one batch (write-behind).
+            self.clean_dram_ahead(ssd, ahead - 1)?;
+        }
         if dirty {
             self.force_log(meta.page_lsn.load(Ordering::Relaxed))?;
         }
