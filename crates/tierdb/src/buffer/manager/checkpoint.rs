@@ -370,19 +370,8 @@ impl BufferManager {
         let mut batch = SsdBatch::new(self, ssd, DOUBLE_WRITE_SLOTS);
         let due = |n: u32| nvm.is_dirty(n) && nvm.rec_lsn(n) < bound;
         for n in 0..nvm.len() as u32 {
-            let Some(pid) = nvm.pid(n) else { continue };
-            if !due(n) || !self.claim(pid, Entry::Nvm(n))? {
-                continue; // clean or new enough, or in DRAM / moving (written by whoever has it)
-            }
-            if !due(n) {
-                self.table.set(pid, Entry::Nvm(n));
-                continue;
-            }
-            let mut bytes = AlignedBuf::new(self.page_size);
-            if let Err(e) = nvm.read_page(n, pid, &mut bytes) {
-                self.table.set(pid, Entry::Nvm(n));
-                return Err(e.into());
-            }
+            // Clean or new enough, or in DRAM / moving (written by whoever has it): passed by.
+            let Some((pid, bytes)) = self.claim_nvm_page(nvm, n, due)? else { continue };
             if count {
                 self.counters.bump(super::Count::NvmToSsd);
             }
@@ -457,24 +446,33 @@ impl BufferManager {
                 break;
             }
             let n = (victim + k) % len;
-            let Some(pid) = nvm.pid(n) else { continue };
-            if !nvm.is_dirty(n) || !self.claim(pid, Entry::Nvm(n))? {
-                continue; // clean, or in DRAM / moving
-            }
-            if !nvm.is_dirty(n) || nvm.pid(n) != Some(pid) {
-                self.table.set(pid, Entry::Nvm(n));
-                continue;
-            }
-            let mut bytes = AlignedBuf::new(self.page_size);
-            if let Err(e) = nvm.read_page(n, pid, &mut bytes) {
-                self.table.set(pid, Entry::Nvm(n));
-                return Err(e.into());
-            }
+            // Clean, or in DRAM / moving: passed by.
+            let Some((pid, bytes)) = self.claim_nvm_page(nvm, n, |n| nvm.is_dirty(n))? else { continue };
             self.counters.bump(super::Count::NvmToSsd);
             taken += 1;
             batch.push(Pending { pid, nvm: n, bytes: Some(bytes), refresh_nvm: false, lsn: 0, hold: Hold::Table })?;
         }
         batch.flush()
+    }
+
+    /// The page in NVM frame `n`, in NVM only, claimed (its entry BUSY) and read, if
+    /// `due(n)` holds before and after the claim; `None` (nothing held) if the frame is
+    /// empty, not due, or its page is in DRAM or moving. On an error the claim is undone.
+    fn claim_nvm_page(&self, nvm: &NvmPool, n: u32, due: impl Fn(u32) -> bool) -> Result<Option<(PageId, AlignedBuf)>> {
+        let Some(pid) = nvm.pid(n) else { return Ok(None) };
+        if !due(n) || !self.claim(pid, Entry::Nvm(n))? {
+            return Ok(None);
+        }
+        if !due(n) || nvm.pid(n) != Some(pid) {
+            self.table.set(pid, Entry::Nvm(n));
+            return Ok(None);
+        }
+        let mut bytes = AlignedBuf::new(self.page_size);
+        if let Err(e) = nvm.read_page(n, pid, &mut bytes) {
+            self.table.set(pid, Entry::Nvm(n));
+            return Err(e.into());
+        }
+        Ok(Some((pid, bytes)))
     }
 
     /// Without SSD (NVM is the durable tier): writes the DRAM pages of `pages`, latched
