@@ -947,6 +947,14 @@ mod tests {
         }
     }
 
+    /// A case the property test found in CI: an insert after the load split a leaf at a
+    /// key-group boundary and the left half overflowed (see `node`'s
+    /// `boundary_splits_fit_both_halves_under_a_long_separator`).
+    #[test]
+    fn found_by_the_property_test() {
+        load_and_change(210_217_435_019_341_833, 1444, 0.562_641_776_143_674_7, 400);
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig { cases: 40, ..ProptestConfig::default() })]
 

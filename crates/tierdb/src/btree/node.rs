@@ -1202,9 +1202,9 @@ const BOUNDARY_PREFIX_BYTES: usize = 2;
 /// The split goes at the boundary instead: `key` stays left with its group if the left
 /// part has room for it, else it starts the right node before `r` (the next keys of
 /// its group then go in front of `r` and split at that boundary with room to spare).
-/// `None` when the key is not at such a boundary or a half would not have room for a
-/// maximal entry (computed with the node's prefix: the halves' prefixes can only be
-/// longer).
+/// `None` when the key is not at such a boundary, or the half that takes `key` would not
+/// have room for a maximal entry, or the other half would not fit under the new fence
+/// (computed with the node's prefix: the halves' prefixes can only be longer).
 fn plan_boundary_split(node: &NodeRef<'_>, key: &[u8]) -> NodeResult<Option<SplitPlan>> {
     let (n, pid) = (node.count, node.pid);
     let (pos, found) = node.search(key, false)?;
@@ -1221,16 +1221,19 @@ fn plan_boundary_split(node: &NodeRef<'_>, key: &[u8]) -> NodeResult<Option<Spli
     for i in 0..n {
         sizes.push(node.entry_bytes(i)?);
     }
-    let left_entries: usize = sizes[..pos].iter().sum();
-    let right_entries: usize = sizes[pos..].iter().sum();
-    let lower = node.lower_fence().len();
-    let upper = node.upper_fence().map_or(0, <[u8]>::len);
+    // Each half without its new fence: the separator becomes the left half's upper
+    // fence and the right half's lower one, so both halves must fit with it, the one
+    // that takes `key` with room for a maximal entry besides. A separator cut from
+    // keys of one group can be far longer than the fence it replaces, and the half
+    // that does not take the key may be nearly the whole (full) node.
+    let left = HEADER_BYTES + node.lower_fence().len() + sizes[..pos].iter().sum::<usize>();
+    let right = HEADER_BYTES + node.upper_fence().map_or(0, <[u8]>::len) + sizes[pos..].iter().sum::<usize>();
     let sep = shortest_separator(key, &r, pid)?;
-    if HEADER_BYTES + lower + sep.len() + left_entries + room <= page {
+    if left + sep.len() + room <= page && right + sep.len() <= page {
         return Ok(Some(SplitPlan { at: pos, sep }));
     }
     let sep = shortest_separator(&l, key, pid)?;
-    if HEADER_BYTES + sep.len() + upper + right_entries + room <= page {
+    if right + sep.len() + room <= page && left + sep.len() <= page {
         return Ok(Some(SplitPlan { at: pos, sep }));
     }
     Ok(None)
@@ -1593,6 +1596,46 @@ mod tests {
         assert_eq!(ln.count() + rn.count(), gn);
         assert!(ln.count() == ones || ln.count() + 1 == ones, "{} of {ones}", ln.count());
         assert!(keys(&r).iter().all(|k| k[..2] == [0, 2] || k.as_slice() >= plan.sep.as_slice()));
+    }
+
+    /// A boundary split whose key goes right makes the left half's upper fence the
+    /// separator after its last key: with keys of one group sharing a long prefix it is
+    /// long, and the left half (nearly all of a full node) must still fit under it.
+    /// Found by the bulk-load property test: the left half overflowed and the insert
+    /// failed as `Corrupted`. Every fill from a few bytes to one entry short of full.
+    #[test]
+    fn boundary_splits_fit_both_halves_under_a_long_separator() {
+        let group = |i: u16| {
+            let mut k = vec![1u8];
+            k.extend_from_slice(&[b'p'; 240]);
+            k.extend_from_slice(&i.to_be_bytes());
+            k
+        };
+        let mut worst = usize::MAX;
+        for pad in 0..=40usize {
+            // Short fences; the next group's first key at the end.
+            let mut b = leaf(4096, b"\x01", Some(b"\x02"));
+            assert!(insert(&mut b, b"\x01q", b""));
+            let mut i = 0u16;
+            while insert(&mut b, &group(i), &vec![7; 300]) {
+                i += 1;
+            }
+            while insert(&mut b, &group(i), &vec![7; pad]) {
+                i += 1;
+            }
+            let n = NodeRef::parse(&b, P).unwrap();
+            worst = worst.min(n.free_total());
+            let (l, r, plan) = split(&b, &group(i));
+            check(&l);
+            check(&r);
+            let (ln, rn) = (NodeRef::parse(&l, P).unwrap(), NodeRef::parse(&r, P).unwrap());
+            assert_eq!(ln.count() + rn.count(), n.count(), "pad {pad}");
+            assert!(keys(&l).last().unwrap() < &plan.sep && plan.sep <= keys(&r)[0], "pad {pad}");
+            // The half that takes the key has room for it.
+            let half = if group(i) < plan.sep { ln } else { rn };
+            assert!(half.free_total() >= half.entry_bytes_for(&group(i), pad), "pad {pad}");
+        }
+        assert!(worst < 243, "no fill left less room than the long separator needs: {worst}");
     }
 
     #[test]
