@@ -1122,6 +1122,7 @@ impl BufferManager {
         loop {
             match Entry::decode(slot.load(Ordering::Acquire)) {
                 Entry::Dram(f) => {
+                    self.frames.prefetch(f);
                     // A mismatched page id: the frame was reused between lookup and latch.
                     if let Some(g) = try_latch(&self.frames, f)
                         && frame_pid(&g) == pid.0
@@ -2794,6 +2795,7 @@ impl PageSource for BufferManager {
                 _ => return Ok(None),
             }
         };
+        self.frames.prefetch(frame);
         let Some(g) = self.frames.try_optimistic(frame) else { return Ok(None) };
         let meta = g.meta();
         // The frame may have been given to another page meanwhile: then its version has

@@ -152,6 +152,7 @@ impl PageSource for MemorySource {
     #[inline]
     fn fix_optimistic(&self, pid: PageId) -> Result<FrameOptimistic<'_>> {
         let f = self.frame_of(pid)?;
+        self.pool.prefetch(f);
         let mut spins = 0u32;
         loop {
             if let Some(g) = self.pool.try_optimistic(f) {
