@@ -76,6 +76,13 @@ pub struct EngineArgs {
     /// Turn O_DIRECT off for the SSD file.
     #[arg(long)]
     pub buffered_io: bool,
+    /// Run a page provider beside the workers (architectures with a buffer manager): a
+    /// thread that keeps 1/64 of the DRAM frames free, evicting the clock's victims as a
+    /// miss would (dirty ones in batches), so a miss takes a free frame instead of
+    /// waiting for a victim's write. Off: each miss evicts for itself, as the simulator
+    /// does.
+    #[arg(long)]
+    pub page_provider: bool,
     /// The CPU last-level cache that charges for reads made in place in NVM model
     /// (nvm-direct, spitfire with DRAM bypassed, mmap-se2): a line read again while its
     /// tag is cached costs nothing; 0 charges every read.
@@ -182,6 +189,8 @@ pub struct Setup {
     pub nvm_verify: NvmVerify,
     /// `model` mode: the clock of a thread's own time in the modelled throughput.
     pub model_clock: ModelClock,
+    /// Run the buffer manager's page provider beside the workers.
+    pub page_provider: bool,
     /// The `nvcache` policy's tunables (used by `--arch nvcache` or `--policy nvcache`).
     pub nvcache: NvcacheConfig,
     pub workload: YcsbSpec,
@@ -248,6 +257,7 @@ impl EngineArgs {
             nvm_double_write_slots: self.nvm_double_write_slots,
             nvm_verify: self.nvm_verify,
             model_clock: self.model_clock,
+            page_provider: self.page_provider,
             nvcache,
             workload: spec,
         })
@@ -331,6 +341,7 @@ impl EngineArgs {
             data_bytes: data.map(ByteSize::bytes),
             model_clock: setup.model_clock,
             model: setup.mode == EmulationMode::Model,
+            page_provider: setup.page_provider,
         }
     }
 }
@@ -417,6 +428,9 @@ pub fn run_one(
     tag: &str,
     progress: &Progress,
 ) -> Result<RunReport> {
+    if setup.page_provider && !arch.has_buffer() {
+        bail!("--page-provider needs an architecture with a buffer manager ({arch} has none)");
+    }
     if let (Some(cap), Some(d)) = (arch.capacity_bytes(dram, nvm), data)
         && d.bytes() > cap
     {
@@ -588,6 +602,9 @@ pub fn print_report(r: &RunReport) {
         s.seed,
         s.mode
     );
+    if s.page_provider {
+        println!("page provider: on (a thread beside the workers keeps DRAM frames free)");
+    }
     println!(
         "profiles: dram {} · nvm {} · ssd {}{} | page {} | DRAM {} ({} frames) · NVM {} ({} frames)",
         s.dram_profile.name,
@@ -697,6 +714,14 @@ pub fn print_report(r: &RunReport) {
     row("pages NVM → SSD (dirty)", b.nvm_to_ssd_pages);
     row("DRAM evictions", b.dram_evictions);
     row("NVM evictions", b.nvm_evictions);
+    if b.evict_write_ns > 0 || s.page_provider {
+        row("ms misses spent writing victims", b.evict_write_ns / 1_000_000);
+    }
+    if s.page_provider {
+        row("frames freed by the page provider", b.provider_frames);
+        row("ms the page provider spent writing", b.provider_write_ns / 1_000_000);
+        row("page provider's failed evictions", b.provider_errors);
+    }
     if r.techniques != tierdb::buffer::Techniques::NONE {
         row("line faults", b.line_faults);
         row("mini pages allocated", b.mini_allocations);
@@ -723,6 +748,11 @@ pub fn print_report(r: &RunReport) {
         row("NVM double-write persists", d.persists);
     }
     println!("{t}");
+    if let Some(p) = &res.page_provider
+        && let Some(e) = &p.first_error
+    {
+        println!("page provider: {} failed evictions; the first: {e}", p.errors);
+    }
     if let Some(c) = &res.tiers.nvm_cache {
         print_nvm_cache(c, &s.nvcache);
     }

@@ -64,6 +64,10 @@ pub struct DbOptions {
     /// more evictions, so more pages reach SSD between kills (and flush records).
     #[arg(long)]
     dram_frames: Option<u64>,
+    /// Run the buffer manager's page provider beside the writer (not nvm-direct): the
+    /// kills then also land while it writes victims down.
+    #[arg(long)]
+    page_provider: bool,
 }
 
 impl DbOptions {
@@ -78,6 +82,9 @@ impl DbOptions {
         }
         if let Some(n) = self.dram_frames {
             a.extend(["--dram-frames".into(), n.to_string()]);
+        }
+        if self.page_provider {
+            a.push("--page-provider".into());
         }
         a
     }
@@ -163,6 +170,7 @@ fn config(dir: &Path, db: &DbOptions) -> Result<(DbConfig, Option<DirectConfig>)
         c.buffer.policy = p.to_string();
     }
     c.redo_from_retained = from_retained;
+    ensure!(!(db.page_provider && direct.is_some()), "--page-provider: {arch} has no buffer manager");
     if let Some(n) = dram_frames {
         ensure!(
             (DRAM_FRAMES_MIN..=DRAM_FRAMES_MAX).contains(&n),
@@ -213,7 +221,20 @@ fn rolls_back(i: u64) -> bool {
 /// The child: transactions until killed.
 pub fn child(args: CrashChildArgs) -> Result<()> {
     let opened = open(&args.dir, &args.db).context("opening the database")?;
-    with_db!(&opened, db => write_until_killed(db, args.seed))
+    match &opened {
+        Opened::Buffer(db) if args.db.page_provider => {
+            let stop = std::sync::atomic::AtomicBool::new(false);
+            std::thread::scope(|s| {
+                let provider = s.spawn(|| db.store().provide_pages(&stop));
+                let written = write_until_killed(db, args.seed);
+                stop.store(true, std::sync::atomic::Ordering::Release);
+                let provided = provider.join().map_err(|_| anyhow::anyhow!("the page provider panicked"))?;
+                written.and(provided.map(drop).context("the page provider"))
+            })
+        }
+        Opened::Direct(_) if args.db.page_provider => bail!("--page-provider: nvm-direct has no buffer manager"),
+        _ => with_db!(&opened, db => write_until_killed(db, args.seed)),
+    }
 }
 
 fn write_until_killed<S: DbStore>(db: &Db<S>, seed: u64) -> Result<()> {

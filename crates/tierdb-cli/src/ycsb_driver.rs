@@ -38,7 +38,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use hdrhistogram::Histogram;
 use serde::Serialize;
 use tierdb::arch::{Engine, SourceVisitor};
-use tierdb::buffer::TierStats;
+use tierdb::buffer::{ProviderReport, TierStats};
 use tierdb::device::clock;
 use tierdb::limits::BTREE_BULK_FILL_DEFAULT;
 use tierdb::{BTree, Catalog, PageSource};
@@ -74,6 +74,9 @@ pub struct DriverConfig {
     /// The devices run in `model` mode: the modelled throughput is reported even when
     /// the run charged no device time (every access hit DRAM or the CPU-cache model).
     pub model: bool,
+    /// Run the buffer manager's page provider on a thread beside the workers, through
+    /// the warm-up and the measured phase (buffer-managed architectures only).
+    pub page_provider: bool,
 }
 
 /// `model` mode's throughput is Σ over threads of operations / (the thread's own time
@@ -174,6 +177,9 @@ pub struct YcsbReport {
     pub lines_nvm_to_dram: u64,
     pub lines_dram_to_nvm: u64,
     pub lines_ssd_to_dram: u64,
+    /// What the page provider did, when one ran (`--page-provider`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub page_provider: Option<ProviderReport>,
 }
 
 /// Loads, warms up and runs `spec` on `engine`.
@@ -183,6 +189,9 @@ pub struct YcsbReport {
 pub fn run(engine: &Engine, spec: &YcsbSpec, cfg: &DriverConfig, progress: ProgressFn<'_>) -> Result<YcsbReport> {
     if cfg.threads == 0 {
         bail!("--threads must be at least 1");
+    }
+    if cfg.page_provider && !matches!(engine, Engine::Buffer(_)) {
+        bail!("--page-provider needs an architecture with a buffer manager (not main-memory or nvm-direct)");
     }
     let spec = sized(spec, cfg)?;
     engine.visit(Runner { engine, spec: &spec, cfg, progress })
@@ -352,15 +361,23 @@ impl SourceVisitor for Epochs<'_> {
             }
             c.seed = cfg.seed ^ u64::from(epoch).wrapping_mul(0x9e37_79b9_7f4a_7c15);
             let (c, spec) = (&c, &epoch_spec);
-            let m = run_phases(spec, &keyspace, c, progress, &|| engine.stats(), &|t| TreeOps {
-                tree: &tree,
+            let m = run_phases(
                 spec,
-                keyspace: &keyspace,
-                key: Vec::new(),
-                value: Vec::new(),
-                out: vec![0u8; spec.record_length_bytes()],
-                rng: value_rng(c.seed, t),
-            })?;
+                &keyspace,
+                c,
+                progress,
+                &|| engine.stats(),
+                &|t| TreeOps {
+                    tree: &tree,
+                    spec,
+                    keyspace: &keyspace,
+                    key: Vec::new(),
+                    value: Vec::new(),
+                    out: vec![0u8; spec.record_length_bytes()],
+                    rng: value_rng(c.seed, t),
+                },
+                None,
+            )?;
             let r = &m.results;
             let run = EpochRun {
                 ops: r.iter().map(|t| t.ops).sum(),
@@ -586,6 +603,22 @@ pub(crate) struct Done {
     pub commit_ticks: Option<u64>,
 }
 
+/// Runs a page provider until the flag is set ([`BufferManager::provide_pages`]).
+pub(crate) type ProviderFn<'a> = dyn Fn(&AtomicBool) -> Result<ProviderReport> + Sync + 'a;
+
+/// The page provider of `engine` if `cfg` asks for one.
+pub(crate) fn provider_of<'a>(
+    engine: &'a Engine,
+    cfg: &DriverConfig,
+) -> Option<impl Fn(&AtomicBool) -> Result<ProviderReport> + Sync + 'a> {
+    match engine {
+        Engine::Buffer(b) if cfg.page_provider => {
+            Some(move |stop: &AtomicBool| b.provide_pages(stop).context("the page provider"))
+        }
+        _ => None,
+    }
+}
+
 /// Runs one worker thread's operations (the tree directly, or a database's
 /// transactions).
 pub(crate) trait Executor {
@@ -619,6 +652,8 @@ pub(crate) struct Measured<T> {
     pub run_secs: f64,
     pub before: T,
     pub after: T,
+    /// What the page provider did, if one ran.
+    pub provider: Option<ProviderReport>,
 }
 
 impl SourceVisitor for Runner<'_> {
@@ -646,15 +681,25 @@ impl SourceVisitor for Runner<'_> {
             }
             engine.stats()
         };
-        let m = run_phases(spec, &keyspace, cfg, progress, &snapshot, &|t| TreeOps {
-            tree: &tree,
+        let provider = provider_of(engine, cfg);
+        let provider = provider.as_ref().map(|p| p as &ProviderFn<'_>);
+        let m = run_phases(
             spec,
-            keyspace: &keyspace,
-            key: Vec::new(),
-            value: Vec::new(),
-            out: vec![0u8; spec.record_length_bytes()],
-            rng: value_rng(cfg.seed, t),
-        })?;
+            &keyspace,
+            cfg,
+            progress,
+            &snapshot,
+            &|t| TreeOps {
+                tree: &tree,
+                spec,
+                keyspace: &keyspace,
+                key: Vec::new(),
+                value: Vec::new(),
+                out: vec![0u8; spec.record_length_bytes()],
+                rng: value_rng(cfg.seed, t),
+            },
+            provider,
+        )?;
         let tiers = m.after.since(&m.before);
         Ok(summary(spec, cfg, (records, load_secs, data_bytes), engine.page_size(), &m, tiers))
     }
@@ -673,12 +718,18 @@ pub(crate) fn run_phases<X: Executor, T>(
     progress: ProgressFn<'_>,
     snapshot: &(dyn Fn() -> T + Sync),
     make: &(dyn Fn(u32) -> X + Sync),
+    provider: Option<&ProviderFn<'_>>,
 ) -> Result<Measured<T>> {
     let phase = AtomicU8::new(PHASE_WARMUP);
     let remaining = AtomicU64::new(spec.operation_count());
     let failed = AtomicBool::new(false);
     let counted = cfg.duration.is_none();
-    let (results, warmup_secs, run_secs, before, after) = std::thread::scope(|s| {
+    let stop_provider = AtomicBool::new(false);
+    let (results, warmup_secs, run_secs, before, after, provided) = std::thread::scope(|s| {
+        let provider = provider.map(|p| {
+            let stop = &stop_provider;
+            s.spawn(move || p(stop))
+        });
         let workers: Vec<_> = (0..cfg.threads)
             .map(|t| {
                 let (phase, remaining, failed) = (&phase, &remaining, &failed);
@@ -715,10 +766,16 @@ pub(crate) fn run_phases<X: Executor, T>(
             .into_iter()
             .map(|w| w.join().unwrap_or_else(|_| Err(anyhow!("a worker thread panicked"))))
             .collect();
-        (results, warmup_secs, run_secs, before, after)
+        stop_provider.store(true, Ordering::Release);
+        let provided = provider.map(|p| {
+            p.thread().unpark();
+            p.join().unwrap_or_else(|_| Err(anyhow!("the page provider's thread panicked")))
+        });
+        (results, warmup_secs, run_secs, before, after, provided)
     });
     let results: Vec<ThreadResult> = results.into_iter().collect::<Result<_>>()?;
-    Ok(Measured { results, warmup_secs, run_secs, before, after })
+    let provider = provided.transpose()?;
+    Ok(Measured { results, warmup_secs, run_secs, before, after, provider })
 }
 
 /// The report of a run: `(records, load seconds, data bytes)` of the load, the measured
@@ -775,6 +832,7 @@ pub(crate) fn summary<T>(
         lines_nvm_to_dram: tiers.buffer.nvm_lines_loaded,
         lines_dram_to_nvm: tiers.buffer.nvm_lines_written,
         lines_ssd_to_dram: tiers.buffer.ssd_reads * lines_per_page,
+        page_provider: m.provider.clone(),
         tiers,
     }
 }
@@ -1092,6 +1150,7 @@ mod tests {
             data_bytes: None,
             model_clock: ModelClock::Wall,
             model: false,
+            page_provider: false,
         }
     }
 

@@ -275,8 +275,14 @@ fn run(
 
     // 2 + 3. Warm-up and run, one transaction per operation.
     let keyspace = KeySpace::new(&spec);
-    let m =
-        ycsb_driver::run_phases(&spec, &keyspace, cfg, progress, &|| (bm.stats(), db.wal().stats()), &|t| TxnOps {
+    let provide = |stop: &std::sync::atomic::AtomicBool| bm.provide_pages(stop).context("the page provider");
+    let m = ycsb_driver::run_phases(
+        &spec,
+        &keyspace,
+        cfg,
+        progress,
+        &|| (bm.stats(), db.wal().stats()),
+        &|t| TxnOps {
             db,
             spec: &spec,
             keyspace: &keyspace,
@@ -284,7 +290,9 @@ fn run(
             value: Vec::new(),
             out: vec![0u8; spec.record_length_bytes()],
             rng: value_rng(cfg.seed, t),
-        })?;
+        },
+        cfg.page_provider.then_some(&provide as &ycsb_driver::ProviderFn<'_>),
+    )?;
 
     // 4. Summaries.
     let tiers = m.after.0.since(&m.before.0);

@@ -80,10 +80,38 @@ fn fifty_kill_points_on_nvm_direct_with_an_nvm_log_buffer() {
     assert!(r["losers_rolled_back"].as_u64().unwrap() > 0, "{r}");
 }
 
+/// The page provider running beside the writer: kills land while it writes victims
+/// down (ssd-bm with 256 DRAM frames evicts in batches of 8; nvsql's durable NVM cache).
+#[test]
+fn kill_points_with_the_page_provider_running() {
+    for (arch, frames, seed) in [("ssd-bm", "256", "91"), ("nvsql", "16", "92")] {
+        let o = tierdb(&[
+            "crashtest",
+            "--arch",
+            arch,
+            "--dram-frames",
+            frames,
+            "--page-provider",
+            "--points",
+            "25",
+            "--seed",
+            seed,
+            "--kill-after-ms",
+            "300",
+            "--json",
+        ]);
+        assert!(o.status.success(), "{arch}: {}", String::from_utf8_lossy(&o.stderr));
+        let r: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON report");
+        assert_eq!(r["points"], 25, "{arch}");
+        assert!(r["acknowledged_commits"].as_u64().unwrap() > 0, "{arch}: {r}");
+    }
+}
+
 #[test]
 fn bad_options_are_refused() {
     for args in [
-        &["crashtest", "--points", "0"][..],
+        &["crashtest", "--arch", "nvm-direct", "--page-provider"][..],
+        &["crashtest", "--points", "0"],
         &["crashtest", "--arch", "main-memory"],
         &["crashtest", "--arch", "basic-nvm-bm"],
         &["crashtest", "--log-buffer", "tape"],

@@ -134,3 +134,26 @@ fn an_interrupted_transactional_run_removes_its_files() {
     assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "files left behind");
 }
+
+/// `--page-provider`: a thread beside the workers frees DRAM frames ahead, through the
+/// tree and through transactions; the report says so and counts what it did. An
+/// architecture without a buffer manager refuses it.
+#[test]
+fn the_page_provider_runs_beside_the_workers() {
+    let dir = tempfile::tempdir().unwrap();
+    for txn in [&[][..], &["--durability", "group"][..]] {
+        let mut extra = vec!["--arch", "ssd-bm", "--threads", "2", "--page-provider", "--json"];
+        extra.extend_from_slice(txn);
+        let v = json(&bench(dir.path(), &extra));
+        assert_eq!(v["setup"]["page_provider"], true, "{txn:?}");
+        let p = &v["result"]["page_provider"];
+        assert!(p["frames"].as_u64().unwrap() > 0 && p["errors"] == 0, "{txn:?}: {p}");
+        let b = &v["result"]["tiers"]["buffer"];
+        assert_eq!(b["provider_errors"], 0, "{txn:?}: {b}");
+        assert!(b["provider_frames"].as_u64().unwrap() > 0, "{txn:?}: {b}");
+        assert_eq!(v["result"]["not_found"], 0, "{txn:?}");
+    }
+    let out = bench(dir.path(), &["--arch", "main-memory", "--page-provider"]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("--page-provider needs an architecture with a buffer manager"), "{}", stderr(&out));
+}

@@ -74,6 +74,20 @@ pub const EVICT_BATCH_FRAMES_PER_PAGE: usize = 32;
 /// Frames the clock visits per page of an eviction batch before it writes the
 /// batch it has (the other frames being fixed, referenced or parents).
 pub const EVICT_BATCH_VISITS_PER_PAGE: usize = 4;
+/// The page provider ([`BufferManager::provide_pages`](crate::buffer::BufferManager::provide_pages))
+/// keeps one DRAM frame in this many free (at least two eviction batches, at most a
+/// quarter of the pool): 4,096 frames (16 MiB) of a 1 GiB pool of 4 KiB pages.
+pub const PROVIDER_FREE_FRAMES_DIVISOR: usize = 64;
+/// How long the page provider sleeps when the free frames are enough, or no frame
+/// could be evicted: a miss that finds none free wakes it at once.
+pub const PROVIDER_IDLE_MICROS: u64 = 500;
+/// How long the page provider waits after an eviction failed (a full or failing
+/// device) before it tries again, doubled after each failure in a row up to
+/// [`PROVIDER_ERROR_BACKOFF_MAX_MILLIS`]; the misses meanwhile evict themselves and
+/// report the error to their callers.
+pub const PROVIDER_ERROR_BACKOFF_MILLIS: u64 = 20;
+/// The longest wait of the page provider between failed evictions.
+pub const PROVIDER_ERROR_BACKOFF_MAX_MILLIS: u64 = 1000;
 /// The most writes of one batch of page writes in flight at once (io_uring, where the
 /// emulation is off): a batch of pages that are not consecutive goes to the device at
 /// this queue depth instead of one write after another.

@@ -61,8 +61,16 @@ pub enum Count {
     /// Nanoseconds DRAM evictions spent writing dirty victims down
     /// ([`BufferStats::evict_write_ns`]); added in bulk.
     EvictWriteNanos,
+    /// DRAM frames the page provider freed ahead of misses
+    /// ([`BufferStats::provider_frames`]).
+    ProviderFrames,
+    /// Nanoseconds the page provider spent writing victims down
+    /// ([`BufferStats::provider_write_ns`]); added in bulk.
+    ProviderWriteNanos,
+    /// Evictions of the page provider that failed ([`BufferStats::provider_errors`]).
+    ProviderErrors,
 }
-const COUNTS: usize = Count::EvictWriteNanos as usize + 1;
+const COUNTS: usize = Count::ProviderErrors as usize + 1;
 
 /// The buffer manager's live counters, one [`Count`] each, striped per thread: bumping
 /// one costs no locked instruction; [`snapshot`](Self::snapshot) sums the stripes into a
@@ -131,6 +139,18 @@ pub struct BufferStats {
     /// and their syncs): foreground time a miss waited for writes.
     #[serde(default)]
     pub evict_write_ns: u64,
+    /// DRAM frames the page provider ([`BufferManager::provide_pages`](super::BufferManager::provide_pages))
+    /// freed ahead of the misses that took them.
+    #[serde(default)]
+    pub provider_frames: u64,
+    /// Nanoseconds the page provider spent writing victims down: background time, not
+    /// in [`evict_write_ns`](Self::evict_write_ns).
+    #[serde(default)]
+    pub provider_write_ns: u64,
+    /// Evictions of the page provider that failed (their pages stayed where they were;
+    /// its report names the errors).
+    #[serde(default)]
+    pub provider_errors: u64,
 }
 
 impl BufferStats {
@@ -171,6 +191,9 @@ impl BufferStats {
             self.nvm_writes_in_place,
             self.nvm_corrupt_dropped,
             self.evict_write_ns,
+            self.provider_frames,
+            self.provider_write_ns,
+            self.provider_errors,
         ]
     }
 
@@ -200,6 +223,9 @@ impl BufferStats {
             nvm_writes_in_place: a[Count::NvmWritesInPlace as usize],
             nvm_corrupt_dropped: a[Count::NvmCorruptDropped as usize],
             evict_write_ns: a[Count::EvictWriteNanos as usize],
+            provider_frames: a[Count::ProviderFrames as usize],
+            provider_write_ns: a[Count::ProviderWriteNanos as usize],
+            provider_errors: a[Count::ProviderErrors as usize],
         }
     }
 }

@@ -51,6 +51,9 @@ use crate::{ByteSize, Result};
 
 mod checkpoint;
 mod free_list;
+mod provider;
+
+pub use provider::ProviderReport;
 
 use free_list::FreePages;
 
@@ -286,6 +289,13 @@ pub struct BufferManager {
     /// Dirty NVM pages written to SSD together when the NVM clock's victim is dirty
     /// (1: only the victim; [`BufferConfig::evict_batch`]).
     nvm_clean_batch: usize,
+    /// The page provider's thread while one runs ([`BufferManager::provide_pages`]):
+    /// a miss that finds no free frame wakes it.
+    provider: Mutex<Option<std::thread::Thread>>,
+    /// Whether a page provider runs (read on every frame taken from the free list).
+    provider_on: std::sync::atomic::AtomicBool,
+    /// Free DRAM frames the provider keeps ready.
+    provider_target: usize,
 }
 
 /// What a restart found in the NVM pool (paper §4.4): the page table is rebuilt from the
@@ -547,6 +557,7 @@ impl BufferManager {
             _ => 1,
         };
         let free_frames = Mutex::new((0..frames.len() as u32).rev().map(FrameId).collect());
+        let provider_target = provider::target(frames.len(), evict_batch);
         let bm = BufferManager {
             page_size: ps,
             frames,
@@ -576,6 +587,9 @@ impl BufferManager {
             in_place_reads,
             recorder: std::sync::OnceLock::new(),
             evict_batch,
+            provider: Mutex::new(None),
+            provider_on: std::sync::atomic::AtomicBool::new(false),
+            provider_target,
             nvm_clean_batch,
         };
         if cfg.nvm_file_io
@@ -1846,6 +1860,13 @@ impl BufferManager {
         Ok(())
     }
 
+    /// Counts the time since `started` spent writing victims down: a miss's, or the
+    /// page provider's.
+    fn count_write_time(&self, started: Instant) {
+        let c = if provider::on_provider_thread() { Count::ProviderWriteNanos } else { Count::EvictWriteNanos };
+        self.counters.add(c, started.elapsed().as_nanos() as u64);
+    }
+
     /// Gives an empty frame (not in the page table) back to the free list.
     fn return_frame(&self, mut g: FrameWrite<'_>) {
         let meta = g.meta();
@@ -1864,7 +1885,14 @@ impl BufferManager {
     /// clock's victim — together with the next victims, up to
     /// [`evict_batch`](BufferConfig::evict_batch), when it must be written to SSD.
     fn free_frame(&self) -> Result<FrameWrite<'_>> {
-        if let Some(f) = self.free_frames.lock().pop() {
+        let (f, left) = {
+            let mut free = self.free_frames.lock();
+            (free.pop(), free.len())
+        };
+        if self.provider_on.load(Ordering::Relaxed) && left < self.provider_target / 2 {
+            self.wake_provider();
+        }
+        if let Some(f) = f {
             // Free frames are unlatched but for a stale fixer checking its page id.
             return Ok(self.frames.write(f));
         }
@@ -1879,7 +1907,7 @@ impl BufferManager {
                 }
                 ClockStep::Victim(mut g) => {
                     if self.evict_batch > 1 && (g.meta().dirty.load(Ordering::Relaxed) || g.wrote()) {
-                        return self.evict_batch_from(g);
+                        return self.evict_batch_from(g).map(|(g, _)| g);
                     }
                     self.evict(&mut g)?;
                     return Ok(g);
@@ -1936,9 +1964,10 @@ impl BufferManager {
     /// Evicts the dirty victim `first` together with the clock's next victims (at most
     /// [`evict_batch`](BufferConfig::evict_batch) in all, within
     /// [`EVICT_BATCH_VISITS_PER_PAGE`] frames visited per page) in one batch of SSD
-    /// writes; returns `first`'s frame, empty, and puts the others on the free list. A
-    /// pool without NVM only: every victim goes to SSD, as one at a time.
-    fn evict_batch_from<'a>(&'a self, first: FrameWrite<'a>) -> Result<FrameWrite<'a>> {
+    /// writes; returns `first`'s frame, empty, and puts the others on the free list
+    /// (their number returned too). A pool without NVM only: every victim goes to SSD,
+    /// as one at a time.
+    pub(super) fn evict_batch_from<'a>(&'a self, first: FrameWrite<'a>) -> Result<(FrameWrite<'a>, usize)> {
         debug_assert!(self.nvm.is_none() && self.ssd.is_some(), "batched eviction without NVM, to SSD");
         let n = self.frames.len();
         let mut batch = Vec::with_capacity(self.evict_batch);
@@ -1955,10 +1984,11 @@ impl BufferManager {
         self.evict_to_ssd_batch(&mut batch)?;
         let mut batch = batch.into_iter();
         let first = batch.next().expect("the batch holds its first victim");
+        let others = batch.len();
         for g in batch {
             self.return_frame(g);
         }
-        Ok(first)
+        Ok((first, others))
     }
 
     /// Moves the pages of the frames `batch` (held exclusive, in a pool without NVM) to
@@ -2010,7 +2040,7 @@ impl BufferManager {
             ssd.write_pages_flushed(&pages, lsn)?;
             self.note_flushed(pages.iter().map(|(pid, _)| *pid), lsn)
         })();
-        self.counters.add(Count::EvictWriteNanos, started.elapsed().as_nanos() as u64);
+        self.count_write_time(started);
         if let Err(e) = written {
             for g in batch.iter() {
                 self.table.set(PageId(g.meta().pid()), Entry::Dram(g.frame()));
@@ -2223,7 +2253,7 @@ impl BufferManager {
             EvictTo::SsdAndNvm => self.evict_through(g, pid, dirty, nvm_frame),
         };
         if let Some(t) = started {
-            self.counters.add(Count::EvictWriteNanos, t.elapsed().as_nanos() as u64);
+            self.count_write_time(t);
         }
         match landed {
             Ok(entry) => {

@@ -23,7 +23,7 @@ pub mod techniques;
 pub use counters::BufferStats;
 pub use direct::{DirectConfig, DirectRestart, NvmDirect};
 pub use frame::{FrameId, FrameOptimistic, FramePool, FrameRead, FrameWrite};
-pub use manager::{BufferConfig, BufferInfo, BufferManager, Residency, RestartInfo, TierStats};
+pub use manager::{BufferConfig, BufferInfo, BufferManager, ProviderReport, Residency, RestartInfo, TierStats};
 pub use memory::MemorySource;
 pub use page_crc::NvmVerify;
 pub use policy::Policy;
