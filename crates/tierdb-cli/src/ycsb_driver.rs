@@ -367,15 +367,7 @@ impl SourceVisitor for Epochs<'_> {
                 c,
                 progress,
                 &|| engine.stats(),
-                &|t| TreeOps {
-                    tree: &tree,
-                    spec,
-                    keyspace: &keyspace,
-                    key: Vec::new(),
-                    value: Vec::new(),
-                    out: vec![0u8; spec.record_length_bytes()],
-                    rng: value_rng(c.seed, t),
-                },
+                &|t| TreeOps::new(&tree, spec, &keyspace, c.seed, t),
                 None,
             )?;
             let r = &m.results;
@@ -689,15 +681,7 @@ impl SourceVisitor for Runner<'_> {
             cfg,
             progress,
             &snapshot,
-            &|t| TreeOps {
-                tree: &tree,
-                spec,
-                keyspace: &keyspace,
-                key: Vec::new(),
-                value: Vec::new(),
-                out: vec![0u8; spec.record_length_bytes()],
-                rng: value_rng(cfg.seed, t),
-            },
+            &|t| TreeOps::new(&tree, spec, &keyspace, cfg.seed, t),
             provider,
         )?;
         let tiers = m.after.since(&m.before);
@@ -947,6 +931,21 @@ struct TreeOps<'t, 's, S: PageSource, R: rand::Rng> {
     value: Vec<u8>,
     out: Vec<u8>,
     rng: R,
+}
+
+impl<'t, 's, S: PageSource> TreeOps<'t, 's, S, rand::rngs::Xoshiro256PlusPlus> {
+    /// Worker `thread`'s operations on `tree`, its values drawn from `seed`.
+    fn new(tree: &'t BTree<'s, S>, spec: &'t YcsbSpec, keyspace: &'t KeySpace, seed: u64, thread: u32) -> Self {
+        TreeOps {
+            tree,
+            spec,
+            keyspace,
+            key: Vec::new(),
+            value: Vec::new(),
+            out: vec![0u8; spec.record_length_bytes()],
+            rng: value_rng(seed, thread),
+        }
+    }
 }
 
 impl<S: PageSource, R: rand::Rng> Executor for TreeOps<'_, '_, S, R> {

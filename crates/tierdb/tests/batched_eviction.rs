@@ -6,37 +6,21 @@
 use std::sync::Arc;
 
 mod pages;
-use pages::fill;
+use pages::{check, fill, rewrite, ssd_pool};
 
 use tierdb::buffer::{BufferConfig, BufferManager, Entry};
-use tierdb::device::{DoubleWriteMode, FaultError, FaultPlan, OpenMode, SsdConfig};
-use tierdb::{ByteSize, ExclusivePage, PageId, PageSource};
+use tierdb::device::{DoubleWriteMode, FaultError, FaultPlan, OpenMode};
+use tierdb::{ExclusivePage, PageId, PageSource};
 
-const PS: usize = 4096;
 /// 32 frames per batch page: batches of 8 pages.
 const FRAMES: u64 = 256;
 const PAGES: u64 = 1000;
 
 fn config(dir: &tempfile::TempDir, batch: usize, dwa: DoubleWriteMode, plan: Option<&Arc<FaultPlan>>) -> BufferConfig {
-    let mut c = BufferConfig::new(ByteSize(FRAMES * PS as u64));
-    c.page_size = PS;
-    c.policy = "eager".into();
-    let mut ssd = SsdConfig::new(dir.path().join("t.db"));
-    ssd.faults = plan.cloned();
-    c.ssd = Some(ssd);
+    let mut c = ssd_pool(dir, FRAMES, plan);
     c.double_write = dwa;
     c.evict_batch = batch;
     c
-}
-
-fn check(bm: &BufferManager, pid: PageId, round: u8) {
-    let g = bm.fix_shared(pid).unwrap();
-    assert_eq!((u64::from_le_bytes(g[0..8].try_into().unwrap()), g[100]), (pid.0, round), "{pid}");
-}
-
-fn rewrite(bm: &BufferManager, pid: PageId, round: u8) {
-    let mut g = bm.fix_exclusive(pid).unwrap();
-    g[100] = round;
 }
 
 #[test]

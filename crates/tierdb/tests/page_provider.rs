@@ -8,24 +8,18 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 mod pages;
-use pages::fill;
+use pages::{check, fill, rewrite, ssd_pool};
 
 use tierdb::buffer::{BufferConfig, BufferManager};
-use tierdb::device::{DoubleWriteMode, FaultError, FaultPlan, OpenMode, SsdConfig};
-use tierdb::{ByteSize, ExclusivePage, PageId, PageSource};
+use tierdb::device::{DoubleWriteMode, FaultError, FaultPlan, OpenMode};
+use tierdb::{ExclusivePage, PageSource};
 
-const PS: usize = 4096;
 /// Batches of 8 pages; the provider keeps 16 frames free.
 const FRAMES: u64 = 256;
 const PAGES: u64 = 1000;
 
 fn config(dir: &tempfile::TempDir, mode: OpenMode, plan: Option<&Arc<FaultPlan>>) -> BufferConfig {
-    let mut c = BufferConfig::new(ByteSize(FRAMES * PS as u64));
-    c.page_size = PS;
-    c.policy = "eager".into();
-    let mut ssd = SsdConfig::new(dir.path().join("t.db"));
-    ssd.faults = plan.cloned();
-    c.ssd = Some(ssd);
+    let mut c = ssd_pool(dir, FRAMES, plan);
     c.ssd_open_mode = mode;
     c.double_write = DoubleWriteMode::Ssd;
     c
@@ -39,16 +33,6 @@ impl Drop for StopOnDrop<'_> {
     fn drop(&mut self) {
         self.0.store(true, Ordering::Release);
     }
-}
-
-fn check(bm: &BufferManager, pid: PageId, round: u8) {
-    let g = bm.fix_shared(pid).unwrap();
-    assert_eq!((u64::from_le_bytes(g[0..8].try_into().unwrap()), g[100]), (pid.0, round), "{pid}");
-}
-
-fn rewrite(bm: &BufferManager, pid: PageId, round: u8) {
-    let mut g = bm.fix_exclusive(pid).unwrap();
-    g[100] = round;
 }
 
 #[test]

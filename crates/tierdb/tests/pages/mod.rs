@@ -1,7 +1,11 @@
-//! Shared by the buffer-manager tests (`buffer_manager`, `batched_eviction`): pages
-//! that name themselves.
+//! Shared by the buffer-manager tests (`buffer_manager`, `batched_eviction`,
+//! `page_provider`): pages that name themselves, and a byte that says which round of
+//! rewrites a page last saw.
 
-use tierdb::buffer::BufferManager;
+use std::sync::Arc;
+
+use tierdb::buffer::{BufferConfig, BufferManager};
+use tierdb::device::{FaultPlan, SsdConfig};
 use tierdb::{ExclusivePage, PageId, PageSource};
 
 /// Allocates `n` pages whose first 8 bytes hold their id.
@@ -14,4 +18,31 @@ pub fn fill(bm: &BufferManager, n: usize) -> Vec<PageId> {
             pid
         })
         .collect()
+}
+
+/// Checks that page `pid` names itself and holds round `round` (byte 100).
+#[allow(dead_code)] // not every test file uses every helper
+pub fn check(bm: &BufferManager, pid: PageId, round: u8) {
+    let g = bm.fix_shared(pid).unwrap();
+    assert_eq!((u64::from_le_bytes(g[0..8].try_into().unwrap()), g[100]), (pid.0, round), "{pid}");
+}
+
+/// Marks page `pid` with round `round` (byte 100), making it dirty.
+#[allow(dead_code)]
+pub fn rewrite(bm: &BufferManager, pid: PageId, round: u8) {
+    let mut g = bm.fix_exclusive(pid).unwrap();
+    g[100] = round;
+}
+
+/// A pool of `frames` DRAM frames of 4 KiB over the SSD file `t.db` in `dir` (with the
+/// fault plan `plan`), `eager` policy.
+#[allow(dead_code)]
+pub fn ssd_pool(dir: &tempfile::TempDir, frames: u64, plan: Option<&Arc<FaultPlan>>) -> BufferConfig {
+    let mut c = BufferConfig::new(tierdb::ByteSize(frames * 4096));
+    c.page_size = 4096;
+    c.policy = "eager".into();
+    let mut ssd = SsdConfig::new(dir.path().join("t.db"));
+    ssd.faults = plan.cloned();
+    c.ssd = Some(ssd);
+    c
 }
