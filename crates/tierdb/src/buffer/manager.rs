@@ -801,7 +801,7 @@ impl BufferManager {
             return Ok(());
         }
         let what = self.stop_reason.lock().clone().unwrap_or_default();
-        Err(BufferError::Stopped { what }.into())
+        Err(BufferError::Stopped { store: "the buffer manager", what }.into())
     }
 
     pub(crate) fn page_size_bytes(&self) -> usize {

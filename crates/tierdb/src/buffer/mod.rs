@@ -101,8 +101,10 @@ pub enum BufferError {
     },
     /// The page source refuses further work after a failure it cannot undo (a
     /// write-back that an unfix could not report): every later fix returns this.
-    #[error("nvm-direct stopped: {what}")]
+    #[error("{store} stopped: {what}")]
     Stopped {
+        /// Which page source stopped (`nvm-direct`, `the buffer manager`).
+        store: &'static str,
         /// The first failure, which stopped it.
         what: String,
     },

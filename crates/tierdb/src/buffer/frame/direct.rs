@@ -326,7 +326,11 @@ impl DirectPages {
     pub fn check_poison(&self) -> Result<()> {
         if self.poisoned.load(Ordering::Relaxed) {
             let why = self.poison_why.lock().clone().unwrap_or_default();
-            return Err(BufferError::Stopped { what: format!("a write-back failed ({why}); reopen to recover") }.into());
+            return Err(BufferError::Stopped {
+                store: "nvm-direct",
+                what: format!("a write-back failed ({why}); reopen to recover"),
+            }
+            .into());
         }
         Ok(())
     }

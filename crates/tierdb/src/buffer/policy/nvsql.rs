@@ -195,9 +195,10 @@ pub struct IntervalSketch {
 }
 
 impl IntervalSketch {
-    /// An empty sketch of the last `window` samples; `window` must be above 0.
+    /// An empty sketch of the last `window` samples (at least one: a window of 0 is
+    /// taken as 1, which keeps only the newest sample).
     pub fn new(window: usize) -> IntervalSketch {
-        debug_assert!(window > 0);
+        let window = window.max(1);
         IntervalSketch { window, ring: VecDeque::with_capacity(window), counts: vec![0; BUCKETS] }
     }
 
@@ -690,6 +691,12 @@ mod tests {
             s.add(10);
         }
         assert!(s.rank(1000) > 0.99, "{}", s.rank(1000));
+        // A window of 0 keeps the newest sample, as one of 1 (it panicked in release
+        // builds, where its debug assertion was off).
+        let mut z = IntervalSketch::new(0);
+        z.add(5);
+        z.add(7);
+        assert_eq!(z.len(), 1);
         assert_eq!(s.len(), 100);
         for x in [0u64, 7, 8, 9, 15, 16, 1000, u64::MAX] {
             assert!(IntervalSketch::bucket(x) < BUCKETS);
