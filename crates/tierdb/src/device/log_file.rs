@@ -369,13 +369,16 @@ impl LogFile {
     /// Returns how many were deleted.
     ///
     /// # Errors
-    /// `Io` from the file system (the segments before the failing one are gone).
+    /// `Io` from the file system: the segments before the failing one are gone, the
+    /// failing one and those after it are still part of the stream (a later call tries
+    /// them again).
     pub fn truncate_before(&self, lsn: u64) -> Result<usize, DeviceError> {
         let mut st = self.state.lock();
         let mut n = 0;
         while st.segments.len() > 1 && st.segments[1].start <= lsn {
-            let seg = st.segments.remove(0);
-            std::fs::remove_file(&seg.path).map_err(|e| DeviceError::io("remove", &seg.path, 0, e))?;
+            // The file first: a segment leaves the stream only once its file is gone.
+            remove_segment(&st.segments[0].path)?;
+            st.segments.remove(0);
             n += 1;
         }
         if n > 0 {
@@ -395,8 +398,8 @@ impl LogFile {
             return Err(DeviceError::OutOfRange { device: DEVICE, offset: at, len: 0, size: st.end });
         }
         while st.segments.len() > 1 && st.segments.last().expect("a segment").start > at {
-            let seg = st.segments.pop().expect("a segment");
-            std::fs::remove_file(&seg.path).map_err(|e| DeviceError::io("remove", &seg.path, 0, e))?;
+            remove_segment(&st.segments.last().expect("a segment").path)?;
+            st.segments.pop();
         }
         let seg = st.segments.last().expect("a segment");
         let file = open_rw(&seg.path)?;
@@ -446,6 +449,16 @@ impl LogFile {
     }
 }
 
+/// Removes a segment's file; one that is already gone counts as removed (a call before
+/// failed after it).
+fn remove_segment(path: &Path) -> Result<(), DeviceError> {
+    match std::fs::remove_file(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(DeviceError::io("remove", path, 0, e)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -490,6 +503,45 @@ mod tests {
         drop(log);
         let log = LogFile::open(&config(tmp.path())).unwrap();
         assert_eq!(log.end(), LOG_STREAM_START + 150_000 + 13);
+    }
+
+    /// A segment whose file cannot be removed stays in the stream (before, it left the
+    /// list first: the stream forgot it while its file stayed, and no later call removed
+    /// it); once it can be, the next call removes it. The same for a cut's segments.
+    #[test]
+    fn a_segment_that_cannot_be_removed_stays_in_the_stream() {
+        let tmp = tempfile::tempdir().unwrap();
+        let log = LogFile::open(&config(tmp.path())).unwrap();
+        let chunk = vec![7u8; 40_000];
+        let mut at = log.end();
+        for _ in 0..5 {
+            log.append(at, &chunk).unwrap();
+            at += chunk.len() as u64;
+        }
+        log.sync().unwrap();
+        let segs = log.segment_paths();
+        assert_eq!(segs.len(), 3, "{segs:?}");
+        // A directory in place of a file: removing it fails, even for root.
+        let block = |p: &Path| {
+            std::fs::remove_file(p).unwrap();
+            std::fs::create_dir(p).unwrap();
+            std::fs::write(p.join("x"), b"x").unwrap();
+        };
+        block(&segs[0]);
+        assert!(log.truncate_before(LOG_STREAM_START + 90_000).is_err());
+        assert_eq!(log.start(), LOG_STREAM_START, "the failed segment is still the stream's first");
+        assert_eq!(log.segment_paths().len(), 3);
+        std::fs::remove_dir_all(&segs[0]).unwrap();
+        assert_eq!(log.truncate_before(LOG_STREAM_START + 90_000).unwrap(), 1, "tried again, counted once gone");
+        assert_eq!(log.segment_paths(), segs[1..].to_vec());
+        block(&segs[2]);
+        // Inside the middle segment: the last one must go, and cannot.
+        let e = log.cut(log.last_segment_start() - 1).unwrap_err().to_string();
+        assert!(e.contains("remove"), "{e}");
+        assert_eq!(log.segment_paths(), segs[1..].to_vec(), "the cut's failed segment is still listed");
+        std::fs::remove_dir_all(&segs[2]).unwrap();
+        log.cut(LOG_STREAM_START + 150_000).unwrap();
+        assert_eq!((log.end(), log.segment_paths()), (LOG_STREAM_START + 150_000, segs[1..2].to_vec()));
     }
 
     #[test]
