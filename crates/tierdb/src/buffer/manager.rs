@@ -1897,27 +1897,40 @@ impl BufferManager {
             return Ok(self.frames.write(f));
         }
         let n = self.frames.len();
-        for _ in 0..n * CLOCK_ROUNDS_MAX {
-            match self.clock_step(n) {
-                ClockStep::Pass => {}
-                ClockStep::Block(f) => {
-                    if let Some(g) = self.sweep_block(f)? {
-                        return Ok(g);
-                    }
-                }
-                ClockStep::Victim(mut g) => {
-                    if self.evict_batch > 1 && (g.meta().dirty.load(Ordering::Relaxed) || g.wrote()) {
-                        return self.evict_batch_from(g).map(|(g, _)| g);
-                    }
-                    self.evict(&mut g)?;
-                    return Ok(g);
-                }
-            }
+        if let Some((g, _)) = self.evict_next(n * CLOCK_ROUNDS_MAX)? {
+            return Ok(g);
         }
         if let Some(f) = self.free_frames.lock().pop() {
             return Ok(self.frames.write(f));
         }
         Err(BufferError::Exhausted { pool: "DRAM", frames: n, rounds: CLOCK_ROUNDS_MAX }.into())
+    }
+
+    /// Moves the DRAM clock's hand over at most `visits` frames until an eviction frees
+    /// one (for a miss, [`free_frame`](Self::free_frame), or the page provider): that
+    /// frame, empty and held exclusive, and how many more the eviction put on the free
+    /// list (the rest of a batch of dirty victims); `None` if every frame passed was
+    /// free, fixed or given a second chance.
+    fn evict_next(&self, visits: usize) -> Result<Option<(FrameWrite<'_>, usize)>> {
+        let n = self.frames.len();
+        for _ in 0..visits {
+            match self.clock_step(n) {
+                ClockStep::Pass => {}
+                ClockStep::Block(f) => {
+                    if let Some(g) = self.sweep_block(f)? {
+                        return Ok(Some((g, 0)));
+                    }
+                }
+                ClockStep::Victim(mut g) => {
+                    if self.evict_batch > 1 && (g.meta().dirty.load(Ordering::Relaxed) || g.wrote()) {
+                        return self.evict_batch_from(g).map(Some);
+                    }
+                    self.evict(&mut g)?;
+                    return Ok(Some((g, 0)));
+                }
+            }
+        }
+        Ok(None)
     }
 
     /// One step of the DRAM clock's hand over a pool of `n` frames: the frame under it,
@@ -1967,7 +1980,7 @@ impl BufferManager {
     /// writes; returns `first`'s frame, empty, and puts the others on the free list
     /// (their number returned too). A pool without NVM only: every victim goes to SSD,
     /// as one at a time.
-    pub(super) fn evict_batch_from<'a>(&'a self, first: FrameWrite<'a>) -> Result<(FrameWrite<'a>, usize)> {
+    fn evict_batch_from<'a>(&'a self, first: FrameWrite<'a>) -> Result<(FrameWrite<'a>, usize)> {
         debug_assert!(self.nvm.is_none() && self.ssd.is_some(), "batched eviction without NVM, to SSD");
         let n = self.frames.len();
         let mut batch = Vec::with_capacity(self.evict_batch);

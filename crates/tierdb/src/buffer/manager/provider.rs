@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::{BufferError, BufferManager, ClockStep};
+use super::{BufferError, BufferManager};
 use crate::Result;
 use crate::limits::{
     PROVIDER_ERROR_BACKOFF_MAX_MILLIS, PROVIDER_ERROR_BACKOFF_MILLIS, PROVIDER_FREE_FRAMES_DIVISOR,
@@ -150,32 +150,16 @@ impl BufferManager {
         }
     }
 
-    /// One eviction, as [`free_frame`](Self::free_frame) makes it, within one round of
-    /// the clock: returns the frames it put on the free list (0: every frame the hand
-    /// passed was fixed, free or given a second chance).
+    /// One eviction, as a miss makes it, within one round of the clock: returns the
+    /// frames it put on the free list (0: every frame the hand passed was fixed, free or
+    /// given a second chance).
     fn provide_once(&self) -> Result<usize> {
-        let n = self.frames.len();
-        for _ in 0..n {
-            match self.clock_step(n) {
-                ClockStep::Pass => {}
-                ClockStep::Block(f) => {
-                    if let Some(g) = self.sweep_block(f)? {
-                        self.return_frame(g);
-                        return Ok(1);
-                    }
-                }
-                ClockStep::Victim(mut g) => {
-                    if self.evict_batch > 1 && (g.meta().dirty.load(Ordering::Relaxed) || g.wrote()) {
-                        let (first, others) = self.evict_batch_from(g)?;
-                        self.return_frame(first);
-                        return Ok(others + 1);
-                    }
-                    self.evict(&mut g)?;
-                    self.return_frame(g);
-                    return Ok(1);
-                }
+        Ok(match self.evict_next(self.frames.len())? {
+            Some((g, others)) => {
+                self.return_frame(g);
+                others + 1
             }
-        }
-        Ok(0)
+            None => 0,
+        })
     }
 }
