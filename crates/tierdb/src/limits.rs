@@ -92,6 +92,11 @@ pub const PROVIDER_ERROR_BACKOFF_MAX_MILLIS: u64 = 1000;
 /// emulation is off): a batch of pages that are not consecutive goes to the device at
 /// this queue depth instead of one write after another.
 pub const SSD_WRITES_IN_FLIGHT_MAX: usize = 64;
+/// The most pages one round of a prefetch
+/// ([`PageSource::prefetch_children`](crate::PageSource::prefetch_children)) claims
+/// frames for and reads together (a longer batch goes in rounds); never more than a
+/// quarter of the DRAM pool.
+pub const PREFETCH_PAGES_MAX: usize = SSD_WRITES_IN_FLIGHT_MAX;
 /// The most bytes of page images a batch of SSD page writes holds in flight at once
 /// (its runs beyond that go in the next group).
 pub const SSD_WRITE_BATCH_BYTES_MAX: usize = 8 << 20;

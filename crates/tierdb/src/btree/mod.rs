@@ -42,6 +42,7 @@
 //! An empty tree can instead be loaded from sorted input bottom-up ([`BTree::bulk_load`],
 //! `btree/bulk.rs`): nodes filled left to right to a fill factor, unlogged.
 
+mod batch;
 mod bulk;
 mod check;
 mod cursor;

@@ -69,8 +69,11 @@ pub enum Count {
     ProviderWriteNanos,
     /// Evictions of the page provider that failed ([`BufferStats::provider_errors`]).
     ProviderErrors,
+    /// Pages read from SSD ahead of the fixes that need them
+    /// ([`BufferStats::prefetch_reads`]).
+    PrefetchReads,
 }
-const COUNTS: usize = Count::ProviderErrors as usize + 1;
+const COUNTS: usize = Count::PrefetchReads as usize + 1;
 
 /// The buffer manager's live counters, one [`Count`] each, striped per thread: bumping
 /// one costs no locked instruction; [`snapshot`](Self::snapshot) sums the stripes into a
@@ -151,6 +154,12 @@ pub struct BufferStats {
     /// its report names the errors).
     #[serde(default)]
     pub provider_errors: u64,
+    /// Pages read from SSD ahead of the lookups that need them (a prefetch,
+    /// [`PageSource::prefetch_children`](crate::PageSource::prefetch_children)), not in
+    /// [`ssd_reads`](Self::ssd_reads): the fix that then finds the page counts a DRAM
+    /// hit. Pages read from SSD are the two together.
+    #[serde(default)]
+    pub prefetch_reads: u64,
 }
 
 impl BufferStats {
@@ -194,6 +203,7 @@ impl BufferStats {
             self.provider_frames,
             self.provider_write_ns,
             self.provider_errors,
+            self.prefetch_reads,
         ]
     }
 
@@ -226,6 +236,7 @@ impl BufferStats {
             provider_frames: a[Count::ProviderFrames as usize],
             provider_write_ns: a[Count::ProviderWriteNanos as usize],
             provider_errors: a[Count::ProviderErrors as usize],
+            prefetch_reads: a[Count::PrefetchReads as usize],
         }
     }
 }

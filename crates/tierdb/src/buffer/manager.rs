@@ -51,6 +51,7 @@ use crate::{ByteSize, Result};
 
 mod checkpoint;
 mod free_list;
+mod prefetch;
 mod provider;
 
 pub use provider::ProviderReport;
@@ -1742,23 +1743,7 @@ impl BufferManager {
             }
         };
         match self.fill(pid, observed, &mut g, miss) {
-            Ok(()) => {
-                let n = g.meta().nvm.load(Ordering::Relaxed);
-                // What the SSD copy's seal said survives the reset.
-                let flushed = g.meta().flush_lsn.load(Ordering::Relaxed);
-                self.reset_frame(g.frame(), pid, n, true);
-                g.meta().flush_lsn.store(flushed, Ordering::Relaxed);
-                if n != NO_NVM_FRAME
-                    && self.policy.nvm_disjoint()
-                    && let Err(e) = self.leave_nvm(&g, pid, n)
-                {
-                    self.table.set(pid, observed);
-                    self.return_frame(g);
-                    return Err(e);
-                }
-                self.table.set(pid, Entry::Dram(g.frame()));
-                Ok(Some(g))
-            }
+            Ok(()) => self.install(pid, observed, g).map(Some),
             Err(e) => {
                 // A corrupt clean frame `fill` dropped is gone: the page is on SSD.
                 let back = match observed {
@@ -1770,6 +1755,27 @@ impl BufferManager {
                 Err(e)
             }
         }
+    }
+
+    /// Frame `g` (held, filled with page `pid`, whose entry was `observed` and is
+    /// claimed) becomes the page's DRAM frame: set up, and published in the page table.
+    /// On an error the entry is `observed` again and the frame free.
+    fn install<'a>(&'a self, pid: PageId, observed: Entry, g: FrameWrite<'a>) -> Result<FrameWrite<'a>> {
+        let n = g.meta().nvm.load(Ordering::Relaxed);
+        // What the SSD copy's seal said survives the reset.
+        let flushed = g.meta().flush_lsn.load(Ordering::Relaxed);
+        self.reset_frame(g.frame(), pid, n, true);
+        g.meta().flush_lsn.store(flushed, Ordering::Relaxed);
+        if n != NO_NVM_FRAME
+            && self.policy.nvm_disjoint()
+            && let Err(e) = self.leave_nvm(&g, pid, n)
+        {
+            self.table.set(pid, observed);
+            self.return_frame(g);
+            return Err(e);
+        }
+        self.table.set(pid, Entry::Dram(g.frame()));
+        Ok(g)
     }
 
     /// Disjoint tiers (`nvsql`): page `pid`, just copied from NVM frame `n` into DRAM
@@ -1839,23 +1845,31 @@ impl BufferManager {
                     g.meta().flush_lsn.store(flushed, Ordering::Relaxed);
                 }
                 self.counters.bump(Count::SsdReads);
-                g.meta().nvm.store(NO_NVM_FRAME, Ordering::Relaxed);
-                let miss = miss.unwrap_or_else(|| self.policy.ssd_miss(&info, &self.tiers));
-                if matches!(miss, MissTarget::DramAndNvm | MissTarget::Nvm)
-                    && let Some(nvm) = &self.nvm
-                    && let Some(n) = self.nvm_frame()?
-                {
-                    if let Err(e) = nvm.write_page(n, pid, g, false, g.meta().page_lsn.load(Ordering::Relaxed)) {
-                        nvm.detach(n);
-                        return Err(e.into());
-                    }
-                    g.meta().nvm.store(n, Ordering::Relaxed);
-                    self.count_page_to_nvm();
-                    self.counters.bump(Count::NvmAdmissions);
-                    self.policy.nvm_admitted(pid, false);
-                }
+                self.after_ssd_read(&info, g, miss)?;
             }
             Entry::Dram(_) | Entry::Mini(_) | Entry::Busy => unreachable!("fill from {from:?}"),
+        }
+        Ok(())
+    }
+
+    /// The rest of a miss once page `info.pid` is read from SSD into `g`: the policy's
+    /// answer (`miss`, if the caller asked already) may admit it to NVM as well.
+    fn after_ssd_read(&self, info: &PageInfo, g: &mut FrameWrite<'_>, miss: Option<MissTarget>) -> Result<()> {
+        let pid = info.pid;
+        g.meta().nvm.store(NO_NVM_FRAME, Ordering::Relaxed);
+        let miss = miss.unwrap_or_else(|| self.policy.ssd_miss(info, &self.tiers));
+        if matches!(miss, MissTarget::DramAndNvm | MissTarget::Nvm)
+            && let Some(nvm) = &self.nvm
+            && let Some(n) = self.nvm_frame()?
+        {
+            if let Err(e) = nvm.write_page(n, pid, g, false, g.meta().page_lsn.load(Ordering::Relaxed)) {
+                nvm.detach(n);
+                return Err(e.into());
+            }
+            g.meta().nvm.store(n, Ordering::Relaxed);
+            self.count_page_to_nvm();
+            self.counters.bump(Count::NvmAdmissions);
+            self.policy.nvm_admitted(pid, false);
         }
         Ok(())
     }
@@ -2910,6 +2924,25 @@ impl PageSource for BufferManager {
             self.try_swizzle(parent, offset, f, None);
         }
         Ok(g)
+    }
+
+    #[inline]
+    fn prefetches(&self) -> bool {
+        self.ssd.is_some()
+    }
+
+    #[inline]
+    fn peek_child<'a>(&'a self, parent: &BmOptimistic<'a>, raw: u64) -> Result<super::Peek<BmOptimistic<'a>>> {
+        self.peek_child_of(parent, raw)
+    }
+
+    #[inline]
+    fn peek_page(&self, pid: PageId) -> Result<super::Peek<BmOptimistic<'_>>> {
+        BufferManager::peek_page(self, pid)
+    }
+
+    fn prefetch_children<'a>(&'a self, children: &[(&BmOptimistic<'a>, u64)]) -> Result<usize> {
+        self.prefetch(children)
     }
 
     fn allocate(&self) -> Result<FrameWrite<'_>> {

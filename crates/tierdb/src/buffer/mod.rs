@@ -27,7 +27,7 @@ pub use manager::{BufferConfig, BufferInfo, BufferManager, ProviderReport, Resid
 pub use memory::MemorySource;
 pub use page_crc::NvmVerify;
 pub use policy::Policy;
-pub use source::{ExclusivePage, LinePage, OptimisticPage, PageSource, SharedPage};
+pub use source::{ExclusivePage, LinePage, OptimisticPage, PageSource, Peek, SharedPage};
 pub use table::Entry;
 pub use techniques::Techniques;
 

@@ -105,6 +105,18 @@ pub trait LinePage {
     fn set_page_lsn(&mut self, lsn: u64);
 }
 
+/// What [`PageSource::peek_child`] found.
+pub enum Peek<G> {
+    /// In memory, whole, and read optimistically through `G` (a DRAM frame).
+    Resident(G),
+    /// Only on SSD: a fix would read it ([`PageSource::prefetch_children`] can read it
+    /// ahead).
+    Missing,
+    /// Anywhere else (moving, latched, partly loaded, in NVM), or not known: a fix
+    /// finds out.
+    Elsewhere,
+}
+
 /// Page storage with latched, fixed access.
 pub trait PageSource: Send + Sync {
     /// The guard of a shared fix ([`fix_shared`](Self::fix_shared)).
@@ -219,6 +231,56 @@ pub trait PageSource: Send + Sync {
     ) -> Result<Self::Lines<'a>> {
         let _ = (parent, offset);
         self.fix_lines(PageId(raw), exclusive)
+    }
+
+    /// Whether [`prefetch_children`](Self::prefetch_children) reads anything: a source
+    /// that holds every page in memory says no, and callers skip looking for pages to
+    /// prefetch.
+    #[inline]
+    fn prefetches(&self) -> bool {
+        false
+    }
+
+    /// Where child `raw` of the optimistically read `parent` is, with no side effect: no
+    /// load, no hit counted, no policy told, nothing recorded, no reference swizzled (a
+    /// look ahead, before the accesses that count). Like every optimistic read, the
+    /// answer counts only once `parent` validates afterwards. The default knows nothing.
+    ///
+    /// # Errors
+    /// The page table's, for a page id out of range.
+    #[inline]
+    fn peek_child<'a>(&'a self, parent: &Self::Optimistic<'a>, raw: u64) -> Result<Peek<Self::Optimistic<'a>>> {
+        let _ = (parent, raw);
+        Ok(Peek::Elsewhere)
+    }
+
+    /// Where page `pid` is (a root, which no parent names), with no side effect, as
+    /// [`peek_child`](Self::peek_child) says it of a child. The default knows nothing.
+    ///
+    /// # Errors
+    /// The page table's, for a page id out of range.
+    #[inline]
+    fn peek_page(&self, pid: PageId) -> Result<Peek<Self::Optimistic<'_>>> {
+        let _ = pid;
+        Ok(Peek::Elsewhere)
+    }
+
+    /// Starts reading the children that [`peek_child`](Self::peek_child) found
+    /// [`Missing`](Peek::Missing), together (`(parent, raw)` each: the optimistically
+    /// read parent and the reference in it), and returns once they are in memory: how
+    /// many pages it read. Each child is claimed first and then its parent validated, so
+    /// a child its parent no longer names (freed, moved) is never loaded.
+    ///
+    /// A hint: it changes no page and decides nothing a fix would not. A page that fails
+    /// to read (an I/O error, a bad checksum) stays where it was, and the fix that needs
+    /// it reads it again and reports the error. The default reads nothing.
+    ///
+    /// # Errors
+    /// The source is stopped; no frame can be made free.
+    #[inline]
+    fn prefetch_children<'a>(&'a self, children: &[(&Self::Optimistic<'a>, u64)]) -> Result<usize> {
+        let _ = children;
+        Ok(0)
     }
 
     /// Allocates a page: zero-filled, fixed exclusive and dirty.

@@ -557,6 +557,52 @@ impl SsdFile {
     /// As [`read_page`](Self::read_page).
     pub fn read_page_flushed(&self, id: PageId, buf: &mut [u8]) -> Result<u64, DeviceError> {
         self.read_raw(id, buf)?;
+        self.check_sealed(id, buf)
+    }
+
+    /// [`read_page_flushed`](Self::read_page_flushed) of several pages, with the reads
+    /// in flight together: `pages[i]`'s page is read into its buffer and `results[i]`
+    /// says what became of it (its last-flush LSN, or the error `read_page_flushed`
+    /// would have given). Without emulation, and where the buffers suit the file (page
+    /// sized; aligned for direct I/O), the reads go to the device in one io_uring
+    /// submission (up to [`SSD_WRITES_IN_FLIGHT_MAX`] in flight); else, or without
+    /// io_uring, one after another, each charged as a read is. A failed batch is read
+    /// again one page after another, so each page gets its own error.
+    pub fn read_pages_flushed(&self, pages: &mut [(PageId, &mut [u8])]) -> Vec<Result<u64, DeviceError>> {
+        let mut results: Vec<Result<u64, DeviceError>> = Vec::with_capacity(pages.len());
+        let mut offsets = Vec::with_capacity(pages.len());
+        for (id, buf) in pages.iter() {
+            match self.check_page(*id, buf.len()) {
+                Ok(o) => offsets.push(Some(o)),
+                Err(_) => offsets.push(None),
+            }
+        }
+        let together = pages.len() > 1
+            && self.core.mode() == EmulationMode::Off
+            && offsets.iter().all(Option::is_some)
+            && (!self.info.direct_io || pages.iter().all(|(_, b)| is_io_aligned(b)));
+        let mut read = false;
+        if together {
+            let mut reads: Vec<(u64, &mut [u8])> =
+                pages.iter_mut().zip(&offsets).map(|((_, b), o)| (o.expect("checked above"), &mut b[..])).collect();
+            if let Some(Ok(())) = self.rings.read_all(&self.file, &mut reads) {
+                read = true;
+                // Counted as the reads they are (no emulation to charge).
+                for (o, b) in &reads {
+                    let _ = self.core.run(OpKind::Read, *o, b.len() as u64, || Ok::<(), DeviceError>(()));
+                }
+            }
+        }
+        for (id, buf) in pages.iter_mut() {
+            let r = if read { Ok(()) } else { self.read_raw(*id, buf) };
+            results.push(r.and_then(|()| self.check_sealed(*id, buf)));
+        }
+        results
+    }
+
+    /// `buf`, just read as page `id`: its last-flush LSN if its seal holds (the seal's
+    /// bytes then cleared), else `Corrupted` naming the page and the file.
+    fn check_sealed(&self, id: PageId, buf: &mut [u8]) -> Result<u64, DeviceError> {
         match page_seal::check(buf, id) {
             Ok(_) => {
                 let lsn = page_seal::flush_lsn(buf);

@@ -1,12 +1,12 @@
-//! Writes with several in flight: a batch of writes at different offsets of one file
-//! goes to the kernel in one io_uring submission, so the device serves them at its
-//! queue depth instead of one `pwrite` after another.
+//! Reads and writes with several in flight: a batch of transfers at different offsets
+//! of one file goes to the kernel in one io_uring submission, so the device serves them
+//! at its queue depth instead of one `pread`/`pwrite` after another.
 //!
 //! Each call takes an idle ring from a small pool (or sets one up), and does not return
-//! before every write it submitted has completed: the buffers it was given are then no
-//! longer used by the kernel. Where io_uring cannot be set up (an old kernel, a
-//! sandbox that forbids it) [`Rings::write_all`] says so and the caller writes the
-//! batch itself, one write after another.
+//! before every transfer it submitted has completed: the buffers it was given are then
+//! no longer used by the kernel. Where io_uring cannot be set up (an old kernel, a
+//! sandbox that forbids it) [`Rings::write_all`] and [`Rings::read_all`] say so and the
+//! caller does the batch itself, one transfer after another.
 #![allow(unsafe_code)]
 
 use std::fs::File;
@@ -19,10 +19,18 @@ use parking_lot::Mutex;
 
 use crate::limits::SSD_WRITES_IN_FLIGHT_MAX;
 
-/// Idle rings of one file's writers.
+/// Idle rings of one file's readers and writers.
 pub(crate) struct Rings {
     idle: Mutex<Vec<IoUring>>,
     unavailable: AtomicBool,
+}
+
+/// One transfer of a batch: `len` bytes at `ptr` to or from `offset` of the file.
+#[derive(Clone, Copy)]
+struct Transfer {
+    offset: u64,
+    ptr: *mut u8,
+    len: usize,
 }
 
 impl Rings {
@@ -37,6 +45,27 @@ impl Rings {
     /// first error, after every write submitted has completed (the others may have
     /// reached the file).
     pub(crate) fn write_all(&self, file: &File, writes: &[(u64, &[u8])]) -> Option<io::Result<()>> {
+        // The kernel only reads through these pointers (a write).
+        let t: Vec<Transfer> =
+            writes.iter().map(|(o, b)| Transfer { offset: *o, ptr: b.as_ptr().cast_mut(), len: b.len() }).collect();
+        self.run(file, &t, false)
+    }
+
+    /// Reads each `(offset, buffer)` of `reads` from `file` in full, at most
+    /// [`SSD_WRITES_IN_FLIGHT_MAX`] in flight at once; a short read goes on from where
+    /// it stopped, and one that meets the end of the file is an `UnexpectedEof` error.
+    /// `None` if io_uring is not available (nothing was read); else the first error,
+    /// after every read submitted has completed (the buffers then hold what arrived).
+    pub(crate) fn read_all(&self, file: &File, reads: &mut [(u64, &mut [u8])]) -> Option<io::Result<()>> {
+        let t: Vec<Transfer> =
+            reads.iter_mut().map(|(o, b)| Transfer { offset: *o, ptr: b.as_mut_ptr(), len: b.len() }).collect();
+        self.run(file, &t, true)
+    }
+
+    /// The batch `t` (reads if `read`, else writes), in chunks of at most a ring's size.
+    /// Every pointer of `t` stays valid for its length until this returns: the callers
+    /// borrow the buffers for the whole call.
+    fn run(&self, file: &File, t: &[Transfer], read: bool) -> Option<io::Result<()>> {
         if self.unavailable.load(Ordering::Relaxed) {
             return None;
         }
@@ -52,12 +81,14 @@ impl Rings {
             },
         };
         let fd = types::Fd(file.as_raw_fd());
-        let mut written = vec![0usize; writes.len()];
+        let mut done = vec![0usize; t.len()];
         let mut first_error = None;
-        for chunk in (0..writes.len()).collect::<Vec<_>>().chunks(SSD_WRITES_IN_FLIGHT_MAX) {
+        // An empty transfer has nothing to do (and would read as an end of file).
+        let all: Vec<usize> = (0..t.len()).filter(|&i| t[i].len > 0).collect();
+        for chunk in all.chunks(SSD_WRITES_IN_FLIGHT_MAX) {
             let mut pending: Vec<usize> = chunk.to_vec();
             while !pending.is_empty() && first_error.is_none() {
-                match submit_and_reap(&mut ring, fd, writes, &mut written, &pending) {
+                match submit_and_reap(&mut ring, fd, t, read, &mut done, &pending) {
                     Ok(short) => pending = short,
                     Err(e) => first_error = Some(e),
                 }
@@ -74,34 +105,41 @@ impl Rings {
     }
 }
 
-/// Submits the rest of each write of `pending` (`written[i]` bytes of write `i` are
-/// done) and waits for all of them; returns the writes that came back short.
+/// Submits the rest of each transfer of `pending` (`done[i]` bytes of transfer `i` are
+/// done) and waits for all of them; returns the transfers that came back short.
 fn submit_and_reap(
     ring: &mut IoUring,
     fd: types::Fd,
-    writes: &[(u64, &[u8])],
-    written: &mut [usize],
+    t: &[Transfer],
+    read: bool,
+    done: &mut [usize],
     pending: &[usize],
 ) -> io::Result<Vec<usize>> {
     debug_assert!(
         pending.len() <= SSD_WRITES_IN_FLIGHT_MAX,
-        "{} writes for a ring of {SSD_WRITES_IN_FLIGHT_MAX}",
+        "{} transfers for a ring of {SSD_WRITES_IN_FLIGHT_MAX}",
         pending.len()
     );
     {
         let mut sq = ring.submission();
         for &i in pending {
-            let (offset, bytes) = writes[i];
-            let rest = &bytes[written[i]..];
-            let len = u32::try_from(rest.len()).expect("a write of less than 4 GiB");
-            let entry = opcode::Write::new(fd, rest.as_ptr(), len)
-                .offset(offset + written[i] as u64)
-                .build()
-                .user_data(i as u64);
-            // SAFETY: `rest` borrows the caller's buffer, which outlives this function,
-            // and this function returns only after every entry pushed here has completed
-            // (or, if the kernel took none of them, after dropping them unsubmitted).
-            unsafe { sq.push(&entry) }.expect("a ring of SSD_WRITES_IN_FLIGHT_MAX entries holds a chunk");
+            let Transfer { offset, ptr, len } = t[i];
+            debug_assert!(done[i] < len, "transfer {i}: {} of {len} bytes done, yet pending", done[i]);
+            let rest = u32::try_from(len - done[i]).expect("a transfer of less than 4 GiB");
+            // SAFETY: `done[i] < len`, so the pointer stays inside the caller's buffer.
+            let at = unsafe { ptr.add(done[i]) };
+            let pos = offset + done[i] as u64;
+            let entry = if read {
+                opcode::Read::new(fd, at, rest).offset(pos).build()
+            } else {
+                opcode::Write::new(fd, at, rest).offset(pos).build()
+            };
+            // SAFETY: the buffer behind `at` is the caller's, borrowed for the whole
+            // call (`Rings::run`), and this function returns only after every entry
+            // pushed here has completed (or, if the kernel took none of them, after
+            // dropping them unsubmitted).
+            unsafe { sq.push(&entry.user_data(i as u64)) }
+                .expect("a ring of SSD_WRITES_IN_FLIGHT_MAX entries holds a chunk");
         }
     }
     let n = pending.len();
@@ -115,9 +153,9 @@ fn submit_and_reap(
                     // caller drops the ring with them unsubmitted).
                     return Err(e);
                 }
-                // Writes in flight on the caller's buffers that can no longer be waited
-                // for: returning would free memory the kernel may still read.
-                eprintln!("tierdb: io_uring wait failed with writes in flight: {e}");
+                // Transfers in flight on the caller's buffers that can no longer be
+                // waited for: returning would free memory the kernel may still use.
+                eprintln!("tierdb: io_uring wait failed with transfers in flight: {e}");
                 std::process::abort();
             }
         }
@@ -128,12 +166,17 @@ fn submit_and_reap(
                 r if r < 0 => {
                     error.get_or_insert_with(|| io::Error::from_raw_os_error(-r));
                 }
+                0 if read => {
+                    error.get_or_insert_with(|| {
+                        io::Error::new(io::ErrorKind::UnexpectedEof, "a read met the end of the file")
+                    });
+                }
                 0 => {
                     error.get_or_insert_with(|| io::Error::new(io::ErrorKind::WriteZero, "a write wrote nothing"));
                 }
                 r => {
-                    written[i] += r as usize;
-                    if written[i] < writes[i].1.len() {
+                    done[i] += r as usize;
+                    if done[i] < t[i].len {
                         short.push(i);
                     }
                 }
@@ -177,6 +220,31 @@ mod tests {
         assert_eq!(rings.idle.lock().len(), 1);
         assert!(rings.write_all(&f, &writes[..2]).unwrap().is_ok());
         assert_eq!(rings.idle.lock().len(), 1);
+    }
+
+    #[test]
+    fn a_batch_of_reads_fills_each_buffer_from_its_offset() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("r");
+        let bytes: Vec<u8> = (0..(SSD_WRITES_IN_FLIGHT_MAX + 9) * 512).map(|i| (i * 7 % 251) as u8).collect();
+        std::fs::write(&path, &bytes).unwrap();
+        let f = File::open(&path).unwrap();
+        let rings = Rings::new();
+        // Every block, in reverse, more reads than one ring holds.
+        let n = SSD_WRITES_IN_FLIGHT_MAX + 9;
+        let mut bufs: Vec<Vec<u8>> = (0..n).map(|_| vec![0u8; 512]).collect();
+        let mut reads: Vec<(u64, &mut [u8])> =
+            bufs.iter_mut().enumerate().map(|(i, b)| (((n - 1 - i) * 512) as u64, &mut b[..])).collect();
+        let Some(done) = rings.read_all(&f, &mut reads) else { return }; // no io_uring here
+        done.unwrap();
+        for (i, b) in bufs.iter().enumerate() {
+            let at = (n - 1 - i) * 512;
+            assert_eq!(&b[..], &bytes[at..at + 512], "read {i}");
+        }
+        // A read past the end is an error, not a buffer of stale bytes.
+        let mut past = vec![0u8; 512];
+        let err = rings.read_all(&f, &mut [(bytes.len() as u64, &mut past[..])]).unwrap().unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::UnexpectedEof);
     }
 
     #[test]
