@@ -168,8 +168,8 @@ fn beside_writers(nvm: u64, policy: &str, tech: Techniques) {
                         t.get_many(&keys, |j, v| {
                             let i = ids[j];
                             match v {
-                                Some(v) if i % 2 == 0 => assert_eq!(v, value(i, 0), "stable key {i}"),
-                                None if i % 2 == 0 => panic!("stable key {i} missing"),
+                                Some(v) if i.is_multiple_of(2) => assert_eq!(v, value(i, 0), "stable key {i}"),
+                                None if i.is_multiple_of(2) => panic!("stable key {i} missing"),
                                 Some(v) => assert!(v.starts_with(format!("{i}:").as_bytes()), "key {i}"),
                                 None => {}
                             }
