@@ -77,6 +77,9 @@ pub struct DriverConfig {
     /// Run the buffer manager's page provider on a thread beside the workers, through
     /// the warm-up and the measured phase (buffer-managed architectures only).
     pub page_provider: bool,
+    /// Operations a worker takes at once: their pages are read ahead together
+    /// ([`Executor::prefetch`]) before they run one after another. 1: one at a time.
+    pub batch: u32,
 }
 
 /// `model` mode's throughput is Σ over threads of operations / (the thread's own time
@@ -619,6 +622,16 @@ pub(crate) trait Executor {
     /// # Errors
     /// The engine's errors; they stop the run.
     fn execute(&mut self, op: Op) -> Result<Done>;
+
+    /// Reads ahead what `ops`, about to run in this order, need (a batch of
+    /// [`DriverConfig::batch`] operations). The default reads nothing.
+    ///
+    /// # Errors
+    /// The engine's; they stop the run.
+    fn prefetch(&mut self, ops: &[Op]) -> Result<()> {
+        let _ = ops;
+        Ok(())
+    }
 }
 
 /// What one worker thread measured.
@@ -718,7 +731,7 @@ pub(crate) fn run_phases<X: Executor, T>(
             .map(|t| {
                 let (phase, remaining, failed) = (&phase, &remaining, &failed);
                 s.spawn(move || -> Result<ThreadResult> {
-                    let r = worker(make(t), spec, keyspace, cfg.seed, t, phase, counted.then_some(remaining));
+                    let r = worker(make(t), spec, keyspace, cfg, t, phase, counted.then_some(remaining));
                     if r.is_err() {
                         failed.store(true, Ordering::Relaxed);
                         phase.store(PHASE_STOP, Ordering::Relaxed);
@@ -815,7 +828,7 @@ pub(crate) fn summary<T>(
         not_found,
         lines_nvm_to_dram: tiers.buffer.nvm_lines_loaded,
         lines_dram_to_nvm: tiers.buffer.nvm_lines_written,
-        lines_ssd_to_dram: tiers.buffer.ssd_reads * lines_per_page,
+        lines_ssd_to_dram: (tiers.buffer.ssd_reads + tiers.buffer.prefetch_reads) * lines_per_page,
         page_provider: m.provider.clone(),
         tiers,
     }
@@ -860,16 +873,19 @@ fn sleep_with_progress(d: Duration, name: &str, progress: ProgressFn<'_>, failed
 }
 
 /// One worker: runs operations until the phase says stop; measures in the run phase.
+/// With batches of more than one operation, a batch is read ahead together
+/// ([`Executor::prefetch`]) and then run; an operation's latency runs from the start of
+/// its batch (what a caller that issues the batch sees) to its own end.
 fn worker<X: Executor>(
     mut exec: X,
     spec: &YcsbSpec,
     keyspace: &KeySpace,
-    seed: u64,
+    cfg: &DriverConfig,
     thread: u32,
     phase: &AtomicU8,
     remaining: Option<&AtomicU64>,
 ) -> Result<ThreadResult> {
-    let mut generator = OpGenerator::new(spec, keyspace, seed, thread);
+    let mut generator = OpGenerator::new(spec, keyspace, cfg.seed, thread);
     let mut hist: Vec<Histogram<u64>> = OpKind::ALL.iter().map(|_| new_histogram()).collect();
     let mut commits = new_histogram();
     let (mut ops, mut not_found) = (0u64, 0u64);
@@ -878,7 +894,9 @@ fn worker<X: Executor>(
     let mut measure_start = None;
     let mut cpu_start = 0;
     let mut budget = 0u64; // operations claimed from `remaining` and not yet run
-    loop {
+    let batch_max = cfg.batch.max(1) as usize;
+    let mut batch: Vec<Op> = Vec::with_capacity(batch_max);
+    'run: loop {
         match phase.load(Ordering::Acquire) {
             // Operations already claimed from the count still run: the main thread stops
             // the phase once the count is all claimed, not once it is all done.
@@ -891,28 +909,40 @@ fn worker<X: Executor>(
             }
             _ => {}
         }
-        if measuring && let Some(rem) = remaining {
-            if budget == 0 {
-                // Claim a batch of the operation count.
-                let got =
-                    rem.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |r| (r > 0).then(|| r.saturating_sub(64)));
-                match got {
-                    Ok(r) => budget = r.min(64),
-                    Err(_) => break,
+        batch.clear();
+        while batch.len() < batch_max {
+            if measuring && let Some(rem) = remaining {
+                if budget == 0 {
+                    // Claim a batch of the operation count.
+                    let got = rem
+                        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |r| (r > 0).then(|| r.saturating_sub(64)));
+                    match got {
+                        Ok(r) => budget = r.min(64),
+                        Err(_) if batch.is_empty() => break 'run,
+                        Err(_) => break,
+                    }
                 }
+                budget -= 1;
             }
-            budget -= 1;
+            batch.push(generator.next());
+            if budget == 0 && phase.load(Ordering::Relaxed) == PHASE_STOP {
+                break;
+            }
         }
-        let op = generator.next();
         let t0 = clock::ticks();
-        let done = exec.execute(op)?;
-        let t1 = clock::ticks();
-        if measuring {
-            ops += 1;
-            not_found += u64::from(!done.found);
-            hist[op.kind() as usize].saturating_record(t1.saturating_sub(t0).max(1));
-            if let Some(c) = done.commit_ticks {
-                commits.saturating_record(c.max(1));
+        if batch.len() > 1 {
+            exec.prefetch(&batch)?;
+        }
+        for &op in &batch {
+            let done = exec.execute(op)?;
+            let t1 = clock::ticks();
+            if measuring {
+                ops += 1;
+                not_found += u64::from(!done.found);
+                hist[op.kind() as usize].saturating_record(t1.saturating_sub(t0).max(1));
+                if let Some(c) = done.commit_ticks {
+                    commits.saturating_record(c.max(1));
+                }
             }
         }
     }
@@ -931,6 +961,8 @@ struct TreeOps<'t, 's, S: PageSource, R: rand::Rng> {
     value: Vec<u8>,
     out: Vec<u8>,
     rng: R,
+    /// The keys of a batch being read ahead.
+    keys: Vec<Vec<u8>>,
 }
 
 impl<'t, 's, S: PageSource> TreeOps<'t, 's, S, rand::rngs::Xoshiro256PlusPlus> {
@@ -944,11 +976,29 @@ impl<'t, 's, S: PageSource> TreeOps<'t, 's, S, rand::rngs::Xoshiro256PlusPlus> {
             value: Vec::new(),
             out: vec![0u8; spec.record_length_bytes()],
             rng: value_rng(seed, thread),
+            keys: Vec::new(),
         }
     }
 }
 
 impl<S: PageSource, R: rand::Rng> Executor for TreeOps<'_, '_, S, R> {
+    #[inline]
+    fn prefetch(&mut self, ops: &[Op]) -> Result<()> {
+        self.keys.resize_with(ops.len(), Vec::new);
+        for (op, key) in ops.iter().zip(&mut self.keys) {
+            let n = match *op {
+                Op::Read { key, .. }
+                | Op::Update { key, .. }
+                | Op::ReadModifyWrite { key, .. }
+                | Op::Insert { key } => key,
+                Op::Scan { start, .. } => start,
+            };
+            build_key(self.spec, n, key);
+        }
+        self.tree.prefetch(&self.keys[..ops.len()])?;
+        Ok(())
+    }
+
     #[inline]
     fn execute(&mut self, op: Op) -> Result<Done> {
         let found = execute(
@@ -1150,6 +1200,7 @@ mod tests {
             model_clock: ModelClock::Wall,
             model: false,
             page_provider: false,
+            batch: 1,
         }
     }
 

@@ -198,6 +198,13 @@ pub fn run_one(
              {arch} has none (use another architecture, or `bench tpcc --arch {arch}` for transactions on it)"
         );
     }
+    if setup.batch > 1 {
+        bail!(
+            "--batch {}: transactions look their keys up one at a time; batches run on the tree directly \
+             (drop --durability)",
+            setup.batch
+        );
+    }
     let acfg = engine_args.arch_config(setup, arch, dram, nvm, tag)?;
     let mut cfg = DbConfig::from_arch(&acfg, db_dir(&acfg.ssd_path)).with_context(|| format!("--arch {arch}"))?;
     cfg.durability = txn.durability;

@@ -447,3 +447,103 @@ fn every_distribution_kind_runs_through_the_driver() {
     // Only the workload files and the histogram are left.
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), cases.len() + 1);
 }
+
+/// `--batch`: a worker takes operations in batches and reads their SSD pages ahead
+/// together. Every read checks its bytes (`dataintegrity`) through updates, the pages
+/// read ahead are counted apart, an operation count is run exactly, and bad values are
+/// refused.
+#[test]
+fn batches_read_ahead_and_every_read_checks_its_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    for (arch, mode, nvm) in [("ssd-bm", "off", "0"), ("three-tier", "off", "2MiB"), ("ssd-bm", "model", "0")] {
+        let nvm: &[&str] = if nvm == "0" { &[] } else { &["--nvm", nvm] };
+        let o = batched(
+            dir.path(),
+            &[
+                &[
+                    "--arch",
+                    arch,
+                    "--mode",
+                    mode,
+                    "--dram",
+                    "1MiB",
+                    "--data",
+                    "8MiB",
+                    "--workload",
+                    "a",
+                    "--set",
+                    "dataintegrity=true",
+                    "--threads",
+                    "2",
+                    "--batch",
+                    "16",
+                    "--json",
+                ][..],
+                nvm,
+            ]
+            .concat(),
+        );
+        assert!(o.status.success(), "{arch} {mode}: {}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON report");
+        assert_eq!(v["setup"]["batch"], 16, "{arch} {mode}");
+        assert_eq!(v["result"]["not_found"], 0, "{arch} {mode}");
+        assert!(v["result"]["ops"].as_u64().unwrap() > 0, "{arch} {mode}");
+        let b = &v["result"]["tiers"]["buffer"];
+        assert!(b["prefetch_reads"].as_u64().unwrap() > 0, "{arch} {mode}: {b}");
+    }
+    // An operation count that is no multiple of the batch.
+    let o = batched(
+        dir.path(),
+        &[
+            "--arch",
+            "ssd-bm",
+            "--mode",
+            "off",
+            "--dram",
+            "1MiB",
+            "--data",
+            "4MiB",
+            "--workload",
+            "ro",
+            "--warmup",
+            "0",
+            "--duration",
+            "0",
+            "--set",
+            "operationcount=203",
+            "--threads",
+            "2",
+            "--batch",
+            "16",
+            "--json",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON report");
+    assert_eq!(v["result"]["ops"], 203);
+    for (args, want) in [
+        (&["--batch", "0"][..], "--batch 0 is outside 1..=1024"),
+        (&["--batch", "2000"][..], "--batch 2000 is outside 1..=1024"),
+        (&["--batch", "4", "--durability", "group"][..], "transactions look their keys up one at a time"),
+    ] {
+        let o = batched(
+            dir.path(),
+            &[&["--arch", "ssd-bm", "--mode", "model", "--dram", "1MiB", "--data", "4MiB"][..], args].concat(),
+        );
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(want), "{args:?}: {}", stderr(&o));
+    }
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "files left behind");
+}
+
+/// `bench ycsb` with `extra` (which names the mode; a short run unless it names the
+/// phases).
+fn batched(dir: &Path, extra: &[&str]) -> Output {
+    let d = dir.display().to_string();
+    let mut args = vec!["bench", "ycsb", "--quiet", "--ssd-dir", &d, "--nvm-dir", &d];
+    if !extra.contains(&"--warmup") {
+        args.extend(["--warmup", "0.2", "--duration", "0.5"]);
+    }
+    args.extend_from_slice(extra);
+    tierdb(&args)
+}
