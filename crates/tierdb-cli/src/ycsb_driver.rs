@@ -54,6 +54,9 @@ const ENTRY_OVERHEAD_BYTES: f64 = 12.0;
 const SORTED_LOAD_FILL: f64 = 0.93;
 /// Progress is reported every this many records or operations.
 const PROGRESS_EVERY: u64 = 1 << 12;
+/// The most batches in a row that skip reading ahead after batches that found every
+/// page in memory (`--batch`).
+const PREFETCH_SKIP_BATCHES_MAX: u32 = 64;
 /// Upper bound on records a load may generate (keys are held in memory to sort them).
 const LOAD_RECORDS_MAX: u64 = 200_000_000;
 
@@ -963,6 +966,9 @@ struct TreeOps<'t, 's, S: PageSource, R: rand::Rng> {
     rng: R,
     /// The keys of a batch being read ahead.
     keys: Vec<Vec<u8>>,
+    /// Batches left that skip reading ahead, and how many the last skip was.
+    prefetch_skip: u32,
+    prefetch_backoff: u32,
 }
 
 impl<'t, 's, S: PageSource> TreeOps<'t, 's, S, rand::rngs::Xoshiro256PlusPlus> {
@@ -977,6 +983,8 @@ impl<'t, 's, S: PageSource> TreeOps<'t, 's, S, rand::rngs::Xoshiro256PlusPlus> {
             out: vec![0u8; spec.record_length_bytes()],
             rng: value_rng(seed, thread),
             keys: Vec::new(),
+            prefetch_skip: 0,
+            prefetch_backoff: 0,
         }
     }
 }
@@ -984,6 +992,10 @@ impl<'t, 's, S: PageSource> TreeOps<'t, 's, S, rand::rngs::Xoshiro256PlusPlus> {
 impl<S: PageSource, R: rand::Rng> Executor for TreeOps<'_, '_, S, R> {
     #[inline]
     fn prefetch(&mut self, ops: &[Op]) -> Result<()> {
+        if self.prefetch_skip > 0 {
+            self.prefetch_skip -= 1;
+            return Ok(());
+        }
         self.keys.resize_with(ops.len(), Vec::new);
         for (op, key) in ops.iter().zip(&mut self.keys) {
             let n = match *op {
@@ -995,7 +1007,15 @@ impl<S: PageSource, R: rand::Rng> Executor for TreeOps<'_, '_, S, R> {
             };
             build_key(self.spec, n, key);
         }
-        self.tree.prefetch(&self.keys[..ops.len()])?;
+        // Reading ahead walks each key's path once more: where a batch found everything
+        // in memory, the next ones skip it, for twice as many batches each time up to
+        // PREFETCH_SKIP_BATCHES_MAX (a batch that reads something resets it).
+        if self.tree.prefetch(&self.keys[..ops.len()])? == 0 {
+            self.prefetch_backoff = (self.prefetch_backoff * 2).clamp(1, PREFETCH_SKIP_BATCHES_MAX);
+            self.prefetch_skip = self.prefetch_backoff;
+        } else {
+            self.prefetch_backoff = 0;
+        }
         Ok(())
     }
 

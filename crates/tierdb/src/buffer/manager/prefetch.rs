@@ -102,7 +102,7 @@ impl BufferManager {
                 if pid.0 == 0 || pid.0 >= self.next_pid.load(Ordering::Acquire) || pid.0 >= ssd.page_count() {
                     continue; // never written to SSD: a fix sees to it
                 }
-                if !self.table.claim(pid, Entry::Empty)? {
+                if !matches!(self.table.claim(pid, Entry::Empty), Ok(true)) {
                     continue; // resident, moving, or already claimed (another key's)
                 }
                 if !parent.validate() {
