@@ -228,3 +228,29 @@ fn a_corrupt_page_fails_its_lookup_in_a_batch_naming_the_page() {
     let e = bm.location(bad).unwrap();
     assert_eq!(e, tierdb::buffer::table::Entry::Empty, "the bad page stays on SSD");
 }
+
+/// A pool whose frames are all held: a read ahead that cannot make room reads what it
+/// can and returns, claiming nothing; the lookups then work as ever.
+#[test]
+fn a_read_ahead_without_room_reads_what_it_can() {
+    use tierdb::PageSource;
+    let dir = tempfile::tempdir().unwrap();
+    let bm = BufferManager::open(&config(&dir, 8, 0, "eager", Techniques::NONE)).unwrap();
+    let (t, m) = load(&bm, 3_000);
+    let keys: Vec<Vec<u8>> = (0..3_000).step_by(37).map(key).collect();
+    {
+        // Every frame held, the root's among them (shared: the walk still reads it).
+        let root = t.root();
+        let mut held = vec![bm.fix_shared(root).unwrap()];
+        held.extend(
+            (2..bm.pages_in_use() + 1).map(PageId).filter(|&p| p != root).take(7).map(|p| bm.fix_shared(p).unwrap()),
+        );
+        assert_eq!(held.len(), 8);
+        let before = bm.stats().buffer;
+        assert_eq!(t.prefetch(&keys).unwrap(), 0);
+        assert_eq!(bm.stats().buffer.since(&before).prefetch_reads, 0);
+    }
+    // No page was left claimed (a claimed page fails the check).
+    check_batch(&t, &keys, &m, "after the pool was free again");
+    bm.check_invariants();
+}

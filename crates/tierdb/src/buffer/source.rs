@@ -276,7 +276,8 @@ pub trait PageSource: Send + Sync {
     /// it reads it again and reports the error. The default reads nothing.
     ///
     /// # Errors
-    /// The source is stopped; no frame can be made free.
+    /// The source is stopped. (Where no frame can be made free it reads what it could
+    /// make room for, and the fixes meet the error.)
     #[inline]
     fn prefetch_children<'a>(&'a self, children: &[(&Self::Optimistic<'a>, u64)]) -> Result<usize> {
         let _ = children;

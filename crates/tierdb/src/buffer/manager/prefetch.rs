@@ -76,7 +76,7 @@ impl BufferManager {
     /// into DRAM frames ([`PageSource::prefetch_children`]); how many it read.
     ///
     /// # Errors
-    /// `Stopped`; the error of making a frame free (nothing claimed stays claimed).
+    /// `Stopped`. (Where no frame can be made free it reads what it has frames for.)
     ///
     /// [`PageSource::prefetch_children`]: crate::PageSource::prefetch_children
     pub(super) fn prefetch<'a>(&'a self, children: &[(&BmOptimistic<'a>, u64)]) -> Result<usize> {
@@ -112,23 +112,29 @@ impl BufferManager {
                 claimed.push((pid, None));
             }
             rest = &rest[taken..];
-            // 2. A free frame for each (evicting as a miss does).
-            for i in 0..claimed.len() {
+            // 2. A free frame for each (evicting as a miss does). Where none can be made
+            //    free, the read ahead ends with the pages that got one: the lookups load
+            //    the others themselves (and meet the error, if it lasts).
+            let mut short = false;
+            for slot in &mut claimed {
                 match self.free_frame() {
-                    Ok(g) => claimed[i].1 = Some(g),
-                    Err(e) => {
-                        for (pid, g) in claimed.drain(..) {
-                            self.table.set(pid, Entry::Empty);
-                            if let Some(g) = g {
-                                self.return_frame(g);
-                            }
-                        }
-                        return Err(e);
+                    Ok(g) => slot.1 = Some(g),
+                    Err(_) => {
+                        short = true;
+                        break;
                     }
                 }
             }
-            let mut frames: Vec<(PageId, FrameWrite<'_>)> =
-                claimed.into_iter().map(|(pid, g)| (pid, g.expect("every claimed page got a frame"))).collect();
+            let mut frames: Vec<(PageId, FrameWrite<'_>)> = Vec::with_capacity(claimed.len());
+            for (pid, g) in claimed {
+                match g {
+                    Some(g) => frames.push((pid, g)),
+                    None => self.table.set(pid, Entry::Empty),
+                }
+            }
+            if short {
+                rest = &[];
+            }
             // 3. The reads, in flight together.
             let results = {
                 let mut bufs: Vec<(PageId, &mut [u8])> =
