@@ -744,6 +744,9 @@ pub fn print_report(r: &RunReport) {
     }
     if s.page_provider {
         row("frames freed by the page provider", b.provider_frames);
+        if b.provider_nvm_frames > 0 {
+            row("NVM frames freed by the page provider", b.provider_nvm_frames);
+        }
         row("ms the page provider spent writing", b.provider_write_ns / 1_000_000);
         row("page provider's failed evictions", b.provider_errors);
     }

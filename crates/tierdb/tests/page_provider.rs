@@ -145,3 +145,52 @@ fn a_provider_whose_write_fails_loses_nothing() {
     }
     bm.check_invariants();
 }
+
+/// With NVM between DRAM and SSD the provider keeps NVM frames free as well, evicting
+/// the NVM clock's victims (dirty ones written to SSD) as a DRAM eviction that needs an
+/// NVM frame would: every page reads back while it runs and after a reopen.
+#[test]
+fn the_provider_keeps_nvm_frames_free_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let nvm_frames = 256u64;
+    let cfg = |mode| {
+        let mut c = config(&dir, mode, None);
+        c.policy = "eager".into(); // every DRAM victim to NVM: NVM fills and evicts
+        c.nvm = Some(tierdb::device::NvmConfig::new(
+            dir.path().join("t.nvm"),
+            tierdb::ByteSize((8192 + nvm_frames * (4096 + 64) + 4096).next_multiple_of(4096)),
+        ));
+        c
+    };
+    let bm = BufferManager::open(&cfg(OpenMode::Create)).unwrap();
+    let target = bm.provider_nvm_target();
+    assert!(target >= 1 && target <= nvm_frames as usize / 4, "{target}");
+    let pages = fill(&bm, PAGES as usize);
+    let stop = AtomicBool::new(false);
+    let report = std::thread::scope(|s| {
+        let provider = s.spawn(|| bm.provide_pages(&stop));
+        let _stop = StopOnDrop(&stop);
+        for round in 1..=3u8 {
+            for &p in pages.iter().rev() {
+                rewrite(&bm, p, round);
+            }
+            for &p in &pages {
+                check(&bm, p, round);
+            }
+        }
+        stop.store(true, Ordering::Release);
+        provider.thread().unpark();
+        provider.join().unwrap().unwrap()
+    });
+    let s = bm.stats().buffer;
+    assert!(report.nvm_frames > 0 && report.frames > 0 && report.errors == 0, "{report:?}");
+    assert_eq!(s.provider_nvm_frames, report.nvm_frames, "{s:?}");
+    assert!(s.nvm_to_ssd_pages > 0, "dirty NVM victims went to SSD: {s:?}");
+    bm.check_invariants();
+    bm.close().unwrap();
+    let bm = BufferManager::open(&cfg(OpenMode::Open)).unwrap();
+    for &p in &pages {
+        check(&bm, p, 3);
+    }
+    bm.check_invariants();
+}

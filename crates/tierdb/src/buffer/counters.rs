@@ -72,8 +72,10 @@ pub enum Count {
     /// Pages read from SSD ahead of the fixes that need them
     /// ([`BufferStats::prefetch_reads`]).
     PrefetchReads,
+    /// NVM frames the page provider freed ahead ([`BufferStats::provider_nvm_frames`]).
+    ProviderNvmFrames,
 }
-const COUNTS: usize = Count::PrefetchReads as usize + 1;
+const COUNTS: usize = Count::ProviderNvmFrames as usize + 1;
 
 /// The buffer manager's live counters, one [`Count`] each, striped per thread: bumping
 /// one costs no locked instruction; [`snapshot`](Self::snapshot) sums the stripes into a
@@ -160,6 +162,10 @@ pub struct BufferStats {
     /// hit. Pages read from SSD are the two together.
     #[serde(default)]
     pub prefetch_reads: u64,
+    /// NVM frames the page provider freed ahead of the DRAM evictions and SSD misses
+    /// that took them.
+    #[serde(default)]
+    pub provider_nvm_frames: u64,
 }
 
 impl BufferStats {
@@ -204,6 +210,7 @@ impl BufferStats {
             self.provider_write_ns,
             self.provider_errors,
             self.prefetch_reads,
+            self.provider_nvm_frames,
         ]
     }
 
@@ -237,6 +244,7 @@ impl BufferStats {
             provider_write_ns: a[Count::ProviderWriteNanos as usize],
             provider_errors: a[Count::ProviderErrors as usize],
             prefetch_reads: a[Count::PrefetchReads as usize],
+            provider_nvm_frames: a[Count::ProviderNvmFrames as usize],
         }
     }
 }

@@ -297,6 +297,8 @@ pub struct BufferManager {
     provider_on: std::sync::atomic::AtomicBool,
     /// Free DRAM frames the provider keeps ready.
     provider_target: usize,
+    /// Free NVM frames the provider keeps ready (0: no NVM, or no SSD to evict to).
+    provider_nvm_target: usize,
 }
 
 /// What a restart found in the NVM pool (paper §4.4): the page table is rebuilt from the
@@ -559,6 +561,10 @@ impl BufferManager {
         };
         let free_frames = Mutex::new((0..frames.len() as u32).rev().map(FrameId).collect());
         let provider_target = provider::target(frames.len(), evict_batch);
+        let provider_nvm_target = match (&nvm, &ssd) {
+            (Some(n), Some(_)) => provider::target(n.len(), nvm_clean_batch),
+            _ => 0,
+        };
         let bm = BufferManager {
             page_size: ps,
             frames,
@@ -591,6 +597,7 @@ impl BufferManager {
             provider: Mutex::new(None),
             provider_on: std::sync::atomic::AtomicBool::new(false),
             provider_target,
+            provider_nvm_target,
             nvm_clean_batch,
         };
         if cfg.nvm_file_io
@@ -2398,18 +2405,38 @@ impl BufferManager {
     fn nvm_frame(&self) -> Result<Option<u32>> {
         let nvm = self.nvm.as_ref().expect("nvm_frame needs NVM");
         if let Some(n) = nvm.pop_free() {
+            if self.provider_on.load(Ordering::Relaxed) && nvm.free_frames() < self.provider_nvm_target / 2 {
+                self.wake_provider();
+            }
             return Ok(Some(n));
         }
+        if self.provider_on.load(Ordering::Relaxed) {
+            self.wake_provider();
+        }
+        match self.nvm_evict_one(nvm.len() * CLOCK_ROUNDS_MAX)? {
+            Some(n) => Ok(Some(n)),
+            None => Ok(nvm.pop_free()),
+        }
+    }
+
+    /// An NVM frame taken from the clock's victim (written to SSD if dirty; the hand
+    /// visits at most `visits` frames), or from the policy's sweep, for the caller;
+    /// `None` if nothing was evicted.
+    fn nvm_evict_one(&self, visits: usize) -> Result<Option<u32>> {
+        let nvm = self.nvm.as_ref().expect("nvm_evict_one needs NVM");
         let Some(ssd) = &self.ssd else {
             // Without SSD nothing leaves NVM; capacity checks keep a frame free.
             return Ok(None);
         };
         let mut sweep = Vec::new();
         if self.policy.nvm_sweep(&self.tiers, &mut sweep) {
+            if sweep.is_empty() {
+                return Ok(None);
+            }
             self.evict_from_nvm(ssd, &sweep)?;
             return Ok(nvm.pop_free());
         }
-        for _ in 0..nvm.len() * CLOCK_ROUNDS_MAX {
+        for _ in 0..visits {
             let n = nvm.advance_hand();
             let Some(pid) = nvm.pid(n) else { continue };
             if self.table.get(pid)? != Entry::Nvm(n) {
@@ -2445,7 +2472,7 @@ impl BufferManager {
             self.evict_claimed_nvm(ssd, pid, n, true)?;
             return Ok(Some(n));
         }
-        Ok(nvm.pop_free())
+        Ok(None)
     }
 
     /// Evicts page `pid` from NVM frame `n` after the caller claimed its entry: writes it

@@ -1,7 +1,9 @@
 //! The page provider: a thread that keeps DRAM frames free ahead of the misses that
 //! need them, so that a miss takes a frame from the free list instead of evicting (and
 //! writing a dirty victim) first (issue 20 item 3; LeanStore runs page-provider threads,
-//! vmcache evicts in batches from the thread that runs short).
+//! vmcache evicts in batches from the thread that runs short). With NVM between DRAM
+//! and SSD it keeps NVM frames free too, so that a DRAM victim or an SSD miss the
+//! policy sends to NVM does not wait for an NVM victim's write to SSD.
 //!
 //! It evicts exactly as a miss would: the same clock hand, the same questions to the
 //! policy with the same page information, the same batches of dirty victims, the same
@@ -53,6 +55,8 @@ pub struct ProviderReport {
     pub evictions: u64,
     /// DRAM frames it put on the free list.
     pub frames: u64,
+    /// NVM frames it put on the NVM pool's free list (three-tier architectures).
+    pub nvm_frames: u64,
     /// Evictions that failed (the pages stayed where they were); the misses that
     /// needed a frame meanwhile evicted themselves and met the error themselves.
     pub errors: u64,
@@ -80,6 +84,12 @@ impl BufferManager {
     /// Free DRAM frames the page provider keeps ready.
     pub fn provider_target(&self) -> usize {
         self.provider_target
+    }
+
+    /// Free NVM frames the page provider keeps ready (0: no NVM pool, or no SSD for its
+    /// victims).
+    pub fn provider_nvm_target(&self) -> usize {
+        self.provider_nvm_target
     }
 
     /// Runs the page provider on the calling thread until `stop` is set (or the buffer
@@ -113,16 +123,24 @@ impl BufferManager {
         let mut report = ProviderReport::default();
         let mut backoff = PROVIDER_ERROR_BACKOFF_MILLIS;
         while !stop.load(Ordering::Acquire) && !self.stopped.load(Ordering::Relaxed) {
-            if self.free_frames.lock().len() >= self.provider_target {
+            let dram_low = self.free_frames.lock().len() < self.provider_target;
+            let nvm_low = self.nvm.as_ref().is_some_and(|n| n.free_frames() < self.provider_nvm_target);
+            if !dram_low && !nvm_low {
                 std::thread::park_timeout(idle);
                 continue;
             }
-            match self.provide_once() {
-                Ok(0) => std::thread::park_timeout(idle),
-                Ok(freed) => {
-                    report.evictions += 1;
+            let done = if dram_low { self.provide_once() } else { Ok(0) }.and_then(|dram| {
+                let nvm = if nvm_low { self.provide_nvm_once()? } else { 0 };
+                Ok((dram, nvm))
+            });
+            match done {
+                Ok((0, 0)) => std::thread::park_timeout(idle),
+                Ok((freed, nvm_freed)) => {
+                    report.evictions += u64::from(freed > 0) + u64::from(nvm_freed > 0);
                     report.frames += freed as u64;
+                    report.nvm_frames += nvm_freed as u64;
                     self.counters.add(super::Count::ProviderFrames, freed as u64);
+                    self.counters.add(super::Count::ProviderNvmFrames, nvm_freed as u64);
                     backoff = PROVIDER_ERROR_BACKOFF_MILLIS;
                 }
                 Err(e) => {
@@ -147,6 +165,25 @@ impl BufferManager {
     pub(super) fn wake_provider(&self) {
         if let Some(t) = self.provider.lock().as_ref() {
             t.unpark();
+        }
+    }
+
+    /// One NVM eviction, as a DRAM eviction or an SSD miss that needs an NVM frame
+    /// makes it (the policy's victim or sweep, written to SSD if dirty, with the
+    /// write-behind of the next dirty pages): returns the NVM frames it freed (0: none
+    /// could be freed now).
+    fn provide_nvm_once(&self) -> Result<usize> {
+        let Some(nvm) = &self.nvm else { return Ok(0) };
+        let before = nvm.free_frames();
+        // One round of the NVM clock at most, as `provide_once` for DRAM.
+        match self.nvm_evict_one(nvm.len())? {
+            Some(n) => {
+                // Its header is clear (a victim's is cleared by the eviction): free it.
+                // (A sweep that evicted nothing handed out a frame that was free: 0.)
+                nvm.detach(n);
+                Ok(nvm.free_frames().saturating_sub(before))
+            }
+            None => Ok(0),
         }
     }
 
