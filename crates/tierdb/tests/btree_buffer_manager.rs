@@ -6,32 +6,22 @@
 
 use std::collections::BTreeMap;
 
+mod pages;
+
 use rand::prelude::*;
-use tierdb::ByteSize;
 use tierdb::btree::BTree;
 use tierdb::buffer::{BufferConfig, BufferManager, Techniques};
 use tierdb::catalog::Catalog;
-use tierdb::device::{NvmConfig, OpenMode, SsdConfig};
-
-const PS: usize = 4096;
+use tierdb::device::OpenMode;
 
 /// The techniques every test runs with: none, and all in debug mode.
 const TECHS: [Techniques; 2] = [Techniques::NONE, Techniques::ALL];
 
-/// DRAM of `dram_frames`, NVM of `nvm_frames` (none if 0), SSD.
+/// DRAM of `dram_frames`, NVM of `nvm_frames` (none if 0), SSD; debug mode for
+/// cache-line-grained access whenever a technique is on.
 fn config(dir: &tempfile::TempDir, dram_frames: u64, nvm_frames: u64, policy: &str, tech: Techniques) -> BufferConfig {
-    let mut c = BufferConfig::new(ByteSize(dram_frames * PS as u64));
-    c.page_size = PS;
-    c.techniques = tech;
+    let mut c = pages::tiered(dir, dram_frames, nvm_frames, policy, tech);
     c.debug_lines = tech != Techniques::NONE;
-    c.policy = policy.into();
-    if nvm_frames > 0 {
-        c.nvm = Some(NvmConfig::new(
-            dir.path().join("t.nvm"),
-            ByteSize((8192 + nvm_frames * (PS as u64 + 64) + 4096).next_multiple_of(4096)),
-        ));
-    }
-    c.ssd = Some(SsdConfig::new(dir.path().join("t.db")));
     c
 }
 

@@ -10,9 +10,9 @@ use std::time::{Duration, Instant};
 mod pages;
 use pages::{check, fill, rewrite, ssd_pool};
 
-use tierdb::buffer::{BufferConfig, BufferManager};
+use tierdb::buffer::{BufferConfig, BufferManager, ProviderReport};
 use tierdb::device::{DoubleWriteMode, FaultError, FaultPlan, OpenMode};
-use tierdb::{ExclusivePage, PageSource};
+use tierdb::{ExclusivePage, PageId, PageSource};
 
 /// Batches of 8 pages; the provider keeps 16 frames free.
 const FRAMES: u64 = 256;
@@ -35,29 +35,34 @@ impl Drop for StopOnDrop<'_> {
     }
 }
 
+/// Every page of `pages` dirty again, in another order, three times over the pool, and
+/// read back after each round (round `r` in byte 100), while a provider evicts beside.
+fn three_rounds_beside_a_provider(bm: &BufferManager, pages: &[PageId]) -> ProviderReport {
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let provider = s.spawn(|| bm.provide_pages(&stop));
+        let _stop = StopOnDrop(&stop);
+        for round in 1..=3u8 {
+            for &p in pages.iter().rev() {
+                rewrite(bm, p, round);
+            }
+            for &p in pages {
+                check(bm, p, round);
+            }
+        }
+        stop.store(true, Ordering::Release);
+        provider.thread().unpark();
+        provider.join().unwrap().unwrap()
+    })
+}
+
 #[test]
 fn the_provider_frees_frames_ahead_and_every_page_reads_back() {
     let dir = tempfile::tempdir().unwrap();
     let bm = BufferManager::open(&config(&dir, OpenMode::Create, None)).unwrap();
     assert_eq!(bm.provider_target(), 16);
     let pages = fill(&bm, PAGES as usize);
-    let stop = AtomicBool::new(false);
-    let report = std::thread::scope(|s| {
-        let provider = s.spawn(|| bm.provide_pages(&stop));
-        let _stop = StopOnDrop(&stop);
-        // Every page dirty again, in another order, three times over the pool, and
-        // read back after each round, while the provider evicts beside.
-        for round in 1..=3u8 {
-            for &p in pages.iter().rev() {
-                rewrite(&bm, p, round);
-            }
-            for &p in &pages {
-                check(&bm, p, round);
-            }
-        }
-        stop.store(true, Ordering::Release);
-        provider.join().unwrap().unwrap()
-    });
+    let report = three_rounds_beside_a_provider(&bm, &pages);
     let s = bm.stats().buffer;
     assert!(report.frames > 0 && report.errors == 0, "{report:?}");
     assert_eq!(s.provider_frames, report.frames, "{s:?}");
@@ -166,22 +171,7 @@ fn the_provider_keeps_nvm_frames_free_too() {
     let target = bm.provider_nvm_target();
     assert!(target >= 1 && target <= nvm_frames as usize / 4, "{target}");
     let pages = fill(&bm, PAGES as usize);
-    let stop = AtomicBool::new(false);
-    let report = std::thread::scope(|s| {
-        let provider = s.spawn(|| bm.provide_pages(&stop));
-        let _stop = StopOnDrop(&stop);
-        for round in 1..=3u8 {
-            for &p in pages.iter().rev() {
-                rewrite(&bm, p, round);
-            }
-            for &p in &pages {
-                check(&bm, p, round);
-            }
-        }
-        stop.store(true, Ordering::Release);
-        provider.thread().unpark();
-        provider.join().unwrap().unwrap()
-    });
+    let report = three_rounds_beside_a_provider(&bm, &pages);
     let s = bm.stats().buffer;
     assert!(report.nvm_frames > 0 && report.frames > 0 && report.errors == 0, "{report:?}");
     assert_eq!(s.provider_nvm_frames, report.nvm_frames, "{s:?}");

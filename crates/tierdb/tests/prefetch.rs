@@ -8,29 +8,20 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+mod pages;
+
 use rand::prelude::*;
 use tierdb::btree::BTree;
 use tierdb::buffer::{BufferConfig, BufferError, BufferManager, Techniques};
 use tierdb::catalog::Catalog;
-use tierdb::device::{NvmConfig, OpenMode, SsdConfig};
-use tierdb::{ByteSize, Error, PageId};
+use tierdb::device::OpenMode;
+use tierdb::{Error, PageId};
 
 const PS: usize = 4096;
 
 /// DRAM of `dram_frames`, NVM of `nvm_frames` (none if 0), SSD.
 fn config(dir: &tempfile::TempDir, dram_frames: u64, nvm_frames: u64, policy: &str, tech: Techniques) -> BufferConfig {
-    let mut c = BufferConfig::new(ByteSize(dram_frames * PS as u64));
-    c.page_size = PS;
-    c.techniques = tech;
-    c.policy = policy.into();
-    if nvm_frames > 0 {
-        c.nvm = Some(NvmConfig::new(
-            dir.path().join("t.nvm"),
-            ByteSize((8192 + nvm_frames * (PS as u64 + 64) + 4096).next_multiple_of(4096)),
-        ));
-    }
-    c.ssd = Some(SsdConfig::new(dir.path().join("t.db")));
-    c
+    pages::tiered(dir, dram_frames, nvm_frames, policy, tech)
 }
 
 fn key(i: u64) -> Vec<u8> {

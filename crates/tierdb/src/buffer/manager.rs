@@ -1212,15 +1212,7 @@ impl BufferManager {
                 Entry::Mini(i) => Some((&self.frames.minis().meta(i).latch, Place::Mini(i))),
                 Entry::Busy => None,
                 Entry::Nvm(n) => {
-                    let info = PageInfo {
-                        pid,
-                        dirty: false,
-                        nvm_copy: true,
-                        referenced: true,
-                        first_update_lsn: 0,
-                        page_lsn: 0,
-                        last_flush_lsn: 0,
-                    };
+                    let info = PageInfo::fixing(pid, true);
                     match *access.get_or_insert_with(|| self.policy.nvm_access(&info, exclusive, &self.tiers)) {
                         policy::NvmAccess::InPlace => {
                             if let Some(g) = self.fix_in_place(pid, n, exclusive)? {
@@ -1237,15 +1229,7 @@ impl BufferManager {
                 }
                 Entry::Empty => {
                     self.check_allocated(pid)?;
-                    let info = PageInfo {
-                        pid,
-                        dirty: false,
-                        nvm_copy: false,
-                        referenced: true,
-                        first_update_lsn: 0,
-                        page_lsn: 0,
-                        last_flush_lsn: 0,
-                    };
+                    let info = PageInfo::fixing(pid, false);
                     let miss = self.policy.ssd_miss(&info, &self.tiers);
                     // `Nvm`: into NVM only, and the next turn asks whether it goes on
                     // to DRAM; if NVM has no frame to give, into DRAM.
@@ -1355,15 +1339,7 @@ impl BufferManager {
     fn read_in_place(&self, pid: PageId) -> Result<Option<(&NvmPool, u32)>> {
         self.check_stopped()?;
         let Entry::Nvm(n) = self.table.get(pid)? else { return Ok(None) };
-        let info = PageInfo {
-            pid,
-            dirty: false,
-            nvm_copy: true,
-            referenced: true,
-            first_update_lsn: 0,
-            page_lsn: 0,
-            last_flush_lsn: 0,
-        };
+        let info = PageInfo::fixing(pid, true);
         if self.policy.nvm_access(&info, false, &self.tiers) == policy::NvmAccess::Migrate {
             return Ok(None);
         }
@@ -1811,15 +1787,7 @@ impl BufferManager {
     fn fill(&self, pid: PageId, from: Entry, g: &mut FrameWrite<'_>, miss: Option<MissTarget>) -> Result<()> {
         // Known only for a copy read from SSD (below).
         g.meta().flush_lsn.store(0, Ordering::Relaxed);
-        let info = PageInfo {
-            pid,
-            dirty: false,
-            nvm_copy: matches!(from, Entry::Nvm(_)),
-            referenced: true,
-            first_update_lsn: 0,
-            page_lsn: 0,
-            last_flush_lsn: 0,
-        };
+        let info = PageInfo::fixing(pid, matches!(from, Entry::Nvm(_)));
         match from {
             Entry::Nvm(n) => {
                 let nvm = self.nvm.as_ref().expect("an NVM entry implies an NVM pool");

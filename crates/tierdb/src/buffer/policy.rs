@@ -66,6 +66,14 @@ pub struct PageInfo {
     pub last_flush_lsn: u64,
 }
 
+impl PageInfo {
+    /// A page a fix is about to bring into DRAM: clean, referenced, with an NVM copy if
+    /// `nvm_copy` (it comes from NVM), and no LSNs known.
+    pub fn fixing(pid: PageId, nvm_copy: bool) -> PageInfo {
+        PageInfo { pid, dirty: false, nvm_copy, referenced: true, first_update_lsn: 0, page_lsn: 0, last_flush_lsn: 0 }
+    }
+}
+
 /// Which tiers an architecture has and how full they are.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Tiers {

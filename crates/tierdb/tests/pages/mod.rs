@@ -9,6 +9,7 @@ use tierdb::device::{FaultPlan, SsdConfig};
 use tierdb::{ExclusivePage, PageId, PageSource};
 
 /// Allocates `n` pages whose first 8 bytes hold their id.
+#[allow(dead_code)] // not every test file uses every helper
 pub fn fill(bm: &BufferManager, n: usize) -> Vec<PageId> {
     (0..n)
         .map(|_| {
@@ -44,5 +45,29 @@ pub fn ssd_pool(dir: &tempfile::TempDir, frames: u64, plan: Option<&Arc<FaultPla
     let mut ssd = SsdConfig::new(dir.path().join("t.db"));
     ssd.faults = plan.cloned();
     c.ssd = Some(ssd);
+    c
+}
+
+/// A pool of `dram_frames` DRAM frames of 4 KiB, `nvm_frames` NVM frames in `t.nvm` (no
+/// NVM if 0) and the SSD file `t.db`, all in `dir`, with `policy` and `tech`.
+#[allow(dead_code)]
+pub fn tiered(
+    dir: &tempfile::TempDir,
+    dram_frames: u64,
+    nvm_frames: u64,
+    policy: &str,
+    tech: tierdb::buffer::Techniques,
+) -> BufferConfig {
+    let mut c = BufferConfig::new(tierdb::ByteSize(dram_frames * 4096));
+    c.page_size = 4096;
+    c.techniques = tech;
+    c.policy = policy.into();
+    if nvm_frames > 0 {
+        c.nvm = Some(tierdb::device::NvmConfig::new(
+            dir.path().join("t.nvm"),
+            tierdb::ByteSize((8192 + nvm_frames * (4096 + 64) + 4096).next_multiple_of(4096)),
+        ));
+    }
+    c.ssd = Some(SsdConfig::new(dir.path().join("t.db")));
     c
 }

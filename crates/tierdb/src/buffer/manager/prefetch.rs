@@ -143,15 +143,7 @@ impl BufferManager {
             };
             // 4. Each page checked and published as a miss publishes it.
             for ((pid, mut g), r) in frames.into_iter().zip(results) {
-                let info = PageInfo {
-                    pid,
-                    dirty: false,
-                    nvm_copy: false,
-                    referenced: true,
-                    first_update_lsn: 0,
-                    page_lsn: 0,
-                    last_flush_lsn: 0,
-                };
+                let info = PageInfo::fixing(pid, false);
                 let done = r.map_err(Into::into).and_then(|flushed| {
                     g.meta().flush_lsn.store(flushed, Ordering::Relaxed);
                     self.after_ssd_read(&info, &mut g, None)
