@@ -621,8 +621,12 @@ impl BufferManager {
                 }
                 .into());
             }
-            bm.freed.lock().ready =
+            let free: Vec<PageId> =
                 (PageId::CATALOG.0 + 1..next_pid).rev().filter(|p| !held.contains(p)).map(PageId).collect();
+            for &pid in &free {
+                bm.table.set_free(pid);
+            }
+            bm.freed.lock().ready = free;
         } else {
             bm.read_free_list()?;
         }
@@ -875,6 +879,7 @@ impl BufferManager {
         }
         self.next_pid.fetch_max(pid.0 + 1, Ordering::AcqRel);
         free.ready.retain(|p| *p != pid);
+        self.table.clear_free(pid)?;
         drop(free);
         if self.ssd.is_none() && self.table.get(pid)? == Entry::Empty {
             // Without SSD no tier holds a page allocated after the last checkpoint
@@ -1700,6 +1705,9 @@ impl BufferManager {
     fn check_allocated(&self, pid: PageId) -> Result<()> {
         if pid.0 == 0 || pid.0 >= self.next_pid.load(Ordering::Acquire) {
             return Err(BufferError::NoSuchPage { pid, why: "never allocated" }.into());
+        }
+        if self.table.is_free(pid)? {
+            return Err(BufferError::NoSuchPage { pid, why: "freed" }.into());
         }
         if self.ssd.is_none() {
             return Err(BufferError::NoSuchPage { pid, why: "freed (no tier holds it)" }.into());
@@ -2983,7 +2991,8 @@ impl PageSource for BufferManager {
         page.clear_wrote();
         let f = page.frame();
         drop(page);
-        self.table.set(pid, Entry::Empty);
+        // FREE, not EMPTY: a reader that followed a stale reference cannot load it.
+        self.table.set_free(pid);
         self.free_frames.lock().push(f);
         self.freed.lock().ready.push(pid);
         self.counters.bump(Count::Frees);

@@ -12,6 +12,7 @@
 //! ```text
 //!   63 62 | 61 ..................... 0
 //!   0  0  | 0                           EMPTY: on SSD only (or not allocated)
+//!   0  0  | 1                           FREE: freed (on the free list); reads as EMPTY
 //!   0  1  | DRAM frame index            in DRAM (its NVM copy, if any, is in the frame's metadata)
 //!   1  0  | NVM frame index             in NVM only
 //!   1  1  | 0                           BUSY: a thread is moving the page; wait and look again
@@ -21,6 +22,12 @@
 //! Transitions out of EMPTY and NVM are made by compare-and-swap to BUSY (whoever wins
 //! moves the page); transitions out of DRAM are made by the thread holding that frame's
 //! exclusive latch. A BUSY entry is always ended by its owner, on success or error.
+//!
+//! FREE decodes as [`Entry::Empty`] (no tier holds the page), but no claim takes it: a
+//! reader that followed a stale reference to a page freed since cannot load the page's
+//! old bytes from SSD into a frame (the fix sees [`PageTable::is_free`] and fails; an
+//! optimistic reader then restarts). Only allocation, which hands the page out again,
+//! and recovery, which finds it allocated after all, end it.
 
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -35,6 +42,8 @@ const TAG_DRAM: u64 = 1 << TAG_SHIFT;
 const TAG_NVM: u64 = 2 << TAG_SHIFT;
 const BUSY: u64 = 3 << TAG_SHIFT;
 const INDEX_MASK: u64 = (1 << TAG_SHIFT) - 1;
+/// A freed page (see the module doc).
+const FREE: u64 = 1;
 
 /// A decoded page-table entry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -126,6 +135,37 @@ impl PageTable {
     pub fn claim(&self, pid: PageId, from: Entry) -> Result<bool, BufferError> {
         debug_assert!(!matches!(from, Entry::Busy));
         Ok(self.slot(pid)?.compare_exchange(from.encode(), BUSY, Ordering::Acquire, Ordering::Relaxed).is_ok())
+    }
+
+    /// Marks page `pid`, which no tier holds, freed (FREE: it reads as EMPTY, but no
+    /// claim takes it until [`set`](Self::set) gives it a place again or
+    /// [`clear_free`](Self::clear_free) ends it).
+    #[inline]
+    pub fn set_free(&self, pid: PageId) {
+        let slot = self.slot(pid).expect("set_free is only called for pages that have a slot");
+        debug_assert!(
+            matches!(Entry::decode(slot.load(Ordering::Relaxed)), Entry::Empty | Entry::Busy),
+            "{pid} is freed while a tier holds it"
+        );
+        slot.store(FREE, Ordering::Release);
+    }
+
+    /// Whether page `pid` is marked freed.
+    ///
+    /// # Errors
+    /// `NoSuchPage` past the capacity.
+    #[inline]
+    pub fn is_free(&self, pid: PageId) -> Result<bool, BufferError> {
+        Ok(self.slot(pid)?.load(Ordering::Acquire) == FREE)
+    }
+
+    /// Page `pid`, marked freed, is allocated after all (recovery): EMPTY again.
+    ///
+    /// # Errors
+    /// `NoSuchPage` past the capacity.
+    pub fn clear_free(&self, pid: PageId) -> Result<(), BufferError> {
+        let _ = self.slot(pid)?.compare_exchange(FREE, 0, Ordering::AcqRel, Ordering::Relaxed);
+        Ok(())
     }
 
     /// Publishes a page's new location (ends a claim, or moves a page out of a DRAM

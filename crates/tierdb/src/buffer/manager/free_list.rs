@@ -141,6 +141,9 @@ impl BufferManager {
             let detail = format!("the list names {} free pages, the superblock {}", free.ready.len(), sb.free_pages);
             return Err(corrupted(PageId(sb.free_list_head), detail));
         }
+        for pid in free.all() {
+            self.table.set_free(pid);
+        }
         *self.freed.lock() = free;
         Ok(())
     }
@@ -215,10 +218,21 @@ impl BufferManager {
         let mut free = self.freed.lock();
         match &written {
             Ok(()) => {
+                // (Fresh ids among the list's pages, which no reference names, are
+                // marked FREE as every other free page is.)
+                for &pid in &pages {
+                    self.table.set_free(pid);
+                }
                 let old = std::mem::replace(&mut free.list, pages);
                 free.ready.extend(old);
             }
-            Err(_) => free.ready.extend(pages),
+            Err(_) => {
+                // (Fresh ids among them, which no reference names, become FREE too.)
+                for &pid in &pages {
+                    self.table.set_free(pid);
+                }
+                free.ready.extend(pages);
+            }
         }
         written
     }
