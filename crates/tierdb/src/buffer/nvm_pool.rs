@@ -799,13 +799,19 @@ impl NvmPool {
         }
         let before = self.begin_update(n, pid)?;
         // A clean frame becomes newer than SSD with this change, whose LSN is past the
-        // page LSN SSD holds; a dirty one keeps its older bound. The bound is that page
-        // LSN itself, not one past it: recovery may start its scan there, so it must be
-        // a record's start (the record it names is on SSD already and is skipped by
-        // page LSN).
+        // page LSN SSD holds and past the log's end when the frame was last written
+        // clean (every change since was logged after that: under the latch the
+        // writer held, which the write that made the frame clean waited for); a dirty
+        // one keeps its older bound. The bound is the later of the two itself: recovery
+        // may start its scan there, so it must be a record's start (the page LSN names
+        // a record on SSD already, skipped by page LSN; the log's end was the next
+        // record's start). The page LSN alone could be long gone from the log: a page
+        // last changed before a checkpoint that deleted those segments, and changed in
+        // place after it, then caught mid-write by a crash, made recovery ask for a log
+        // no longer there (found by the crash campaign on `nvsql`).
         let rec_lsn = match before {
             Some(h) if h.flags & FLAG_DIRTY != 0 => h.rec_lsn,
-            Some(h) => h.page_lsn,
+            Some(h) => h.page_lsn.max(h.written_lsn),
             None => 0,
         };
         // 2. The new CRC: updated by the runs' change, or (a frame without one) computed
@@ -1230,6 +1236,42 @@ mod tests {
         p.write_lines(n, PageId(4), &[(0, &b)], None, 4).unwrap();
         let h = p.header(n).unwrap().unwrap();
         assert_eq!((h.flags & FLAG_NO_CRC, h.data_crc), (0, crc32c::crc32c(&frame_bytes(&p, n))));
+    }
+
+    /// A log whose end is set by the test.
+    struct Clock(AtomicU64);
+
+    impl crate::wal::LogForce for Clock {
+        fn force(&self, _lsn: u64) -> crate::Result<()> {
+            Ok(())
+        }
+        fn end_lsn(&self) -> u64 {
+            self.0.load(Ordering::Relaxed)
+        }
+    }
+
+    #[test]
+    fn a_clean_frame_changed_in_place_is_bound_by_when_it_was_last_clean() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = pool(&dir, 1 << 20);
+        let clock = std::sync::Arc::new(Clock(AtomicU64::new(1_000)));
+        p.set_lsn_clock(clock.clone());
+        let n = p.pop_free().unwrap();
+        // The page's last change (LSN 7) is on SSD; the frame is written clean when the
+        // log is at 1,000 (a checkpoint may delete the log before that).
+        p.write_page(n, PageId(4), &vec![5u8; 4096], false, 7).unwrap();
+        clock.0.store(2_000, Ordering::Relaxed);
+        p.write_lines(n, PageId(4), &[(64, &[1u8; 64])], None, 1_500).unwrap();
+        let h = p.header(n).unwrap().unwrap();
+        assert_eq!((h.flags & FLAG_DIRTY, h.rec_lsn), (FLAG_DIRTY, 1_000), "not the page LSN 7");
+        assert_eq!(p.rec_lsn(n), 1_000);
+        // Dirty, it keeps its bound through later changes; clean again, a new one.
+        p.write_lines(n, PageId(4), &[(128, &[2u8; 64])], None, 2_100).unwrap();
+        assert_eq!(p.header(n).unwrap().unwrap().rec_lsn, 1_000);
+        clock.0.store(3_000, Ordering::Relaxed);
+        p.mark_clean(n).unwrap();
+        p.write_lines(n, PageId(4), &[(192, &[3u8; 64])], None, 3_100).unwrap();
+        assert_eq!(p.header(n).unwrap().unwrap().rec_lsn, 3_000);
     }
 
     #[test]
