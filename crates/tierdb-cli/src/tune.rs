@@ -24,7 +24,8 @@ use comfy_table::Table;
 use serde::Serialize;
 use tierdb::ByteSize;
 use tierdb::arch::{Architecture, Engine};
-use tierdb::buffer::policy::{MigrationKnobs, Policy};
+use tierdb::buffer::BufferManager;
+use tierdb::policy::MigrationKnobs;
 use tierdb::tune::{self as tuning, Best, EpochRecord, Measurement, Tuner, TunerConfig};
 
 use crate::bench_ycsb::{Cleanup, EngineArgs, Progress, Setup, fmt_rate, remove_files_on_interrupt};
@@ -171,17 +172,16 @@ pub fn check_arch(arch: &str) -> Result<Architecture> {
     Ok(arch)
 }
 
-/// The policy of `engine`, if it has migration knobs.
+/// The buffer manager of `engine`, if its policy has migration knobs.
 ///
 /// # Errors
 /// An engine without a buffer manager, or a policy without knobs.
-pub fn knob_policy(engine: &Engine) -> Result<&dyn Policy> {
+pub fn knob_policy(engine: &Engine) -> Result<&BufferManager> {
     let Engine::Buffer(bm) = engine else { bail!("tuning needs an engine with a buffer manager") };
-    let p = bm.policy();
-    if p.knobs().is_none() {
-        bail!("policy {} has no migration knobs; tuning needs {KNOB_POLICY}", p.name());
+    if bm.knobs().is_none() {
+        bail!("policy {} has no migration knobs; tuning needs {KNOB_POLICY}", bm.policy().name());
     }
-    Ok(p)
+    Ok(bm)
 }
 
 /// Sets `knobs` on `engine`'s policy.
@@ -189,9 +189,9 @@ pub fn knob_policy(engine: &Engine) -> Result<&dyn Policy> {
 /// # Errors
 /// As [`knob_policy`], or a policy that refused them.
 pub fn set_knobs(engine: &Engine, knobs: MigrationKnobs) -> Result<()> {
-    let p = knob_policy(engine)?;
-    if !p.set_knobs(knobs) {
-        bail!("policy {} refused knobs {}", p.name(), fmt_knobs(knobs));
+    let bm = knob_policy(engine)?;
+    if !bm.set_knobs(knobs) {
+        bail!("policy {} refused knobs {}", bm.policy().name(), fmt_knobs(knobs));
     }
     Ok(())
 }

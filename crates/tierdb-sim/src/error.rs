@@ -63,7 +63,7 @@ pub enum SimError {
     Trace(#[from] TraceError),
     /// A configuration that cannot run: an unknown policy, no DRAM, a DRAM-only policy
     /// given NVM, no SSD with NVM too small for the trace, pools of 2^31 pages or more,
-    /// or a budget no hierarchy fits. Also what the engine's `BufferError` turns into.
+    /// or a budget no hierarchy fits. Also what a policy's `PolicyError` turns into.
     #[error("simulator configuration: {what}")]
     Config {
         /// What is wrong with the configuration.
@@ -86,8 +86,8 @@ pub enum SimError {
     Profile(#[from] tierdb::device::profile::ProfileError),
 }
 
-impl From<tierdb::buffer::BufferError> for SimError {
-    fn from(e: tierdb::buffer::BufferError) -> SimError {
+impl From<tierdb::policy::PolicyError> for SimError {
+    fn from(e: tierdb::policy::PolicyError) -> SimError {
         SimError::Config { what: e.to_string() }
     }
 }

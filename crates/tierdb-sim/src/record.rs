@@ -12,8 +12,8 @@ use std::sync::Mutex;
 use std::thread::ThreadId;
 use std::time::Instant;
 
-use tierdb::buffer::recorder::{AccessKind, AccessRecorder};
 use tierdb::ids::PageId;
+use tierdb::recorder::{AccessKind, AccessRecorder};
 
 use crate::error::TraceError;
 use crate::trace::{self, Header, Marker, Op, Record, Trace};

@@ -15,12 +15,13 @@
 //! Measurement: counters are taken from where [`Warmup`] says (by default the trace's
 //! `measure` marker, else the second half of the accesses).
 
-use tierdb::buffer::BufferStats;
-use tierdb::buffer::policy::{
-    self, EvictTo, MissTarget, NvcacheConfig, NvmAccess, NvmCacheStats, PageInfo, Policy, Tiers, Victim,
-};
+use tierdb::counters::BufferStats;
 use tierdb::ids::PageId;
 use tierdb::limits::{CACHE_LINE_BYTES, CLOCK_ROUNDS_MAX, POLICY_SEED_DEFAULT};
+use tierdb::policy::{
+    self, Event, EvictTo, MissTarget, NvcacheConfig, NvmAccess, NvmCacheStats, PageInfo, Policy, PolicyStats, Pool,
+    Tiers, Victim,
+};
 
 use crate::cache::{Arc, Cache, Lru};
 use crate::error::SimError;
@@ -177,9 +178,10 @@ impl Pools {
         };
         let set = cfg.admission_set_pages.unwrap_or(policy::Hymem::default_capacity(cfg.nvm_pages));
         let policy = policy::by_name(&cfg.policy, set, &cfg.nvcache, cfg.seed)?;
-        let in_place_reads = cfg.nvm_pages > 0 && policy.may_access_in_place();
-        let clean_only = policy.nvm_clean_only();
-        policy.database_size(pages as u64);
+        let shape = policy.shape();
+        let in_place_reads = cfg.nvm_pages > 0 && shape.in_place;
+        let clean_only = shape.nvm_clean_only;
+        policy.observe(Event::DatabaseSize(pages as u64));
         Ok(Pools {
             tiers,
             lines_per_page: u64::from(page_size_bytes) / CACHE_LINE_BYTES as u64,
@@ -202,6 +204,14 @@ impl Pools {
             stats: BufferStats::default(),
             policy,
         })
+    }
+
+    /// The policy's NVM-cache counters (`nvcache`), `None` for other policies.
+    pub fn cache_stats(&self) -> Option<NvmCacheStats> {
+        match self.policy.stats() {
+            PolicyStats::Cache(c) => Some(c),
+            _ => None,
+        }
     }
 
     /// The policy the pools ask (for its own counters).
@@ -298,7 +308,7 @@ impl Pools {
 
     /// A new page (`allocate`): a DRAM frame, dirty, no read.
     pub fn allocate(&mut self, pid: u32, database_pages: u64) {
-        self.policy.database_size(database_pages);
+        self.policy.observe(Event::DatabaseSize(database_pages));
         debug_assert_eq!(self.table[pid as usize], EMPTY, "allocating resident page {pid}");
         let f = self.free_frame();
         self.reset_frame(f, pid, NO_FRAME);
@@ -326,7 +336,7 @@ impl Pools {
             self.d_dirty[f] = false;
             self.d_free.push(f as u32);
         }
-        self.policy.page_freed(PageId(u64::from(pid)));
+        self.policy.observe(Event::Freed(PageId(u64::from(pid))));
         self.table[pid as usize] = EMPTY;
         self.stats.frees += 1;
     }
@@ -393,7 +403,7 @@ impl Pools {
                 self.n_write(n, pid, false);
                 n_of = n;
                 self.stats.nvm_admissions += 1;
-                self.policy.nvm_admitted(PageId(u64::from(pid)), false);
+                self.policy.observe(Event::NvmAdmitted { pid: PageId(u64::from(pid)), on_eviction: false });
             }
         }
         self.reset_frame(f, pid, n_of);
@@ -438,7 +448,7 @@ impl Pools {
                 continue;
             }
             let info = Self::info(pid, self.d_dirty[f], self.d_nvm[f] != NO_FRAME, self.d_ref[f]);
-            match self.policy.dram_victim(&info, &self.tiers) {
+            match self.policy.victim(Pool::Dram, &info, &self.tiers) {
                 Victim::SecondChance => {
                     self.d_ref[f] = false;
                     continue;
@@ -493,7 +503,7 @@ impl Pools {
         let Some(n) = self.nvm_frame() else { return self.evict_to_ssd(pid, dirty, NO_FRAME) };
         self.n_write(n, pid, dirty);
         self.stats.nvm_admissions += 1;
-        self.policy.nvm_admitted(PageId(u64::from(pid)), true);
+        self.policy.observe(Event::NvmAdmitted { pid: PageId(u64::from(pid)), on_eviction: true });
         NVM_BIT | n
     }
 
@@ -505,13 +515,13 @@ impl Pools {
         self.stats.dram_to_ssd_pages += 1;
         if n != NO_FRAME {
             self.n_write(n, pid, false);
-            self.policy.nvm_admitted(PageId(u64::from(pid)), true);
+            self.policy.observe(Event::NvmAdmitted { pid: PageId(u64::from(pid)), on_eviction: true });
             return NVM_BIT | n;
         }
         let Some(n) = self.nvm_frame() else { return EMPTY };
         self.n_write(n, pid, false);
         self.stats.nvm_admissions += 1;
-        self.policy.nvm_admitted(PageId(u64::from(pid)), true);
+        self.policy.observe(Event::NvmAdmitted { pid: PageId(u64::from(pid)), on_eviction: true });
         NVM_BIT | n
     }
 
@@ -523,7 +533,7 @@ impl Pools {
         }
         if n != NO_FRAME {
             self.n_release(n as usize);
-            self.policy.nvm_evicted(PageId(u64::from(pid)));
+            self.policy.observe(Event::NvmLeft(PageId(u64::from(pid))));
         }
         EMPTY
     }
@@ -538,7 +548,7 @@ impl Pools {
         }
         let mut sweep = std::mem::take(&mut self.sweep);
         sweep.clear();
-        if self.policy.nvm_sweep(&self.tiers, &mut sweep) {
+        if self.policy.nvm_victims(&self.tiers, &mut sweep) {
             for &p in &sweep {
                 let pid = p.0 as u32;
                 let e = self.table[pid as usize];
@@ -550,7 +560,7 @@ impl Pools {
                     self.stats.nvm_to_ssd_pages += 1;
                 }
                 self.n_release(n);
-                self.policy.nvm_evicted(p);
+                self.policy.observe(Event::NvmLeft(p));
                 self.stats.nvm_evictions += 1;
                 self.table[pid as usize] = EMPTY;
             }
@@ -567,7 +577,7 @@ impl Pools {
                 continue; // free, or in DRAM too (its DRAM frame owns it)
             }
             let info = Self::info(pid, self.n_dirty[n], true, self.n_ref[n]);
-            match self.policy.nvm_victim(&info, &self.tiers) {
+            match self.policy.victim(Pool::Nvm, &info, &self.tiers) {
                 Victim::SecondChance => {
                     self.n_ref[n] = false;
                     continue;
@@ -580,7 +590,7 @@ impl Pools {
             }
             self.n_pid[n] = EMPTY;
             self.n_dirty[n] = false;
-            self.policy.nvm_evicted(PageId(u64::from(pid)));
+            self.policy.observe(Event::NvmLeft(PageId(u64::from(pid))));
             self.stats.nvm_evictions += 1;
             self.table[pid as usize] = EMPTY;
             return Some(n as u32);
@@ -660,7 +670,7 @@ pub fn simulate(trace: &Prepared, cfg: &SimConfig) -> Result<SimResult, SimError
         if i == from {
             before = match &engine {
                 Engine::Tiered(p) => {
-                    cache_before = p.policy().cache_stats();
+                    cache_before = p.cache_stats();
                     p.stats
                 }
                 Engine::Dram(_) => dram_stats,
@@ -726,7 +736,7 @@ pub fn simulate(trace: &Prepared, cfg: &SimConfig) -> Result<SimResult, SimError
             if cfg!(debug_assertions) {
                 p.check_invariants();
             }
-            let c = p.policy().cache_stats();
+            let c = p.cache_stats();
             (p.stats, c.map(|c| cache_before.map_or(c, |b| c.since(&b))))
         }
         Engine::Dram(_) => (dram_stats, None),

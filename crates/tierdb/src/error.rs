@@ -5,6 +5,7 @@ use crate::buffer::BufferError;
 use crate::db::DbError;
 use crate::device::DeviceError;
 use crate::device::profile::ProfileError;
+use crate::policy::PolicyError;
 use crate::size::SizeError;
 use crate::tune::TuneError;
 use crate::wal::WalError;
@@ -25,6 +26,9 @@ pub enum Error {
     /// The buffer layer (page sources, buffer manager, policies) failed.
     #[error(transparent)]
     Buffer(#[from] BufferError),
+    /// A placement policy's name or parameters were refused.
+    #[error(transparent)]
+    Policy(#[from] PolicyError),
     /// A B+-tree or catalog operation failed.
     #[error(transparent)]
     BTree(#[from] BTreeError),

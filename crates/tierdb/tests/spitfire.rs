@@ -48,7 +48,7 @@ fn loaded<'a>(bm: &'a BufferManager, knobs: &str) -> BTree<'a, BufferManager> {
     for i in 0..KEYS {
         t.insert(&key(i), &value(i, 0)).unwrap();
     }
-    assert!(bm.policy().set_knobs(knobs.parse().unwrap()));
+    assert!(bm.set_knobs(knobs.parse().unwrap()));
     t
 }
 
@@ -95,7 +95,7 @@ fn dw_zero_writes_in_place_durably() {
         for i in 0..KEYS {
             t.get(&key(i), |_| ()).unwrap();
         }
-        assert!(bm.policy().set_knobs("dr=0,dw=0,nr=1,nw=1".parse().unwrap()));
+        assert!(bm.set_knobs("dr=0,dw=0,nr=1,nw=1".parse().unwrap()));
         let before = bm.stats().buffer;
         for i in (0..KEYS).step_by(3) {
             assert!(t.update_in_place(&key(i), 10, &[0xEE; 20]).unwrap());

@@ -40,7 +40,7 @@ pub enum Op {
     /// Not a page access: a [`Marker`] whose code is in the record's `page` field.
     Marker,
     /// A line-grained read (the engine's B+-tree leaf access): a policy may serve it in
-    /// place on NVM ([`tierdb::buffer::policy::NvmAccess::InPlace`]).
+    /// place on NVM ([`tierdb::policy::NvmAccess::InPlace`]).
     ReadLines,
     /// A line-grained write, likewise.
     WriteLines,

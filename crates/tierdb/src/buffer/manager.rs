@@ -23,7 +23,6 @@ use parking_lot::Mutex;
 use serde::Serialize;
 
 use super::BufferError;
-use super::counters::{BufferCounters, BufferStats, Count};
 use super::frame::in_place::{self, BmLines, BmOptimistic, BmShared, NvmLines, NvmOptimistic, NvmRead};
 use super::frame::lines::{LineGuard, Place};
 use super::frame::{
@@ -32,10 +31,10 @@ use super::frame::{
 use super::latch::backoff;
 use super::nvm_pool::NvmPool;
 use super::page_crc::NvmVerify;
-use super::policy::{self, EvictTo, MissTarget, PageInfo, Policy, Tiers, Victim};
 use super::source::{ExclusivePage, PageSource};
 use super::table::{Entry, PageTable};
 use super::techniques::Techniques;
+use crate::counters::{BufferCounters, BufferStats, Count};
 use crate::device::{
     AlignedBuf, DeviceError, DoubleWriteMode, DramArena, DramConfig, NvmConfig, NvmRegion, OpenMode, SsdConfig,
     SsdFile, StatsSnapshot, TornPageRecovery,
@@ -46,6 +45,7 @@ use crate::limits::{
     FLUSH_NOTES_PER_RECORD, PAGE_BUSY_WAIT_MS_MAX, PAGE_SIZE_MAX_BYTES, PAGE_SIZE_MIN_BYTES, PAGE_TABLE_PAGES_DEFAULT,
     POLICY_SEED_DEFAULT, SSD_GROW_PAGES_MIN,
 };
+use crate::policy::{self, Event, EvictTo, MissTarget, PageInfo, Policy, PolicyStats, Pool, Shape, Tiers, Victim};
 use crate::wal::LogForce;
 use crate::{ByteSize, Result};
 
@@ -249,6 +249,8 @@ pub struct BufferManager {
     ssd_grow: Mutex<()>,
     table: PageTable,
     policy: Box<dyn Policy>,
+    /// The policy's shape, read once at open.
+    shape: Shape,
     tiers: Tiers,
     /// The next never-allocated page id.
     next_pid: AtomicU64,
@@ -273,7 +275,7 @@ pub struct BufferManager {
     /// ([`LogForce::note_flushed`], at most [`FLUSH_NOTES_PER_RECORD`] of them).
     flush_notes: Mutex<Vec<(PageId, u64)>>,
     /// The log's end at the start of the last checkpoints, oldest first (a durable NVM
-    /// cache's bound on its dirty pages: [`Policy::nvm_keep_checkpoints`]).
+    /// cache's bound on its dirty pages: [`Shape::nvm_keep_checkpoints`]).
     checkpoint_starts: Mutex<std::collections::VecDeque<u64>>,
     /// Set when a change could not be written back in place (an unfix cannot return the
     /// error): every later fix fails with `Stopped`, naming the first failure.
@@ -397,10 +399,11 @@ impl BufferManager {
         // A policy that keeps clean copies only runs NVM as a volatile cache: it needs
         // SSD below it, no technique that writes NVM in place, and never reuses the pool.
         let probe = policy::by_name(&cfg.policy, 1, &cfg.nvcache, cfg.policy_seed)?;
-        let volatile_nvm = probe.nvm_clean_only() && cfg.nvm.is_some();
+        let probe = probe.shape();
+        let volatile_nvm = probe.nvm_clean_only && cfg.nvm.is_some();
         // A durable NVM cache (`nvsql`) keeps dirty pages in NVM across checkpoints: a
         // pool it cannot reuse may have held the only copy of committed changes.
-        let durable_nvm = probe.nvm_durable_cache() && cfg.nvm.is_some();
+        let durable_nvm = probe.nvm_durable_cache && cfg.nvm.is_some();
         if volatile_nvm && (ssd.is_none() || cfg.techniques != Techniques::NONE) {
             return Err(BufferError::Config {
                 what: format!(
@@ -487,7 +490,8 @@ impl BufferManager {
         let nvm_frames = nvm.as_ref().map_or(0, NvmPool::len);
         let admission = cfg.admission_set_pages.unwrap_or(policy::Hymem::default_capacity(nvm_frames));
         let policy = policy::by_name(&cfg.policy, admission, &cfg.nvcache, cfg.policy_seed)?;
-        let in_place_reads = nvm_frames > 0 && policy.may_access_in_place();
+        let shape = policy.shape();
+        let in_place_reads = nvm_frames > 0 && shape.in_place;
         if in_place_reads && let Some(nvm) = &nvm {
             if cfg.prefetch_lines > crate::limits::PREFETCH_LINES_MAX {
                 return Err(BufferError::Config {
@@ -575,6 +579,7 @@ impl BufferManager {
             ssd_grow: Mutex::new(()),
             table: PageTable::new(cfg.max_pages),
             policy,
+            shape,
             tiers,
             next_pid: AtomicU64::new(next_pid),
             freed: Mutex::new(FreePages::default()),
@@ -605,7 +610,7 @@ impl BufferManager {
         {
             nvm.set_file_io(true);
         }
-        bm.policy.database_size(next_pid.saturating_sub(1));
+        bm.policy.observe(Event::DatabaseSize(next_pid.saturating_sub(1)));
         if pages_allocated == 0 {
             let catalog = bm.allocate()?.page_id();
             assert_eq!(catalog, PageId::CATALOG, "the first page allocated is the catalog");
@@ -692,7 +697,7 @@ impl BufferManager {
         self.record_marker(if on { "bulk-load-on" } else { "bulk-load-off" });
         self.bulk_load.store(on, Ordering::Relaxed);
         let (Some(nvm), Some(_), false) = (&self.nvm, &self.ssd, on) else { return Ok(()) };
-        if self.policy.nvm_clean_only() {
+        if self.shape.nvm_clean_only {
             return Ok(()); // dirty pages never go to a clean-only NVM cache
         }
         for i in 0..self.frames.len() {
@@ -978,7 +983,7 @@ impl BufferManager {
     /// caught mid-write; `None` for other policies or with no dirty frame. Call it
     /// after a [`checkpoint`](Self::checkpoint) that followed the redo point.
     pub fn oldest_unflushed_lsn(&self) -> Option<u64> {
-        if !self.policy.nvm_durable_cache() {
+        if !self.shape.nvm_durable_cache {
             return None;
         }
         self.nvm.as_ref().and_then(NvmPool::oldest_dirty_rec_lsn)
@@ -1027,6 +1032,17 @@ impl BufferManager {
     /// The placement policy it asks.
     pub fn policy(&self) -> &dyn Policy {
         &*self.policy
+    }
+
+    /// The policy's migration knobs now (`spitfire`), `None` for a policy without knobs.
+    pub fn knobs(&self) -> Option<policy::MigrationKnobs> {
+        self.shape.knobs.as_ref().map(|k| k.get())
+    }
+
+    /// Sets the policy's migration knobs while the engine runs (the online tuner's
+    /// lever). Returns false if the policy has none.
+    pub fn set_knobs(&self, knobs: policy::MigrationKnobs) -> bool {
+        self.shape.knobs.as_ref().map(|k| k.set(knobs)).is_some()
     }
 
     /// The NVM pool, if there is an NVM tier.
@@ -1109,6 +1125,7 @@ impl BufferManager {
     /// The counters of the buffer manager, its devices and its policy now (counted since
     /// open: take two and use [`TierStats::since`]).
     pub fn stats(&self) -> TierStats {
+        let policy_stats = self.policy.stats();
         TierStats {
             buffer: self.counters.snapshot(),
             nvm: self.nvm.as_ref().map(|n| n.region().core().stats().snapshot()),
@@ -1125,8 +1142,14 @@ impl BufferManager {
                 .filter(|s| s.info().double_write_mode == DoubleWriteMode::Nvm)
                 .and_then(|s| s.double_write_core())
                 .map(|c| c.stats().snapshot()),
-            nvm_cache: self.policy.cache_stats(),
-            nvsql: self.policy.nvsql_stats(),
+            nvm_cache: match policy_stats {
+                PolicyStats::Cache(c) => Some(c),
+                _ => None,
+            },
+            nvsql: match policy_stats {
+                PolicyStats::Nvsql(n) => Some(n),
+                _ => None,
+            },
         }
     }
 
@@ -1414,7 +1437,7 @@ impl BufferManager {
             self.table.set(pid, Entry::Nvm(n));
             return Err(err.into());
         }
-        self.policy.nvm_evicted(pid);
+        self.policy.observe(Event::NvmLeft(pid));
         self.counters.bump(Count::NvmCorruptDropped);
         self.table.set(pid, Entry::Empty);
         Ok(())
@@ -1758,7 +1781,7 @@ impl BufferManager {
         self.reset_frame(g.frame(), pid, n, true);
         g.meta().flush_lsn.store(flushed, Ordering::Relaxed);
         if n != NO_NVM_FRAME
-            && self.policy.nvm_disjoint()
+            && self.shape.nvm_disjoint
             && let Err(e) = self.leave_nvm(&g, pid, n)
         {
             self.table.set(pid, observed);
@@ -1783,7 +1806,7 @@ impl BufferManager {
             self.counters.bump(Count::NvmToSsd);
         }
         nvm.release(n)?;
-        self.policy.nvm_evicted(pid);
+        self.policy.observe(Event::NvmLeft(pid));
         g.meta().nvm.store(NO_NVM_FRAME, Ordering::Relaxed);
         Ok(())
     }
@@ -1805,7 +1828,7 @@ impl BufferManager {
                     // the entry is claimed) and read SSD. A dirty frame's error stands.
                     Err(BufferError::Corrupted { .. }) if self.ssd.is_some() && !nvm.is_dirty(n) => {
                         nvm.release(n)?;
-                        self.policy.nvm_evicted(pid);
+                        self.policy.observe(Event::NvmLeft(pid));
                         self.counters.bump(Count::NvmCorruptDropped);
                         return self.fill(pid, Entry::Empty, g, miss);
                     }
@@ -1852,7 +1875,7 @@ impl BufferManager {
             g.meta().nvm.store(n, Ordering::Relaxed);
             self.count_page_to_nvm();
             self.counters.bump(Count::NvmAdmissions);
-            self.policy.nvm_admitted(pid, false);
+            self.policy.observe(Event::NvmAdmitted { pid, on_eviction: false });
         }
         Ok(())
     }
@@ -1953,7 +1976,7 @@ impl BufferManager {
             page_lsn: 0,
             last_flush_lsn: 0,
         };
-        match self.policy.dram_victim(&info, &self.tiers) {
+        match self.policy.victim(Pool::Dram, &info, &self.tiers) {
             Victim::SecondChance => {
                 meta.referenced.store(false, Ordering::Relaxed);
                 return ClockStep::Pass;
@@ -2094,7 +2117,7 @@ impl BufferManager {
                 page_lsn: 0,
                 last_flush_lsn: 0,
             };
-            match self.policy.dram_victim(&info, &self.tiers) {
+            match self.policy.victim(Pool::Dram, &info, &self.tiers) {
                 Victim::SecondChance => {
                     m.referenced.store(false, Ordering::Relaxed);
                     continue;
@@ -2228,7 +2251,7 @@ impl BufferManager {
             Some(to) => to,
             None => self.policy.dram_eviction(&info, &self.tiers),
         };
-        let clean_only = self.policy.nvm_clean_only();
+        let clean_only = self.shape.nvm_clean_only;
         debug_assert!(!(clean_only && dirty && to == EvictTo::Nvm), "{pid}: a dirty page sent to a clean-only NVM");
         let bulk_to_free_nvm = to == EvictTo::Ssd
             && !clean_only
@@ -2246,7 +2269,7 @@ impl BufferManager {
             && to == EvictTo::Ssd
             && nvm_frame == NO_NVM_FRAME
             && ahead > 1
-            && !self.policy.nvm_durable_cache()
+            && !self.shape.nvm_durable_cache
             && let Some(ssd) = &self.ssd
         {
             // The next dirty DRAM pages go out with it, in one batch (write-behind).
@@ -2318,7 +2341,7 @@ impl BufferManager {
         }
         self.count_page_to_nvm();
         self.counters.bump(Count::NvmAdmissions);
-        self.policy.nvm_admitted(pid, true);
+        self.policy.observe(Event::NvmAdmitted { pid, on_eviction: true });
         Ok(Entry::Nvm(n))
     }
 
@@ -2341,7 +2364,7 @@ impl BufferManager {
         if nvm_frame != NO_NVM_FRAME {
             nvm.write_page(nvm_frame, pid, &self.stored_image(g.frame(), g), false, lsn)?;
             self.count_page_to_nvm();
-            self.policy.nvm_admitted(pid, true);
+            self.policy.observe(Event::NvmAdmitted { pid, on_eviction: true });
             return Ok(Entry::Nvm(nvm_frame));
         }
         // 3. Else a new frame, if there is one to have.
@@ -2352,7 +2375,7 @@ impl BufferManager {
         }
         self.count_page_to_nvm();
         self.counters.bump(Count::NvmAdmissions);
-        self.policy.nvm_admitted(pid, true);
+        self.policy.observe(Event::NvmAdmitted { pid, on_eviction: true });
         Ok(Entry::Nvm(n))
     }
 
@@ -2369,7 +2392,7 @@ impl BufferManager {
             // restart, so its header is cleared (not in a volatile pool, which no
             // restart reuses: a removal there writes nothing to NVM).
             nvm.release(nvm_frame)?;
-            self.policy.nvm_evicted(pid);
+            self.policy.observe(Event::NvmLeft(pid));
         }
         Ok(Entry::Empty)
     }
@@ -2405,7 +2428,7 @@ impl BufferManager {
             return Ok(None);
         };
         let mut sweep = Vec::new();
-        if self.policy.nvm_sweep(&self.tiers, &mut sweep) {
+        if self.policy.nvm_victims(&self.tiers, &mut sweep) {
             if sweep.is_empty() {
                 return Ok(None);
             }
@@ -2427,7 +2450,7 @@ impl BufferManager {
                 page_lsn: 0,
                 last_flush_lsn: 0,
             };
-            match self.policy.nvm_victim(&info, &self.tiers) {
+            match self.policy.victim(Pool::Nvm, &info, &self.tiers) {
                 Victim::SecondChance => {
                     nvm.clear_referenced(n);
                     continue;
@@ -2472,7 +2495,7 @@ impl BufferManager {
             self.table.set(pid, Entry::Nvm(n));
             return Err(e);
         }
-        self.policy.nvm_evicted(pid);
+        self.policy.observe(Event::NvmLeft(pid));
         self.counters.bump(Count::NvmEvictions);
         self.table.set(pid, Entry::Empty);
         Ok(())
@@ -2529,7 +2552,7 @@ impl BufferManager {
         {
             let mut notes = log.map(|_| self.flush_notes.lock());
             for pid in pids {
-                self.policy.page_flushed(pid, lsn);
+                self.policy.observe(Event::Flushed { pid, flush_lsn: lsn });
                 if let Some(notes) = notes.as_mut() {
                     notes.push((pid, lsn));
                     if notes.len() >= FLUSH_NOTES_PER_RECORD {
@@ -2601,7 +2624,7 @@ impl BufferManager {
             .next_pid
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n <= cap).then_some(n + 1))
             .map_err(|_| self.full_error())?;
-        self.policy.database_size(n);
+        self.policy.observe(Event::DatabaseSize(n));
         Ok(PageId(n))
     }
 
@@ -2984,7 +3007,7 @@ impl PageSource for BufferManager {
                 return Err(e.into());
             }
         }
-        self.policy.page_freed(pid);
+        self.policy.observe(Event::Freed(pid));
         meta.pid.store(NO_PAGE, Ordering::Relaxed);
         meta.nvm.store(NO_NVM_FRAME, Ordering::Relaxed);
         meta.dirty.store(false, Ordering::Relaxed);

@@ -6,7 +6,6 @@
 //!   and a [`policy`] that answers every question of the page life cycle;
 //! - [`frame`], [`latch`], [`table`], [`nvm_pool`]: its parts.
 
-pub mod counters;
 pub mod direct;
 pub mod frame;
 pub mod latch;
@@ -14,13 +13,12 @@ pub mod manager;
 pub mod memory;
 pub mod nvm_pool;
 pub mod page_crc;
-pub mod policy;
-pub mod recorder;
 pub mod source;
 pub mod table;
 pub mod techniques;
 
-pub use counters::BufferStats;
+pub use crate::counters::{self, BufferStats};
+pub use crate::{policy, recorder};
 pub use direct::{DirectConfig, DirectRestart, NvmDirect};
 pub use frame::{FrameId, FrameOptimistic, FramePool, FrameRead, FrameWrite};
 pub use manager::{BufferConfig, BufferInfo, BufferManager, ProviderReport, Residency, RestartInfo, TierStats};
@@ -108,6 +106,9 @@ pub enum BufferError {
         /// The first failure, which stopped it.
         what: String,
     },
+    /// A placement policy's name or parameters were refused.
+    #[error(transparent)]
+    Policy(#[from] crate::policy::PolicyError),
     /// A buffer configuration that cannot work.
     #[error("buffer configuration: {what}")]
     Config {

@@ -344,7 +344,7 @@ impl BufferManager {
         //    than the policy's bound are written to SSD and stay in NVM, clean: the log
         //    they keep is bounded (`Policy::nvm_keep_checkpoints`).
         if let Some(nvm) = &self.nvm
-            && self.policy.nvm_durable_cache()
+            && self.shape.nvm_durable_cache
         {
             for n in 0..nvm.len() as u32 {
                 let latch = nvm.latch(n);
@@ -511,10 +511,10 @@ impl BufferManager {
     /// the log's end at the start of the checkpoint `keep` before this one. `None`: no
     /// bound (another policy, an unbounded one, no log, or too few checkpoints yet).
     fn nvm_flush_bound(&self) -> Option<u64> {
-        if self.nvm.is_none() || !self.policy.nvm_durable_cache() {
+        if self.nvm.is_none() || !self.shape.nvm_durable_cache {
             return None;
         }
-        let keep = self.policy.nvm_keep_checkpoints()? as usize;
+        let keep = self.shape.nvm_keep_checkpoints? as usize;
         let end = self.log.get().map_or(0, |l| l.end_lsn());
         if end == 0 {
             return None;
@@ -548,7 +548,7 @@ impl BufferManager {
         if dirty.is_empty() {
             return Default::default();
         }
-        self.policy.checkpoint_admissions(&dirty).into_iter().map(|p| p.0).collect()
+        self.policy.checkpoint_to_nvm(&dirty).into_iter().map(|p| p.0).collect()
     }
 
     /// Checkpoint-based admission of the page in DRAM frame `f`: evicted to NVM (dirty

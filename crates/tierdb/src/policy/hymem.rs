@@ -15,7 +15,7 @@ use std::collections::{HashMap, VecDeque};
 
 use parking_lot::Mutex;
 
-use super::{EvictTo, MissTarget, NvmAccess, PageInfo, Policy, Tiers};
+use super::{Event, EvictTo, MissTarget, NvmAccess, PageInfo, Policy, Tiers};
 use crate::ids::PageId;
 
 /// The admission set: a FIFO-bounded set of page ids. `order` may hold stale entries
@@ -112,8 +112,10 @@ impl Policy for Hymem {
         EvictTo::Ssd
     }
 
-    fn page_freed(&self, pid: PageId) {
-        self.set.lock().members.remove(&pid);
+    fn observe(&self, event: Event) {
+        if let Event::Freed(pid) = event {
+            self.set.lock().members.remove(&pid);
+        }
     }
 }
 

@@ -14,10 +14,11 @@
 
 use std::fmt;
 use std::str::FromStr;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
 
-use crate::buffer::BufferError;
+use super::PolicyError;
 
 /// The smallest probability a tuner moves a knob to (the paper sweeps down to 0.001);
 /// zero is allowed when set by hand.
@@ -63,10 +64,10 @@ impl MigrationKnobs {
     ///
     /// # Errors
     /// `Config` naming the knob that is not in `[0, 1]`.
-    pub fn validate(self) -> Result<MigrationKnobs, BufferError> {
+    pub fn validate(self) -> Result<MigrationKnobs, PolicyError> {
         for (name, v) in ["dr", "dw", "nr", "nw"].into_iter().zip(self.to_array()) {
             if !(0.0..=1.0).contains(&v) {
-                return Err(BufferError::Config { what: format!("spitfire knob {name} = {v} is not in [0, 1]") });
+                return Err(PolicyError::Config { what: format!("spitfire knob {name} = {v} is not in [0, 1]") });
             }
         }
         Ok(self)
@@ -76,6 +77,42 @@ impl MigrationKnobs {
     pub fn preset(name: &str) -> Option<MigrationKnobs> {
         let name = name.to_ascii_lowercase();
         PRESETS.iter().find(|(n, _)| *n == name).map(|(_, k)| *k)
+    }
+}
+
+/// Knobs that change while the engine runs: four `f64`s kept as bits in atomics. The
+/// policy reads them at every decision; the online tuner sets them between epochs
+/// through the buffer manager, which holds the same cell (a policy's
+/// [`Shape::knobs`](super::Shape::knobs)).
+#[derive(Debug)]
+pub struct KnobCell {
+    knobs: [AtomicU64; 4],
+}
+
+impl KnobCell {
+    /// A cell holding `knobs` (taken as given).
+    pub fn new(knobs: MigrationKnobs) -> KnobCell {
+        KnobCell { knobs: knobs.to_array().map(|k| AtomicU64::new(k.to_bits())) }
+    }
+
+    /// One knob, in the order dr, dw, nr, nw.
+    #[inline]
+    pub fn knob(&self, i: usize) -> f64 {
+        f64::from_bits(self.knobs[i].load(Ordering::Relaxed))
+    }
+
+    /// The four knobs now.
+    pub fn get(&self) -> MigrationKnobs {
+        MigrationKnobs::from_array(std::array::from_fn(|i| self.knob(i)))
+    }
+
+    /// Sets the four knobs; each is swapped atomically, so a decision made meanwhile
+    /// may see some old and some new.
+    pub fn set(&self, knobs: MigrationKnobs) {
+        for (cell, k) in self.knobs.iter().zip(knobs.to_array()) {
+            debug_assert!((0.0..=1.0).contains(&k), "knob {k} is not a probability");
+            cell.store(k.to_bits(), Ordering::Relaxed);
+        }
     }
 }
 
@@ -92,14 +129,14 @@ impl fmt::Display for MigrationKnobs {
 }
 
 impl FromStr for MigrationKnobs {
-    type Err = BufferError;
+    type Err = PolicyError;
 
     /// A preset name, or `dr=X,dw=X,nr=X,nw=X` (knobs left out stay 1).
-    fn from_str(s: &str) -> Result<MigrationKnobs, BufferError> {
+    fn from_str(s: &str) -> Result<MigrationKnobs, PolicyError> {
         if let Some(k) = MigrationKnobs::preset(s.trim()) {
             return Ok(k);
         }
-        let bad = |why: String| BufferError::Config {
+        let bad = |why: String| PolicyError::Config {
             what: format!(
                 "spitfire knobs {s:?}: {why}; expected a preset ({}) or dr=X,dw=X,nr=X,nw=X",
                 PRESETS.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")

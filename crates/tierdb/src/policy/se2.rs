@@ -5,7 +5,7 @@
 //! made on a private copy and reaches NVM only when the slot is written back. Pages
 //! leaving DRAM go back to their NVM frame (the database file; there is no SSD).
 
-use super::{EvictTo, MissTarget, NvmAccess, PageInfo, Policy, Tiers};
+use super::{EvictTo, MissTarget, NvmAccess, PageInfo, Policy, Shape, Tiers};
 
 /// The `se2` policy: reads are served in place in NVM, writes migrate the page to DRAM,
 /// and DRAM victims go back to NVM. Stateless.
@@ -28,7 +28,7 @@ impl Policy for Se2 {
         EvictTo::Nvm
     }
 
-    fn may_access_in_place(&self) -> bool {
-        true
+    fn shape(&self) -> Shape {
+        Shape { in_place: true, ..Shape::default() }
     }
 }

@@ -12,17 +12,25 @@
 //!    NVM ([`MissTarget`]);
 //! 2. [`Policy::nvm_access`] — an access to an NVM-resident page migrates it to DRAM or
 //!    is served in place in NVM ([`NvmAccess`]);
-//! 3. [`Policy::dram_victim`] — the clock hand offers a DRAM frame: evict it or not;
+//! 3. [`Policy::victim`] with [`Pool::Dram`] — the clock hand offers a DRAM frame: evict
+//!    it or not;
 //! 4. [`Policy::dram_eviction`] — the evicted page goes to NVM, to SSD (dropped if
 //!    clean), or to SSD with a clean copy in NVM ([`EvictTo`]);
-//! 5. [`Policy::nvm_victim`] — the NVM clock hand offers a frame: evict it or not; or,
-//!    for a policy that picks NVM victims itself, [`Policy::nvm_sweep`].
+//! 5. [`Policy::victim`] with [`Pool::Nvm`] — the NVM clock hand offers a frame: evict it
+//!    or not; or, for a policy that picks NVM victims itself, [`Policy::nvm_victims`].
+//!
+//! A checkpoint asks one more ([`Policy::checkpoint_to_nvm`]); [`Policy::observe`] tells
+//! the policy what happened to pages ([`Event`]).
 //!
 //! A policy may run NVM as a volatile cache of clean SSD pages
-//! ([`Policy::nvm_clean_only`], `nvcache`): the manager then never writes a dirty page
+//! ([`Shape::nvm_clean_only`], `nvcache`): the manager then never writes a dirty page
 //! to NVM and formats the pool on open. It may keep DRAM and NVM disjoint
-//! ([`Policy::nvm_disjoint`]) and NVM a durable cache across checkpoints
-//! ([`Policy::nvm_durable_cache`]), as `nvsql` does.
+//! ([`Shape::nvm_disjoint`]) and NVM a durable cache across checkpoints
+//! ([`Shape::nvm_durable_cache`]), as `nvsql` does: a policy's [`Shape`] says so, read
+//! once at open.
+//!
+//! The module imports only identifiers and limits: the simulator (`tierdb-sim`) runs
+//! these policies without the buffer manager.
 
 pub mod eager;
 pub mod hymem;
@@ -34,13 +42,27 @@ pub mod spitfire;
 
 pub use eager::Eager;
 pub use hymem::Hymem;
-pub use knobs::MigrationKnobs;
+pub use knobs::{KnobCell, MigrationKnobs};
 pub use nvcache::{Nvcache, NvcacheConfig, NvmCacheStats, ObpCount, ObpMode};
 pub use nvsql::{Nvsql, NvsqlAdmission, NvsqlConfig, NvsqlReplacement, NvsqlStats};
 pub use se2::Se2;
 pub use spitfire::Spitfire;
 
+use std::sync::Arc;
+
 use crate::ids::PageId;
+
+/// Errors of the policy layer: a policy name or parameters that do not parse.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PolicyError {
+    /// An unknown policy, or knobs or parameters that are not valid.
+    #[error("policy configuration: {what}")]
+    Config {
+        /// What is wrong and what is accepted.
+        what: String,
+    },
+}
 
 /// What a policy may know of a page.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,7 +84,7 @@ pub struct PageInfo {
     /// The last-flush LSN the page's SSD copy carried when it was read into this frame
     /// (the log's LSN when it was written to SSD, kept in its seal; 0: unknown, or not
     /// read from SSD). As above; `nvsql` also records later flushes itself
-    /// ([`Policy::page_flushed`]).
+    /// ([`Event::Flushed`]).
     pub last_flush_lsn: u64,
 }
 
@@ -135,10 +157,99 @@ pub enum EvictTo {
     SsdAndNvm,
 }
 
+/// The pool a clock hand walks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pool {
+    /// The DRAM frames.
+    Dram,
+    /// The NVM frames.
+    Nvm,
+}
+
+/// What a policy is, read once when a page source opens: how the mechanism must run
+/// around it. Everything defaults to off.
+#[derive(Clone, Debug, Default)]
+pub struct Shape {
+    /// [`Policy::nvm_access`] may answer `InPlace` (the buffer manager asks whole-page
+    /// reads only then).
+    pub in_place: bool,
+    /// NVM holds only clean copies of SSD pages, as a volatile cache (`nvcache`): the
+    /// manager never writes a dirty page there (no bulk-load placement, no write-back
+    /// to NVM) and formats the pool on open instead of reusing it.
+    pub nvm_clean_only: bool,
+    /// DRAM and NVM are disjoint (`nvsql`): a page a whole-page fix copies from NVM into
+    /// DRAM gives up its NVM frame (its DRAM copy is dirty if the frame was), so that a
+    /// page is in one of the two. Off: the NVM frame stays as the page's older copy.
+    pub nvm_disjoint: bool,
+    /// NVM is a durable cache (`nvsql`): a checkpoint leaves dirty pages in NVM instead
+    /// of writing them to SSD, and the log is kept back to their oldest change
+    /// ([`BufferManager::oldest_unflushed_lsn`](crate::buffer::BufferManager::oldest_unflushed_lsn)).
+    pub nvm_durable_cache: bool,
+    /// For a durable NVM cache: how many checkpoints a change may stay in NVM only. A
+    /// checkpoint writes to SSD (leaving them in NVM, clean) the dirty NVM pages whose
+    /// recovery LSN is older than the start of the checkpoint that many before it, which
+    /// bounds the log kept for them. `None`: unbounded.
+    pub nvm_keep_checkpoints: Option<u32>,
+    /// The migration knobs of a probabilistic policy (`spitfire`): the lever the online
+    /// tuner moves while the engine runs. `None` for a policy without knobs.
+    pub knobs: Option<Arc<KnobCell>>,
+}
+
+/// Something that happened to a page, which a policy may track
+/// ([`Policy::observe`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// The page left NVM (evicted or released).
+    NvmLeft(PageId),
+    /// The page was written into NVM as a new copy or over its stale one: on a read from
+    /// SSD (`on_eviction` false) or on its eviction from DRAM.
+    NvmAdmitted {
+        /// The page.
+        pid: PageId,
+        /// It came from a DRAM eviction (else from an SSD read).
+        on_eviction: bool,
+    },
+    /// The page was freed.
+    Freed(PageId),
+    /// The page was written to SSD when the log's LSN was `flush_lsn` (0: no log):
+    /// every write — a DRAM eviction, an NVM eviction, a checkpoint, a page leaving NVM.
+    /// `nvsql`'s last-flush LSN.
+    Flushed {
+        /// The page.
+        pid: PageId,
+        /// The log's LSN at the write.
+        flush_lsn: u64,
+    },
+    /// The database spans this many pages (its file's size): at open and whenever it
+    /// grows.
+    DatabaseSize(u64),
+}
+
+/// A policy's own counters ([`Policy::stats`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub enum PolicyStats {
+    /// The policy keeps none.
+    #[default]
+    None,
+    /// A policy that runs NVM as a cache (`nvcache`).
+    Cache(NvmCacheStats),
+    /// `nvsql`'s admission and NVM replacement.
+    Nvsql(NvsqlStats),
+}
+
 /// A placement policy. Implementations are `Send + Sync` and cheap to call.
+///
+/// Five questions of the page life cycle (the module documentation lists them), one of
+/// the checkpoint, one hook that observes what happened to pages, and two descriptions:
+/// its [`Shape`] (read once at open) and its counters.
 pub trait Policy: Send + Sync {
     /// The policy's name as reported ([`POLICY_NAMES`] lists the selectable ones).
     fn name(&self) -> &'static str;
+
+    /// How the mechanism must run around this policy; read once at open.
+    fn shape(&self) -> Shape {
+        Shape::default()
+    }
 
     /// Question 1: where a page that neither DRAM nor NVM holds goes when it is read
     /// from SSD.
@@ -148,8 +259,9 @@ pub trait Policy: Send + Sync {
     /// served in place; `write` is true for an exclusive fix.
     fn nvm_access(&self, page: &PageInfo, write: bool, tiers: &Tiers) -> NvmAccess;
 
-    /// Clock (second chance) unless overridden.
-    fn dram_victim(&self, page: &PageInfo, _tiers: &Tiers) -> Victim {
+    /// Questions 3 and 5: the clock hand of `pool` offers a frame. Clock (second
+    /// chance) unless overridden.
+    fn victim(&self, _pool: Pool, page: &PageInfo, _tiers: &Tiers) -> Victim {
         if page.referenced { Victim::SecondChance } else { Victim::Evict }
     }
 
@@ -159,100 +271,29 @@ pub trait Policy: Send + Sync {
     /// frame).
     fn dram_eviction(&self, page: &PageInfo, tiers: &Tiers) -> EvictTo;
 
-    /// Clock (second chance) unless overridden.
-    fn nvm_victim(&self, page: &PageInfo, _tiers: &Tiers) -> Victim {
-        if page.referenced { Victim::SecondChance } else { Victim::Evict }
-    }
-
-    /// A page left NVM (evicted or released).
-    fn nvm_evicted(&self, _pid: PageId) {}
-
-    /// A page was freed; forget it.
-    fn page_freed(&self, _pid: PageId) {}
-
-    /// Page `pid` was written to SSD when the log's LSN was `flush_lsn` (0: no log):
-    /// every write — a DRAM eviction, an NVM eviction, a checkpoint, a page leaving
-    /// NVM. `nvsql`'s last-flush LSN.
-    fn page_flushed(&self, _pid: PageId, _flush_lsn: u64) {}
-
-    /// True if [`nvm_access`](Self::nvm_access) may answer `InPlace` (the buffer
-    /// manager asks whole-page reads only then).
-    fn may_access_in_place(&self) -> bool {
+    /// Question 5, for a policy that picks NVM victims itself: the NVM pool is full and
+    /// a frame is needed. Such a policy appends the pages to evict, in order, to `out`
+    /// (perhaps none: a veto) and returns true; the manager evicts those that are in NVM
+    /// only and does not run its clock. False (the default): the clock asks
+    /// [`victim`](Self::victim) with [`Pool::Nvm`].
+    fn nvm_victims(&self, _tiers: &Tiers, _out: &mut Vec<PageId>) -> bool {
         false
     }
 
-    /// The migration knobs of a probabilistic policy (`spitfire`), `None` for others.
-    fn knobs(&self) -> Option<MigrationKnobs> {
-        None
-    }
-
-    /// Sets the migration knobs at run time (the online tuner's lever). Returns false
-    /// if the policy has none.
-    fn set_knobs(&self, _knobs: MigrationKnobs) -> bool {
-        false
-    }
-
-    /// NVM holds only clean copies of SSD pages, as a volatile cache: the manager never
-    /// writes a dirty page there (no bulk-load placement, no write-back to NVM) and
-    /// formats the pool on open instead of reusing it.
-    fn nvm_clean_only(&self) -> bool {
-        false
-    }
-
-    /// DRAM and NVM are disjoint (`nvsql`): a page a whole-page fix copies from NVM into
-    /// DRAM gives up its NVM frame (its DRAM copy is dirty if the frame was), so that a
-    /// page is in one of the two. False (the default): the NVM frame stays as the
-    /// page's older copy.
-    fn nvm_disjoint(&self) -> bool {
-        false
-    }
-
-    /// NVM is a durable cache (`nvsql`): a checkpoint leaves dirty pages in NVM instead
-    /// of writing them to SSD, and the log is kept back to their oldest change
-    /// ([`BufferManager::oldest_unflushed_lsn`](crate::buffer::BufferManager::oldest_unflushed_lsn)).
-    fn nvm_durable_cache(&self) -> bool {
-        false
-    }
-
-    /// For a durable NVM cache: how many checkpoints a change may stay in NVM only. A
-    /// checkpoint writes to SSD (leaving them in NVM, clean) the dirty NVM pages whose
-    /// recovery LSN is older than the start of the checkpoint that many before it, which
-    /// bounds the log kept for them. `None` (the default): unbounded.
-    fn nvm_keep_checkpoints(&self) -> Option<u32> {
-        None
-    }
-
-    /// Checkpoint-based admission (NV-SQL §4.3): of the dirty DRAM pages (page, first-
-    /// update LSN) a checkpoint is about to write to SSD, those it moves to NVM instead
-    /// (durable there). Empty (the default): none.
-    fn checkpoint_admissions(&self, _dirty: &[(PageId, u64)]) -> Vec<PageId> {
+    /// The checkpoint's question: of the dirty DRAM pages (page, first-update LSN) a
+    /// checkpoint is about to write to SSD, those it moves to NVM instead (durable
+    /// there; NV-SQL §4.3's checkpoint-based admission). Empty (the default): none.
+    fn checkpoint_to_nvm(&self, _dirty: &[(PageId, u64)]) -> Vec<PageId> {
         Vec::new()
     }
 
-    /// The NVM pool is full and a frame is needed. A policy that chooses NVM victims
-    /// itself appends the pages to evict, in order, to `out` (perhaps none: a veto) and
-    /// returns true; the manager evicts those that are in NVM only and does not run its
-    /// clock. False (the default): the clock asks [`nvm_victim`](Self::nvm_victim).
-    fn nvm_sweep(&self, _tiers: &Tiers, _out: &mut Vec<PageId>) -> bool {
-        false
-    }
+    /// Something happened to a page ([`Event`]); a policy that tracks pages updates
+    /// itself. Ignored by default.
+    fn observe(&self, _event: Event) {}
 
-    /// A page was written into NVM as a new copy or over its stale one: on a read from
-    /// SSD (`on_eviction` false) or on its eviction from DRAM.
-    fn nvm_admitted(&self, _pid: PageId, _on_eviction: bool) {}
-
-    /// The database spans `pages` pages (its file's size): called at open and whenever
-    /// it grows.
-    fn database_size(&self, _pages: u64) {}
-
-    /// Counters of a policy that runs NVM as a cache (`None` for the others).
-    fn cache_stats(&self) -> Option<NvmCacheStats> {
-        None
-    }
-
-    /// Counters of `nvsql`'s admission and NVM replacement (`None` for the others).
-    fn nvsql_stats(&self) -> Option<NvsqlStats> {
-        None
+    /// The policy's own counters.
+    fn stats(&self) -> PolicyStats {
+        PolicyStats::None
     }
 }
 
@@ -273,7 +314,7 @@ pub fn by_name(
     admission_set_pages: usize,
     nvcache: &NvcacheConfig,
     seed: u64,
-) -> Result<Box<dyn Policy>, super::BufferError> {
+) -> Result<Box<dyn Policy>, PolicyError> {
     let (base, args) = match name.split_once(':') {
         Some((b, a)) => (b, Some(a)),
         None => (name, None),
@@ -283,7 +324,7 @@ pub fn by_name(
         ("hymem", None) => Ok(Box::new(Hymem::new(admission_set_pages))),
         ("se2", None) => Ok(Box::new(Se2)),
         ("nvcache", None) => {
-            nvcache.validate().map_err(|what| super::BufferError::Config { what })?;
+            nvcache.validate().map_err(|what| PolicyError::Config { what })?;
             Ok(Box::new(Nvcache::new(nvcache.clone())))
         }
         ("nvsql", args) => {
@@ -294,7 +335,7 @@ pub fn by_name(
             let knobs = knobs.map(str::parse).transpose()?.unwrap_or(MigrationKnobs::EAGER);
             Ok(Box::new(Spitfire::new(knobs, seed)))
         }
-        _ => Err(super::BufferError::Config {
+        _ => Err(PolicyError::Config {
             what: format!(
                 "unknown policy {name:?}; known: {} (spitfire:KNOBS with a preset eager, a–d, or dr=X,dw=X,nr=X,nw=X)",
                 POLICY_NAMES.join(", ")

@@ -43,8 +43,8 @@ use std::str::FromStr;
 use parking_lot::Mutex;
 use serde::Serialize;
 
-use super::{EvictTo, MissTarget, NvmAccess, PageInfo, Policy, Tiers, Victim};
-use crate::buffer::BufferError;
+use super::PolicyError;
+use super::{Event, EvictTo, MissTarget, NvmAccess, PageInfo, Policy, PolicyStats, Pool, Shape, Tiers, Victim};
 use crate::ids::PageId;
 use crate::limits::{
     NVSQL_INTERVAL_PERCENT_DEFAULT, NVSQL_KEEP_CHECKPOINTS_DEFAULT, NVSQL_NEW_SUBLIST_PERCENT,
@@ -132,9 +132,9 @@ impl fmt::Display for NvsqlConfig {
 }
 
 impl FromStr for NvsqlConfig {
-    type Err = BufferError;
-    fn from_str(s: &str) -> Result<NvsqlConfig, BufferError> {
-        let bad = |what: String| BufferError::Config { what: format!("nvsql:{s}: {what}") };
+    type Err = PolicyError;
+    fn from_str(s: &str) -> Result<NvsqlConfig, PolicyError> {
+        let bad = |what: String| PolicyError::Config { what: format!("nvsql:{s}: {what}") };
         let (mut admit, mut pct, mut lsns) = ("interval", NVSQL_INTERVAL_PERCENT_DEFAULT, None);
         let mut cfg = NvsqlConfig::default();
         for kv in s.split(',').filter(|kv| !kv.is_empty()) {
@@ -554,23 +554,17 @@ impl Policy for Nvsql {
         NvmAccess::InPlace
     }
 
-    fn may_access_in_place(&self) -> bool {
-        true
+    fn shape(&self) -> Shape {
+        Shape {
+            in_place: true,
+            nvm_disjoint: true,
+            nvm_durable_cache: true,
+            nvm_keep_checkpoints: self.cfg.keep_checkpoints,
+            ..Shape::default()
+        }
     }
 
-    fn nvm_disjoint(&self) -> bool {
-        true
-    }
-
-    fn nvm_durable_cache(&self) -> bool {
-        true
-    }
-
-    fn nvm_keep_checkpoints(&self) -> Option<u32> {
-        self.cfg.keep_checkpoints
-    }
-
-    fn checkpoint_admissions(&self, dirty: &[(PageId, u64)]) -> Vec<PageId> {
+    fn checkpoint_to_nvm(&self, dirty: &[(PageId, u64)]) -> Vec<PageId> {
         self.checkpoint_selection(dirty)
     }
 
@@ -589,18 +583,38 @@ impl Policy for Nvsql {
         if self.admit(page) { EvictTo::Nvm } else { EvictTo::Ssd }
     }
 
-    fn nvm_victim(&self, _page: &PageInfo, _tiers: &Tiers) -> Victim {
-        Victim::Evict
+    /// Clock in DRAM; in NVM (not asked: [`Policy::nvm_victims`] picks) every frame.
+    fn victim(&self, pool: Pool, page: &PageInfo, _tiers: &Tiers) -> Victim {
+        match pool {
+            Pool::Dram if page.referenced => Victim::SecondChance,
+            Pool::Dram | Pool::Nvm => Victim::Evict,
+        }
     }
 
-    fn nvm_sweep(&self, tiers: &Tiers, out: &mut Vec<PageId>) -> bool {
+    fn nvm_victims(&self, tiers: &Tiers, out: &mut Vec<PageId>) -> bool {
         let mut st = self.state.lock();
         st.list.resize(tiers.nvm_frames);
         st.list.victims(1, out);
         true
     }
 
-    fn nvm_admitted(&self, pid: PageId, _on_eviction: bool) {
+    fn observe(&self, event: Event) {
+        match event {
+            Event::NvmAdmitted { pid, .. } => self.admitted(pid),
+            Event::NvmLeft(pid) => self.nvm_left(pid),
+            Event::Flushed { pid, flush_lsn } => self.flushed(pid, flush_lsn),
+            Event::Freed(pid) => self.freed(pid),
+            Event::DatabaseSize(_) => {}
+        }
+    }
+
+    fn stats(&self) -> PolicyStats {
+        PolicyStats::Nvsql(Nvsql::stats(self))
+    }
+}
+
+impl Nvsql {
+    fn admitted(&self, pid: PageId) {
         let mut st = self.state.lock();
         if st.list.sublist(pid).is_none() {
             st.stats.entered_old += 1;
@@ -609,7 +623,7 @@ impl Policy for Nvsql {
         st.list.insert(pid);
     }
 
-    fn nvm_evicted(&self, pid: PageId) {
+    fn nvm_left(&self, pid: PageId) {
         let mut st = self.state.lock();
         if st.list.sublist(pid).is_some() {
             st.stats.evicted += 1;
@@ -620,18 +634,14 @@ impl Policy for Nvsql {
         st.list.forget(pid);
     }
 
-    fn nvsql_stats(&self) -> Option<NvsqlStats> {
-        Some(self.stats())
-    }
-
-    fn page_flushed(&self, pid: PageId, flush_lsn: u64) {
+    fn flushed(&self, pid: PageId, flush_lsn: u64) {
         let mut st = self.state.lock();
         // Without a log (LSN 0) the clock is the count of dirty evictions.
         let now = if flush_lsn == 0 { st.dirty_evictions } else { flush_lsn };
         st.last_flush.entry(pid).and_modify(|l| *l = (*l).max(now)).or_insert(now);
     }
 
-    fn page_freed(&self, pid: PageId) {
+    fn freed(&self, pid: PageId) {
         let mut st = self.state.lock();
         st.list.forget(pid);
         st.been_new.remove(&pid);
@@ -714,9 +724,9 @@ mod tests {
         // First stays: never flushed before, interval = first-update LSN (long). The
         // buffer manager then writes them and reports the log's LSN at the write.
         assert_eq!(p.dram_eviction(&dirty(1, 1000, 1010), &tiers()), EvictTo::Ssd);
-        p.page_flushed(PageId(1), 1010);
+        p.observe(Event::Flushed { pid: PageId(1), flush_lsn: 1010 });
         assert_eq!(p.dram_eviction(&dirty(2, 1005, 1020), &tiers()), EvictTo::Ssd);
-        p.page_flushed(PageId(2), 1020);
+        p.observe(Event::Flushed { pid: PageId(2), flush_lsn: 1020 });
         // Page 1 updated again at 1040 (interval 30), page 2 at 1500 (interval 480).
         assert_eq!(p.dram_eviction(&dirty(1, 1040, 1045), &tiers()), EvictTo::Nvm);
         assert_eq!(p.dram_eviction(&dirty(2, 1500, 1501), &tiers()), EvictTo::Ssd);
@@ -748,7 +758,7 @@ mod tests {
         assert!(!p.admit(&dirty(501, lsn + 900, lsn + 900)));
         // A rejection records nothing: the write that follows does.
         assert_eq!(p.state.lock().last_flush[&PageId(501)], lsn);
-        p.page_flushed(PageId(501), lsn + 950);
+        p.observe(Event::Flushed { pid: PageId(501), flush_lsn: lsn + 950 });
         assert_eq!(p.state.lock().last_flush[&PageId(501)], lsn + 950);
     }
 
@@ -758,18 +768,18 @@ mod tests {
     fn a_checkpoint_write_moves_the_last_flush() {
         let p =
             Nvsql::new(NvsqlConfig { admission: NvsqlAdmission::FixedInterval { lsns: 50 }, ..Default::default() }, 8);
-        p.page_flushed(PageId(1), 1_000); // evicted to SSD at log LSN 1000
+        p.observe(Event::Flushed { pid: PageId(1), flush_lsn: 1_000 }); // evicted to SSD at log LSN 1000
         // Re-updated at 5000 without a checkpoint in between: interval 4000, rejected.
         assert_eq!(p.interval(&dirty(1, 5_000, 5_010)), 4_000);
         // A checkpoint wrote it at 4980 (the page stayed in DRAM, clean): interval 20.
-        p.page_flushed(PageId(1), 4_980);
+        p.observe(Event::Flushed { pid: PageId(1), flush_lsn: 4_980 });
         assert_eq!(p.interval(&dirty(1, 5_000, 5_010)), 20);
         assert_eq!(p.dram_eviction(&dirty(1, 5_000, 5_010), &tiers()), EvictTo::Nvm);
         // An older report (a write racing the checkpoint's) does not move it back.
-        p.page_flushed(PageId(1), 3_000);
+        p.observe(Event::Flushed { pid: PageId(1), flush_lsn: 3_000 });
         assert_eq!(p.interval(&dirty(1, 5_000, 5_010)), 20);
         // An NVM eviction writes it at 9000: the next interval runs from there.
-        p.page_flushed(PageId(1), 9_000);
+        p.observe(Event::Flushed { pid: PageId(1), flush_lsn: 9_000 });
         assert_eq!(p.interval(&dirty(1, 9_030, 9_040)), 30);
     }
 
@@ -780,7 +790,7 @@ mod tests {
     fn after_a_restart_the_seal_gives_the_last_flush() {
         let before =
             Nvsql::new(NvsqlConfig { admission: NvsqlAdmission::FixedInterval { lsns: 50 }, ..Default::default() }, 8);
-        before.page_flushed(PageId(7), 70_000);
+        before.observe(Event::Flushed { pid: PageId(7), flush_lsn: 70_000 });
         drop(before); // the restart: the DRAM map is gone
         let after =
             Nvsql::new(NvsqlConfig { admission: NvsqlAdmission::FixedInterval { lsns: 50 }, ..Default::default() }, 8);
@@ -791,7 +801,7 @@ mod tests {
         assert_eq!(after.dram_eviction(&sealed, &tiers()), EvictTo::Nvm);
         assert_eq!(after.dram_eviction(&unknown, &tiers()), EvictTo::Ssd);
         // A flush in this run that is newer than the seal's wins.
-        after.page_flushed(PageId(7), 70_030);
+        after.observe(Event::Flushed { pid: PageId(7), flush_lsn: 70_030 });
         assert_eq!(after.interval(&sealed), 10);
     }
 
@@ -870,16 +880,16 @@ mod tests {
     #[test]
     fn the_policy_feeds_the_list() {
         let p = Nvsql::new(NvsqlConfig::default(), 8);
-        p.nvm_admitted(PageId(1), true);
-        p.nvm_admitted(PageId(2), true);
+        p.observe(Event::NvmAdmitted { pid: PageId(1), on_eviction: true });
+        p.observe(Event::NvmAdmitted { pid: PageId(2), on_eviction: true });
         let info = |pid| PageInfo { nvm_copy: true, ..dirty(pid, 0, 0) };
         assert_eq!(p.nvm_access(&info(1), true, &tiers()), NvmAccess::InPlace);
         let mut v = Vec::new();
-        assert!(p.nvm_sweep(&tiers(), &mut v));
+        assert!(p.nvm_victims(&tiers(), &mut v));
         assert_eq!(v, vec![PageId(2)]);
-        p.nvm_evicted(PageId(2));
+        p.observe(Event::NvmLeft(PageId(2)));
         v.clear();
-        p.nvm_sweep(&tiers(), &mut v);
+        p.nvm_victims(&tiers(), &mut v);
         assert_eq!(v, vec![PageId(1)]);
         assert_eq!(p.ssd_miss(&info(3), &tiers()), MissTarget::Dram);
     }
@@ -892,7 +902,7 @@ mod tests {
             let cfg = NvsqlConfig { replacement, ..NvsqlConfig::default() };
             let p = Nvsql::new(cfg, 8);
             for pid in 1..=3 {
-                p.nvm_admitted(PageId(pid), true);
+                p.observe(Event::NvmAdmitted { pid: PageId(pid), on_eviction: true });
             }
             let info = |pid| PageInfo { nvm_copy: true, ..dirty(pid, 0, 0) };
             p.nvm_access(&info(1), true, &tiers()); // old → new (an update)
@@ -901,7 +911,7 @@ mod tests {
             p.nvm_access(&info(2), false, &tiers()); // a read: promotes only without the rule
             p.nvm_access(&info(3), true, &tiers());
             for pid in 1..=3 {
-                p.nvm_evicted(PageId(pid));
+                p.observe(Event::NvmLeft(PageId(pid)));
             }
             p.stats()
         };

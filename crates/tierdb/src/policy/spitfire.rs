@@ -13,14 +13,16 @@
 //!   has an NVM frame goes back to it;
 //! - clock (second chance) picks victims in both pools.
 //!
-//! The knobs can be changed while the engine runs ([`Policy::set_knobs`]), which is what
+//! The knobs can be changed while the engine runs (they live in a [`KnobCell`] that the
+//! policy's [`Shape`] hands to the buffer manager), which is what
 //! the online tuner does between epochs. The coins come from one seeded SplitMix64
 //! stream shared by all threads (an atomic counter, no lock): a single-threaded run with
 //! the same seed makes the same decisions in the engine and in the simulator.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::{EvictTo, MigrationKnobs, MissTarget, NvmAccess, PageInfo, Policy, Tiers};
+use super::{EvictTo, KnobCell, MigrationKnobs, MissTarget, NvmAccess, PageInfo, Policy, Shape, Tiers};
 
 /// The golden-ratio increment of SplitMix64.
 const SPLITMIX_GAMMA: u64 = 0x9E37_79B9_7F4A_7C15;
@@ -28,8 +30,8 @@ const SPLITMIX_GAMMA: u64 = 0x9E37_79B9_7F4A_7C15;
 /// The `spitfire` policy: every migration decided by a coin weighted by one of the
 /// [`MigrationKnobs`], which can change while it runs.
 pub struct Spitfire {
-    /// The four knobs as `f64` bits, each swapped atomically by `set_knobs`.
-    knobs: [AtomicU64; 4],
+    /// The four knobs, shared with whoever tunes them.
+    knobs: Arc<KnobCell>,
     rng: AtomicU64,
 }
 
@@ -38,12 +40,12 @@ impl Spitfire {
     /// or above 1 always does) whose coins come from a SplitMix64 stream seeded with
     /// `seed`.
     pub fn new(knobs: MigrationKnobs, seed: u64) -> Spitfire {
-        Spitfire { knobs: knobs.to_array().map(|k| AtomicU64::new(k.to_bits())), rng: AtomicU64::new(seed) }
+        Spitfire { knobs: Arc::new(KnobCell::new(knobs)), rng: AtomicU64::new(seed) }
     }
 
     #[inline]
     fn knob(&self, i: usize) -> f64 {
-        f64::from_bits(self.knobs[i].load(Ordering::Relaxed))
+        self.knobs.knob(i)
     }
 
     /// True with probability `p` (exactly: never for 0, always for 1).
@@ -85,20 +87,8 @@ impl Policy for Spitfire {
         if page.nvm_copy || self.coin(self.knob(3)) { EvictTo::Nvm } else { EvictTo::Ssd }
     }
 
-    fn may_access_in_place(&self) -> bool {
-        true
-    }
-
-    fn knobs(&self) -> Option<MigrationKnobs> {
-        Some(MigrationKnobs::from_array(std::array::from_fn(|i| self.knob(i))))
-    }
-
-    fn set_knobs(&self, knobs: MigrationKnobs) -> bool {
-        for (cell, k) in self.knobs.iter().zip(knobs.to_array()) {
-            debug_assert!((0.0..=1.0).contains(&k), "knob {k} is not a probability");
-            cell.store(k.to_bits(), Ordering::Relaxed);
-        }
-        true
+    fn shape(&self) -> Shape {
+        Shape { in_place: true, knobs: Some(self.knobs.clone()), ..Shape::default() }
     }
 }
 
@@ -156,8 +146,9 @@ mod tests {
         let p = Spitfire::new(MigrationKnobs::EAGER, 3);
         assert_eq!(p.nvm_access(&page(true), false, &TIERS), NvmAccess::Migrate);
         let b = MigrationKnobs::preset("b").unwrap();
-        assert!(p.set_knobs(MigrationKnobs { dr: 0.0, ..b }));
-        assert_eq!(p.knobs(), Some(MigrationKnobs { dr: 0.0, ..b }));
+        let cell = p.shape().knobs.expect("spitfire has knobs");
+        cell.set(MigrationKnobs { dr: 0.0, ..b });
+        assert_eq!(cell.get(), MigrationKnobs { dr: 0.0, ..b });
         assert_eq!(p.nvm_access(&page(true), false, &TIERS), NvmAccess::InPlace);
         let no_nvm = Tiers { has_nvm: false, ..TIERS };
         assert_eq!(p.ssd_miss(&page(false), &no_nvm), MissTarget::Dram);

@@ -23,7 +23,7 @@
 //! within the reuse window and evicts the least frequently used of them first, a batch
 //! at a time. The paper runs the sweeper as a thread that wakes once a second; here it
 //! is a step the buffer manager runs when an admission finds no free frame
-//! ([`Policy::nvm_sweep`]), on the logical clock of NVM-cache lookups, so `model` runs
+//! ([`Policy::nvm_victims`]), on the logical clock of NVM-cache lookups, so `model` runs
 //! stay deterministic and the sweep's cost is charged to the thread that needs the
 //! frame. A sweep that found too few stale pages is not repeated for a sixteenth of the
 //! window, the analogue of the thread's sleep.
@@ -51,7 +51,7 @@ use std::collections::HashMap;
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 
-use super::{EvictTo, MissTarget, NvmAccess, PageInfo, Policy, Tiers, Victim};
+use super::{Event, EvictTo, MissTarget, NvmAccess, PageInfo, Policy, PolicyStats, Pool, Shape, Tiers, Victim};
 use crate::ids::PageId;
 use crate::limits::{
     NVCACHE_OBP_EPOCHS, NVCACHE_OBP_TARGET_PERMILLE_DEFAULT, NVCACHE_OBP_WINDOW_LOOKUPS_DEFAULT,
@@ -530,13 +530,44 @@ impl Policy for Nvcache {
         EvictTo::Ssd
     }
 
-    /// Never reached: NVM frames are freed by [`Policy::nvm_sweep`]. A veto, should a
-    /// clock ever ask.
-    fn nvm_victim(&self, _page: &PageInfo, _tiers: &Tiers) -> Victim {
-        Victim::Skip
+    /// Clock in DRAM. In NVM never reached: NVM frames are freed by
+    /// [`Policy::nvm_victims`]; a veto, should a clock ever ask.
+    fn victim(&self, pool: Pool, page: &PageInfo, _tiers: &Tiers) -> Victim {
+        match pool {
+            Pool::Dram if page.referenced => Victim::SecondChance,
+            Pool::Dram => Victim::Evict,
+            Pool::Nvm => Victim::Skip,
+        }
     }
 
-    fn nvm_evicted(&self, pid: PageId) {
+    fn shape(&self) -> Shape {
+        Shape { nvm_clean_only: true, ..Shape::default() }
+    }
+
+    fn nvm_victims(&self, tiers: &Tiers, out: &mut Vec<PageId>) -> bool {
+        self.sweep(tiers, out)
+    }
+
+    fn observe(&self, event: Event) {
+        match event {
+            Event::NvmLeft(pid) => self.nvm_left(pid),
+            Event::Freed(pid) => self.freed(pid),
+            Event::NvmAdmitted { pid, on_eviction } => self.admitted(pid, on_eviction),
+            Event::DatabaseSize(pages) => {
+                let mut s = self.state.lock();
+                s.db_pages = s.db_pages.max(pages);
+            }
+            Event::Flushed { .. } => {}
+        }
+    }
+
+    fn stats(&self) -> PolicyStats {
+        PolicyStats::Cache(self.cache_stats())
+    }
+}
+
+impl Nvcache {
+    fn nvm_left(&self, pid: PageId) {
         let mut s = self.state.lock();
         let Some(c) = s.cached.remove(&pid) else { return };
         if c.removing {
@@ -547,7 +578,7 @@ impl Policy for Nvcache {
         self.overhead(&mut s, false);
     }
 
-    fn page_freed(&self, pid: PageId) {
+    fn freed(&self, pid: PageId) {
         let mut s = self.state.lock();
         if s.cached.remove(&pid).is_some() {
             s.stats.removals += 1;
@@ -555,11 +586,9 @@ impl Policy for Nvcache {
         }
     }
 
-    fn nvm_clean_only(&self) -> bool {
-        true
-    }
-
-    fn nvm_sweep(&self, tiers: &Tiers, out: &mut Vec<PageId>) -> bool {
+    /// The sweep: the cached pages not used for a reuse window, least frequently used
+    /// first ([`Policy::nvm_victims`]).
+    fn sweep(&self, tiers: &Tiers, out: &mut Vec<PageId>) -> bool {
         let mut s = self.state.lock();
         // No eviction while OBP is above its target (it would only make room for
         // admissions, which are refused too).
@@ -591,7 +620,7 @@ impl Policy for Nvcache {
         true
     }
 
-    fn nvm_admitted(&self, pid: PageId, on_eviction: bool) {
+    fn admitted(&self, pid: PageId, on_eviction: bool) {
         let mut s = self.state.lock();
         if on_eviction {
             s.stats.write_inserts += 1;
@@ -606,12 +635,8 @@ impl Policy for Nvcache {
         c.removing = false;
     }
 
-    fn database_size(&self, pages: u64) {
-        let mut s = self.state.lock();
-        s.db_pages = s.db_pages.max(pages);
-    }
-
-    fn cache_stats(&self) -> Option<NvmCacheStats> {
+    /// The cache's counters now.
+    pub fn cache_stats(&self) -> NvmCacheStats {
         let s = self.state.lock();
         let obp = Self::obp_of(&self.cfg, &s);
         let mut st = s.stats;
@@ -619,7 +644,7 @@ impl Policy for Nvcache {
         st.cached_pages = s.cached.len() as u64;
         st.obp_permille =
             if obp.is_finite() { ((obp * 1000.0).round() as u64).min(OBP_PERMILLE_CAP) } else { OBP_PERMILLE_CAP };
-        Some(st)
+        st
     }
 }
 
@@ -649,7 +674,7 @@ mod tests {
             reuse_window_lookups: Some(50),
             ..NvcacheConfig::default()
         });
-        p.database_size(1000); // past small-bypass
+        p.observe(Event::DatabaseSize(1000)); // past small-bypass
         p
     }
 
@@ -657,7 +682,7 @@ mod tests {
     fn read_miss(p: &Nvcache, pid: u64) -> bool {
         let admit = p.ssd_miss(&page(pid, false, false), &TIERS) == MissTarget::DramAndNvm;
         if admit {
-            p.nvm_admitted(PageId(pid), false);
+            p.observe(Event::NvmAdmitted { pid: PageId(pid), on_eviction: false });
         }
         admit
     }
@@ -674,18 +699,18 @@ mod tests {
         // ...so the next misses are refused, and counted as OBP bypasses.
         assert!(!read_miss(&p, 2));
         assert!(!read_miss(&p, 3));
-        let st = p.cache_stats().unwrap();
+        let st = p.cache_stats();
         assert_eq!((st.read_inserts, st.bypass_obp, st.lookups), (1, 2, 3));
         assert!(p.obp() > 0.1, "OBP {}", p.obp());
         // A dirty victim is written to SSD only, its stale NVM copy removed.
         hit(&p, 1);
         assert_eq!(p.dram_eviction(&page(1, true, true), &TIERS), EvictTo::Ssd);
-        p.nvm_evicted(PageId(1));
-        assert_eq!(p.cache_stats().unwrap().removals, 1);
+        p.observe(Event::NvmLeft(PageId(1)));
+        assert_eq!(p.cache_stats().removals, 1);
         // And no eviction: the sweep offers nothing although the page is stale.
         read_miss(&p, 9);
         let mut out = Vec::new();
-        assert!(p.nvm_sweep(&TIERS, &mut out));
+        assert!(p.nvm_victims(&TIERS, &mut out));
         assert!(out.is_empty(), "evicted {out:?} with OBP {}", p.obp());
         // Lookups without overhead bring OBP under 10%: admissions resume.
         for pid in 100..130 {
@@ -696,7 +721,7 @@ mod tests {
         }
         assert!(p.obp() <= 0.1);
         assert_eq!(p.dram_eviction(&page(201, true, false), &TIERS), EvictTo::SsdAndNvm);
-        p.nvm_admitted(PageId(201), true);
+        p.observe(Event::NvmAdmitted { pid: PageId(201), on_eviction: true });
         for pid in 300..330 {
             p.ssd_miss(&page(pid, false, false), &TIERS);
             if p.obp() <= 0.1 {
@@ -704,7 +729,7 @@ mod tests {
             }
         }
         assert!(read_miss(&p, 400), "OBP {} under target, yet refused", p.obp());
-        let st = p.cache_stats().unwrap();
+        let st = p.cache_stats();
         assert_eq!((st.read_inserts, st.write_inserts), (2, 1), "pages 1 and 400; 201");
     }
 
@@ -713,12 +738,12 @@ mod tests {
     fn dirty_eviction(p: &Nvcache, pid: u64, nvm_copy: bool) -> bool {
         match p.dram_eviction(&page(pid, true, nvm_copy), &TIERS) {
             EvictTo::SsdAndNvm => {
-                p.nvm_admitted(PageId(pid), true);
+                p.observe(Event::NvmAdmitted { pid: PageId(pid), on_eviction: true });
                 true
             }
             _ => {
                 if nvm_copy {
-                    p.nvm_evicted(PageId(pid));
+                    p.observe(Event::NvmLeft(PageId(pid)));
                 }
                 false
             }
@@ -735,7 +760,7 @@ mod tests {
                 stale_overwrite_hits_min: hits_min,
                 ..NvcacheConfig::default()
             });
-            p.database_size(1000);
+            p.observe(Event::DatabaseSize(1000));
             // Pages 1 and 2 admitted while OBP is low (a lookup without overhead first).
             p.ssd_miss(&page(50, false, false), &TIERS);
             assert!(read_miss(&p, 1));
@@ -751,14 +776,14 @@ mod tests {
             hit(&p, 1);
             // Three write inserts of other pages push OBP over target.
             for pid in 3..6 {
-                p.nvm_admitted(PageId(pid), true);
+                p.observe(Event::NvmAdmitted { pid: PageId(pid), on_eviction: true });
             }
             assert!(p.obp() > 0.1, "OBP {}", p.obp());
-            let before = p.cache_stats().unwrap();
+            let before = p.cache_stats();
             // Both pages come back dirty; OBP refuses the new versions.
             let kept1 = dirty_eviction(&p, 1, true);
             let kept2 = dirty_eviction(&p, 2, true);
-            let st = p.cache_stats().unwrap().since(&before);
+            let st = p.cache_stats().since(&before);
             (kept1, kept2, st, p.is_cached(PageId(1)), p.is_cached(PageId(2)))
         };
         // The paper: both stale copies removed, two removals, nothing written.
@@ -781,11 +806,11 @@ mod tests {
             stale_overwrite_hits_min: Some(0),
             ..NvcacheConfig::default()
         });
-        p.database_size(1000);
+        p.observe(Event::DatabaseSize(1000));
         assert!(read_miss(&p, 1));
         assert!(p.obp() > 0.1);
         assert!(!dirty_eviction(&p, 7, false));
-        assert_eq!(p.cache_stats().unwrap().stale_overwrites, 0);
+        assert_eq!(p.cache_stats().stale_overwrites, 0);
     }
 
     #[test]
@@ -797,7 +822,7 @@ mod tests {
                 obp_count: count,
                 ..NvcacheConfig::default()
             });
-            p.database_size(1000);
+            p.observe(Event::DatabaseSize(1000));
             // 30 pages cached at OBP ≤ 10% (one admission per ten lookups).
             let mut cached = Vec::new();
             for pid in 1..=300 {
@@ -810,7 +835,7 @@ mod tests {
             let kept: usize = cached.iter().map(|&pid| usize::from(dirty_eviction(&p, pid, true))).sum();
             assert!(kept <= 1, "{count:?}: {kept} of {} rewritten copies admitted", cached.len());
             let admitted: u64 = (1000..1020).map(|pid| u64::from(read_miss(&p, pid))).sum();
-            (p.obp(), admitted, p.cache_stats().unwrap())
+            (p.obp(), admitted, p.cache_stats())
         };
         let (obp_all, admitted_all, st_all) = run(ObpCount::All);
         let (obp_ins, admitted_ins, st_ins) = run(ObpCount::Inserts);
@@ -831,7 +856,7 @@ mod tests {
         for pid in 1..50 {
             assert!(read_miss(&p, pid));
         }
-        assert_eq!(p.cache_stats().unwrap().read_inserts, 49);
+        assert_eq!(p.cache_stats().read_inserts, 49);
         assert_eq!(p.dram_eviction(&page(77, true, false), &TIERS), EvictTo::SsdAndNvm);
     }
 
@@ -851,9 +876,9 @@ mod tests {
             // with hardly a lookup.
             for &pid in &cached {
                 if p.dram_eviction(&page(pid, true, true), &TIERS) == EvictTo::Ssd {
-                    p.nvm_evicted(PageId(pid));
+                    p.observe(Event::NvmLeft(PageId(pid)));
                 } else {
-                    p.nvm_admitted(PageId(pid), true);
+                    p.observe(Event::NvmAdmitted { pid: PageId(pid), on_eviction: true });
                 }
             }
             // Reads again: two windows' worth of misses.
@@ -877,15 +902,15 @@ mod tests {
     #[test]
     fn small_bypass_admits_nothing_while_the_data_fits_in_dram() {
         let p = Nvcache::new(NvcacheConfig { obp_mode: ObpMode::Off, ..NvcacheConfig::default() });
-        p.database_size(TIERS.dram_frames as u64 - 1);
+        p.observe(Event::DatabaseSize(TIERS.dram_frames as u64 - 1));
         for pid in 1..10 {
             assert!(!read_miss(&p, pid));
             assert_eq!(p.dram_eviction(&page(pid, true, false), &TIERS), EvictTo::Ssd);
         }
-        let st = p.cache_stats().unwrap();
+        let st = p.cache_stats();
         assert_eq!((st.inserts(), st.bypass_small_db, st.bypass_obp), (0, 18, 0));
         // The database outgrows DRAM: admissions begin.
-        p.database_size(TIERS.dram_frames as u64);
+        p.observe(Event::DatabaseSize(TIERS.dram_frames as u64));
         assert!(read_miss(&p, 11));
         // A smaller threshold admits earlier; 0 turns small-bypass off.
         let p = Nvcache::new(NvcacheConfig {
@@ -912,13 +937,13 @@ mod tests {
             p.dram_eviction(&page(pid, false, true), &TIERS);
         }
         let mut out = Vec::new();
-        assert!(p.nvm_sweep(&TIERS, &mut out));
+        assert!(p.nvm_victims(&TIERS, &mut out));
         assert!(out.is_empty(), "nothing is stale yet: {out:?}");
         for pid in 500..560 {
             p.ssd_miss(&page(pid, false, false), &TIERS);
         }
         // Page 5 admitted just now, and page 3 hit just now and in DRAM: neither goes.
-        p.nvm_admitted(PageId(5), false);
+        p.observe(Event::NvmAdmitted { pid: PageId(5), on_eviction: false });
         p.dram_eviction(&page(5, false, true), &TIERS);
         hit(&p, 3);
         let tiers = Tiers { nvm_frames: 64 * 4, ..TIERS }; // a batch of 4
@@ -927,12 +952,12 @@ mod tests {
         for pid in 600..610 {
             p.ssd_miss(&page(pid, false, false), &TIERS);
         }
-        assert!(p.nvm_sweep(&tiers, &mut out));
+        assert!(p.nvm_victims(&tiers, &mut out));
         assert_eq!(out, [PageId(4), PageId(2), PageId(1)], "never used, once, three times");
         for pid in out {
-            p.nvm_evicted(pid);
+            p.observe(Event::NvmLeft(pid));
         }
-        let st = p.cache_stats().unwrap();
+        let st = p.cache_stats();
         assert_eq!((st.evictions, st.removals, st.cached_pages), (3, 0, 2));
     }
 
@@ -942,15 +967,15 @@ mod tests {
         read_miss(&p, 1);
         hit(&p, 1);
         read_miss(&p, 2);
-        p.page_freed(PageId(2));
-        let st = p.cache_stats().unwrap();
+        p.observe(Event::Freed(PageId(2)));
+        let st = p.cache_stats();
         assert_eq!(st.lookups, st.hits + st.misses);
         assert_eq!((st.lookups, st.hits, st.read_inserts, st.removals), (3, 1, 2, 1));
         assert_eq!(st.bypass_full, 0);
         // An allowed admission that got no frame shows as bypass_full.
         p.ssd_miss(&page(3, false, false), &TIERS);
-        assert_eq!(p.cache_stats().unwrap().bypass_full, 1);
-        let later = p.cache_stats().unwrap();
+        assert_eq!(p.cache_stats().bypass_full, 1);
+        let later = p.cache_stats();
         assert_eq!(later.since(&st).lookups, 1);
     }
 }
