@@ -144,7 +144,7 @@ pub struct BufferStats {
     /// and their syncs): foreground time a miss waited for writes.
     #[serde(default)]
     pub evict_write_ns: u64,
-    /// DRAM frames the page provider ([`BufferManager::provide_pages`](super::BufferManager::provide_pages))
+    /// DRAM frames the page provider ([`BufferManager::provide_pages`](crate::buffer::BufferManager::provide_pages))
     /// freed ahead of the misses that took them.
     #[serde(default)]
     pub provider_frames: u64,

@@ -5,7 +5,7 @@
 //! dirty is written to SSD first ([`EvictTo::SsdAndNvm`], write-through) and may then be
 //! admitted; a page read from SSD may be admitted on the way to DRAM. A page in DRAM may
 //! also have its copy in NVM. Nothing in the cache survives a restart (the buffer
-//! manager formats the pool on open when [`Policy::nvm_clean_only`] says so), and
+//! manager formats the pool on open when [`Shape::nvm_clean_only`](super::Shape::nvm_clean_only) says so), and
 //! dropping any copy at any time loses nothing.
 //!
 //! Admission (§3.2.3):

@@ -7,7 +7,7 @@
 //! frame's IN_UPDATE flag, after the log force); a dirty page leaving DRAM goes to NVM
 //! only if the admission rule calls it write-hot, else to SSD; a page leaving NVM is
 //! written to SSD. A page that a whole-page fix (an inner node, a structure change)
-//! needs in DRAM moves there and gives up its NVM frame ([`Policy::nvm_disjoint`]): a
+//! needs in DRAM moves there and gives up its NVM frame ([`Shape::nvm_disjoint`](super::Shape::nvm_disjoint)): a
 //! page is in one of the two (see `docs/nvsql.md`).
 //!
 //! **Admission** (§4.3), [`NvsqlAdmission`]:
