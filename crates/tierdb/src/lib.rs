@@ -50,17 +50,19 @@ pub mod device;
 pub mod error;
 pub mod ids;
 pub mod limits;
+pub mod page;
 pub mod policy;
 pub mod recorder;
 pub mod size;
+pub mod sources;
 pub mod tune;
 pub mod wal;
 
 pub use btree::{BTree, BTreeError, Cursor, TreeStats};
-pub use buffer::{ExclusivePage, PageSource, SharedPage};
 pub use catalog::Catalog;
 pub use error::{Error, Result};
 pub use ids::PageId;
+pub use page::{ExclusivePage, PageSource, SharedPage};
 pub use size::ByteSize;
 
 // The crate README is what crates.io shows; its examples are compiled with the doc tests.

@@ -400,10 +400,6 @@ impl BufferManager {
         Err(BufferError::Stopped { store: "the buffer manager", what }.into())
     }
 
-    pub(crate) fn page_size_bytes(&self) -> usize {
-        self.page_size
-    }
-
     fn lines_per_page(&self) -> u64 {
         (self.page_size / CACHE_LINE_BYTES) as u64
     }
@@ -556,18 +552,6 @@ impl BufferManager {
 
     // ----- hooks of the line guards (frame::lines) ------------------------------------
 
-    pub(crate) fn frames(&self) -> &FramePool {
-        &self.frames
-    }
-
-    pub(crate) fn debug_lines(&self) -> bool {
-        self.debug_lines
-    }
-
-    pub(crate) fn count(&self, c: Count, n: u64) {
-        self.counters.add(c, n);
-    }
-
     // ----- DRAM replacement -----------------------------------------------------------
 
     // ----- NVM replacement ------------------------------------------------------------
@@ -586,7 +570,7 @@ impl BufferManager {
 }
 
 /// Bit 63 of a child reference: the rest is a DRAM frame index (pointer swizzling).
-pub const SWIZZLED: u64 = 1 << 63;
+pub use crate::page::swip::SWIZZLED;
 
 /// How long a fixer spins on the frame of a swizzled reference before it takes the
 /// page table's way (the frame is held by a writer or being evicted).

@@ -1,118 +1,36 @@
-//! The buffer layer: page sources that hand out latched page guards.
+//! The buffer manager: DRAM frames over an NVM pool over an SSD page file, with one
+//! page table for both pools and a [`Policy`](crate::policy::Policy) that answers every
+//! question of the page life cycle.
 //!
-//! - [`source`]: the [`PageSource`] trait the access methods are generic over;
-//! - [`memory`]: `main-memory`, all pages in DRAM behind direct indexes;
-//! - [`manager`]: the buffer manager over DRAM, NVM and SSD with a combined page table
-//!   and a [`policy`] that answers every question of the page life cycle;
-//! - [`frame`], [`latch`], [`table`], [`nvm_pool`]: its parts.
+//! - [`manager`]: the manager, a folder of its activities (open, fix, load, evict, NVM
+//!   replacement, swizzling, checkpoint, free list, page provider, invariants);
+//! - [`table`]: the page table (one word per page: DRAM frame, NVM frame, busy, empty);
+//! - [`nvm_pool`]: the NVM frames with their durable headers;
+//! - [`techniques`]: the paper's switchable techniques (line-grained loading, mini
+//!   pages, swizzling);
+//! - [`error`]: [`BufferError`], which every page source returns.
+//!
+//! The page-source trait, latches, frames and guards are in [`crate::page`]; the other
+//! page sources (`main-memory`, `nvm-direct`) in [`crate::sources`].
 
-pub mod direct;
-pub mod frame;
-pub mod latch;
+pub mod error;
 pub mod manager;
-pub mod memory;
 pub mod nvm_pool;
-pub mod page_crc;
-pub mod source;
 pub mod table;
 pub mod techniques;
 
-pub use crate::counters::{self, BufferStats};
-pub use crate::{policy, recorder};
-pub use direct::{DirectConfig, DirectRestart, NvmDirect};
-pub use frame::{FrameId, FrameOptimistic, FramePool, FrameRead, FrameWrite};
+pub use error::BufferError;
 pub use manager::{BufferConfig, BufferInfo, BufferManager, ProviderReport, Residency, RestartInfo, TierStats};
-pub use memory::MemorySource;
-pub use page_crc::NvmVerify;
-pub use policy::Policy;
-pub use source::{ExclusivePage, LinePage, OptimisticPage, PageSource, Peek, SharedPage};
 pub use table::Entry;
 pub use techniques::Techniques;
 
-use crate::device::DeviceError;
-use crate::ids::PageId;
-
-/// Errors of the buffer layer.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum BufferError {
-    /// A tier (or the whole architecture) holds no more pages.
-    #[error("{tier} is full: {what}")]
-    Full {
-        /// The tier that is full: `"dram"`, `"nvm"` or `"page table"`.
-        tier: &'static str,
-        /// Its capacity and what to change so that the data fits.
-        what: String,
-    },
-    /// A page id that does not name a page.
-    #[error("{pid} does not exist ({why})")]
-    NoSuchPage {
-        /// The page id asked for.
-        pid: PageId,
-        /// Why it names no page (never allocated, freed, beyond the region).
-        why: &'static str,
-    },
-    /// Every frame of a pool is fixed, so no victim can be found; also returned when a
-    /// fix waited for a page held or moved by others for longer than
-    /// `PAGE_BUSY_WAIT_MS_MAX` (then `pool` is `"page latch"`, `frames` 1 and `rounds`
-    /// the spins).
-    #[error("{pool} pool exhausted: all {frames} frames are fixed or being moved after {rounds} clock rounds")]
-    Exhausted {
-        /// The pool that has no victim (`"DRAM"`, or `"page latch"` for a busy page).
-        pool: &'static str,
-        /// Frames in that pool.
-        frames: usize,
-        /// Clock rounds (or, for a busy page, backoff spins) made before giving up.
-        rounds: usize,
-    },
-    /// A page whose checksum or header does not match.
-    #[error("corrupted {pid} in {location}: {detail}")]
-    Corrupted {
-        /// The page the corrupted bytes belong to (as far as the frame's metadata says).
-        pid: PageId,
-        /// Where the bytes were read: the NVM frame or frame header and the file.
-        location: String,
-        /// What did not match.
-        detail: String,
-    },
-    /// A device (DRAM arena, NVM region, SSD file) failed; boxed to keep this enum small.
-    #[error(transparent)]
-    Device(Box<DeviceError>),
-    /// A cache-line-grained access under a shared latch needs lines that are not
-    /// resident, and others hold the page too: fix it again exclusive.
-    #[error("{pid} needs an exclusive fix to load cache lines (others hold it shared)")]
-    NeedsExclusive {
-        /// The page to fix again exclusive.
-        pid: PageId,
-    },
-    /// A line-grained access outside the page.
-    #[error("access to bytes {off}..{end} of {pid}, a page of {page_size} bytes")]
-    OutOfPage {
-        /// The page accessed.
-        pid: PageId,
-        /// First byte of the access, from the start of the page.
-        off: usize,
-        /// One past the last byte of the access (saturated at `usize::MAX`).
-        end: usize,
-        /// The page's size in bytes.
-        page_size: usize,
-    },
-    /// The page source refuses further work after a failure it cannot undo (a
-    /// write-back that an unfix could not report): every later fix returns this.
-    #[error("{store} stopped: {what}")]
-    Stopped {
-        /// Which page source stopped (`nvm-direct`, `the buffer manager`).
-        store: &'static str,
-        /// The first failure, which stopped it.
-        what: String,
-    },
-    /// A placement policy's name or parameters were refused.
-    #[error(transparent)]
-    Policy(#[from] crate::policy::PolicyError),
-    /// A buffer configuration that cannot work.
-    #[error("buffer configuration: {what}")]
-    Config {
-        /// What is wrong with the configuration.
-        what: String,
-    },
-}
+// Paths of the layout before the page and sources folders, kept for callers outside the
+// engine crate.
+pub use crate::counters::{self, BufferStats};
+pub use crate::page::frame::{FrameId, FrameOptimistic, FramePool, FrameRead, FrameWrite};
+pub use crate::page::{ExclusivePage, LinePage, NvmVerify, OptimisticPage, PageSource, Peek, SharedPage};
+pub use crate::page::{crc as page_crc, frame, latch, source};
+pub use crate::policy::{self, Policy};
+pub use crate::recorder;
+pub use crate::sources::memory::{self, MemorySource};
+pub use crate::sources::nvm_direct::{self as direct, DirectConfig, DirectRestart, NvmDirect};

@@ -23,12 +23,12 @@ use std::sync::atomic::Ordering;
 
 use super::{BufferManager, NO_NVM_FRAME, NO_PAGE};
 use crate::Result;
-use crate::buffer::frame::{FrameId, FrameRead, FrameWrite, Mask};
 use crate::buffer::nvm_pool::NvmPool;
 use crate::buffer::table::Entry;
 use crate::device::{AlignedBuf, SsdFile};
 use crate::ids::PageId;
 use crate::limits::{DOUBLE_WRITE_SLOTS, EVICT_BATCH_VISITS_PER_PAGE};
+use crate::page::frame::{FrameId, FrameRead, FrameWrite, Mask};
 
 /// What keeps a page of a batch from changing or moving until the batch is written.
 enum Hold<'a> {
@@ -400,7 +400,7 @@ impl BufferManager {
                 break;
             }
             let f = FrameId(((hand + k) % len) as u32);
-            let wanted = |m: &crate::buffer::frame::FrameMeta| {
+            let wanted = |m: &crate::page::frame::FrameMeta| {
                 m.holds_page()
                     && m.dirty.load(Ordering::Relaxed)
                     && m.resident_all.load(Ordering::Relaxed)

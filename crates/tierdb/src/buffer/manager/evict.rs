@@ -7,12 +7,6 @@
 
 use crate::Result;
 use crate::buffer::BufferError;
-use crate::buffer::frame::FrameId;
-use crate::buffer::frame::FrameWrite;
-use crate::buffer::frame::MINI_BLOCK;
-use crate::buffer::frame::Mask;
-use crate::buffer::frame::NO_NVM_FRAME;
-use crate::buffer::frame::NO_PAGE;
 use crate::buffer::table::Entry;
 use crate::counters::Count;
 use crate::ids::PageId;
@@ -20,6 +14,12 @@ use crate::limits::CACHE_LINE_BYTES;
 use crate::limits::CLOCK_ROUNDS_MAX;
 use crate::limits::EVICT_BATCH_FRAMES_PER_PAGE;
 use crate::limits::EVICT_BATCH_VISITS_PER_PAGE;
+use crate::page::frame::FrameId;
+use crate::page::frame::FrameWrite;
+use crate::page::frame::MINI_BLOCK;
+use crate::page::frame::Mask;
+use crate::page::frame::NO_NVM_FRAME;
+use crate::page::frame::NO_PAGE;
 use crate::policy::Event;
 use crate::policy::EvictTo;
 use crate::policy::PageInfo;

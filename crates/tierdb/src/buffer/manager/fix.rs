@@ -7,29 +7,30 @@
 
 use crate::Result;
 use crate::buffer::BufferError;
-use crate::buffer::frame::FrameId;
-use crate::buffer::frame::FramePool;
-use crate::buffer::frame::FrameWrite;
-use crate::buffer::frame::NO_NVM_FRAME;
-use crate::buffer::frame::NO_PAGE;
-use crate::buffer::frame::NO_PARENT;
-use crate::buffer::frame::in_place::BmLines;
-use crate::buffer::frame::in_place::BmOptimistic;
-use crate::buffer::frame::in_place::BmShared;
-use crate::buffer::frame::lines::LineGuard;
-use crate::buffer::frame::lines::Place;
-use crate::buffer::latch::backoff;
-use crate::buffer::source::PageSource;
 use crate::buffer::table::Entry;
 use crate::counters::Count;
 use crate::ids::PageId;
 use crate::limits::PAGE_BUSY_WAIT_MS_MAX;
+use crate::page::frame::FrameId;
+use crate::page::frame::FramePool;
+use crate::page::frame::FrameWrite;
+use crate::page::frame::NO_NVM_FRAME;
+use crate::page::frame::NO_PAGE;
+use crate::page::frame::NO_PARENT;
+use crate::page::frame::in_place::BmLines;
+use crate::page::frame::in_place::BmOptimistic;
+use crate::page::frame::in_place::BmShared;
+use crate::page::frame::lines::LineGuard;
+use crate::page::frame::lines::Place;
+use crate::page::latch::backoff;
+use crate::page::source::PageSource;
 use crate::policy::Event;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 use std::time::Instant;
 
-use super::{BufferManager, SWIZZLED, SWIZZLED_SPINS_MAX};
+use super::{BufferManager, SWIZZLED_SPINS_MAX};
+use crate::page::Swip;
 
 impl BufferManager {
     /// The fix loop shared by both latch modes: `try_latch` tries the frame in the
@@ -168,10 +169,10 @@ impl PageSource for BufferManager {
 
     #[inline]
     fn child_pid(&self, raw: u64) -> PageId {
-        if raw & SWIZZLED == 0 {
+        if !Swip::from_raw(raw).is_swizzled() {
             return PageId(raw);
         }
-        let f = (raw & !SWIZZLED) as usize;
+        let f = Swip::from_raw(raw).frame_index();
         // A frame out of range can only come from torn bytes of an optimistic read,
         // which the caller's validation discards.
         PageId(if f < self.frames.len() { self.frames.meta(FrameId(f as u32)).pid() } else { NO_PAGE })
@@ -188,8 +189,8 @@ impl PageSource for BufferManager {
             // A parent read in place in NVM holds page ids only.
             return self.fix_optimistic(PageId(raw));
         };
-        if raw & SWIZZLED != 0 {
-            let f = (raw & !SWIZZLED) as usize;
+        if Swip::from_raw(raw).is_swizzled() {
+            let f = Swip::from_raw(raw).frame_index();
             if f < self.frames.len() {
                 let f = FrameId(f as u32);
                 let mut spins = 0u32;
@@ -230,9 +231,9 @@ impl PageSource for BufferManager {
         raw: u64,
     ) -> Result<Option<BmOptimistic<'a>>> {
         let Some(dram_parent) = parent.dram() else { return Ok(None) };
-        let swizzled = raw & SWIZZLED != 0;
+        let swizzled = Swip::from_raw(raw).is_swizzled();
         let (frame, pid) = if swizzled {
-            let f = (raw & !SWIZZLED) as usize;
+            let f = Swip::from_raw(raw).frame_index();
             if f >= self.frames.len() {
                 return Ok(None);
             }
@@ -275,8 +276,8 @@ impl PageSource for BufferManager {
         let Some(parent) = parent.dram() else {
             return self.fix_lines(PageId(raw), exclusive);
         };
-        if raw & SWIZZLED != 0 {
-            let f = (raw & !SWIZZLED) as usize;
+        if Swip::from_raw(raw).is_swizzled() {
+            let f = Swip::from_raw(raw).frame_index();
             if f < self.frames.len() {
                 let f = FrameId(f as u32);
                 let latch = &self.frames.meta(f).latch;

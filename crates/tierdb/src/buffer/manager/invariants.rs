@@ -2,12 +2,12 @@
 //! most one DRAM and one NVM frame, the page table agreeing with the frames, the free list
 //! disjoint from resident pages.
 
-use crate::buffer::frame::FrameId;
-use crate::buffer::frame::MINI_BLOCK;
-use crate::buffer::frame::NO_NVM_FRAME;
-use crate::buffer::frame::NO_PAGE;
 use crate::buffer::table::Entry;
 use crate::ids::PageId;
+use crate::page::frame::FrameId;
+use crate::page::frame::MINI_BLOCK;
+use crate::page::frame::NO_NVM_FRAME;
+use crate::page::frame::NO_PAGE;
 use std::sync::atomic::Ordering;
 
 use super::BufferManager;

@@ -7,28 +7,29 @@
 
 use crate::Result;
 use crate::buffer::BufferError;
-use crate::buffer::frame::FrameId;
-use crate::buffer::frame::FrameWrite;
-use crate::buffer::frame::MINI_BLOCK;
-use crate::buffer::frame::Mask;
-use crate::buffer::frame::NO_NVM_FRAME;
-use crate::buffer::frame::NO_PAGE;
-use crate::buffer::frame::in_place;
-use crate::buffer::frame::in_place::BmLines;
-use crate::buffer::frame::in_place::NvmLines;
-use crate::buffer::frame::in_place::NvmOptimistic;
-use crate::buffer::frame::in_place::NvmRead;
-use crate::buffer::frame::lines::LineGuard;
-use crate::buffer::frame::lines::Place;
-use crate::buffer::latch::backoff;
 use crate::buffer::nvm_pool::NvmPool;
-use crate::buffer::page_crc::NvmVerify;
 use crate::buffer::table::Entry;
 use crate::counters::Count;
 use crate::device::AlignedBuf;
 use crate::ids::PageId;
 use crate::limits::CACHE_LINE_BYTES;
 use crate::limits::PAGE_BUSY_WAIT_MS_MAX;
+use crate::page::crc::NvmVerify;
+use crate::page::frame::FrameId;
+use crate::page::frame::FramePool;
+use crate::page::frame::FrameWrite;
+use crate::page::frame::MINI_BLOCK;
+use crate::page::frame::Mask;
+use crate::page::frame::NO_NVM_FRAME;
+use crate::page::frame::NO_PAGE;
+use crate::page::frame::in_place;
+use crate::page::frame::in_place::BmLines;
+use crate::page::frame::in_place::NvmLines;
+use crate::page::frame::in_place::NvmOptimistic;
+use crate::page::frame::in_place::NvmRead;
+use crate::page::frame::lines::Place;
+use crate::page::frame::lines::{LineGuard, LineHost};
+use crate::page::latch::backoff;
 use crate::policy;
 use crate::policy::Event;
 use crate::policy::MissTarget;
@@ -40,25 +41,6 @@ use std::time::Instant;
 use super::BufferManager;
 
 impl BufferManager {
-    /// Writes the changed lines of an in-place guard into NVM frame `n` durably, after
-    /// the log is forced up to `page_lsn` (the write-ahead rule). `old` is the guard's
-    /// page-sized copy of what the lines held before (for the frame's data CRC).
-    pub(crate) fn write_in_place(
-        &self,
-        n: u32,
-        pid: PageId,
-        runs: &[(usize, &[u8])],
-        old: &[u8],
-        page_lsn: u64,
-        lines: u64,
-    ) -> Result<()> {
-        let nvm = self.nvm.as_ref().expect("an in-place guard implies an NVM pool");
-        self.force_log(page_lsn)?;
-        nvm.write_lines(n, pid, runs, Some(old), page_lsn)?;
-        self.counters.add(Count::NvmLinesWritten, lines);
-        Ok(())
-    }
-
     /// The line-grained fix: the page table, then the latch of the full frame or mini
     /// page, or a load.
     pub(super) fn fix_lines_impl(&self, pid: PageId, exclusive: bool) -> Result<BmLines<'_>> {
@@ -404,9 +386,50 @@ impl BufferManager {
         self.counters.bump(Count::MiniAllocations);
         Ok(i)
     }
+}
 
-    /// Copies lines of `pid` at page offset `off` from its NVM frame `n`.
-    pub(crate) fn load_lines(&self, n: u32, pid: PageId, off: usize, dst: &mut [u8]) -> Result<()> {
+impl LineHost for BufferManager {
+    fn frames(&self) -> &FramePool {
+        &self.frames
+    }
+
+    fn cl_grained(&self) -> bool {
+        self.techniques.cl_grained
+    }
+
+    fn debug_lines(&self) -> bool {
+        self.debug_lines
+    }
+
+    fn count(&self, c: Count, n: u64) {
+        self.counters.add(c, n);
+    }
+
+    fn page_size_bytes(&self) -> usize {
+        self.page_size
+    }
+
+    fn stop(&self, why: String) {
+        BufferManager::stop(self, why);
+    }
+
+    fn write_in_place(
+        &self,
+        n: u32,
+        pid: PageId,
+        runs: &[(usize, &[u8])],
+        old: &[u8],
+        page_lsn: u64,
+        lines: u64,
+    ) -> Result<()> {
+        let nvm = self.nvm.as_ref().expect("an in-place guard implies an NVM pool");
+        self.force_log(page_lsn)?;
+        nvm.write_lines(n, pid, runs, Some(old), page_lsn)?;
+        self.counters.add(Count::NvmLinesWritten, lines);
+        Ok(())
+    }
+
+    fn load_lines(&self, n: u32, pid: PageId, off: usize, dst: &mut [u8]) -> Result<()> {
         debug_assert_ne!(n, NO_NVM_FRAME, "{pid}: lines missing from a page without an NVM copy");
         let nvm = self.nvm.as_ref().expect("a partly resident page has an NVM copy");
         nvm.read_lines(n, pid, off, dst)?;
@@ -414,19 +437,16 @@ impl BufferManager {
         Ok(())
     }
 
-    /// An empty full frame for a mini page's promotion.
-    pub(crate) fn promotion_frame(&self) -> Result<FrameWrite<'_>> {
+    fn promotion_frame(&self) -> Result<FrameWrite<'_>> {
         self.free_frame()
     }
 
-    /// Points the page table at a promoted page's full frame.
-    pub(crate) fn publish_promotion(&self, pid: PageId, f: FrameId) {
+    fn publish_promotion(&self, pid: PageId, f: FrameId) {
         self.table.set(pid, Entry::Dram(f));
         self.counters.bump(Count::MiniPromotions);
     }
 
-    /// Frees mini page `i` (cleared, unlatched); gives its block back if it was the last.
-    pub(crate) fn release_mini(&self, i: u32) {
+    fn release_mini(&self, i: u32) {
         if let Some(block) = self.frames.minis().push(i) {
             self.frames.meta(block).pid.store(NO_PAGE, Ordering::Relaxed);
             self.free_frames.lock().push(block);

@@ -7,11 +7,7 @@ use super::free_list::FreePages;
 use crate::ByteSize;
 use crate::Result;
 use crate::buffer::BufferError;
-use crate::buffer::frame::FrameId;
-use crate::buffer::frame::FramePool;
-use crate::buffer::frame::NO_NVM_FRAME;
 use crate::buffer::nvm_pool::NvmPool;
-use crate::buffer::source::{ExclusivePage, PageSource};
 use crate::buffer::table::Entry;
 use crate::buffer::table::PageTable;
 use crate::buffer::techniques::Techniques;
@@ -25,6 +21,10 @@ use crate::ids::PageId;
 use crate::limits::EVICT_BATCH_FRAMES_PER_PAGE;
 use crate::limits::PAGE_SIZE_MAX_BYTES;
 use crate::limits::PAGE_SIZE_MIN_BYTES;
+use crate::page::frame::FrameId;
+use crate::page::frame::FramePool;
+use crate::page::frame::NO_NVM_FRAME;
+use crate::page::source::{ExclusivePage, PageSource};
 use crate::policy;
 use crate::policy::Event;
 use crate::policy::Tiers;
@@ -196,12 +196,12 @@ impl BufferManager {
                 }
                 .into());
             }
-            if cfg.cpu_cache_model_bytes > crate::buffer::frame::cpu_cache::CPU_CACHE_MODEL_MAX_BYTES {
+            if cfg.cpu_cache_model_bytes > crate::page::frame::cpu_cache::CPU_CACHE_MODEL_MAX_BYTES {
                 return Err(BufferError::Config {
                     what: format!(
                         "a CPU cache model of {} is larger than {}",
                         ByteSize(cfg.cpu_cache_model_bytes),
-                        ByteSize(crate::buffer::frame::cpu_cache::CPU_CACHE_MODEL_MAX_BYTES)
+                        ByteSize(crate::page::frame::cpu_cache::CPU_CACHE_MODEL_MAX_BYTES)
                     ),
                 }
                 .into());

@@ -22,13 +22,14 @@
 
 use std::sync::atomic::Ordering;
 
-use super::{BufferManager, Count, Entry, FrameId, FrameWrite, PageInfo, SWIZZLED};
+use super::{BufferManager, Count, Entry, FrameId, FrameWrite, PageInfo};
 use crate::Result;
-use crate::buffer::frame::FrameMeta;
-use crate::buffer::frame::in_place::BmOptimistic;
-use crate::buffer::source::{OptimisticPage, Peek};
 use crate::ids::PageId;
 use crate::limits::PREFETCH_PAGES_MAX;
+use crate::page::Swip;
+use crate::page::frame::FrameMeta;
+use crate::page::frame::in_place::BmOptimistic;
+use crate::page::source::{OptimisticPage, Peek};
 
 impl BufferManager {
     /// Where child `raw` of `parent` is, with no side effect ([`PageSource::peek_child`]:
@@ -38,10 +39,10 @@ impl BufferManager {
     pub(super) fn peek_child_of<'a>(&'a self, parent: &BmOptimistic<'a>, raw: u64) -> Result<Peek<BmOptimistic<'a>>> {
         // A parent read in place in NVM: its children are found by the fix.
         let Some(dram_parent) = parent.dram() else { return Ok(Peek::Elsewhere) };
-        if raw & SWIZZLED == 0 {
+        if !Swip::from_raw(raw).is_swizzled() {
             return self.peek_page(PageId(raw));
         }
-        let f = (raw & !SWIZZLED) as usize;
+        let f = Swip::from_raw(raw).frame_index();
         if f >= self.frames.len() {
             return Ok(Peek::Elsewhere); // nonsense read from a changing parent
         }
@@ -95,7 +96,7 @@ impl BufferManager {
                     break;
                 }
                 taken += 1;
-                if raw & SWIZZLED != 0 {
+                if Swip::from_raw(raw).is_swizzled() {
                     continue;
                 }
                 let pid = PageId(raw);

@@ -6,13 +6,13 @@
 //! table entry BUSY while it acts.
 
 use crate::Result;
-use crate::buffer::frame::NO_NVM_FRAME;
 use crate::buffer::nvm_pool::NvmPool;
-use crate::buffer::source::PageSource;
 use crate::buffer::table::Entry;
 use crate::counters::Count;
 use crate::device::TornPageRecovery;
 use crate::ids::PageId;
+use crate::page::frame::NO_NVM_FRAME;
+use crate::page::source::PageSource;
 use crate::wal::LogForce;
 use std::sync::atomic::Ordering;
 

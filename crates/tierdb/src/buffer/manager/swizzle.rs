@@ -3,15 +3,16 @@
 //! unswizzled: each parent frame's swizzled children are listed, and the eviction of a
 //! child rewrites its reference in the parent back to the page id.
 
-use crate::buffer::frame::FrameId;
-use crate::buffer::frame::FrameOptimistic;
-use crate::buffer::frame::FrameWrite;
-use crate::buffer::frame::NO_PARENT;
-use crate::buffer::frame::bump;
 use crate::counters::Count;
+use crate::page::frame::FrameId;
+use crate::page::frame::FrameOptimistic;
+use crate::page::frame::FrameWrite;
+use crate::page::frame::NO_PARENT;
+use crate::page::frame::bump;
 use std::sync::atomic::Ordering;
 
-use super::{BufferManager, SWIZZLED};
+use super::BufferManager;
+use crate::page::Swip;
 
 impl BufferManager {
     /// Replaces the page id at byte `offset` of `parent` (read optimistically at its
@@ -42,7 +43,7 @@ impl BufferManager {
                     && self.frames.read_ref(p, offset) == pid
                 {
                     std::sync::atomic::fence(Ordering::Release);
-                    self.frames.write_ref(p, offset, SWIZZLED | child.0 as u64);
+                    self.frames.write_ref(p, offset, Swip::frame(child).raw());
                     cm.parent.store(p.0, Ordering::Relaxed);
                     cm.parent_offset.store(
                         u16::try_from(offset).expect("a reference lies in a page of at most 64 KiB"),
@@ -70,7 +71,7 @@ impl BufferManager {
         let cm = self.frames.meta(child);
         debug_assert_eq!(cm.parent.load(Ordering::Relaxed), parent.0);
         let off = cm.parent_offset.load(Ordering::Relaxed) as usize;
-        debug_assert_eq!(self.frames.read_ref(parent, off), SWIZZLED | child.0 as u64);
+        debug_assert_eq!(self.frames.read_ref(parent, off), Swip::frame(child).raw());
         self.frames.write_ref(parent, off, cm.pid());
         cm.parent.store(NO_PARENT, Ordering::Relaxed);
         self.frames.meta(parent).swizzled_children.fetch_sub(1, Ordering::Relaxed);

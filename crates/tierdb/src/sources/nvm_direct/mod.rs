@@ -24,6 +24,8 @@
 //! page is handed out or after it is given back, so a crash leaks at most the page being
 //! allocated or freed (recovery re-marks the pages its log names).
 
+pub mod frames;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -32,18 +34,18 @@ use std::time::Instant;
 use parking_lot::Mutex;
 use serde::Serialize;
 
-use super::BufferError;
-use super::frame::direct::{
-    CPU_CACHE_MODEL_DEFAULT_BYTES, CPU_CACHE_MODEL_MAX_BYTES, CRC_ENTRY_BYTES, DirectLines, DirectOptimistic,
-    DirectPages, DirectRead, DirectWrite, WriteBackLog,
-};
-use super::manager::TierStats;
-use super::page_crc::NvmVerify;
-use super::source::PageSource;
 use crate::Result;
+use crate::buffer::BufferError;
+use crate::buffer::TierStats;
 use crate::device::{NvmConfig, NvmRegion};
 use crate::ids::PageId;
 use crate::limits::{CACHE_LINE_BYTES, PAGE_SIZE_MAX_BYTES, PAGE_SIZE_MIN_BYTES};
+use crate::page::crc::NvmVerify;
+use crate::page::source::PageSource;
+use frames::{
+    CPU_CACHE_MODEL_DEFAULT_BYTES, CPU_CACHE_MODEL_MAX_BYTES, CRC_ENTRY_BYTES, DirectLines, DirectOptimistic,
+    DirectPages, DirectRead, DirectWrite, WriteBackLog,
+};
 
 const MAGIC: [u8; 8] = *b"TIERDBND";
 /// 2 added the CRC table; a region of version 1 is refused.
@@ -482,7 +484,7 @@ impl PageSource for NvmDirect {
 mod tests {
     use super::*;
     use crate::ByteSize;
-    use crate::buffer::source::{LinePage, SharedPage};
+    use crate::page::source::{LinePage, SharedPage};
 
     fn config(dir: &std::path::Path, pages: u64) -> DirectConfig {
         let mut nvm = NvmConfig::new(dir.join("d.nvm"), ByteSize(pages * 4096));
@@ -711,11 +713,11 @@ mod tests {
 
     #[test]
     fn crc_entries_decode_what_they_encode_and_refuse_damage() {
-        let e = super::super::frame::direct::CrcEntry { crc: 0xdead_beef, prev: 7 };
+        let e = frames::CrcEntry { crc: 0xdead_beef, prev: 7 };
         let mut b = e.encode();
-        assert_eq!(super::super::frame::direct::CrcEntry::decode(&b), Ok(Some(e)));
-        assert_eq!(super::super::frame::direct::CrcEntry::decode(&[0; 64]), Ok(None));
+        assert_eq!(frames::CrcEntry::decode(&b), Ok(Some(e)));
+        assert_eq!(frames::CrcEntry::decode(&[0; 64]), Ok(None));
         b[5] ^= 1;
-        assert!(super::super::frame::direct::CrcEntry::decode(&b).unwrap_err().contains("CRC entry"));
+        assert!(frames::CrcEntry::decode(&b).unwrap_err().contains("CRC entry"));
     }
 }

@@ -23,8 +23,8 @@ use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU16, AtomicU32, AtomicU64, O
 use parking_lot::Mutex;
 
 use super::{FrameId, NO_NVM_FRAME, NO_PAGE};
-use crate::buffer::latch::Latch;
 use crate::limits::CACHE_LINE_BYTES;
+use crate::page::latch::Latch;
 
 /// Lines a mini page holds.
 pub const MINI_SLOTS: usize = 16;

@@ -34,11 +34,10 @@ use std::marker::PhantomData;
 
 use crate::Result;
 use crate::buffer::BufferError;
-use crate::buffer::counters::Count;
-use crate::buffer::frame::lines::{LineGuard, Place};
-use crate::buffer::manager::BufferManager;
 use crate::buffer::nvm_pool::NvmPool;
-use crate::buffer::source::LinePage;
+use crate::counters::Count;
+use crate::page::frame::lines::{LineGuard, LineHost, Place};
+use crate::page::source::LinePage;
 
 use crate::ids::PageId;
 use crate::limits::{CACHE_LINE_BYTES, PAGE_SIZE_MAX_BYTES};
@@ -107,7 +106,7 @@ fn prefetch(nvm: &NvmPool, n: u32, from: usize, until: usize) {
 
 /// A page fixed in place in NVM frame `n` (see the module documentation).
 pub struct NvmLines<'a> {
-    bm: &'a BufferManager,
+    bm: &'a dyn LineHost,
     nvm: &'a NvmPool,
     n: u32,
     pid: PageId,
@@ -121,7 +120,7 @@ pub struct NvmLines<'a> {
 impl<'a> NvmLines<'a> {
     /// Wraps the in-place latch of frame `n`, which the caller holds (exclusive if
     /// `exclusive`) and under which it checked that the frame holds `pid`.
-    pub(crate) fn new(bm: &'a BufferManager, nvm: &'a NvmPool, n: u32, pid: PageId, exclusive: bool) -> NvmLines<'a> {
+    pub(crate) fn new(bm: &'a dyn LineHost, nvm: &'a NvmPool, n: u32, pid: PageId, exclusive: bool) -> NvmLines<'a> {
         debug_assert_eq!(nvm.pid(n), Some(pid));
         debug_assert!(if exclusive { nvm.latch(n).is_exclusive() } else { nvm.latch(n).is_held() });
         NvmLines {
@@ -536,7 +535,7 @@ impl crate::buffer::OptimisticPage for BmOptimistic<'_> {
 }
 
 /// Counts an in-place fix (for the manager).
-pub(crate) fn count_fix(bm: &BufferManager, exclusive: bool) {
+pub(crate) fn count_fix(bm: &dyn LineHost, exclusive: bool) {
     bm.count(if exclusive { Count::NvmWritesInPlace } else { Count::NvmReadsInPlace }, 1);
     bm.count(Count::NvmHits, 1);
 }

@@ -59,15 +59,15 @@ use parking_lot::{Mutex, RwLock};
 
 use crate::Result;
 use crate::buffer::BufferError;
-use crate::buffer::latch::Latch;
-use crate::buffer::page_crc::{NvmVerify, crc_after_runs};
-use crate::buffer::source::{ExclusivePage, LinePage, OptimisticPage, SharedPage};
 use crate::device::NvmRegion;
 use crate::ids::PageId;
 use crate::limits::{CACHE_LINE_BYTES, PAGE_SIZE_MAX_BYTES};
+use crate::page::crc::{NvmVerify, crc_after_runs};
+use crate::page::latch::Latch;
+use crate::page::source::{ExclusivePage, LinePage, OptimisticPage, SharedPage};
 
-use super::cpu_cache::CpuCacheModel;
-pub use super::cpu_cache::{CPU_CACHE_MODEL_DEFAULT_BYTES, CPU_CACHE_MODEL_MAX_BYTES, search_lines};
+use crate::page::frame::cpu_cache::CpuCacheModel;
+pub use crate::page::frame::cpu_cache::{CPU_CACHE_MODEL_DEFAULT_BYTES, CPU_CACHE_MODEL_MAX_BYTES, search_lines};
 
 const LINE: usize = CACHE_LINE_BYTES;
 /// Words of a line mask: one bit per line of the largest page.
@@ -418,7 +418,7 @@ impl DirectPages {
                     return Ok(DirectOptimistic { pages: self, slot, version });
                 }
             }
-            crate::buffer::latch::backoff(&mut spins);
+            crate::page::latch::backoff(&mut spins);
         }
     }
 

@@ -25,7 +25,8 @@
 #![allow(unsafe_code)]
 
 pub mod cpu_cache;
-pub mod direct;
+// Until every caller names `crate::sources::nvm_direct::frames`.
+pub use crate::sources::nvm_direct::frames as direct;
 pub mod in_place;
 pub mod lines;
 pub mod mini;
@@ -563,7 +564,7 @@ impl<'a> FrameWrite<'a> {
 
     /// Gives up the guard but keeps the exclusive latch held: the caller (a line guard
     /// taking over a promoted mini page's new frame) releases it.
-    pub(super) fn into_held(self) -> FrameId {
+    pub(crate) fn into_held(self) -> FrameId {
         let this = std::mem::ManuallyDrop::new(self);
         debug_assert!(!this.dirty, "a guard handed over after writing");
         this.at.frame

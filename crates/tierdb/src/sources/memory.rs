@@ -10,13 +10,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 
-use super::BufferError;
-use super::frame::lines::WholeLines;
-use super::frame::{FrameId, FrameOptimistic, FramePool, FrameRead, FrameWrite};
-use super::source::PageSource;
 use crate::Result;
+use crate::buffer::BufferError;
 use crate::device::{DramArena, DramConfig};
 use crate::ids::PageId;
+use crate::page::frame::lines::WholeLines;
+use crate::page::frame::{FrameId, FrameOptimistic, FramePool, FrameRead, FrameWrite};
+use crate::page::source::PageSource;
 
 /// All pages in DRAM.
 pub struct MemorySource {
@@ -136,7 +136,7 @@ impl MemorySource {
     }
 }
 
-use super::source::ExclusivePage as _;
+use crate::page::source::ExclusivePage as _;
 
 impl PageSource for MemorySource {
     type Shared<'a> = FrameRead<'a>;
@@ -158,7 +158,7 @@ impl PageSource for MemorySource {
             if let Some(g) = self.pool.try_optimistic(f) {
                 return Ok(g);
             }
-            super::latch::backoff(&mut spins);
+            crate::page::latch::backoff(&mut spins);
         }
     }
 
@@ -238,7 +238,7 @@ impl PageSource for MemorySource {
 mod tests {
     use super::*;
     use crate::ByteSize;
-    use crate::buffer::source::SharedPage;
+    use crate::page::source::SharedPage;
 
     fn source(frames: u64) -> MemorySource {
         let mut cfg = DramConfig::new(ByteSize(frames * 4096));

@@ -37,12 +37,11 @@ use super::mini::{MINI_BYTES, MINI_SLOTS};
 use super::{FrameId, FramePool, FrameRead, FrameWrite, Mask, bump};
 use crate::Result;
 use crate::buffer::BufferError;
-use crate::buffer::counters::Count;
-use crate::buffer::latch::Latch;
-use crate::buffer::manager::BufferManager;
-use crate::buffer::source::LinePage;
+use crate::counters::Count;
 use crate::ids::PageId;
 use crate::limits::CACHE_LINE_BYTES;
+use crate::page::latch::Latch;
+use crate::page::source::LinePage;
 
 const LINE: usize = CACHE_LINE_BYTES;
 
@@ -58,9 +57,56 @@ pub enum Place {
     Mini(u32),
 }
 
+/// What the line guards need of the page source that handed them out. The buffer
+/// manager implements it; the guards never name the manager, so the frame layer does
+/// not depend on the layer above it.
+pub trait LineHost: Sync {
+    /// The DRAM frame pool (full frames and mini pages).
+    fn frames(&self) -> &FramePool;
+    /// Cache-line-grained loading is on: a full frame's writes mark lines dirty when the
+    /// page has an NVM copy to write them back to.
+    fn cl_grained(&self) -> bool;
+    /// Debug mode (paper A.6): guards check that only dirty-marked lines changed.
+    fn debug_lines(&self) -> bool;
+    /// Adds `n` to counter `c`.
+    fn count(&self, c: Count, n: u64);
+    /// Loads bytes `off..off + dst.len()` of `pid` from its NVM frame `n` into `dst`.
+    ///
+    /// # Errors
+    /// A device error or a corrupted line.
+    fn load_lines(&self, n: u32, pid: PageId, off: usize, dst: &mut [u8]) -> Result<()>;
+    /// A free full frame, held exclusive, to promote a mini page into.
+    ///
+    /// # Errors
+    /// No frame can be freed.
+    fn promotion_frame(&self) -> Result<FrameWrite<'_>>;
+    /// Publishes `pid` in full frame `f` after a promotion.
+    fn publish_promotion(&self, pid: PageId, f: FrameId);
+    /// Returns mini page `i` after its page was promoted.
+    fn release_mini(&self, i: u32);
+    /// The page size in bytes.
+    fn page_size_bytes(&self) -> usize;
+    /// Writes changed `runs` of `pid` (old bytes `old`, `lines` lines) back in place to
+    /// NVM frame `n`, after forcing the log to `page_lsn`.
+    ///
+    /// # Errors
+    /// The log force or the NVM write failed.
+    fn write_in_place(
+        &self,
+        n: u32,
+        pid: PageId,
+        runs: &[(usize, &[u8])],
+        old: &[u8],
+        page_lsn: u64,
+        lines: u64,
+    ) -> Result<()>;
+    /// Stops the page source after a failure a guard's drop cannot report.
+    fn stop(&self, why: String);
+}
+
 /// A page fixed for line-grained access in a buffer manager.
 pub struct LineGuard<'a> {
-    bm: &'a BufferManager,
+    bm: &'a dyn LineHost,
     pool: &'a FramePool,
     pid: PageId,
     place: Place,
@@ -76,7 +122,7 @@ pub struct LineGuard<'a> {
 impl<'a> LineGuard<'a> {
     /// Wraps a latch the caller holds (exclusive if `exclusive`) on `place`, which
     /// holds `pid`.
-    pub(crate) fn new(bm: &'a BufferManager, pid: PageId, place: Place, exclusive: bool) -> LineGuard<'a> {
+    pub(crate) fn new(bm: &'a dyn LineHost, pid: PageId, place: Place, exclusive: bool) -> LineGuard<'a> {
         if exclusive {
             // As for a frame guard: the exclusive mark is visible before our stores.
             fence(Ordering::Release);
@@ -90,7 +136,7 @@ impl<'a> LineGuard<'a> {
             wrote_whole: false,
             line_write_back: match place {
                 Place::Full(f) => {
-                    bm.techniques().cl_grained && bm.frames().meta(f).nvm.load(Ordering::Relaxed) != super::NO_NVM_FRAME
+                    bm.cl_grained() && bm.frames().meta(f).nvm.load(Ordering::Relaxed) != super::NO_NVM_FRAME
                 }
                 Place::Mini(_) => true,
             },
@@ -612,6 +658,7 @@ impl LinePage for WholeLines<'_> {
 mod tests {
     use super::*;
     use crate::ByteSize;
+    use crate::buffer::BufferManager;
     use crate::buffer::{BufferConfig, PageSource, Techniques};
     use crate::device::NvmConfig;
 
@@ -647,7 +694,7 @@ mod tests {
     fn debug_mode_catches_a_write_to_a_line_not_marked_dirty() {
         let dir = tempfile::tempdir().unwrap();
         let (bm, pids) = manager(&dir, Techniques { cl_grained: true, mini_pages: false, swizzling: false }, 24);
-        let crate::buffer::frame::in_place::BmLines::Dram(mut g) = bm.fix_lines(pids[0], true).unwrap() else {
+        let crate::page::frame::in_place::BmLines::Dram(mut g) = bm.fix_lines(pids[0], true).unwrap() else {
             unreachable!("eager migrates")
         };
         assert_eq!(g.read(130, 4).unwrap(), &[pids[0].0 as u8; 4]);
