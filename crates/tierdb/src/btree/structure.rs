@@ -16,8 +16,9 @@
 //! is logged (its pages' images and an end record, as one unit that recovery applies
 //! whole or not at all); pages to free are freed after that.
 
+use super::log::Smo;
 use super::node::{self, Builder, CHILD_BYTES, ENTRY_HEADER_BYTES, Kind, NodeMut, NodeRef, SLOT_BYTES};
-use super::{BTree, Chain, Exclusive, Smo, corrupted};
+use super::{BTree, Chain, Exclusive, corrupted};
 use crate::Result;
 use crate::buffer::{ExclusivePage, PageSource};
 use crate::ids::PageId;
