@@ -453,6 +453,8 @@ fn last_cut(kind: Kind, items: &[Item], held: usize, lower: &[u8], page_size: us
         }
     }
     assert!(best.0 <= page_size, "no cut of the last {t} items of a level fits two nodes");
+    // Both nodes keep their minimum of items.
+    assert!((min..=t - min).contains(&best.1), "a cut at {} of {t} items (minimum {min} a node)", best.1);
     best.1
 }
 

@@ -29,6 +29,8 @@ pub(super) fn inner_step(page: &[u8], pid: PageId, level: Option<u8>, key: &[u8]
     if node.is_leaf() {
         return Ok(None);
     }
+    // The header check keeps an inner node at level 1 or above.
+    debug_assert!(node.level() >= 1, "{pid}: an inner node at level 0");
     let (offset, raw) = node.child_ref(node.child_index(key)?)?;
     Ok(Some((offset, raw, node.level() - 1)))
 }

@@ -75,7 +75,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
         let sep_need = SLOT_BYTES + ENTRY_HEADER_BYTES + plan.sep.len() + CHILD_BYTES;
         let parent_idx = self.make_room(chain, smo, idx - 1, &plan.sep, sep_need)?;
         let idx = parent_idx + 1;
-        debug_assert_eq!(chain[idx].0, pid);
+        assert_eq!(chain[idx].0, pid, "a parent split moved {pid} in the chain");
         // 1. Check the parent before changing anything: it must route the separator to
         //    this node and take it (its prefix).
         let pos = {

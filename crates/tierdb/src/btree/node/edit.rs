@@ -5,13 +5,15 @@
 //! Callers hold the page latched exclusive. Writing marks the page dirty, so callers
 //! decide with a [`NodeRef`] first and take a `NodeMut` only to change something.
 
+use std::cmp::Ordering;
+
 use crate::btree::error::BTreeError;
 use crate::ids::PageId;
 use crate::limits::{BTREE_HEIGHT_MAX, BTREE_KEY_BYTES_MAX, PAGE_SIZE_MAX_BYTES, PAGE_SIZE_MIN_BYTES};
 
 use super::format::{
     CHILD_BYTES, ENTRY_HEADER_BYTES, HEADER_BYTES, Kind, NODE_MAGIC, NodeResult, SLOT_BYTES, common_prefix_len,
-    corrupt, head_of, head_of2, wr_u16, wr_u32,
+    corrupt, head_of, head_of2, rd_u16, wr_u16, wr_u32,
 };
 use super::header::{
     FLAG_UPPER_INFINITE, OFF_COUNT, OFF_FLAGS, OFF_GARBAGE, OFF_HEAP_START, OFF_KIND, OFF_LEVEL, OFF_LINK,
@@ -86,11 +88,12 @@ impl<'a> NodeMut<'a> {
     fn insert_suffix(&mut self, pos: usize, suffix: &[u8], value: &[u8]) -> NodeResult<bool> {
         let v = self.view();
         let count = v.count;
-        assert!(pos <= count, "insert at slot {pos} of {count}");
+        assert!(pos <= count, "{}: insert at slot {pos} of {count}", self.pid);
         let heap = ENTRY_HEADER_BYTES + suffix.len() + value.len();
         if SLOT_BYTES + heap > v.free_total() {
             return Ok(false);
         }
+        self.check_between(pos, suffix)?;
         if SLOT_BYTES + heap > v.free_contiguous() {
             self.compact()?;
             if SLOT_BYTES + heap > self.view().free_contiguous() {
@@ -98,6 +101,13 @@ impl<'a> NodeMut<'a> {
             }
         }
         let off = self.view().heap_start() - heap;
+        // The slot array grows by one slot and must end at or before the new entry.
+        assert!(
+            HEADER_BYTES + (count + 1) * SLOT_BYTES <= off,
+            "{}: {} slots end past the new entry at byte {off}",
+            self.pid,
+            count + 1
+        );
         self.write_entry(off, suffix, value);
         self.set_heap_start(off);
         let s = HEADER_BYTES + pos * SLOT_BYTES;
@@ -105,6 +115,35 @@ impl<'a> NodeMut<'a> {
         self.write_slot(pos, head_of(suffix), off, suffix.len());
         self.set_count(count + 1);
         Ok(true)
+    }
+
+    /// Checks that the key `suffix` (after the node's prefix) sorts strictly between the
+    /// keys of slots `pos - 1` and `pos`, where an insert at `pos` puts it.
+    ///
+    /// # Errors
+    /// `Corrupted`, naming both keys, if it does not: the node's keys are out of order
+    /// (bad bytes), and inserting would hide keys from every later search.
+    fn check_between(&self, pos: usize, suffix: &[u8]) -> NodeResult<()> {
+        let v = self.view();
+        if pos > 0 {
+            let left = v.suffix(pos - 1)?;
+            if left >= suffix {
+                return Err(corrupt(
+                    self.pid,
+                    format!("key suffix {suffix:02x?} inserted after slot {} holding {left:02x?}", pos - 1),
+                ));
+            }
+        }
+        if pos < v.count {
+            let right = v.suffix(pos)?;
+            if suffix >= right {
+                return Err(corrupt(
+                    self.pid,
+                    format!("key suffix {suffix:02x?} inserted before slot {pos} holding {right:02x?}"),
+                ));
+            }
+        }
+        Ok(())
     }
 
     fn write_entry(&mut self, off: usize, suffix: &[u8], value: &[u8]) {
@@ -129,11 +168,18 @@ impl<'a> NodeMut<'a> {
     pub fn remove(&mut self, pos: usize) -> NodeResult<()> {
         let v = self.view();
         let count = v.count;
-        assert!(pos < count, "remove slot {pos} of {count}");
+        assert!(pos < count, "{}: remove slot {pos} of {count}", self.pid);
         let (_, off, klen) = v.slot(pos);
         let bytes = ENTRY_HEADER_BYTES + klen + v.value_at(off, klen)?.len();
         let (heap_start, garbage) = (v.heap_start(), v.garbage());
         if off == heap_start {
+            // `value_at` kept the entry inside the page, so the heap still ends there.
+            assert!(
+                heap_start + bytes <= self.b.len(),
+                "{}: heap start {heap_start} + {bytes} past the page of {}",
+                self.pid,
+                self.b.len()
+            );
             self.set_heap_start(heap_start + bytes);
         } else {
             self.set_garbage(garbage + bytes);
@@ -170,6 +216,12 @@ impl<'a> NodeMut<'a> {
         if heap <= free_contiguous {
             // Write a new copy below the heap; the old entry becomes garbage.
             let noff = heap_start - heap;
+            assert!(
+                HEADER_BYTES + v.count * SLOT_BYTES <= noff,
+                "{}: {} slots end past the moved entry at byte {noff}",
+                self.pid,
+                v.count
+            );
             let ks = off + ENTRY_HEADER_BYTES;
             self.b.copy_within(ks..ks + klen, noff + ENTRY_HEADER_BYTES);
             wr_u16(self.b, noff, new);
@@ -215,7 +267,8 @@ impl<'a> NodeMut<'a> {
     /// `Corrupted` if the entry is not a page id.
     pub fn set_child(&mut self, i: usize, child: PageId) -> NodeResult<()> {
         let v = self.view();
-        assert_eq!(v.kind, Kind::Inner, "set_child on a leaf");
+        assert_eq!(v.kind, Kind::Inner, "{}: set_child({i}) on a leaf", self.pid);
+        assert!(i <= v.count, "{}: child {i} of a node with {} entries", self.pid, v.count);
         if i == v.count {
             self.set_link(child.0);
             return Ok(());
@@ -298,6 +351,13 @@ impl<'a> Builder<'a> {
         b[heap..heap + lower.len()].copy_from_slice(lower);
         wr_u16(b, OFF_LOWER_OFF, if lower.is_empty() { 0 } else { heap });
         wr_u16(b, OFF_LOWER_LEN, lower.len());
+        // Two fences of at most a key each leave the header's line alone.
+        assert!(
+            heap >= HEADER_BYTES,
+            "{pid}: fences of {} and {:?} bytes reach the header",
+            lower.len(),
+            upper.map(<[u8]>::len)
+        );
         let prefix_len = upper.map_or(0, |u| common_prefix_len(lower, u));
         wr_u16(b, OFF_PREFIX_LEN, prefix_len);
         wr_u32(b, OFF_HEAP_START, heap);
@@ -322,6 +382,24 @@ impl<'a> Builder<'a> {
             }
         };
         let klen = a.len() + c.len();
+        if self.count > 0 {
+            // Entries come in strictly increasing key order; the previous one is the
+            // lowest in the heap. Both are compared after the node's prefix.
+            let prev_klen = rd_u16(self.b, HEADER_BYTES + (self.count - 1) * SLOT_BYTES + 6);
+            let ps = self.heap_start + ENTRY_HEADER_BYTES;
+            let prev = &self.b[ps..ps + prev_klen];
+            let order = match (a.is_empty(), c.is_empty()) {
+                (true, _) => prev.cmp(c),
+                (false, true) => prev.cmp(a),
+                (false, false) => prev.iter().cmp(a.iter().chain(c)),
+            };
+            if order != Ordering::Less {
+                return Err(corrupt(
+                    self.pid,
+                    format!("entry {} out of order: {prev:02x?} then {a:02x?} {c:02x?}", self.count),
+                ));
+            }
+        }
         let heap = ENTRY_HEADER_BYTES + klen + value.len();
         let slots_end = HEADER_BYTES + (self.count + 1) * SLOT_BYTES;
         if klen > BTREE_KEY_BYTES_MAX || value.len() > u16::MAX as usize || slots_end + heap > self.heap_start {

@@ -147,7 +147,12 @@ pub fn shortest_separator(left: &[u8], right: &[u8], pid: PageId) -> NodeResult<
     if left >= right || cp >= right.len() {
         return Err(corrupt(pid, format!("keys out of order: {left:02x?} >= {right:02x?}")));
     }
-    Ok(right[..=cp].to_vec())
+    let sep = right[..=cp].to_vec();
+    assert!(
+        left < sep.as_slice() && sep.as_slice() <= right,
+        "{pid}: separator {sep:02x?} not in ({left:02x?}, {right:02x?}]"
+    );
+    Ok(sep)
 }
 
 pub(super) fn corrupt(pid: PageId, detail: String) -> BTreeError {

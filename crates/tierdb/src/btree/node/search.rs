@@ -73,6 +73,7 @@ impl<'a> NodeRef<'a> {
                 Ordering::Equal => return Ok((if past_equal { mid + 1 } else { mid }, true)),
             }
         }
+        debug_assert!(lo <= self.count, "{}: search ended at slot {lo} of {}", self.pid, self.count);
         Ok((lo, false))
     }
 
@@ -132,7 +133,8 @@ impl<'a> NodeRef<'a> {
     /// bit 63 set a frame reference put there by a source that swizzles pointers.
     #[inline]
     pub fn child_ref(&self, i: usize) -> NodeResult<(usize, u64)> {
-        debug_assert_eq!(self.kind, Kind::Inner);
+        debug_assert_eq!(self.kind, Kind::Inner, "{}: child {i} of a leaf", self.pid);
+        debug_assert!(i <= self.count, "{}: child {i} of a node with {} entries", self.pid, self.count);
         if i == self.count {
             return Ok((OFF_LINK, self.link()));
         }

@@ -41,6 +41,20 @@ pub struct SplitPlan {
 /// # Errors
 /// `Corrupted` for entries out of order or a node too small to split.
 pub fn plan_split(node: &NodeRef<'_>, key: &[u8]) -> NodeResult<SplitPlan> {
+    let plan = choose_split(node, key)?;
+    // Both halves keep an entry (a leaf's right half may start empty on an append; an
+    // inner node's right half keeps at least its rightmost child).
+    let n = node.count;
+    let at_ok = match node.kind {
+        Kind::Leaf => (1..=n).contains(&plan.at),
+        Kind::Inner => (1..n).contains(&plan.at),
+    };
+    assert!(at_ok, "{}: split of a {:?} node of {n} entries at {}", node.pid, node.kind, plan.at);
+    Ok(plan)
+}
+
+/// [`plan_split`]'s choice, before its checks.
+fn choose_split(node: &NodeRef<'_>, key: &[u8]) -> NodeResult<SplitPlan> {
     let n = node.count;
     let pid = node.pid;
     let rightmost = node.upper_fence().is_none();
@@ -178,7 +192,8 @@ pub fn split_into(
 ) -> NodeResult<()> {
     let prefix = old.prefix();
     let (kind, level, n) = (old.kind, old.level, old.count);
-    assert!(plan.at <= n, "split at {} of {n}", plan.at);
+    assert!(plan.at <= n, "{left_pid}: split at {} of {n}", plan.at);
+    assert!(kind == Kind::Leaf || plan.at < n, "{left_pid}: inner split at {} of {n}", plan.at);
     let (left_link, right_first) = match kind {
         Kind::Leaf => (right_pid.0, plan.at),
         Kind::Inner => (old.child(plan.at)?.0, plan.at + 1),
@@ -229,7 +244,14 @@ pub fn merge_into(
     dst: &mut [u8],
     dst_pid: PageId,
 ) -> NodeResult<()> {
-    assert!(left.kind == right.kind && left.level == right.level, "merging nodes of different levels");
+    assert!(
+        left.kind == right.kind && left.level == right.level,
+        "{dst_pid}: merging a {:?} node at level {} with a {:?} node at level {}",
+        left.kind,
+        left.level,
+        right.kind,
+        right.level
+    );
     let mut b =
         Builder::new(dst, dst_pid, left.kind, left.level, left.lower_fence(), right.upper_fence(), right.link())?;
     let lp = left.prefix();
