@@ -101,26 +101,6 @@ impl<S: PageSource> Clone for BTree<'_, S> {
 impl<S: PageSource> Copy for BTree<'_, S> {}
 
 impl<'s, S: PageSource> BTree<'s, S> {
-    /// This tree, with every change logged to `log` (shorter-lived than the source).
-    pub fn logged<'l>(self, log: &'l dyn TreeLog) -> BTree<'l, S>
-    where
-        's: 'l,
-    {
-        BTree { source: self.source, root: self.root, log: Some(log) }
-    }
-}
-
-impl<S: PageSource> std::fmt::Debug for BTree<'_, S> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("BTree").field("root", &self.root).finish_non_exhaustive()
-    }
-}
-
-fn corrupted(pid: PageId, detail: impl Into<String>) -> crate::Error {
-    BTreeError::Corrupted { pid, detail: detail.into() }.into()
-}
-
-impl<'s, S: PageSource> BTree<'s, S> {
     /// Creates an empty tree: allocates its root, an empty leaf.
     ///
     /// # Errors
@@ -144,6 +124,14 @@ impl<'s, S: PageSource> BTree<'s, S> {
             return Err(BTreeError::NotATree { pid: root, detail: "a node with fences, not a root".into() }.into());
         }
         Ok(BTree { source, root, log: None })
+    }
+
+    /// This tree, with every change logged to `log` (shorter-lived than the source).
+    pub fn logged<'l>(self, log: &'l dyn TreeLog) -> BTree<'l, S>
+    where
+        's: 'l,
+    {
+        BTree { source: self.source, root: self.root, log: Some(log) }
     }
 
     /// The root's page id, fixed for the tree's life.
@@ -229,6 +217,17 @@ impl<'s, S: PageSource> BTree<'s, S> {
         }
         Ok(())
     }
+}
+
+impl<S: PageSource> std::fmt::Debug for BTree<'_, S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BTree").field("root", &self.root).finish_non_exhaustive()
+    }
+}
+
+/// A `Corrupted` error of page `pid`.
+fn corrupted(pid: PageId, detail: impl Into<String>) -> crate::Error {
+    BTreeError::Corrupted { pid, detail: detail.into() }.into()
 }
 
 #[cfg(test)]

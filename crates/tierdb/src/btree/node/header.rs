@@ -15,6 +15,7 @@ use super::format::{
     HEADER_BYTES, Kind, NODE_MAGIC, NodeResult, SLOT_BYTES, corrupt, not_a_tree, rd_u16, rd_u32, rd_u64, touch,
 };
 
+// Byte offsets of the header fields, as drawn above [`Header`].
 pub(super) const OFF_KIND: usize = 4;
 pub(super) const OFF_LEVEL: usize = 5;
 pub(super) const OFF_FLAGS: usize = 6;
@@ -230,7 +231,7 @@ impl Header {
         Ok(())
     }
 
-    /// Bytes of slots and live entries (as [`NodeRef::payload_bytes`]).
+    /// Bytes of slots and live entries (as `NodeRef::payload_bytes`).
     pub fn payload_bytes(&self) -> usize {
         let fences = self.lower.1 + self.upper.map_or(0, |u| u.1);
         self.count * SLOT_BYTES + (self.page_size - self.heap_start) - self.garbage - fences

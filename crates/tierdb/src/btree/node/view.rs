@@ -3,6 +3,9 @@
 //! A view caches the header fields a search needs (kind, level, count, prefix length);
 //! every other read goes to the page's bytes and is bounds checked. The binary search
 //! over a view is in `search.rs`.
+//!
+//! A view only reads. Its caller holds the page latched, or reads it optimistically and
+//! trusts nothing it read until the page validates.
 
 use crate::btree::error::BTreeError;
 use crate::ids::PageId;
