@@ -11,7 +11,7 @@ pub const RECORD_COUNT_MAX: u64 = 1 << 40;
 pub const OPERATION_COUNT_MAX: u64 = 1 << 40;
 
 /// Key numbers stay below this bound, including the keys inserted during a run. It is
-/// the largest domain a [`crate::dist::Zipf`] or [`crate::dist::Permutation`] is built for.
+/// the largest domain a Zipf distribution or a key permutation (`dist/`) is built for.
 pub const KEY_NUMBER_MAX: u64 = 1 << 42;
 
 /// Most fields in a record (`fieldcount`).

@@ -7,7 +7,7 @@
 //! one of four classes:
 //!
 //! 1. applied: a property of the core workload that changes the data or the operations
-//!    (the table in [`crate::ycsb::properties`]);
+//!    (the table of `ycsb/properties/table.rs`);
 //! 2. ignored, listed here with the reason: a name some YCSB version reads that does not
 //!    apply to an embedded engine run by tierdb's driver (the client's own options,
 //!    measurement and export, the table name, the database bindings' options, the

@@ -11,7 +11,8 @@
 //! a page evicted again before its lookup, or one that failed to read, is read (and its
 //! error reported) by the lookup as if there had been no prefetch.
 
-use super::{BTree, inner_step};
+use super::BTree;
+use super::descend::inner_step;
 use crate::Result;
 use crate::buffer::{OptimisticPage, PageSource, Peek};
 use crate::ids::PageId;

@@ -118,8 +118,13 @@ pub fn try_insert<P: LinePage>(p: &mut P, h: &Header, pos: usize, key: &[u8], va
     if SLOT_BYTES + heap > h.free_contiguous() {
         return Ok(false);
     }
-    debug_assert!(pos <= h.count);
+    assert!(pos <= h.count, "{pid}: insert at slot {pos} of {}", h.count);
     let off = h.heap_start - heap;
+    assert!(
+        HEADER_BYTES + (h.count + 1) * SLOT_BYTES <= off,
+        "{pid}: {} slots end past the new entry at byte {off}",
+        h.count + 1
+    );
     let e = p.write(off, heap)?;
     e[..ENTRY_HEADER_BYTES].copy_from_slice(&(value.len() as u16).to_le_bytes());
     e[ENTRY_HEADER_BYTES..ENTRY_HEADER_BYTES + suffix.len()].copy_from_slice(suffix);
@@ -139,7 +144,7 @@ pub fn try_insert<P: LinePage>(p: &mut P, h: &Header, pos: usize, key: &[u8], va
 /// Removes slot `pos` (`NodeMut::remove`): its entry becomes garbage, or free space if
 /// it is the lowest in the heap.
 pub fn remove<P: LinePage>(p: &mut P, h: &Header, pos: usize) -> Result<()> {
-    debug_assert!(pos < h.count);
+    assert!(pos < h.count, "{}: remove slot {pos} of {}", p.page_id(), h.count);
     let (off, klen, _, vlen) = entry(p, h, pos)?;
     let bytes = ENTRY_HEADER_BYTES + klen + vlen;
     let s = p.write(HEADER_BYTES + pos * SLOT_BYTES, (h.count - pos) * SLOT_BYTES)?;

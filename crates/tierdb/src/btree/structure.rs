@@ -16,8 +16,9 @@
 //! is logged (its pages' images and an end record, as one unit that recovery applies
 //! whole or not at all); pages to free are freed after that.
 
+use super::log::Smo;
 use super::node::{self, Builder, CHILD_BYTES, ENTRY_HEADER_BYTES, Kind, NodeMut, NodeRef, SLOT_BYTES};
-use super::{BTree, Chain, Exclusive, Smo, corrupted};
+use super::{BTree, Chain, Exclusive, corrupted};
 use crate::Result;
 use crate::buffer::{ExclusivePage, PageSource};
 use crate::ids::PageId;
@@ -74,7 +75,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
         let sep_need = SLOT_BYTES + ENTRY_HEADER_BYTES + plan.sep.len() + CHILD_BYTES;
         let parent_idx = self.make_room(chain, smo, idx - 1, &plan.sep, sep_need)?;
         let idx = parent_idx + 1;
-        debug_assert_eq!(chain[idx].0, pid);
+        assert_eq!(chain[idx].0, pid, "a parent split moved {pid} in the chain");
         // 1. Check the parent before changing anything: it must route the separator to
         //    this node and take it (its prefix).
         let pos = {

@@ -249,7 +249,7 @@ impl Coord {
     /// A search whose incumbent, `incumbent`, was already measured (its epochs are in
     /// the estimate), with the pooled relative spread `noise_ss` over `noise_dof`
     /// degrees of freedom of configurations measured before: the refinement stage of
-    /// [`super::funnel::Funnel`]. Its first proposal is a probe.
+    /// the funnel search (`tune/funnel.rs`). Its first proposal is a probe.
     ///
     /// # Errors
     /// As [`Coord::new`].
