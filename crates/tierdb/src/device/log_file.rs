@@ -10,7 +10,8 @@
 //!
 //! The device knows bytes, not records: writing records, checking them and cutting a
 //! torn tail is the job of the write-ahead log, the layer above (the device never
-//! imports it). Operations are counted and emulated with an SSD profile, like the page file's: an append is a write, `sync` is `fdatasync`.
+//! imports it). Operations are counted and emulated with an SSD profile, like the
+//! page file's: an append is a write, `sync` is `fdatasync`.
 //! A failed write or sync poisons the handle (the page cache's state is unknown), as
 //! for the page file.
 
