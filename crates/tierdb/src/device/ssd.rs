@@ -51,6 +51,10 @@ mod open;
 mod tests;
 
 const DEVICE: &str = "ssd";
+
+// Both superblock slots go in one aligned write of page 0's first block.
+const _: () = assert!(SUPERBLOCK_SLOT_BYTES * SUPERBLOCK_SLOTS <= IO_ALIGN_BYTES);
+const _: () = assert!(IO_ALIGN_BYTES.is_power_of_two());
 const POISON_NONE: u8 = 0;
 const POISON_WRITE: u8 = 1;
 const POISON_SYNC: u8 = 2;
@@ -220,7 +224,9 @@ impl SsdFile {
                 size: count * self.page_size as u64,
             });
         }
-        Ok(id.0 * self.page_size as u64)
+        let offset = id.0 * self.page_size as u64;
+        debug_assert!(offset.is_multiple_of(IO_ALIGN_BYTES as u64), "{id} at offset {offset} is not I/O aligned");
+        Ok(offset)
     }
 
     fn check_poison(&self) -> Result<(), DeviceError> {
@@ -258,6 +264,7 @@ impl SsdFile {
         self.check_poison()?;
         let mut meta = self.meta.lock().expect("superblock lock");
         let first = meta.sb.page_count;
+        debug_assert_eq!(first, self.page_count(), "superblock and handle disagree on the page count");
         let new_count =
             first.checked_add(pages).filter(|&n| n <= SSD_PAGES_MAX).ok_or_else(|| DeviceError::Config {
                 device: DEVICE,
@@ -275,7 +282,8 @@ impl SsdFile {
         meta.slots[slot * SUPERBLOCK_SLOT_BYTES..(slot + 1) * SUPERBLOCK_SLOT_BYTES].copy_from_slice(&sb.encode());
         meta.sb = sb;
         self.write_superblock(&meta)?;
-        // 3. Only now may callers use the pages.
+        // 3. Only now may callers use the pages (the count never shrinks).
+        assert!(new_count >= self.page_count(), "growth to {new_count} pages below {}", self.page_count());
         self.page_count.store(new_count, Ordering::Release);
         Ok(PageId(first))
     }
@@ -315,6 +323,14 @@ impl SsdFile {
 
     /// Writes both superblock slots as held in `meta` and syncs.
     fn write_superblock(&self, meta: &Meta) -> Result<(), DeviceError> {
+        // The slot written last is the newest generation's: a torn write leaves the other.
+        debug_assert_eq!(
+            Superblock::decode(&meta.slots[meta.sb.slot() * SUPERBLOCK_SLOT_BYTES..][..SUPERBLOCK_SLOT_BYTES]).ok(),
+            Some(meta.sb.clone()),
+            "superblock slot {} does not hold generation {}",
+            meta.sb.slot(),
+            meta.sb.generation
+        );
         let mut buf = AlignedBuf::new(IO_ALIGN_BYTES);
         buf[..meta.slots.len()].copy_from_slice(&meta.slots);
         let path = &self.info.path;

@@ -21,6 +21,11 @@ impl Inner {
             return Err(WalError::TooLarge { len: payload.len(), max: record::PAYLOAD_BYTES_MAX });
         }
         let len = record::encoded_len(payload.len());
+        debug_assert!(
+            (record::HEADER_BYTES..=record::RECORD_BYTES_MAX).contains(&len),
+            "record of {len} bytes for a payload of {}",
+            payload.len()
+        );
         let (lsn, flush) = match &self.ring {
             None => {
                 let mut t = self.tail.lock();
@@ -29,6 +34,13 @@ impl Inner {
                 t.pending.resize(at + len, 0);
                 record::encode_into(lsn, head, payload, &mut t.pending[at..]);
                 t.next += len as u64;
+                // The DRAM buffer holds exactly the stream bytes `pending_start..next`.
+                debug_assert_eq!(
+                    t.pending_start + t.pending.len() as u64,
+                    t.next,
+                    "pending bytes from LSN {} do not end at the next LSN",
+                    t.pending_start
+                );
                 (lsn, t.pending.len() > self.buffer_bytes)
             }
             Some(ring) => {
@@ -38,6 +50,15 @@ impl Inner {
                 if lsn + len as u64 > self.ring_flushed.load(Ordering::Acquire) + ring.capacity() {
                     self.flush_ring(By::Waiter)?;
                 }
+                // Ring wrap: the record must not overwrite bytes not yet in the log file
+                // (unless a flush failed meanwhile: the log is poisoned, and says so).
+                let flushed = self.ring_flushed.load(Ordering::Acquire);
+                assert!(
+                    lsn + len as u64 <= flushed + ring.capacity() || self.is_poisoned.load(Ordering::Acquire),
+                    "record at LSN {lsn} of {len} bytes would overwrite ring bytes from LSN {flushed} not yet flushed \
+                     (ring of {} bytes)",
+                    ring.capacity()
+                );
                 // Small records are encoded on the stack.
                 let mut small = [0u8; SMALL_RECORD_BYTES];
                 let mut large = Vec::new();
@@ -52,6 +73,7 @@ impl Inner {
                     return self.poison(e);
                 }
                 t.next += len as u64;
+                debug_assert!(self.appended.load(Ordering::Relaxed) == lsn, "ring append at {lsn} not at the end");
                 self.appended.store(t.next, Ordering::Release);
                 self.durable.store(t.next, Ordering::Release);
                 (lsn, false)
@@ -91,6 +113,13 @@ impl Inner {
             t.pending_start = t.next;
             (start, bytes, t.next)
         };
+        // What the flush writes continues the durable stream and ends at the tail.
+        assert!(
+            start + bytes.len() as u64 == end && start == self.durable.load(Ordering::Acquire),
+            "flush of LSN {start}..{end} with {} bytes, the log durable to {}",
+            bytes.len(),
+            self.durable.load(Ordering::Acquire)
+        );
         if !bytes.is_empty() {
             if let Err(e) = self.file.append(start, &bytes).and_then(|()| self.file.sync()) {
                 // The records stay in the buffer, ahead of any appended meanwhile: the
@@ -126,6 +155,7 @@ impl Inner {
         if from == to {
             return Ok(None);
         }
+        assert_eq!(from + t.pending.len() as u64, to, "retained bytes from LSN {from} do not end at {to}");
         self.file.rewrite(from, &t.pending)?;
         t.pending.clear();
         t.pending_start = to;
@@ -142,6 +172,13 @@ impl Inner {
         if to <= from {
             return Ok(());
         }
+        // The ring holds the stream from its flushed LSN on, at most one ring's worth.
+        let ring_flushed = self.ring_flushed.load(Ordering::Acquire);
+        assert!(
+            ring_flushed <= from && to - ring_flushed <= ring.capacity() || self.is_poisoned.load(Ordering::Acquire),
+            "ring flush of LSN {from}..{to}: the ring holds the stream from {ring_flushed}, {} bytes",
+            ring.capacity()
+        );
         let mut buf = vec![0u8; (to - from).min(SCAN_CHUNK_BYTES as u64 * 4) as usize];
         let mut at = from;
         while at < to {

@@ -74,6 +74,8 @@ impl Wal {
         };
         let recovered = recover(&file, ring.as_ref(), cfg)?;
         let end = recovered.end;
+        // Appending continues at the end of the log file: every record is in it.
+        assert_eq!(end, file.end(), "recovery ends the log at LSN {end}, the log file at {}", file.end());
         let inner = Arc::new(Inner {
             file,
             ring,
@@ -205,6 +207,7 @@ impl Wal {
             let gap = (lsn + 1 - next) as usize;
             let payload = gap.saturating_sub(record::HEADER_BYTES).min(record::PAYLOAD_BYTES_MAX);
             self.append(&RecordHead::new(Kind::Filler, 0, 0), &vec![0u8; payload])?;
+            debug_assert!(self.next_lsn() > next, "a filler record at LSN {next} did not move the log");
         }
         self.flush_until(self.next_lsn())
     }
@@ -231,6 +234,8 @@ impl Wal {
     /// Device errors.
     pub fn truncate_before(&self, lsn: Lsn) -> Result<usize, WalError> {
         let durable = self.durable_lsn();
+        // Durable never passes appended: segments holding records not yet durable stay.
+        debug_assert!(durable <= self.next_lsn(), "durable LSN {durable} past the next LSN {}", self.next_lsn());
         Ok(self.inner.file.truncate_before(lsn.min(durable))?)
     }
 

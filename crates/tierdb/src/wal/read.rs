@@ -64,6 +64,10 @@ impl FileScan {
             self.buf.clear();
             self.buf_at = at;
         }
+        debug_assert!(
+            at >= self.buf_at && at <= self.buf_at + self.buf.len() as u64,
+            "scan at LSN {at} outside its buffer"
+        );
         loop {
             let off = (at - self.buf_at) as usize;
             match record::decode(at, &self.buf[off..]) {
@@ -102,6 +106,9 @@ impl Iterator for Records<'_> {
         };
         match got {
             Ok(r) => {
+                // LSN order: each record starts where the one before ended.
+                debug_assert_eq!(r.lsn, self.at, "record read at LSN {} names LSN {}", self.at, r.lsn);
+                debug_assert!(r.next_lsn() > self.at, "record at LSN {} does not advance", self.at);
                 self.at = r.next_lsn();
                 Some(Ok(r))
             }

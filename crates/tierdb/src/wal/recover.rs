@@ -106,6 +106,10 @@ pub(super) fn recover(file: &LogFile, ring: Option<&NvmRing>, cfg: &WalConfig) -
         }
     };
     let file_valid = at;
+    assert!(
+        start <= file_valid && file_valid <= file_end,
+        "the log file's valid records end at LSN {file_valid}, outside its bytes {start}..{file_end}"
+    );
     // 2. The ring: records past the file's valid end, which the flusher had not moved
     //    yet (or whose copy in the file is torn). Read only; written in step 5.
     let mut from_ring = 0u64;
@@ -133,6 +137,7 @@ pub(super) fn recover(file: &LogFile, ring: Option<&NvmRing>, cfg: &WalConfig) -
             from_ring += 1;
         }
     }
+    debug_assert!(at >= file_valid && at - file_valid == copy.len() as u64, "ring records end at {at}");
     // 3. May the log end there? Nothing is changed before this is decided.
     let end =
         damage::LogEnd { file_valid, invalid: &invalid, file_end, end: at, valid_past: cfg.valid_past, ring_flushed };
@@ -183,5 +188,6 @@ pub(super) fn recover(file: &LogFile, ring: Option<&NvmRing>, cfg: &WalConfig) -
         records += from_ring;
     }
     let salvaged = salvaged.then_some(file_valid);
+    assert!(at >= file_valid, "recovery ends the log at LSN {at}, before its valid records end at {file_valid}");
     Ok(Recovered { start, end: at.max(LOG_STREAM_START), records, from_ring, tail, salvaged })
 }

@@ -28,6 +28,12 @@ pub const FLAG_NO_CRC: u32 = 8;
 
 pub(super) const NO_PAGE: u64 = u64::MAX;
 
+// The layout: the pool header is one line below the frame headers, which are one line
+// each; the frames start on an I/O-aligned offset after them.
+const _: () = assert!(HEADER_BYTES == 64 && HEADER_BYTES == CACHE_LINE_BYTES);
+const _: () = assert!(HEADERS_OFFSET >= HEADER_BYTES as u64 && HEADERS_OFFSET.is_multiple_of(HEADER_BYTES as u64));
+const _: () = assert!(FLAG_VALID | FLAG_DIRTY | FLAG_IN_UPDATE | FLAG_NO_CRC == 0xf);
+
 /// A decoded frame header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FrameHeader {
@@ -58,6 +64,8 @@ impl FrameHeader {
         b[20..24].copy_from_slice(&self.data_crc.to_le_bytes());
         b[24..32].copy_from_slice(&self.rec_lsn.to_le_bytes());
         b[32..40].copy_from_slice(&self.written_lsn.to_le_bytes());
+        // A header that says nothing must not encode as the all-zero "no page" header.
+        debug_assert!(b[..40].iter().any(|&x| x != 0) || self.flags == 0, "header {self:?} encodes as empty");
         let crc = crc32c::crc32c(&b[..60]);
         b[60..64].copy_from_slice(&crc.to_le_bytes());
         b

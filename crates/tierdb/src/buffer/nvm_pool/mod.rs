@@ -174,10 +174,12 @@ impl NvmPool {
     }
 
     fn header_offset(&self, n: u32) -> u64 {
+        debug_assert!((n as usize) < self.metas.len(), "NVM frame {n} of {}", self.metas.len());
         HEADERS_OFFSET + n as u64 * HEADER_BYTES as u64
     }
 
     fn data_offset(&self, n: u32) -> u64 {
+        debug_assert!((n as usize) < self.metas.len(), "NVM frame {n} of {}", self.metas.len());
         self.data_offset + n as u64 * self.page_size as u64
     }
 
@@ -335,6 +337,23 @@ impl NvmPool {
         self.shadows.lock().pop().unwrap_or_else(|| vec![0u8; self.page_size].into_boxed_slice())
     }
 
+    /// Checks the pool's invariants (tests; takes the free list's lock and walks every
+    /// frame): every frame on the free list is in range, listed once, and holds no page.
+    ///
+    /// # Panics
+    /// If one does not hold.
+    pub fn check_invariants(&self) {
+        let free = self.free.lock();
+        assert!(free.len() <= self.metas.len(), "{} free frames of {}", free.len(), self.metas.len());
+        let mut seen = vec![false; self.metas.len()];
+        for &n in free.iter() {
+            assert!((n as usize) < self.metas.len(), "free frame {n} of {}", self.metas.len());
+            assert!(!seen[n as usize], "NVM frame {n} is on the free list twice");
+            seen[n as usize] = true;
+            assert!(self.pid(n).is_none(), "free NVM frame {n} holds {:?}", self.pid(n));
+        }
+    }
+
     /// Gives a buffer of [`take_shadow`](Self::take_shadow) back.
     pub fn give_shadow(&self, b: Box<[u8]>) {
         debug_assert_eq!(b.len(), self.page_size);
@@ -346,11 +365,16 @@ impl NvmPool {
 
     /// Takes a free frame, if any.
     pub fn pop_free(&self) -> Option<u32> {
-        self.free.lock().pop()
+        let n = self.free.lock().pop()?;
+        // Free-list membership: a free frame holds no page (two pages in one frame
+        // would overwrite each other).
+        assert!(self.pid(n).is_none(), "free NVM frame {n} holds {:?}", self.pid(n));
+        Some(n)
     }
 
     /// The next frame under the clock hand.
     pub fn advance_hand(&self) -> u32 {
+        debug_assert!(!self.metas.is_empty(), "a clock hand over no frame");
         (self.hand.fetch_add(1, Ordering::Relaxed) % self.metas.len()) as u32
     }
 

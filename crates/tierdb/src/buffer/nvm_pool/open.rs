@@ -45,6 +45,13 @@ impl NvmPool {
         }
         let count = count.min(u32::MAX as u64 - 1) as usize;
         let data_offset = data_offset(count as u64);
+        // Slot bounds: the headers end before the frames, the frames inside the region.
+        assert!(
+            HEADERS_OFFSET + (count * HEADER_BYTES) as u64 <= data_offset
+                && data_offset.is_multiple_of(IO_ALIGN_BYTES as u64)
+                && data_offset + (count * page_size) as u64 <= size,
+            "{count} frames of {page_size} bytes from {data_offset} in a region of {size} bytes"
+        );
         let mut region = region;
         // 1. Clear every frame header: nothing from an earlier use of the file is valid.
         let zeros = vec![0u8; (data_offset - HEADERS_OFFSET) as usize];
@@ -61,6 +68,7 @@ impl NvmPool {
         h[60..64].copy_from_slice(&crc.to_le_bytes());
         region.write_lines(0, &h).map_err(dev)?;
         region.persist(0, HEADER_BYTES as u64).map_err(dev)?;
+        debug_assert!(count > 0 && count < u32::MAX as usize, "{count} frames");
         let metas = (0..count)
             .map(|_| NvmFrameMeta {
                 pid: AtomicU64::new(NO_PAGE),
@@ -241,6 +249,9 @@ impl NvmPool {
         }
         let used: std::collections::HashSet<u32> = pages.iter().map(|(n, _)| *n).collect();
         *pool.free.lock() = (0..count as u32).rev().filter(|n| !used.contains(n)).collect();
+        // Every frame is either a kept page's or free, never both.
+        assert_eq!(used.len(), pages.len(), "a frame listed twice among the pages found");
+        assert_eq!(pool.free_frames() + pages.len(), count, "free frames and pages do not cover the pool");
         let scan_secs = start.elapsed().as_secs_f64();
         Ok(Ok(Reopened { pool, pages, cleared, log_needed_from, scan_secs }))
     }

@@ -98,6 +98,10 @@ impl NvmPool {
             return Ok(());
         }
         self.region.charge_read(self.data_offset(n), self.page_size as u64);
+        debug_assert!(
+            self.data_offset(n) + self.page_size as u64 <= self.region.size_bytes(),
+            "NVM frame {n} past the region"
+        );
         // SAFETY: the page lies inside the mapping; the caller keeps writers out (it
         // owns the frame or holds its in-place latch).
         let bytes = unsafe { std::slice::from_raw_parts(self.page_ptr(n).as_ptr(), self.page_size) };
@@ -127,6 +131,7 @@ impl NvmPool {
     /// # Errors
     /// Device errors; `Corrupted` on a header CRC mismatch.
     pub fn header(&self, n: u32) -> Result<Option<FrameHeader>, BufferError> {
+        debug_assert!((n as usize) < self.metas.len(), "NVM frame {n} of {}", self.metas.len());
         let mut b = [0u8; HEADER_BYTES];
         self.region.read_lines(self.header_offset(n), &mut b).map_err(dev)?;
         FrameHeader::decode(&b).map_err(|detail| BufferError::Corrupted {

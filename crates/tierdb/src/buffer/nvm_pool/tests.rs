@@ -43,6 +43,7 @@ fn a_volatile_pool_frees_frames_without_writing_nvm() {
     p.clear_owner(m).unwrap();
     assert_eq!(lines(&p) - before, 4096 / 64 + 1, "release and clear_owner wrote NVM");
     assert_eq!((p.pid(n), p.pid(m)), (None, None));
+    p.check_invariants();
     // A durable pool clears the header on both.
     let dir2 = tempfile::tempdir().unwrap();
     let q = pool(&dir2, 1 << 20);
@@ -100,6 +101,7 @@ fn reopen_finds_the_pages_and_clears_frames_caught_mid_write() {
     assert_eq!(r.cleared.len(), 1);
     assert!(r.cleared[0].1.contains("IN_UPDATE"), "{:?}", r.cleared);
     assert_eq!(r.pool.free_frames(), count - 2, "the others are free");
+    r.pool.check_invariants();
     let mut back = vec![0u8; 4096];
     r.pool.read_page(frames[2], PageId(12), &mut back).unwrap();
     assert_eq!(back, page);

@@ -11,7 +11,9 @@
 
 use std::sync::atomic::Ordering;
 
-use super::header::{FLAG_DIRTY, FLAG_IN_UPDATE, FLAG_NO_CRC, FLAG_VALID, FrameHeader, HEADER_BYTES, NO_PAGE};
+use super::header::{
+    FLAG_DIRTY, FLAG_IN_UPDATE, FLAG_NO_CRC, FLAG_VALID, FrameHeader, HEADER_BYTES, HEADERS_OFFSET, NO_PAGE,
+};
 use super::{NvmPool, dev};
 use crate::buffer::BufferError;
 use crate::buffer::page_crc::crc_after_runs;
@@ -140,6 +142,14 @@ impl NvmPool {
             return Ok(None);
         }
         let Some(before) = self.header(n)? else { return Ok(None) };
+        // Header states: a frame in use is VALID and not mid-write (IN_UPDATE is only
+        // left by a crash, and reopen clears it).
+        debug_assert!(
+            before.pid == pid && before.flags & FLAG_VALID != 0 && before.flags & FLAG_IN_UPDATE == 0,
+            "NVM frame {n} of {pid}: header names {} with flags {:#x}",
+            before.pid,
+            before.flags
+        );
         let mut h = before;
         h.flags |= FLAG_IN_UPDATE;
         self.write_header(n, &h)?;
@@ -172,6 +182,8 @@ impl NvmPool {
         rec_lsn: u64,
     ) -> Result<(), BufferError> {
         debug_assert_eq!(src.len(), self.page_size);
+        // The caller owns the frame: empty, or holding this very page.
+        debug_assert!(self.pid(n).is_none_or(|p| p == pid), "NVM frame {n} holds {:?}, written as {pid}", self.pid(n));
         let off = self.data_offset(n);
         let before = if self.volatile { None } else { self.begin_update(n, pid)? };
         debug_assert!(!(self.volatile && dirty), "{pid}: a dirty page in volatile NVM frame {n}");
@@ -218,6 +230,13 @@ impl NvmPool {
                 detail: "the header of a frame in use is empty".into(),
             });
         };
+        debug_assert!(
+            h.flags & FLAG_VALID != 0 && self.pid(n) == Some(h.pid),
+            "marking NVM frame {n} clean: header names {} with flags {:#x}, the frame holds {:?}",
+            h.pid,
+            h.flags,
+            self.pid(n)
+        );
         h.flags &= !FLAG_DIRTY;
         h.rec_lsn = 0;
         // After the page's SSD write, at or past its flush LSN: the frame stays trusted.
@@ -244,6 +263,7 @@ impl NvmPool {
     /// persistent header: for a frame whose header is empty already (popped from the
     /// free list, or cleared) after a write into it failed or was not needed.
     pub fn detach(&self, n: u32) {
+        debug_assert!((n as usize) < self.metas.len(), "NVM frame {n} of {}", self.metas.len());
         let m = &self.metas[n as usize];
         m.pid.store(NO_PAGE, Ordering::Relaxed);
         m.dirty.store(false, Ordering::Relaxed);
@@ -276,6 +296,12 @@ impl NvmPool {
 
     pub(super) fn write_header_bytes(&self, n: u32, b: &[u8; HEADER_BYTES]) -> Result<(), BufferError> {
         let off = self.header_offset(n);
+        // Slot bounds: a frame header never reaches into the frames (or the pool header).
+        assert!(
+            off >= HEADERS_OFFSET && off + HEADER_BYTES as u64 <= self.data_offset,
+            "NVM frame header {n} at {off} outside the header area {HEADERS_OFFSET}..{}",
+            self.data_offset
+        );
         // SAFETY: frame `n`'s header line is written only by the frame's owner.
         unsafe { self.region.write_lines_shared(off, b) }.map_err(dev)?;
         self.region.persist(off, HEADER_BYTES as u64).map_err(dev)

@@ -74,10 +74,12 @@ impl SsdFile {
                 }
             }
         }
+        debug_assert_eq!(offsets.len(), pages.len());
         for (id, buf) in pages.iter_mut() {
             let r = if read { Ok(()) } else { self.read_raw(*id, buf) };
             results.push(r.and_then(|()| self.check_sealed(*id, buf)));
         }
+        debug_assert_eq!(results.len(), pages.len(), "one result per page");
         results
     }
 
@@ -101,6 +103,7 @@ impl SsdFile {
     /// Reads page `id`'s bytes as they are on the device.
     pub(super) fn read_raw(&self, id: PageId, buf: &mut [u8]) -> Result<(), DeviceError> {
         let offset = self.check_page(id, buf.len())?;
+        debug_assert!(offset >= self.page_size as u64, "a data page read from the superblock page");
         self.core.run(OpKind::Read, offset, buf.len() as u64, || {
             let r = if self.info.direct_io && !is_io_aligned(buf) {
                 let mut bounce = AlignedBuf::new(buf.len());
@@ -206,6 +209,7 @@ impl SsdFile {
             runs.push((first, i, k));
             i += k;
         }
+        debug_assert_eq!(runs.iter().map(|r| r.2).sum::<usize>(), order.len(), "runs cover every page once");
         let together = runs.len() > 1 && self.faults.is_none() && self.core.mode() == EmulationMode::Off;
         let group_pages = if together { (SSD_WRITE_BATCH_BYTES_MAX / ps).max(run_max) } else { run_max };
         let mut buf = AlignedBuf::new(ps * group_pages.min(pages.len()).max(1));
@@ -220,6 +224,11 @@ impl SsdFile {
             if !together {
                 n = 1;
             }
+            // In-flight limit: a group is one submission, its runs fit the buffer.
+            assert!(
+                (1..=SSD_WRITES_IN_FLIGHT_MAX).contains(&n) && (!together || used <= group_pages),
+                "a group of {n} runs ({used} pages) for {SSD_WRITES_IN_FLIGHT_MAX} in flight and {group_pages} pages"
+            );
             let (group, later) = rest.split_at(n);
             let mut at = 0;
             let mut writes: Vec<(PageId, std::ops::Range<usize>)> = Vec::with_capacity(group.len());
@@ -245,6 +254,12 @@ impl SsdFile {
     fn write_together(&self, writes: &[(PageId, std::ops::Range<usize>)], buf: &[u8]) -> Result<(), DeviceError> {
         self.check_poison()?;
         let ps = self.page_size;
+        assert!(
+            writes.len() <= SSD_WRITES_IN_FLIGHT_MAX,
+            "{} writes in flight, more than {SSD_WRITES_IN_FLIGHT_MAX}",
+            writes.len()
+        );
+        debug_assert!(!self.info.direct_io || is_io_aligned(buf), "direct I/O from an unaligned buffer");
         let mut at = Vec::with_capacity(writes.len());
         for (first, range) in writes {
             let k = (range.len() / ps) as u64;

@@ -68,6 +68,7 @@ impl SsdFile {
                 ssd.write_superblock(&meta)?;
             }
             ssd.create_double_write(cfg, db_id)?;
+            debug_assert_eq!(ssd.page_count(), 1, "a new page file holds only its superblock");
             Ok(ssd)
         })();
         if result.is_err() {
@@ -147,6 +148,7 @@ impl SsdFile {
         };
         ssd.open_double_write(cfg, db_id)?;
         ssd.upgrade_format()?;
+        debug_assert!(ssd.dwa.is_some() == cfg.double_write.is_on(), "double write {:?}", cfg.double_write);
         Ok(ssd)
     }
 
@@ -159,6 +161,7 @@ impl SsdFile {
             return Ok(());
         }
         let mut sb = meta.sb.clone();
+        debug_assert!(sb.format_version < FORMAT_VERSION, "upgrading format {}", sb.format_version);
         sb.format_version = FORMAT_VERSION;
         sb.generation += 1;
         let slot = sb.slot();
