@@ -24,8 +24,8 @@
 //! and superblock updates are serialised by one mutex. With the double-write area,
 //! page writes and syncs are serialised by its lock.
 //!
-//! The file is split by activity: [`open`] creates and opens the file (superblock
-//! checks, double-write recovery), [`io`] reads and writes pages; this file holds the
+//! The file is split by activity: `open` creates and opens the file (superblock
+//! checks, double-write recovery), `io` reads and writes pages; this file holds the
 //! types, the handle and its superblock updates.
 
 use std::fs::File;

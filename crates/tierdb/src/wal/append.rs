@@ -124,7 +124,7 @@ impl Inner {
             if let Err(e) = self.file.append(start, &bytes).and_then(|()| self.file.sync()) {
                 // The records stay in the buffer, ahead of any appended meanwhile: the
                 // log refuses all work from now on, but closing it makes one last
-                // attempt to write them ([`Wal::finish`]).
+                // attempt to write them ([`Wal::finish`](super::Wal::finish)).
                 let mut t = self.tail.lock();
                 bytes.extend_from_slice(&t.pending);
                 t.pending = bytes;
@@ -142,7 +142,7 @@ impl Inner {
 
     /// After the log failed: writes the records a failed flush left in the DRAM buffer
     /// (and any appended before the failure was known) where the log file was last
-    /// synced, and syncs; the one retry of a failed log ([`Wal::finish`]). Returns the
+    /// synced, and syncs; the one retry of a failed log ([`Wal::finish`](super::Wal::finish)). Returns the
     /// LSNs written, `None` if there were none.
     pub(super) fn write_retained(&self) -> Result<Option<(Lsn, Lsn)>, DeviceError> {
         if self.ring.is_some() {

@@ -70,7 +70,7 @@ impl std::fmt::Display for Durability {
     }
 }
 
-/// Whether [`Wal::open`] may make a new NVM ring (`device::log_ring`): an existing
+/// Whether [`Wal::open`](super::Wal::open) may make a new NVM ring (`device::log_ring`): an existing
 /// ring may hold the last acknowledged records and nowhere else.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum RingInit {
@@ -84,7 +84,7 @@ pub enum RingInit {
     /// The log of an existing database last closed cleanly, when every record was in
     /// the log file and the file ended at this LSN: a ring that cannot be used is made
     /// afresh if the file still ends there (the ring held nothing the file lacks; said
-    /// in [`Wal::ring_remade`]), else as `Existing`.
+    /// in [`Wal::ring_remade`](super::Wal::ring_remade)), else as `Existing`.
     ClosedAt(Lsn),
 }
 
@@ -108,7 +108,7 @@ pub struct WalConfig {
     /// follows, it lies in a segment before the last, or the log would end at or
     /// before [`valid_past`](Self::valid_past)) instead of failing with
     /// [`WalError::Corrupted`]; what follows the damage is lost, said in
-    /// [`Recovered::tail`] and [`Recovered::salvaged`], and LSNs continue past every
+    /// [`Recovered::tail`](super::Recovered::tail) and [`Recovered::salvaged`](super::Recovered::salvaged), and LSNs continue past every
     /// byte the log held (`wal::damage`). Off by default: for getting at what is left
     /// of a damaged database, after a copy of it was kept.
     pub salvage_damaged_log: bool,
@@ -121,7 +121,7 @@ pub struct WalConfig {
 pub const FLUSH_INTERVAL_DEFAULT: Duration = Duration::from_millis(1);
 /// Default DRAM log buffer size.
 pub const BUFFER_BYTES_DEFAULT: usize = 4 << 20;
-/// The most [`Wal::skip_past`] skips: a salvaged log is moved past a page's LSN only as
+/// The most [`Wal::skip_past`](super::Wal::skip_past) skips: a salvaged log is moved past a page's LSN only as
 /// far as a log could have reached beyond what is left of it.
 pub const SKIP_BYTES_MAX: u64 = 1 << 30;
 /// Bytes read from the log file at a time while scanning it.

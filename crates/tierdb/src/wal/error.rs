@@ -13,20 +13,20 @@ pub enum WalError {
     /// the log (later calls return `Poisoned`); a failed read does not.
     #[error(transparent)]
     Device(#[from] DeviceError),
-    /// [`Wal::open`] was given a configuration it cannot work with (a DRAM buffer or
+    /// [`Wal::open`](super::Wal::open) was given a configuration it cannot work with (a DRAM buffer or
     /// NVM ring too small for the largest records), or could not start its flusher
-    /// thread; also an unknown [`Durability`] name.
+    /// thread; also an unknown [`Durability`](super::Durability) name.
     #[error("WAL configuration: {what}")]
     Config {
         /// What is wrong, with the values involved.
         what: String,
     },
-    /// [`Wal::append`] of a payload longer than [`record::PAYLOAD_BYTES_MAX`].
+    /// [`Wal::append`](super::Wal::append) of a payload longer than [`record::PAYLOAD_BYTES_MAX`](super::record::PAYLOAD_BYTES_MAX).
     #[error("a log record of {len} bytes is larger than the {max}-byte limit")]
     TooLarge {
         /// The payload's length in bytes.
         len: usize,
-        /// The payload limit in bytes, [`record::PAYLOAD_BYTES_MAX`].
+        /// The payload limit in bytes, [`record::PAYLOAD_BYTES_MAX`](super::record::PAYLOAD_BYTES_MAX).
         max: usize,
     },
     /// An earlier write or sync of the log failed: every later append, flush and
@@ -34,10 +34,10 @@ pub enum WalError {
     #[error("the log failed earlier ({cause}); reopen the database to recover")]
     Poisoned {
         /// The failure that poisoned the log and the LSN below which records are
-        /// durable (and, from [`Wal::finish`], what became of the records in memory).
+        /// durable (and, from [`Wal::finish`](super::Wal::finish), what became of the records in memory).
         cause: String,
     },
-    /// [`Wal::read`] found no valid record starting at the LSN: truncated away, past
+    /// [`Wal::read`](super::Wal::read) found no valid record starting at the LSN: truncated away, past
     /// the end, or bytes that do not decode as the record for that LSN.
     #[error("no log record at LSN {lsn}: {why}")]
     NoRecord {
@@ -47,7 +47,7 @@ pub enum WalError {
         why: String,
     },
     /// Damage in records that were durable (not a torn tail, `wal::damage`): the log is
-    /// not cut there unless [`WalConfig::salvage_damaged_log`] says so.
+    /// not cut there unless [`WalConfig::salvage_damaged_log`](super::WalConfig::salvage_damaged_log) says so.
     #[error(
         "log file {} is damaged at byte {offset} (LSN {lsn}): {detail}; the log is not cut there, which would \
          lose durable records (WalConfig::salvage_damaged_log cuts it and reports what went)",
@@ -63,7 +63,7 @@ pub enum WalError {
         /// What is wrong there and why it is not a torn tail.
         detail: String,
     },
-    /// [`Wal::skip_past`] asked to skip more than [`SKIP_BYTES_MAX`]: no record of this
+    /// [`Wal::skip_past`](super::Wal::skip_past) asked to skip more than [`SKIP_BYTES_MAX`](super::SKIP_BYTES_MAX): no record of this
     /// log had that LSN (a page claims it: the page is damaged, not the log).
     #[error(
         "LSN {lsn} is {gap} bytes past the log's end, more than the {max} a salvaged log skips: no record of \
@@ -74,11 +74,11 @@ pub enum WalError {
         lsn: Lsn,
         /// Bytes from the log's next LSN to `lsn`.
         gap: u64,
-        /// The limit in bytes, [`SKIP_BYTES_MAX`].
+        /// The limit in bytes, [`SKIP_BYTES_MAX`](super::SKIP_BYTES_MAX).
         max: u64,
     },
-    /// [`Wal::open`] of the log of an existing database ([`RingInit::Existing`], or
-    /// [`RingInit::ClosedAt`] when the log file does not end at that LSN) found its NVM
+    /// [`Wal::open`](super::Wal::open) of the log of an existing database ([`RingInit::Existing`](super::RingInit::Existing), or
+    /// [`RingInit::ClosedAt`](super::RingInit::ClosedAt) when the log file does not end at that LSN) found its NVM
     /// ring missing, of another size, or without a valid header (zeroed, corrupt): it
     /// may have held the last acknowledged commits, so nothing is made in its place.
     #[error(

@@ -106,7 +106,7 @@ impl Wal {
     }
 
     /// The NVM ring of a cleanly closed log could not be used and was made afresh at
-    /// open, and why that lost nothing ([`RingInit::ClosedAt`]).
+    /// open, and why that lost nothing ([`RingInit::ClosedAt`](super::RingInit::ClosedAt)).
     pub fn ring_remade(&self) -> Option<&str> {
         self.ring_remade.as_deref()
     }

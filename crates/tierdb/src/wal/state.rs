@@ -23,7 +23,7 @@ use crate::device::{DeviceError, LogFile, NvmRing};
 /// Counters of a WAL.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct WalStats {
-    /// Records appended through [`Wal::append`] since the log was opened (not those
+    /// Records appended through [`Wal::append`](super::Wal::append) since the log was opened (not those
     /// recovery copied from the ring or wrote as filler).
     pub records: u64,
     /// Bytes appended: encoded records, headers and padding included.
@@ -31,7 +31,7 @@ pub struct WalStats {
     /// Writes of the log buffer to the log file (each followed by a sync).
     pub flushes: u64,
     /// Syncs of the log file after flushes; equal to `flushes` (recovery's syncs and
-    /// the last-attempt write of [`Wal::finish`] are not counted).
+    /// the last-attempt write of [`Wal::finish`](super::Wal::finish) are not counted).
     pub syncs: u64,
     /// Calls that found their records not yet durable and waited for a flush, their
     /// own or one in progress (a `sync` commit, the write-ahead rule before a page is
