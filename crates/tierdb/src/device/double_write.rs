@@ -514,6 +514,7 @@ impl DoubleWrite {
 
     /// Slots left in the current period.
     pub(crate) fn free_slots(&self, st: &State) -> usize {
+        debug_assert!(st.head <= self.slots, "double-write head at slot {} of {}", st.head, self.slots);
         self.slots - st.head
     }
 
@@ -556,6 +557,7 @@ impl DoubleWrite {
         let hdr = self.slot_header;
         let slot_bytes = hdr + self.page_size;
         let buf = st.buf.as_ref().expect("a batch was written");
+        debug_assert!(j < st.head, "staged page {j} of a period holding {} copies", st.head);
         &buf[j * slot_bytes + hdr..(j + 1) * slot_bytes]
     }
 
@@ -569,6 +571,8 @@ impl DoubleWrite {
         if st.head == 0 {
             return Ok(());
         }
+        // A period never holds more copies than slots: the floor moves past all of them.
+        assert!(st.head <= self.slots, "a period of {} copies in {} slots", st.head, self.slots);
         st.floor += self.slots as u64;
         st.generation += 1;
         let h = Header {
@@ -598,6 +602,7 @@ impl DoubleWrite {
     }
 
     fn slot_offset(&self, i: usize) -> u64 {
+        debug_assert!(i < self.slots, "double-write slot {i} of {}", self.slots);
         slot_offset(i, self.slot_header, self.page_size)
     }
 

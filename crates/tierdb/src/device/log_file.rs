@@ -9,8 +9,9 @@
 //! syncs the directory, so its name survives a crash.
 //!
 //! The device knows bytes, not records: writing records, checking them and cutting a
-//! torn tail is the WAL's job (`crate::wal`). Operations are counted and emulated with
-//! an SSD profile, like the page file's: an append is a write, `sync` is `fdatasync`.
+//! torn tail is the job of the write-ahead log, the layer above (the device never
+//! imports it). Operations are counted and emulated with an SSD profile, like the
+//! page file's: an append is a write, `sync` is `fdatasync`.
 //! A failed write or sync poisons the handle (the page cache's state is unknown), as
 //! for the page file.
 
@@ -277,6 +278,7 @@ impl LogFile {
             self.roll(&mut st)?;
         }
         let seg_start = st.segments.last().expect("a segment").start;
+        debug_assert!(st.end >= seg_start, "stream end {} before its last segment's start {seg_start}", st.end);
         let offset = st.end - seg_start;
         let path = &st.segments.last().expect("a segment").path;
         self.core.run(OpKind::Write, offset, bytes.len() as u64, || {
@@ -291,6 +293,15 @@ impl LogFile {
 
     /// Ends the current segment (synced) and begins a new one at the end of the stream.
     fn roll(&self, st: &mut State) -> Result<(), DeviceError> {
+        let last_start = st.segments.last().expect("a segment").start;
+        // Segment boundaries: a new segment starts past the last one, at the end of
+        // the stream, so that segments hold whole appends and never overlap.
+        assert!(
+            st.end > last_start && st.end - last_start >= self.segment_bytes,
+            "rolling at LSN {} a segment that starts at {last_start} (segment size {})",
+            st.end,
+            self.segment_bytes
+        );
         let old = st.segments.last().expect("a segment").path.clone();
         super::fault::sync(self.faults.as_deref(), &old, &st.current).map_err(|e| {
             self.poisoned.store(true, Ordering::Release);
@@ -349,6 +360,7 @@ impl LogFile {
             let i = st.segments.partition_point(|s| s.start <= pos) - 1;
             let seg = &st.segments[i];
             let seg_end = st.segments.get(i + 1).map_or(st.end, |n| n.start);
+            debug_assert!(seg.start <= pos && pos < seg_end, "LSN {pos} outside segment {}..{seg_end}", seg.start);
             let n = (want - done).min((seg_end - pos) as usize);
             let off = pos - seg.start;
             let dst = &mut buf[done..done + n];
@@ -381,6 +393,7 @@ impl LogFile {
             st.segments.remove(0);
             n += 1;
         }
+        debug_assert!(!st.segments.is_empty() && st.segments[0].start <= st.end, "truncation left no stream");
         if n > 0 {
             sync_dir(&self.dir)?;
         }
@@ -402,6 +415,7 @@ impl LogFile {
             st.segments.pop();
         }
         let seg = st.segments.last().expect("a segment");
+        assert!(seg.start <= at && at <= st.end, "cut at LSN {at} outside the last segment {}..{}", seg.start, st.end);
         let file = open_rw(&seg.path)?;
         file.set_len(at - seg.start).map_err(|e| DeviceError::io("truncate", &seg.path, 0, e))?;
         file.sync_all().map_err(|e| DeviceError::io("fsync", &seg.path, 0, e))?;

@@ -164,6 +164,8 @@ impl NvmRing {
     /// The ring's pieces holding stream bytes `at..at + len`: one or two `(region
     /// offset, length)` (two where they wrap).
     fn pieces(&self, at: u64, len: usize) -> [(u64, usize); 2] {
+        // Longer than the ring, the second piece would wrap onto the first.
+        debug_assert!(len as u64 <= self.capacity, "{len} bytes at LSN {at} in a ring of {}", self.capacity);
         let off = at % self.capacity;
         let first = (len as u64).min(self.capacity - off) as usize;
         [(DATA_OFFSET + off, first), (DATA_OFFSET, len - first)]
@@ -187,6 +189,7 @@ impl NvmRing {
             self.region.persist(off, len as u64)?;
             done += len;
         }
+        debug_assert_eq!(done, bytes.len(), "ring write at LSN {at}: {done} of {} bytes placed", bytes.len());
         Ok(())
     }
 

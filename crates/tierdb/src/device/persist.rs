@@ -7,7 +7,7 @@
 //! environments (valgrind) hide the newer CPUID bits and raise SIGILL on them.
 //!
 //! On targets other than x86-64 no flush instruction is emitted; durability then
-//! rests on `msync` (see [`crate::device::nvm`]).
+//! rests on `msync` (see the NVM region, `nvm.rs`).
 
 #![allow(unsafe_code)]
 

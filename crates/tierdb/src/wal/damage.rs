@@ -1,7 +1,7 @@
 //! Damage in the log found at open: whether the log may end where its valid records
 //! end, and what salvage does when it may not.
 //!
-//! Recovery (`super::recover`) reads the log file, then the NVM ring, to the first
+//! Recovery (`recover.rs`) reads the log file, then the NVM ring, to the first
 //! bytes that are not a valid record. The log may end there only if what follows is a
 //! **torn tail**: the bytes a write cut short by a crash leaves (a record cut short, or
 //! followed only by zeros or garbage that are no record), which were never durable, so

@@ -1,8 +1,11 @@
 use std::path::Path;
+use std::time::Duration;
 
+use super::config::SCAN_CHUNK_BYTES;
 use super::*;
 use crate::ByteSize;
-use crate::device::log_file::LOG_SEGMENT_BYTES_MIN;
+use crate::device::NvmConfig;
+use crate::device::log_file::{LOG_SEGMENT_BYTES_MIN, LOG_STREAM_START};
 
 fn config(dir: &Path, nvm_ring: Option<u64>) -> WalConfig {
     let mut c = WalConfig::new(dir.join("wal"));
