@@ -280,6 +280,54 @@ impl BufferCounters {
     }
 }
 
+/// Counters of a page source and of its devices: what the buffer manager and
+/// `nvm-direct` report.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct TierStats {
+    /// The buffer manager's own counters (hits, moves between tiers).
+    pub buffer: BufferStats,
+    /// The NVM region's device counters, when there is NVM.
+    pub nvm: Option<crate::device::StatsSnapshot>,
+    /// The SSD page file (in-place page reads and writes, syncs).
+    pub ssd: Option<crate::device::StatsSnapshot>,
+    /// The SSD page file's double-write area, when it is on in a file on SSD.
+    pub ssd_double_write: Option<crate::device::StatsSnapshot>,
+    /// The double-write area's NVM region, when it is on in NVM (`DoubleWriteMode::Nvm`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nvm_double_write: Option<crate::device::StatsSnapshot>,
+    /// The NVM cache's counters, for a policy that runs NVM as a cache (`nvcache`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nvm_cache: Option<crate::policy::NvmCacheStats>,
+    /// `nvsql`'s admission and NVM replacement counters (NV-SQL Table 4).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nvsql: Option<crate::policy::NvsqlStats>,
+}
+
+impl TierStats {
+    /// `self - earlier`, part by part; a part `earlier` lacks is taken whole from `self`.
+    pub fn since(&self, earlier: &TierStats) -> TierStats {
+        let d = |a: &Option<crate::device::StatsSnapshot>, b: &Option<crate::device::StatsSnapshot>| match (a, b) {
+            (Some(a), Some(b)) => Some(a.since(b)),
+            (a, _) => *a,
+        };
+        TierStats {
+            buffer: self.buffer.since(&earlier.buffer),
+            nvm: d(&self.nvm, &earlier.nvm),
+            ssd: d(&self.ssd, &earlier.ssd),
+            ssd_double_write: d(&self.ssd_double_write, &earlier.ssd_double_write),
+            nvm_double_write: d(&self.nvm_double_write, &earlier.nvm_double_write),
+            nvm_cache: match (&self.nvm_cache, &earlier.nvm_cache) {
+                (Some(a), Some(b)) => Some(a.since(b)),
+                (a, _) => *a,
+            },
+            nvsql: match (&self.nvsql, &earlier.nvsql) {
+                (Some(a), Some(b)) => Some(a.since(b)),
+                (a, _) => *a,
+            },
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

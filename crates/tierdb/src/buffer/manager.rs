@@ -27,8 +27,8 @@ use super::nvm_pool::NvmPool;
 use super::page_crc::NvmVerify;
 use super::table::{Entry, PageTable};
 use super::techniques::Techniques;
-use crate::counters::{BufferCounters, BufferStats, Count};
-use crate::device::{DoubleWriteMode, DramConfig, NvmConfig, OpenMode, SsdConfig, SsdFile, StatsSnapshot};
+use crate::counters::{BufferCounters, Count};
+use crate::device::{DoubleWriteMode, DramConfig, NvmConfig, OpenMode, SsdConfig, SsdFile};
 use crate::ids::PageId;
 use crate::limits::{CACHE_LINE_BYTES, EVICT_BATCH_DEFAULT, PAGE_TABLE_PAGES_DEFAULT, POLICY_SEED_DEFAULT};
 use crate::policy::{self, EvictTo, PageInfo, Policy, PolicyStats, Shape, Tiers};
@@ -49,6 +49,7 @@ mod provider;
 mod recover;
 mod swizzle;
 
+pub use crate::counters::TierStats;
 pub use provider::ProviderReport;
 
 use free_list::FreePages;
@@ -165,53 +166,6 @@ pub struct BufferInfo {
     pub pages_in_use: u64,
     /// The NVM techniques in use.
     pub techniques: Techniques,
-}
-
-/// Counters of the buffer manager and of its devices.
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct TierStats {
-    /// The buffer manager's own counters (hits, moves between tiers).
-    pub buffer: BufferStats,
-    /// The NVM region's device counters, when there is NVM.
-    pub nvm: Option<StatsSnapshot>,
-    /// The SSD page file (in-place page reads and writes, syncs).
-    pub ssd: Option<StatsSnapshot>,
-    /// The SSD page file's double-write area, when it is on in a file on SSD.
-    pub ssd_double_write: Option<StatsSnapshot>,
-    /// The double-write area's NVM region, when it is on in NVM (`DoubleWriteMode::Nvm`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub nvm_double_write: Option<StatsSnapshot>,
-    /// The NVM cache's counters, for a policy that runs NVM as a cache (`nvcache`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub nvm_cache: Option<policy::NvmCacheStats>,
-    /// `nvsql`'s admission and NVM replacement counters (NV-SQL Table 4).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub nvsql: Option<policy::NvsqlStats>,
-}
-
-impl TierStats {
-    /// `self - earlier`, part by part; a part `earlier` lacks is taken whole from `self`.
-    pub fn since(&self, earlier: &TierStats) -> TierStats {
-        let d = |a: &Option<StatsSnapshot>, b: &Option<StatsSnapshot>| match (a, b) {
-            (Some(a), Some(b)) => Some(a.since(b)),
-            (a, _) => *a,
-        };
-        TierStats {
-            buffer: self.buffer.since(&earlier.buffer),
-            nvm: d(&self.nvm, &earlier.nvm),
-            ssd: d(&self.ssd, &earlier.ssd),
-            ssd_double_write: d(&self.ssd_double_write, &earlier.ssd_double_write),
-            nvm_double_write: d(&self.nvm_double_write, &earlier.nvm_double_write),
-            nvm_cache: match (&self.nvm_cache, &earlier.nvm_cache) {
-                (Some(a), Some(b)) => Some(a.since(b)),
-                (a, _) => *a,
-            },
-            nvsql: match (&self.nvsql, &earlier.nvsql) {
-                (Some(a), Some(b)) => Some(a.since(b)),
-                (a, _) => *a,
-            },
-        }
-    }
 }
 
 /// What [`BufferManager::residency`] reports of a page in DRAM.

@@ -1,5 +1,5 @@
 //! The buffer manager: DRAM frames over an NVM pool over an SSD page file, with one
-//! page table for both pools and a [`Policy`](crate::policy::Policy) that answers every
+//! page table for both pools and a [`Policy`] that answers every
 //! question of the page life cycle.
 //!
 //! - [`manager`]: the manager, a folder of its activities (open, fix, load, evict, NVM

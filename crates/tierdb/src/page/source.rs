@@ -1,8 +1,8 @@
 //! The page source: what an access method sees of page storage.
 //!
 //! A [`PageSource`] hands out latched page guards by [`PageId`]. The B+-tree is
-//! generic over it, so the `main-memory` architecture ([`super::MemorySource`]) costs a
-//! latch and an array index per fix, and the buffer manager ([`super::BufferManager`])
+//! generic over it, so the `main-memory` architecture ([`MemorySource`](crate::sources::MemorySource)) costs a
+//! latch and an array index per fix, and the buffer manager ([`BufferManager`](crate::buffer::BufferManager))
 //! adds its page table and tiers behind the same calls. The tree never learns which
 //! tier a page is on.
 //!
@@ -69,7 +69,7 @@ pub trait ExclusivePage: DerefMut<Target = [u8]> {
 /// holder; otherwise the call fails with [`BufferError::NeedsExclusive`] (a "cache line
 /// fault" must change the page) and the caller fixes the page again exclusive.
 ///
-/// [`BufferError::NeedsExclusive`]: super::BufferError::NeedsExclusive
+/// [`BufferError::NeedsExclusive`]: crate::buffer::BufferError::NeedsExclusive
 pub trait LinePage {
     /// The page this guard holds.
     fn page_id(&self) -> PageId;

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use parking_lot::Mutex;
 
 use crate::Result;
-use crate::buffer::BufferError;
+use crate::buffer::error::BufferError;
 use crate::device::{DramArena, DramConfig};
 use crate::ids::PageId;
 use crate::page::frame::lines::WholeLines;

@@ -69,12 +69,12 @@ pub use header::{FLAG_DIRTY, FLAG_IN_UPDATE, FLAG_NO_CRC, FLAG_VALID, FrameHeade
 use header::{HEADER_BYTES, HEADERS_OFFSET, NO_PAGE};
 
 use super::BufferError;
-use super::frame::cpu_cache::CpuCacheModel;
-use super::latch::Latch;
-use super::page_crc::NvmVerify;
 use crate::device::{DeviceError, NvmRegion};
 use crate::ids::PageId;
 use crate::limits::CACHE_LINE_BYTES;
+use crate::page::crc::NvmVerify;
+use crate::page::frame::cpu_cache::CpuCacheModel;
+use crate::page::latch::Latch;
 
 /// Shadow buffers kept for reuse ([`NvmPool::take_shadow`]): two per in-place writer.
 const SHADOWS_KEPT_MAX: usize = 64;
@@ -325,7 +325,7 @@ impl NvmPool {
         match self.cpu_cache.get() {
             Some(m) => m.charge_search(&self.region, at, self.page_size),
             None => {
-                let lines = super::frame::cpu_cache::search_lines(self.page_size) as u64;
+                let lines = crate::page::frame::cpu_cache::search_lines(self.page_size) as u64;
                 self.region.charge_read(at, lines * CACHE_LINE_BYTES as u64);
             }
         }

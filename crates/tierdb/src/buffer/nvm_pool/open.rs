@@ -15,11 +15,11 @@ use super::header::{
     VERSION,
 };
 use super::{NvmFrameMeta, NvmPool, Reopened, dev};
-use crate::buffer::BufferError;
-use crate::buffer::latch::Latch;
-use crate::buffer::page_crc::NvmVerify;
+use crate::buffer::error::BufferError;
 use crate::device::NvmRegion;
 use crate::limits::IO_ALIGN_BYTES;
+use crate::page::crc::NvmVerify;
+use crate::page::latch::Latch;
 
 impl NvmPool {
     /// Formats `region` as an empty pool of `page_size` frames.

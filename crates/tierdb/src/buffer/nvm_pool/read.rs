@@ -11,9 +11,9 @@ use std::sync::atomic::Ordering;
 
 use super::header::{FLAG_NO_CRC, FLAG_VALID, FrameHeader, HEADER_BYTES};
 use super::{NvmPool, dev};
-use crate::buffer::BufferError;
-use crate::buffer::page_crc::NvmVerify;
+use crate::buffer::error::BufferError;
 use crate::ids::PageId;
+use crate::page::crc::NvmVerify;
 
 impl NvmPool {
     /// Copies frame `n` into `dst` (one page), checking its CRC unless verification is

@@ -15,10 +15,10 @@ use super::header::{
     FLAG_DIRTY, FLAG_IN_UPDATE, FLAG_NO_CRC, FLAG_VALID, FrameHeader, HEADER_BYTES, HEADERS_OFFSET, NO_PAGE,
 };
 use super::{NvmPool, dev};
-use crate::buffer::BufferError;
-use crate::buffer::page_crc::crc_after_runs;
+use crate::buffer::error::BufferError;
 use crate::ids::PageId;
 use crate::limits::CACHE_LINE_BYTES;
+use crate::page::crc::crc_after_runs;
 
 impl NvmPool {
     /// Writes the given runs of lines of page `pid` into frame `n` durably, then marks

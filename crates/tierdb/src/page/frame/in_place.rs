@@ -33,7 +33,7 @@
 use std::marker::PhantomData;
 
 use crate::Result;
-use crate::buffer::BufferError;
+use crate::buffer::error::BufferError;
 use crate::buffer::nvm_pool::NvmPool;
 use crate::counters::Count;
 use crate::page::frame::lines::{LineGuard, LineHost, Place};
@@ -409,7 +409,7 @@ impl std::ops::Deref for NvmRead<'_> {
     }
 }
 
-impl crate::buffer::SharedPage for NvmRead<'_> {
+impl crate::page::source::SharedPage for NvmRead<'_> {
     fn page_id(&self) -> PageId {
         self.pid
     }
@@ -423,7 +423,7 @@ impl Drop for NvmRead<'_> {
 
 /// A page read optimistically in place in NVM frame `n`: no latch is held; the bytes
 /// may change underneath and count only if
-/// [`validate`](crate::buffer::OptimisticPage::validate) finds the frame's version
+/// [`validate`](crate::page::source::OptimisticPage::validate) finds the frame's version
 /// unchanged and no in-place writer in it.
 pub struct NvmOptimistic<'a> {
     nvm: &'a NvmPool,
@@ -457,7 +457,7 @@ impl std::ops::Deref for NvmOptimistic<'_> {
     }
 }
 
-impl crate::buffer::OptimisticPage for NvmOptimistic<'_> {
+impl crate::page::source::OptimisticPage for NvmOptimistic<'_> {
     #[inline]
     fn validate(&self) -> bool {
         std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
@@ -468,7 +468,7 @@ impl crate::buffer::OptimisticPage for NvmOptimistic<'_> {
 /// What the buffer manager hands out for a shared fix.
 pub enum BmShared<'a> {
     /// The page's DRAM frame, latched shared.
-    Dram(crate::buffer::FrameRead<'a>),
+    Dram(crate::page::frame::FrameRead<'a>),
     /// The page read in place in its NVM frame, whose in-place latch is held shared.
     Nvm(NvmRead<'a>),
 }
@@ -484,7 +484,7 @@ impl std::ops::Deref for BmShared<'_> {
     }
 }
 
-impl crate::buffer::SharedPage for BmShared<'_> {
+impl crate::page::source::SharedPage for BmShared<'_> {
     #[inline]
     fn page_id(&self) -> PageId {
         match self {
@@ -497,7 +497,7 @@ impl crate::buffer::SharedPage for BmShared<'_> {
 /// What the buffer manager hands out for an optimistic fix.
 pub enum BmOptimistic<'a> {
     /// The page's DRAM frame, read optimistically.
-    Dram(crate::buffer::FrameOptimistic<'a>),
+    Dram(crate::page::frame::FrameOptimistic<'a>),
     /// The page read optimistically in place in its NVM frame.
     Nvm(NvmOptimistic<'a>),
 }
@@ -505,7 +505,7 @@ pub enum BmOptimistic<'a> {
 impl<'a> BmOptimistic<'a> {
     /// The DRAM guard, if the page is read in DRAM (swizzling works on those only).
     #[inline]
-    pub fn dram(&self) -> Option<&crate::buffer::FrameOptimistic<'a>> {
+    pub fn dram(&self) -> Option<&crate::page::frame::FrameOptimistic<'a>> {
         match self {
             BmOptimistic::Dram(g) => Some(g),
             BmOptimistic::Nvm(_) => None,
@@ -524,7 +524,7 @@ impl std::ops::Deref for BmOptimistic<'_> {
     }
 }
 
-impl crate::buffer::OptimisticPage for BmOptimistic<'_> {
+impl crate::page::source::OptimisticPage for BmOptimistic<'_> {
     #[inline]
     fn validate(&self) -> bool {
         match self {

@@ -36,7 +36,7 @@ use std::sync::atomic::{Ordering, fence};
 use super::mini::{MINI_BYTES, MINI_SLOTS};
 use super::{FrameId, FramePool, FrameRead, FrameWrite, Mask, bump};
 use crate::Result;
-use crate::buffer::BufferError;
+use crate::buffer::error::BufferError;
 use crate::counters::Count;
 use crate::ids::PageId;
 use crate::limits::CACHE_LINE_BYTES;
@@ -594,8 +594,8 @@ pub enum WholeLines<'a> {
 impl<'a> WholeLines<'a> {
     fn range(&self, off: usize, len: usize) -> Result<std::ops::Range<usize>> {
         let (page_size, pid) = match self {
-            WholeLines::Shared(g) => (g.len(), crate::buffer::SharedPage::page_id(g)),
-            WholeLines::Exclusive(g) => (g.len(), crate::buffer::ExclusivePage::page_id(g)),
+            WholeLines::Shared(g) => (g.len(), crate::page::source::SharedPage::page_id(g)),
+            WholeLines::Exclusive(g) => (g.len(), crate::page::source::ExclusivePage::page_id(g)),
         };
         match off.checked_add(len).filter(|&e| e <= page_size) {
             Some(end) => Ok(off..end),
@@ -607,7 +607,7 @@ impl<'a> WholeLines<'a> {
         match self {
             WholeLines::Exclusive(g) => Ok(g),
             WholeLines::Shared(g) => {
-                Err(BufferError::NeedsExclusive { pid: crate::buffer::SharedPage::page_id(g) }.into())
+                Err(BufferError::NeedsExclusive { pid: crate::page::source::SharedPage::page_id(g) }.into())
             }
         }
     }
@@ -616,8 +616,8 @@ impl<'a> WholeLines<'a> {
 impl LinePage for WholeLines<'_> {
     fn page_id(&self) -> PageId {
         match self {
-            WholeLines::Shared(g) => crate::buffer::SharedPage::page_id(g),
-            WholeLines::Exclusive(g) => crate::buffer::ExclusivePage::page_id(g),
+            WholeLines::Shared(g) => crate::page::source::SharedPage::page_id(g),
+            WholeLines::Exclusive(g) => crate::page::source::ExclusivePage::page_id(g),
         }
     }
 
@@ -649,7 +649,7 @@ impl LinePage for WholeLines<'_> {
 
     fn set_page_lsn(&mut self, lsn: u64) {
         if let WholeLines::Exclusive(g) = self {
-            crate::buffer::ExclusivePage::set_page_lsn(g, lsn);
+            crate::page::source::ExclusivePage::set_page_lsn(g, lsn);
         }
     }
 }
@@ -676,7 +676,7 @@ mod tests {
         let mut pids = Vec::new();
         for _ in 0..pages {
             let mut g = bm.allocate().unwrap();
-            let pid = crate::buffer::ExclusivePage::page_id(&g);
+            let pid = crate::page::source::ExclusivePage::page_id(&g);
             g.fill(pid.0 as u8);
             pids.push(pid);
         }

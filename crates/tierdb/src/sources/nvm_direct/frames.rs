@@ -58,7 +58,7 @@ use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicU64, Ordering, fe
 use parking_lot::{Mutex, RwLock};
 
 use crate::Result;
-use crate::buffer::BufferError;
+use crate::buffer::error::BufferError;
 use crate::device::NvmRegion;
 use crate::ids::PageId;
 use crate::limits::{CACHE_LINE_BYTES, PAGE_SIZE_MAX_BYTES};

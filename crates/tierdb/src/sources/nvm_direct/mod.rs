@@ -2,7 +2,7 @@
 //! lives in NVM and is read and changed there; DRAM holds no page copies.
 //!
 //! Reads go to NVM in place; writes are staged per latch hold and written back, after
-//! their log record when a log is attached (see [`super::frame::direct`]). Allocation
+//! their log record when a log is attached (see [`frames`]). Allocation
 //! is kept in NVM too, so the source reopens with nothing to load: a restart reads the
 //! allocation map (one byte per page) and is ready.
 //!
@@ -35,8 +35,8 @@ use parking_lot::Mutex;
 use serde::Serialize;
 
 use crate::Result;
-use crate::buffer::BufferError;
-use crate::buffer::TierStats;
+use crate::buffer::error::BufferError;
+use crate::counters::TierStats;
 use crate::device::{NvmConfig, NvmRegion};
 use crate::ids::PageId;
 use crate::limits::{CACHE_LINE_BYTES, PAGE_SIZE_MAX_BYTES, PAGE_SIZE_MIN_BYTES};
@@ -63,7 +63,7 @@ pub struct DirectConfig {
     /// Reopen the pages already in the region instead of formatting it.
     pub reuse: bool,
     /// The CPU last-level cache that the read charges model (see
-    /// [`super::frame::direct`]); 0: every read is charged.
+    /// [`frames`]); 0: every read is charged.
     pub cpu_cache_bytes: u64,
     /// What is checked against the pages' CRCs: each page once, before its first use
     /// after a reopen (`Cheap`, the default), at every fix (`Every`), nothing (`Off`).
