@@ -69,18 +69,18 @@ impl DbConfig {
     ///
     /// - with an SSD (`ssd-bm`, `three-tier`, `nvcache`, `nvsql`): the page file is
     ///   `dir/data.db`, not `arch.ssd_path`; the log is on a device of the SSD profile;
-    ///   open with [`Db::open`];
+    ///   open with [`Db::open`](super::Db::open);
     /// - with NVM and no SSD (`basic-nvm-bm`, `mmap-*`): the pages live in the NVM pool
     ///   at `arch.nvm_path` ([`DbConfig::pages_in_nvm`]); the log files are on a device
-    ///   of the NVM profile (there is no SSD to put them on); open with [`Db::open`];
+    ///   of the NVM profile (there is no SSD to put them on); open with [`Db::open`](super::Db::open);
     /// - `main-memory`: every page in DRAM, a snapshot file in `dir` written by each
     ///   checkpoint, the log on a device of the SSD profile; open with
-    ///   [`Db::open_main_memory`].
+    ///   [`Db::open_main_memory`](super::Db::open_main_memory).
     ///
     /// The log buffer is in DRAM and durability `sync` until changed.
     ///
     /// # Errors
-    /// `Config` for `nvm-direct` (it opens with [`Db::open_nvm_direct`]) and for
+    /// `Config` for `nvm-direct` (it opens with [`Db::open_nvm_direct`](super::Db::open_nvm_direct)) and for
     /// techniques on an architecture whose pages live in NVM (a line-grained
     /// write-back would not be covered by the page images the log keeps).
     pub fn from_arch(arch: &ArchConfig, dir: impl Into<PathBuf>) -> Result<DbConfig> {
@@ -133,7 +133,7 @@ pub enum DbError {
         /// The name given.
         name: String,
     },
-    /// A write (or [`Txn::get_for_update`]) waited longer than [`LOCK_WAIT_MS_MAX`](super::LOCK_WAIT_MS_MAX)
+    /// A write (or [`Txn::get_for_update`](super::Txn::get_for_update)) waited longer than [`LOCK_WAIT_MS_MAX`](super::LOCK_WAIT_MS_MAX)
     /// for another transaction's lock on the key. The transaction should roll back.
     #[error("key locked by {owner} for more than {ms} ms")]
     LockTimeout {

@@ -80,7 +80,7 @@ impl<S: DbStore> Db<S> {
         &self.wal
     }
 
-    /// What commits wait for, fixed at open ([`DbConfig::durability`]).
+    /// What commits wait for, fixed at open ([`DbConfig::durability`](super::DbConfig::durability)).
     pub fn durability(&self) -> Durability {
         self.durability
     }

@@ -17,7 +17,7 @@
 //! Logging (see `docs/wal.md`): a change to a leaf is an *update* record for that page
 //! (redo applies it to the page if the page's LSN is older; undo puts the old value back
 //! through the tree); structure changes log page images (redo only); freed pages are
-//! logged. Commit appends a commit record and waits as [`Durability`] says.
+//! logged. Commit appends a commit record and waits as [`Durability`](crate::wal::Durability) says.
 //!
 //! Isolation: a transaction's writes take exclusive locks on their keys, held until it
 //! ends (so no two transactions change one key at once, and undo never overwrites
@@ -36,9 +36,11 @@
 //! The rooms of this module, dependencies first: `config.rs` (configuration, errors),
 //! `locks.rs` (key locks), `store.rs` (the store trait) with `stores.rs` (buffer
 //! manager, `nvm-direct`) and `snapshot.rs` (`main-memory`), `control.rs` (control
-//! file, creation marker), `handle.rs` (the [`Db`]: trees, reads, checkpoint, close),
-//! `undo.rs`, `txn.rs` (transactions and their log), `report.rs` and `recovery.rs`,
-//! `open.rs`. The payloads of the records it logs are encoded in `wal/payload.rs`.
+//! file, creation marker), `report.rs` (what recovery did), `handle.rs` (the [`Db`]:
+//! trees, reads, checkpoint, close), `undo.rs`, `txn.rs` (transactions and their log),
+//! `recovery.rs`, `open.rs`. The payloads of the records it logs are encoded in
+//! `wal/payload.rs`; transaction ids are [`TxnId`]s (`ids.rs`). No room uses one that
+//! comes after it.
 
 mod config;
 mod control;
@@ -62,7 +64,7 @@ pub use snapshot::{MemoryStore, SNAPSHOT_FILE};
 pub use store::DbStore;
 pub use txn::Txn;
 
+pub use crate::ids::TxnId;
+
 /// Transaction-id bit of structure changes' records ([`TxnId::SMO_BIT`]).
 pub const SMO_ID_BIT: u64 = TxnId::SMO_BIT;
-
-use crate::ids::TxnId;

@@ -150,7 +150,14 @@ impl Db<NvmDirect> {
 }
 
 impl<S: DbStore> Db<S> {
+    /// What every open does once the directory is prepared and the store opened:
+    ///
+    /// 1. The log is opened within the control file's bounds (none: a new log).
+    /// 2. A clean close's claim on the NVM ring is cleared before anything is appended.
+    /// 3. Recovery: redo, undo of the losers, a checkpoint.
+    /// 4. The catalog's trees are read.
     fn open_with(cfg: &DbConfig, store: S, started: Instant) -> Result<Db<S>> {
+        // 1. The log.
         let mut wc = cfg.wal.clone();
         wc.file.dir = cfg.dir.join(LOG_DIR);
         let control = read_control(&cfg.dir)?;
@@ -164,6 +171,7 @@ impl<S: DbStore> Db<S> {
         // a log that ends before it is damaged, not torn (`wal::damage`).
         wc.valid_past = control.map_or(0, |c| c.redo);
         let wal = Arc::new(Wal::open(&wc)?);
+        // 2. The clean close's claim.
         if let Some(c) = control.filter(|c| c.clean_end != 0) {
             // From the first append on, the NVM ring may hold records the file lacks:
             // the clean close's claim goes before anything is appended.
@@ -183,7 +191,9 @@ impl<S: DbStore> Db<S> {
             locks: Locks::default(),
             recovery: RecoveryReport::default(),
         };
+        // 3. Recovery.
         db.recovery = recovery::recover(&db, started)?;
+        // 4. The catalog.
         for e in Catalog::list(&db.store)? {
             db.trees.write().insert(e.name, e.root);
         }

@@ -58,17 +58,6 @@ impl<'db, S: DbStore> TxnLog<'db, S> {
     }
 }
 
-/// The payload of an update or compensation record of a change to a leaf.
-fn encode_leaf_change(root: PageId, change: &LeafChange<'_>) -> Vec<u8> {
-    match *change {
-        LeafChange::Put { key, value, old } => encode_change(root, ChangeOp::Put, key, None, value, old),
-        LeafChange::Delete { key, old } => encode_change(root, ChangeOp::Delete, key, None, &[], Some(old)),
-        LeafChange::Patch { key, offset, value, old } => {
-            encode_change(root, ChangeOp::Patch, key, Some(offset), value, Some(old))
-        }
-    }
-}
-
 impl<S: DbStore> TreeLog for TxnLog<'_, S> {
     fn leaf_change(&self, root: PageId, page: PageId, change: LeafChange<'_>) -> Result<u64> {
         let mut st = self.state.lock();
@@ -287,8 +276,16 @@ impl<S: DbStore> Txn<'_, S> {
         let undo = std::mem::take(&mut self.log.state.lock().undo);
         let result = (|| {
             self.db.check_alive()?;
-            // Each undo step's compensation points past the record it undoes.
+            // Each undo step's compensation points past the record it undoes; newest
+            // first, those records run back through the log.
+            let mut undo_next_max = Lsn::MAX;
             for UndoStep { root, key, undo, undo_next } in undo.into_iter().rev() {
+                assert!(
+                    undo_next <= undo_next_max,
+                    "{}: undo chain out of order, undo-next {undo_next} after {undo_next_max}",
+                    self.log.id
+                );
+                undo_next_max = undo_next;
                 self.log.state.lock().compensating = Some(undo_next);
                 let tree = BTree::open(&self.db.store, root)?.logged(&self.log);
                 let applied = undo.apply(&tree, &key)?;
@@ -344,5 +341,16 @@ impl<S: DbStore> Db<S> {
         let r = t.delete(tree, key)?;
         t.commit()?;
         Ok(r)
+    }
+}
+
+/// The payload of an update or compensation record of a change to a leaf.
+fn encode_leaf_change(root: PageId, change: &LeafChange<'_>) -> Vec<u8> {
+    match *change {
+        LeafChange::Put { key, value, old } => encode_change(root, ChangeOp::Put, key, None, value, old),
+        LeafChange::Delete { key, old } => encode_change(root, ChangeOp::Delete, key, None, &[], Some(old)),
+        LeafChange::Patch { key, offset, value, old } => {
+            encode_change(root, ChangeOp::Patch, key, Some(offset), value, Some(old))
+        }
     }
 }
