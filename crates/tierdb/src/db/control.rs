@@ -250,3 +250,55 @@ pub(super) fn remove_durably(dir: &Path, file: &Path) -> Result<()> {
         .and_then(|()| std::fs::File::open(dir)?.sync_all())
         .map_err(|e| DbError::Open { path: file.to_path_buf(), what: format!("cannot remove it: {e}") }.into())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dir(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("tierdb-control-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn the_control_file_round_trips_and_older_layouts_read() {
+        let d = dir("round-trip");
+        assert_eq!(read_control(&d).unwrap(), None);
+        let c = Control { retain: 8, redo: 64, next_txn: 5, next_smo: 3, clean_end: 0 };
+        write_control(&d, c).unwrap();
+        assert_eq!(std::fs::metadata(d.join(CONTROL_FILE)).unwrap().len(), 64);
+        assert_eq!(read_control(&d).unwrap(), Some(c));
+        let closed = Control { clean_end: 128, ..c };
+        write_control(&d, closed).unwrap();
+        assert_eq!(read_control(&d).unwrap(), Some(closed));
+        // A file of the first layout: one entry, redo = retain, ids unknown.
+        let b = std::fs::read(d.join(CONTROL_FILE)).unwrap();
+        std::fs::write(d.join(CONTROL_FILE), &b[..16]).unwrap();
+        let old = Control { retain: 8, redo: 8, next_txn: 0, next_smo: 0, clean_end: 0 };
+        assert_eq!(read_control(&d).unwrap(), Some(old));
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn a_damaged_control_file_is_refused() {
+        let d = dir("damaged");
+        write_control(&d, Control { retain: 8, redo: 64, next_txn: 5, next_smo: 3, clean_end: 0 }).unwrap();
+        let mut b = std::fs::read(d.join(CONTROL_FILE)).unwrap();
+        b[17] ^= 1;
+        std::fs::write(d.join(CONTROL_FILE), &b).unwrap();
+        assert!(matches!(read_control(&d).unwrap_err(), crate::Error::Db(DbError::Open { .. })));
+        std::fs::write(d.join(CONTROL_FILE), &b[..20]).unwrap();
+        assert!(read_control(&d).is_err(), "a length of no layout");
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    #[should_panic(expected = "retain 9 after redo 8")]
+    fn a_control_file_with_its_bounds_crossed_is_never_written() {
+        // The assertion comes before any file is made: the directory need not exist.
+        let d = std::env::temp_dir().join(format!("tierdb-control-never-made-{}", std::process::id()));
+        let _ = write_control(&d, Control { retain: 9, redo: 8, next_txn: 1, next_smo: 1, clean_end: 0 });
+    }
+}

@@ -65,3 +65,55 @@ impl Undo {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ByteSize;
+    use crate::buffer::MemorySource;
+    use crate::device::DramConfig;
+
+    fn source() -> MemorySource {
+        let mut cfg = DramConfig::new(ByteSize(4096 * 16));
+        cfg.frame_bytes = 4096;
+        cfg.huge_pages = false;
+        MemorySource::new(&cfg).unwrap()
+    }
+
+    fn get(t: &BTree<'_, MemorySource>, k: &[u8]) -> Option<Vec<u8>> {
+        t.get(k, <[u8]>::to_vec).unwrap()
+    }
+
+    #[test]
+    fn each_undo_puts_the_key_back_as_it_was() {
+        let src = source();
+        let t = BTree::create(&src).unwrap();
+        // An insert's undo removes the key.
+        t.upsert(b"a", b"1").unwrap();
+        assert!(Undo::of_update(None, None).apply(&t, b"a").unwrap());
+        assert_eq!(get(&t, b"a"), None);
+        // A put's or a delete's undo restores the old value.
+        t.upsert(b"b", b"new").unwrap();
+        assert!(Undo::of_update(None, Some(b"old".to_vec())).apply(&t, b"b").unwrap());
+        assert_eq!(get(&t, b"b").as_deref(), Some(&b"old"[..]));
+        // A patch's undo writes the old bytes back in place.
+        t.update_in_place(b"b", 1, b"LD").unwrap();
+        assert!(Undo::of_update(Some(1), Some(b"ld".to_vec())).apply(&t, b"b").unwrap());
+        assert_eq!(get(&t, b"b").as_deref(), Some(&b"old"[..]));
+        // A patch of a key that is gone is reported, not applied.
+        assert!(!Undo::of_update(Some(0), Some(b"x".to_vec())).apply(&t, b"zz").unwrap());
+    }
+
+    #[test]
+    fn a_repeated_compensation_makes_its_change_again() {
+        let src = source();
+        let t = BTree::create(&src).unwrap();
+        t.upsert(b"k", b"abc").unwrap();
+        assert!(Undo::repeating(false, Some(1), b"X".to_vec()).apply(&t, b"k").unwrap());
+        assert_eq!(get(&t, b"k").as_deref(), Some(&b"aXc"[..]));
+        assert!(Undo::repeating(false, None, b"v".to_vec()).apply(&t, b"k").unwrap());
+        assert_eq!(get(&t, b"k").as_deref(), Some(&b"v"[..]));
+        assert!(Undo::repeating(true, None, Vec::new()).apply(&t, b"k").unwrap());
+        assert_eq!(get(&t, b"k"), None);
+    }
+}
