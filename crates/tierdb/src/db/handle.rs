@@ -32,13 +32,24 @@ use super::locks::Locks;
 use super::report::RecoveryReport;
 use super::store::DbStore;
 
+/// What a [`Db`] reports about itself.
+#[derive(Clone, Debug, Serialize)]
+pub struct DbInfo {
+    /// The names of the trees, sorted.
+    pub trees: Vec<String>,
+    /// What commits wait for.
+    pub durability: Durability,
+    /// True if the log buffer is in NVM (records durable when appended).
+    pub log_buffer_in_nvm: bool,
+}
+
 /// A database: see the module doc.
 pub struct Db<S: DbStore = BufferManager> {
     pub(super) store: S,
     pub(super) wal: Arc<Wal>,
     pub(super) dir: PathBuf,
     pub(super) durability: Durability,
-    /// [`DbConfig::redo_from_retained`].
+    /// [`DbConfig::redo_from_retained`](super::DbConfig::redo_from_retained).
     pub(super) redo_from_retained: bool,
     pub(super) next_txn: AtomicU64,
     pub(super) next_smo: AtomicU64,
@@ -292,15 +303,4 @@ impl Drop for LogOnDrop {
             );
         }
     }
-}
-
-/// What a [`Db`] reports about itself.
-#[derive(Clone, Debug, Serialize)]
-pub struct DbInfo {
-    /// The names of the trees, sorted.
-    pub trees: Vec<String>,
-    /// What commits wait for.
-    pub durability: Durability,
-    /// True if the log buffer is in NVM (records durable when appended).
-    pub log_buffer_in_nvm: bool,
 }

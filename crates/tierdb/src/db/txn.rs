@@ -253,7 +253,7 @@ impl<S: DbStore> Txn<'_, S> {
             }
             Ok(())
         })();
-        self.db.active.lock().remove(&self.log.id);
+        self.leave_active();
         self.db.locks.release(self.log.id, &locks);
         result?;
         self.db.truncate_after_commit()
@@ -299,9 +299,22 @@ impl<S: DbStore> Txn<'_, S> {
             Ok(())
         })();
         let locks = std::mem::take(&mut self.log.state.lock().locks);
-        self.db.active.lock().remove(&self.log.id);
+        self.leave_active();
         self.db.locks.release(self.log.id, &locks);
         result
+    }
+
+    /// Takes the transaction out of the active table: it is there from its first
+    /// change's registration on, and only it removes itself.
+    fn leave_active(&self) {
+        let first = self.log.state.lock().first;
+        let registered = self.db.active.lock().remove(&self.log.id);
+        assert_eq!(
+            registered,
+            (first != 0).then_some(first),
+            "{}: active-table entry {registered:?}, first record bound {first}",
+            self.log.id
+        );
     }
 }
 
