@@ -1239,7 +1239,7 @@ mod tests {
 
     #[test]
     fn lock_timeouts_are_retried_other_errors_are_not() {
-        assert!(is_lock_timeout(&DbError::LockTimeout { owner: 1, ms: 1 }.into()));
+        assert!(is_lock_timeout(&DbError::LockTimeout { owner: tierdb::ids::TxnId::new(1), ms: 1 }.into()));
         assert!(!is_lock_timeout(&DbError::NoSuchTree { name: "x".into() }.into()));
     }
 }

@@ -641,7 +641,7 @@ pub fn wal_dump(args: WalDumpArgs) -> Result<()> {
     println!("log {}..{} ({:?})", wal.start_lsn(), wal.next_lsn(), wal.recovered().tail);
     for r in wal.records_from(wal.start_lsn()) {
         let r = r?;
-        if args.txn.is_some_and(|t| t != r.head.txn) {
+        if args.txn.is_some_and(|t| t != r.head.txn.get()) {
             continue;
         }
         let what = match r.head.kind {

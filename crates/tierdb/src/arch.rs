@@ -342,7 +342,8 @@ impl ArchConfig {
     }
 
     /// The buffer manager this architecture runs on: tiers, profiles, policy and
-    /// techniques as [`Engine::open`] opens them (a [`crate::db::Db`] opens the same).
+    /// techniques as [`Engine::open`] opens them (the database layer, `db`, which builds
+    /// on this module, opens the same).
     ///
     /// # Errors
     /// `Config` for `main-memory` and `nvm-direct` (no buffer manager) and for techniques

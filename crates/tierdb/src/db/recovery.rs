@@ -22,112 +22,21 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
-use serde::Serialize;
-
-use super::{Control, Db, DbError, DbStore, decode_change, decode_lines, page_of, read_control};
 use crate::Result;
 use crate::btree::BTree;
 use crate::btree::node::{HEADER_BYTES, NODE_MAGIC, NodeMut, NodeRef, OFF_PAGE_LSN};
 use crate::buffer::ExclusivePage;
-use crate::ids::PageId;
-use crate::wal::{Kind, Lsn, RecordHead};
+use crate::ids::{PageId, TxnId};
+use crate::wal::payload::{decode_change, decode_flushed, decode_lines};
+use crate::wal::{Kind, Lsn, Record, RecordHead};
 
-/// What recovery did.
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct RecoveryReport {
-    /// Where redo started (the last checkpoint's redo point, or the log's start).
-    pub redo_from: Lsn,
-    /// The oldest record the last checkpoint kept: before `redo_from` when a durable
-    /// NVM cache (`nvsql`) holds older changes than SSD.
-    pub log_retained_from: Lsn,
-    /// The end of the log.
-    pub log_end: Lsn,
-    /// Log records redo went through, from `redo_from` to the end.
-    pub records_read: u64,
-    /// Changes applied to pages that were older than their records.
-    pub changes_redone: u64,
-    /// Changes skipped because their page already had them.
-    pub changes_skipped: u64,
-    /// Of those, the changes skipped without reading the page: a flush record says its
-    /// SSD copy was written after them.
-    pub changes_skipped_unread: u64,
-    /// Changes skipped because the page's NVM frame (found again at restart) holds
-    /// them, by its header's page LSN, without fixing the page (NV-SQL §5.3).
-    pub changes_skipped_in_nvm: u64,
-    /// Structure changes' page images skipped the same way (either).
-    pub images_skipped_unread: u64,
-    /// Flush records read (pages written to SSD, with their last-flush LSNs).
-    pub flush_records: u64,
-    /// Page images of complete structure changes written over their pages.
-    pub images_installed: u64,
-    /// `nvm-direct`: line images repeated (every one in the log, in log order).
-    pub line_images_installed: u64,
-    /// Pages that complete structure changes freed, put back on the free list.
-    pub pages_freed: u64,
-    /// Records of pages free at that point of the redo, skipped: leaf changes of an
-    /// older incarnation of a page the checkpoint listed as free (made moot by the free
-    /// that followed), and any record of a page that holds the checkpoint's free-page
-    /// list.
-    pub records_of_free_pages: u64,
-    /// Structure changes whose end record did not reach the log: not applied (none of
-    /// their pages can have been written out).
-    pub incomplete_smos: usize,
-    /// Commit records found in the scanned log (transactions that need no undo).
-    pub committed: u64,
-    /// Transactions rolled back.
-    pub losers: Vec<u64>,
-    /// Updates undone for them.
-    pub updates_undone: u64,
-    /// What the log's recovery reported about its tail.
-    pub log_tail: Option<String>,
-    /// Pages found again in NVM.
-    pub nvm_pages_reused: usize,
-    /// `main-memory`: pages loaded from the last checkpoint's snapshot.
-    pub snapshot_pages_loaded: usize,
-    /// Files of a creation that a crash cut short (no control file yet), removed before
-    /// the database was created afresh.
-    pub unfinished_creation: Vec<String>,
-    /// The NVM pool of this existing database could not be reused (missing, zeroed,
-    /// another database's) and was formatted, and why: a cache whose pages the page
-    /// file and the log hold (for a durable cache, `nvsql`, redo then scans from the
-    /// oldest record kept, `log_retained_from`).
-    pub nvm_pool_formatted: Option<String>,
-    /// No double-write area could be applied where one was expected (missing, zeroed),
-    /// and why: redo then scans from the oldest record kept and skips nothing by flush
-    /// records (a page whose in-place write was lost is older than they say); a torn
-    /// page fails its seal when read.
-    pub double_write_lost: Option<String>,
-    /// The NVM log ring could not be used and was made afresh, and why that lost
-    /// nothing (the last close left every record in the log file).
-    pub log_ring_remade: Option<String>,
-    /// NVM frames not used because a crash caught them being written in place (their
-    /// IN_UPDATE flag set) or their header unreadable: each such page is rebuilt from
-    /// its SSD copy by the redo (NV-SQL §5.3). Pages reused from NVM skip the redo of
-    /// every change they hold (counted in `changes_skipped`).
-    pub nvm_frames_cleared: usize,
-    /// NVM frames found at open but older than their page's SSD copy (by a flush record
-    /// of the scanned log against the frame's written LSN): dropped, the SSD copy used.
-    pub nvm_frames_stale: usize,
-    /// SSD pages restored from the double-write area when the page file was opened
-    /// (torn in place by the crash, or older than their copy).
-    pub pages_restored: usize,
-    /// Open to the end of the checkpoint that ends recovery.
-    pub secs: f64,
-    /// The split of `secs` by phase (NV-SQL's Figure 10): opening the store (the page
-    /// file, the double-write area, the NVM pool's frame headers: the in-update flag
-    /// scan) and the log;
-    pub open_secs: f64,
-    /// the pass over the log less the time spent applying its records (reading,
-    /// decoding, the transaction table: the analysis);
-    pub analysis_secs: f64,
-    /// applying changes, images and frees to pages (the redo proper, page reads
-    /// included);
-    pub redo_secs: f64,
-    /// rolling back the losers;
-    pub undo_secs: f64,
-    /// and the checkpoint that ends recovery.
-    pub checkpoint_secs: f64,
-}
+use super::config::DbError;
+use super::control::{Control, read_control};
+use super::handle::Db;
+use super::report::RecoveryReport;
+use super::store::DbStore;
+use super::txn::TxnLog;
+use super::undo::Undo;
 
 #[derive(Default)]
 struct TxnInfo {
@@ -185,11 +94,11 @@ pub(super) fn recover<S: DbStore>(db: &Db<S>, started: Instant) -> Result<Recove
     }
     rep.redo_from = from;
     rep.log_retained_from = retain.max(start);
-    let mut txns: HashMap<u64, TxnInfo> = HashMap::new();
+    let mut txns: HashMap<TxnId, TxnInfo> = HashMap::new();
     let mut max_txn = 0u64;
     let mut max_smo = 0u64;
     // Structure changes' images and frees wait for their end record.
-    let mut smos: HashMap<u64, Vec<crate::wal::Record>> = HashMap::new();
+    let mut smos: HashMap<TxnId, Vec<Record>> = HashMap::new();
     // 1. Analysis: where each page's SSD copy stands (flush records: redo skips the
     //    changes a copy holds without reading the page). One pass over the records
     //    from the scan's start; the log is read ahead in chunks, so this costs little
@@ -213,8 +122,8 @@ pub(super) fn recover<S: DbStore>(db: &Db<S>, started: Instant) -> Result<Recove
         }
         rep.records_read += 1;
         let h = rec.head;
-        if h.txn & super::SMO_ID_BIT != 0 {
-            max_smo = max_smo.max(h.txn & !super::SMO_ID_BIT);
+        if h.txn.is_smo() {
+            max_smo = max_smo.max(h.txn.seq());
             if h.kind == Kind::SmoEnd {
                 let t = Instant::now();
                 for r in smos.remove(&h.txn).unwrap_or_default() {
@@ -226,8 +135,8 @@ pub(super) fn recover<S: DbStore>(db: &Db<S>, started: Instant) -> Result<Recove
             }
             continue;
         }
-        if h.txn != 0 {
-            max_txn = max_txn.max(h.txn);
+        if !h.txn.is_none() {
+            max_txn = max_txn.max(h.txn.get());
             let t = txns.entry(h.txn).or_default();
             t.last = rec.lsn;
             match h.kind {
@@ -280,7 +189,7 @@ pub(super) fn recover<S: DbStore>(db: &Db<S>, started: Instant) -> Result<Recove
     db.store.attach_log(&db.wal, db.durability)?;
     // 4. Undo of the losers, newest first.
     let undo = Instant::now();
-    let mut losers: Vec<(u64, Lsn)> = txns.iter().filter(|(_, t)| !t.finished).map(|(id, t)| (*id, t.last)).collect();
+    let mut losers: Vec<(TxnId, Lsn)> = txns.iter().filter(|(_, t)| !t.finished).map(|(id, t)| (*id, t.last)).collect();
     losers.sort_by_key(|(_, last)| std::cmp::Reverse(*last));
     for (id, last) in losers {
         rep.updates_undone += undo_loser(db, id, last)?;
@@ -338,7 +247,7 @@ fn flushed_pages<S: DbStore>(db: &Db<S>, from: Lsn) -> Result<Flushed> {
             continue;
         }
         f.records += 1;
-        for (pid, lsn) in super::decode_flushed(rec.lsn, &rec.payload)? {
+        for (pid, lsn) in decode_flushed(rec.lsn, &rec.payload)? {
             debug_assert!(lsn <= rec.lsn, "{pid} flushed at {lsn}, noted at {}", rec.lsn);
             let at = f.at.entry(pid.0).or_insert(lsn);
             *at = (*at).max(lsn);
@@ -348,12 +257,7 @@ fn flushed_pages<S: DbStore>(db: &Db<S>, from: Lsn) -> Result<Flushed> {
 }
 
 /// Applies a record of a complete structure change.
-fn apply_smo_record<S: DbStore>(
-    db: &Db<S>,
-    r: &crate::wal::Record,
-    rep: &mut RecoveryReport,
-    flushed: &Flushed,
-) -> Result<()> {
+fn apply_smo_record<S: DbStore>(db: &Db<S>, r: &Record, rep: &mut RecoveryReport, flushed: &Flushed) -> Result<()> {
     match r.head.kind {
         Kind::PageImage => {
             let pid = PageId(r.head.page);
@@ -526,8 +430,8 @@ fn install_lines<S: DbStore>(db: &Db<S>, lsn: Lsn, pid: PageId, payload: &[u8]) 
 /// Rolls back transaction `id` from its record at `last`: every update not yet
 /// compensated is reversed through its tree, with a compensation record. Returns how
 /// many were undone.
-fn undo_loser<S: DbStore>(db: &Db<S>, id: u64, last: Lsn) -> Result<u64> {
-    let log = super::TxnLog { db, id, state: parking_lot::Mutex::new(super::TxnState::default()) };
+fn undo_loser<S: DbStore>(db: &Db<S>, id: TxnId, last: Lsn) -> Result<u64> {
+    let log = TxnLog::new(db, id);
     log.state.lock().last = last;
     let mut n = 0;
     let mut lsn = last;
@@ -539,17 +443,14 @@ fn undo_loser<S: DbStore>(db: &Db<S>, id: u64, last: Lsn) -> Result<u64> {
         }
         let rec = db.wal.read(lsn)?;
         if rec.head.txn != id {
-            return Err(DbError::BadRecord { lsn, what: format!("in the chain of transaction {id}") }.into());
+            return Err(DbError::BadRecord { lsn, what: format!("in the chain of {id}") }.into());
         }
         lsn = match rec.head.kind {
             Kind::Update => {
                 let c = decode_change(rec.lsn, &rec.payload)?;
                 log.state.lock().compensating = Some(rec.head.prev);
                 let tree = BTree::open(&db.store, c.root)?.logged(&log);
-                let undo = match (c.patch_offset, c.old) {
-                    (Some(offset), Some(old)) => super::Undo::Patch { offset, old },
-                    (_, old) => super::Undo::Restore(old),
-                };
+                let undo = Undo::of_update(c.patch_offset, c.old);
                 if !undo.apply(&tree, &c.key)? {
                     return Err(DbError::BadRecord {
                         lsn: rec.lsn,
@@ -568,11 +469,7 @@ fn undo_loser<S: DbStore>(db: &Db<S>, id: u64, last: Lsn) -> Result<u64> {
                 let c = decode_change(rec.lsn, &rec.payload)?;
                 log.state.lock().compensating = Some(rec.head.undo_next);
                 let tree = BTree::open(&db.store, c.root)?.logged(&log);
-                let redo = match (c.delete, c.patch_offset) {
-                    (true, _) => super::Undo::Restore(None),
-                    (false, Some(offset)) => super::Undo::Patch { offset, old: c.value },
-                    (false, None) => super::Undo::Restore(Some(c.value)),
-                };
+                let redo = Undo::repeating(c.delete, c.patch_offset, c.value);
                 redo.apply(&tree, &c.key)?;
                 rec.head.undo_next
             }
@@ -587,4 +484,15 @@ fn undo_loser<S: DbStore>(db: &Db<S>, id: u64, last: Lsn) -> Result<u64> {
     // at its rollback's first record: more redo each time, and no log truncated past it.
     db.active.lock().remove(&id);
     Ok(n)
+}
+
+/// A page for redo, fixed exclusive: counted as allocated first (the log may name
+/// pages created after the last checkpoint). `None` for a page that holds the free-page
+/// list: free since before the record, which is skipped (see
+/// [`DbStore::recover_allocated`]).
+fn page_of<S: DbStore>(store: &S, pid: PageId) -> Result<Option<S::Exclusive<'_>>> {
+    if !store.recover_allocated(pid)? {
+        return Ok(None);
+    }
+    store.fix_exclusive(pid).map(Some)
 }

@@ -29,7 +29,8 @@ use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
-use super::{DbError, DbStore};
+use super::config::DbError;
+use super::store::DbStore;
 use crate::Result;
 use crate::buffer::frame::lines::WholeLines;
 use crate::buffer::{FrameOptimistic, FrameRead, FrameWrite, MemorySource, PageSource};

@@ -35,6 +35,7 @@ mod config;
 mod damage;
 mod error;
 mod log;
+pub mod payload;
 mod read;
 pub mod record;
 mod recover;

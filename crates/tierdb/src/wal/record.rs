@@ -22,6 +22,7 @@
 //! meaning belongs to the layer that logged it (see `docs/wal.md`); the log treats it as
 //! bytes.
 
+use crate::ids::TxnId;
 use crate::limits::CACHE_LINE_BYTES;
 
 /// A log sequence number: a byte position in the log stream.
@@ -107,9 +108,9 @@ pub struct RecordHead {
     /// The previous record of the same transaction (0: this is its first, or the
     /// record belongs to no transaction).
     pub prev: Lsn,
-    /// The transaction id (0: none, e.g. a checkpoint). The database sets the top bit
-    /// for a structure change's records ([`SMO_ID_BIT`](crate::db::SMO_ID_BIT)).
-    pub txn: u64,
+    /// The transaction id ([`TxnId::NONE`]: none, e.g. a checkpoint; the top bit set,
+    /// [`TxnId::SMO_BIT`], for a structure change's records).
+    pub txn: TxnId,
     /// The page the record is about, as a raw page id (0: not about one page).
     pub page: u64,
     /// Compensation records: the next record of the transaction to undo (0: none, or
@@ -120,9 +121,10 @@ pub struct RecordHead {
 }
 
 impl RecordHead {
-    /// A record of `kind` for transaction `txn` following its record `prev`.
-    pub fn new(kind: Kind, txn: u64, prev: Lsn) -> RecordHead {
-        RecordHead { prev, txn, page: 0, undo_next: 0, kind }
+    /// A record of `kind` for transaction `txn` following its record `prev` (a raw
+    /// `u64` converts as [`TxnId::from_raw`]).
+    pub fn new(kind: Kind, txn: impl Into<TxnId>, prev: Lsn) -> RecordHead {
+        RecordHead { prev, txn: txn.into(), page: 0, undo_next: 0, kind }
     }
 
     /// This head, about page `page` (a raw page id).
@@ -174,7 +176,7 @@ pub fn encode_into(lsn: Lsn, head: &RecordHead, payload: &[u8], out: &mut [u8]) 
     out[4..8].copy_from_slice(&(len as u32).to_le_bytes());
     out[8..16].copy_from_slice(&lsn.to_le_bytes());
     out[16..24].copy_from_slice(&head.prev.to_le_bytes());
-    out[24..32].copy_from_slice(&head.txn.to_le_bytes());
+    out[24..32].copy_from_slice(&head.txn.get().to_le_bytes());
     out[32..40].copy_from_slice(&head.page.to_le_bytes());
     out[40..48].copy_from_slice(&head.undo_next.to_le_bytes());
     out[48] = head.kind as u8;
@@ -273,7 +275,7 @@ pub fn decode(at: Lsn, bytes: &[u8]) -> Result<Record, Invalid> {
         lsn,
         head: RecordHead {
             prev: u64_at(16),
-            txn: u64_at(24),
+            txn: TxnId::from_raw(u64_at(24)),
             page: u64_at(32),
             undo_next: u64_at(40),
             kind: kind.expect("checked"),

@@ -1,0 +1,214 @@
+//! How a database is opened ([`DbConfig`]) and what the database layer reports when it
+//! cannot be ([`DbError`]): the configuration of its directory, log, store and
+//! durability, and the error of every operation of `db/`. Plain data; no state.
+//!
+//! Layout of the database directory: the page file [`PAGE_FILE`] (with its
+//! double-write file), the log [`LOG_DIR`]`/`, the control file and, while a database
+//! is being created, its creation marker (`control.rs`); `main-memory` adds its
+//! snapshot (`snapshot.rs`).
+
+use std::path::PathBuf;
+
+use crate::arch::{ArchConfig, Architecture};
+use crate::buffer::{BufferConfig, Techniques};
+use crate::device::OpenMode;
+use crate::ids::{PageId, TxnId};
+use crate::wal::payload::BadPayload;
+use crate::wal::{Durability, Lsn, WalConfig};
+use crate::{ByteSize, Result};
+
+/// The page file's name in the database directory (its double-write file is
+/// `data.db.dwa`).
+pub(super) const PAGE_FILE: &str = "data.db";
+
+/// The log's directory in the database directory.
+pub(super) const LOG_DIR: &str = "wal";
+
+/// How to open a database.
+#[derive(Clone, Debug)]
+pub struct DbConfig {
+    /// The database directory: holds the page file `data.db`, the log `wal/` and the
+    /// control file.
+    pub dir: PathBuf,
+    /// DRAM, NVM, policy, techniques. Its SSD file is set from `dir`.
+    pub buffer: BufferConfig,
+    /// The log; its directory is set from `dir`.
+    pub wal: WalConfig,
+    /// What a commit waits for ([`Durability::Sync`] by default); with
+    /// [`Durability::None`] nothing is logged.
+    pub durability: Durability,
+    /// The database lives in the NVM pool of `buffer.nvm` (`basic-nvm-bm`, `mmap-*`):
+    /// no page file; the catalog is page 1 of the pool, checkpoints write DRAM pages to
+    /// their NVM frames, and a reopen rebuilds the page table from the frame headers.
+    /// Each write of a page into its NVM frame is preceded by the page's image in the
+    /// log, so that redo rebuilds a page a crash tore mid-write.
+    pub pages_in_nvm: bool,
+    /// For comparisons only: redo scans the whole retained log (from the oldest record
+    /// a durable NVM cache keeps, `nvsql`) instead of from the checkpoint's redo point,
+    /// as it did before the redo point was made safe for it. Off by default.
+    pub redo_from_retained: bool,
+}
+
+impl DbConfig {
+    /// A database in `dir` with 64 MiB of DRAM, no NVM, a DRAM log buffer, durability
+    /// `sync`.
+    pub fn new(dir: impl Into<PathBuf>) -> DbConfig {
+        let dir = dir.into();
+        DbConfig {
+            buffer: BufferConfig::new(ByteSize(64 << 20)),
+            wal: WalConfig::new(dir.join(LOG_DIR)),
+            durability: Durability::Sync,
+            pages_in_nvm: false,
+            redo_from_retained: false,
+            dir,
+        }
+    }
+
+    /// A database in `dir` on architecture `arch` (its tiers, profiles, emulation mode,
+    /// policy and techniques; [`ArchConfig::buffer_config`]):
+    ///
+    /// - with an SSD (`ssd-bm`, `three-tier`, `nvcache`, `nvsql`): the page file is
+    ///   `dir/data.db`, not `arch.ssd_path`; the log is on a device of the SSD profile;
+    ///   open with [`Db::open`](super::Db::open);
+    /// - with NVM and no SSD (`basic-nvm-bm`, `mmap-*`): the pages live in the NVM pool
+    ///   at `arch.nvm_path` ([`DbConfig::pages_in_nvm`]); the log files are on a device
+    ///   of the NVM profile (there is no SSD to put them on); open with [`Db::open`](super::Db::open);
+    /// - `main-memory`: every page in DRAM, a snapshot file in `dir` written by each
+    ///   checkpoint, the log on a device of the SSD profile; open with
+    ///   [`Db::open_main_memory`](super::Db::open_main_memory).
+    ///
+    /// The log buffer is in DRAM and durability `sync` until changed.
+    ///
+    /// # Errors
+    /// `Config` for `nvm-direct` (it opens with [`Db::open_nvm_direct`](super::Db::open_nvm_direct)) and for
+    /// techniques on an architecture whose pages live in NVM (a line-grained
+    /// write-back would not be covered by the page images the log keeps).
+    pub fn from_arch(arch: &ArchConfig, dir: impl Into<PathBuf>) -> Result<DbConfig> {
+        let mut cfg = DbConfig::new(dir);
+        cfg.wal.file.mode = arch.mode;
+        cfg.wal.file.profile = arch.ssd_profile.clone();
+        match arch.arch {
+            Architecture::NvmDirect => {
+                return Err(DbError::Config {
+                    what: "an nvm-direct database opens with Db::open_nvm_direct (no buffer manager)".into(),
+                }
+                .into());
+            }
+            Architecture::MainMemory => {
+                cfg.buffer.page_size = arch.page_size;
+                cfg.buffer.dram = arch.dram_config();
+                return Ok(cfg);
+            }
+            _ => {}
+        }
+        cfg.buffer = arch.buffer_config()?;
+        if arch.arch.uses_ssd() {
+            cfg.buffer.ssd_open_mode = OpenMode::OpenOrCreate;
+        } else {
+            if cfg.buffer.techniques != Techniques::NONE {
+                return Err(DbError::Config {
+                    what: format!(
+                        "techniques {} on {}: a database whose pages live in NVM logs whole-page images before \
+                         write-backs, and line-grained write-backs are not covered",
+                        cfg.buffer.techniques, arch.arch
+                    ),
+                }
+                .into());
+            }
+            cfg.pages_in_nvm = true;
+            cfg.buffer.reopen_nvm_only = false; // `Db::open` decides
+            cfg.wal.file.profile = arch.nvm_profile.clone();
+        }
+        Ok(cfg)
+    }
+}
+
+/// Errors of the database layer.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DbError {
+    /// A read or write named a tree the database does not know.
+    #[error("no tree named {name:?}")]
+    NoSuchTree {
+        /// The name given.
+        name: String,
+    },
+    /// A write (or [`Txn::get_for_update`](super::Txn::get_for_update)) waited longer than [`LOCK_WAIT_MS_MAX`](super::LOCK_WAIT_MS_MAX)
+    /// for another transaction's lock on the key. The transaction should roll back.
+    #[error("key locked by {owner} for more than {ms} ms")]
+    LockTimeout {
+        /// The transaction that holds the lock.
+        owner: TxnId,
+        /// How long the wait lasted, in milliseconds.
+        ms: u64,
+    },
+    /// A file of the database directory could not be made, read, written, renamed or
+    /// removed, or the control file or snapshot is corrupt.
+    #[error("database {path}: {what}")]
+    Open {
+        /// The file or directory concerned.
+        path: PathBuf,
+        /// What was being done and the error, or what is wrong with the file.
+        what: String,
+    },
+    /// A log record that decoded (its checksum holds) carries a payload the database
+    /// cannot use: it does not decode, or it does not fit the page it names during
+    /// redo, or a transaction's undo chain is broken.
+    #[error("log record at LSN {lsn}: {what}")]
+    BadRecord {
+        /// The record's LSN.
+        lsn: Lsn,
+        /// What is wrong with it.
+        what: String,
+    },
+    /// A configuration the database cannot open with (e.g. pages in NVM without an
+    /// NVM pool, `nvm-direct` through [`DbConfig::from_arch`]), or a second log
+    /// attached to a store.
+    #[error("database configuration: {what}")]
+    Config {
+        /// What is wrong, with the values involved.
+        what: String,
+    },
+    /// A file of an existing database is missing or blank, or files of a database were
+    /// found without its control file: nothing is created or formatted in its place
+    /// (`docs/wal.md`, "Creation").
+    #[error("{path}: {what}")]
+    FileLost {
+        /// The missing or blank file (the control file when the others are there
+        /// without it).
+        path: PathBuf,
+        /// What the file is and what was found.
+        what: String,
+    },
+    /// A page carries an LSN the log does not reach: the log lost records that were
+    /// durable (damaged or missing), and LSNs handed out again below the page's would
+    /// make redo skip later changes of it.
+    #[error(
+        "{}: page {pid} carries LSN {page_lsn}, but the log ends at {log_end}: the log lost durable records \
+         (WalConfig::salvage_damaged_log moves the log past the page's LSN)",
+        log.display()
+    )]
+    PageAheadOfLog {
+        /// The log's last segment file, which ends too early.
+        log: PathBuf,
+        /// The page whose LSN is past the log.
+        pid: PageId,
+        /// The page's LSN.
+        page_lsn: Lsn,
+        /// The LSN after the log's last record.
+        log_end: Lsn,
+    },
+}
+
+/// A payload that does not decode is a bad record of the database's log.
+impl From<BadPayload> for DbError {
+    fn from(b: BadPayload) -> DbError {
+        DbError::BadRecord { lsn: b.lsn, what: b.what }
+    }
+}
+
+impl From<BadPayload> for crate::Error {
+    fn from(b: BadPayload) -> crate::Error {
+        DbError::from(b).into()
+    }
+}

@@ -1,0 +1,369 @@
+//! Transactions: [`Txn`], and its log ([`TxnLog`]) — what the trees call as they
+//! change pages, which appends update and compensation records and keeps the
+//! transaction's undo steps.
+//!
+//! A transaction's records form a chain by previous LSN from its last record back to
+//! its first; its first record's LSN (a bound below it) is registered in the database's
+//! active table before the record is appended, so that no truncation or checkpoint
+//! drops it. It ends with a commit and end record, or with compensations and an end
+//! record; either way its locks are released and it leaves the active table.
+//! Concurrency: a `Txn` is used by one thread; its state is behind a mutex only
+//! because the trees reach it through a shared [`TreeLog`].
+
+use std::ops::Range;
+use std::sync::atomic::Ordering;
+
+use parking_lot::Mutex;
+
+use crate::Result;
+use crate::btree::{BTree, LeafChange, TreeLog};
+use crate::buffer::BufferManager;
+use crate::ids::{PageId, TxnId};
+use crate::wal::payload::{ChangeOp, encode_change};
+use crate::wal::{Durability, Kind, Lsn, RecordHead};
+
+use super::handle::Db;
+use super::locks::LockedKey;
+use super::store::DbStore;
+use super::undo::{Undo, UndoStep};
+
+/// What a transaction's log knows of it.
+#[derive(Default)]
+pub(super) struct TxnState {
+    /// A bound below its first record (0: none yet), registered in the active table.
+    first: Lsn,
+    /// Its last record (0: none): the previous LSN of its next record.
+    pub(super) last: Lsn,
+    /// For rollback, in order of change.
+    undo: Vec<UndoStep>,
+    /// Keys locked.
+    locks: Vec<LockedKey>,
+    /// Rolling back: changes are compensations, whose undo-next LSN is this.
+    pub(super) compensating: Option<Lsn>,
+}
+
+/// A transaction's log: what the trees call as they change pages.
+pub(super) struct TxnLog<'db, S: DbStore> {
+    pub(super) db: &'db Db<S>,
+    pub(super) id: TxnId,
+    pub(super) state: Mutex<TxnState>,
+}
+
+impl<'db, S: DbStore> TxnLog<'db, S> {
+    /// The log of transaction `id`, which has no records yet (or whose last record
+    /// recovery sets: a loser's).
+    pub(super) fn new(db: &'db Db<S>, id: TxnId) -> TxnLog<'db, S> {
+        assert!(!id.is_none() && !id.is_smo(), "a transaction's log for {id:#x}, not a transaction id");
+        TxnLog { db, id, state: Mutex::new(TxnState::default()) }
+    }
+}
+
+impl<S: DbStore> TreeLog for TxnLog<'_, S> {
+    fn leaf_change(&self, root: PageId, page: PageId, change: LeafChange<'_>) -> Result<u64> {
+        let mut st = self.state.lock();
+        let (kind, undo_next) = match st.compensating {
+            Some(next) => (Kind::Compensation, next),
+            None => (Kind::Update, 0),
+        };
+        if st.first == 0 {
+            // Registered before the append, at a bound below the record's LSN, so that
+            // a truncation racing with it cannot drop the record.
+            let bound = self.db.wal.next_lsn();
+            st.first = bound;
+            self.db.active.lock().insert(self.id, bound);
+        }
+        let head = RecordHead::new(kind, self.id, st.last).page(page.0).undo_next(undo_next);
+        let appended = self.db.wal.append(&head, &encode_leaf_change(root, &change));
+        if st.compensating.is_none() {
+            // Kept whether or not the append succeeded: the tree changed the leaf before
+            // logging it, so a failed append leaves the change in memory, and a rollback
+            // must undo it (or, with the log failed, the database refuses all work).
+            let (key, undo) = match change {
+                LeafChange::Put { key, old, .. } => (key, Undo::Restore(old.map(<[u8]>::to_vec))),
+                LeafChange::Delete { key, old } => (key, Undo::Restore(Some(old.to_vec()))),
+                LeafChange::Patch { key, offset, old, .. } => (key, Undo::Patch { offset, old: old.to_vec() }),
+            };
+            let undo_next = st.last;
+            st.undo.push(UndoStep { root, key: key.to_vec(), undo, undo_next });
+        }
+        let lsn = appended?;
+        // The chain by previous LSN runs backwards through the log.
+        assert!(
+            lsn > st.last && lsn >= st.first,
+            "{}: record at {lsn}, previous {}, first bound {}",
+            self.id,
+            st.last,
+            st.first
+        );
+        st.last = lsn;
+        Ok(lsn)
+    }
+
+    // The tree names structure changes by the raw id (`TreeLog` is the B-tree's).
+    fn smo_begin(&self) -> u64 {
+        self.db.smo_begin().get()
+    }
+
+    fn smo_image(&self, smo: u64, page: PageId, bytes: &[u8]) -> Result<u64> {
+        self.db.smo_image(TxnId::from_raw(smo), page, bytes)
+    }
+
+    fn smo_free(&self, smo: u64, page: PageId) -> Result<u64> {
+        let smo = TxnId::from_raw(smo);
+        debug_assert!(smo.is_smo(), "free of {page} for {smo:#x}, not a structure change");
+        Ok(self.db.wal.append(&RecordHead::new(Kind::PageFree, smo, 0).page(page.0), &[])?)
+    }
+
+    fn smo_end(&self, smo: u64) -> Result<u64> {
+        let smo = TxnId::from_raw(smo);
+        debug_assert!(smo.is_smo(), "end of {smo:#x}, not a structure change");
+        Ok(self.db.wal.append(&RecordHead::new(Kind::SmoEnd, smo, 0), &[])?)
+    }
+}
+
+/// A transaction. Dropped without [`commit`](Self::commit), it rolls back.
+pub struct Txn<'db, S: DbStore = BufferManager> {
+    db: &'db Db<S>,
+    log: TxnLog<'db, S>,
+    done: bool,
+}
+
+impl<S: DbStore> std::fmt::Debug for Txn<'_, S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Txn").field("id", &self.log.id).finish_non_exhaustive()
+    }
+}
+
+impl<S: DbStore> Txn<'_, S> {
+    /// The transaction's id, as its log records carry it: never 0, and not reused by a
+    /// later transaction of this database (ids continue after a reopen).
+    pub fn id(&self) -> TxnId {
+        self.log.id
+    }
+
+    fn logged(&self, tree: &str) -> Result<BTree<'_, S>> {
+        let t = self.db.tree(tree)?;
+        Ok(if self.db.durability == Durability::None { t } else { t.logged(&self.log) })
+    }
+
+    fn lock(&self, root: PageId, key: &[u8]) -> Result<()> {
+        // Every write and locking read comes here first.
+        self.db.check_alive()?;
+        if self.db.locks.lock(self.log.id, root, key)? {
+            self.log.state.lock().locks.push((root.0, key.to_vec()));
+        }
+        Ok(())
+    }
+
+    /// Sets `key` to `value` in tree `tree`.
+    ///
+    /// # Errors
+    /// `NoSuchTree`, `LockTimeout`, the tree's and the log's errors. After an error
+    /// the transaction should be rolled back.
+    pub fn put(&mut self, tree: &str, key: &[u8], value: &[u8]) -> Result<()> {
+        let root = self.db.root(tree)?;
+        self.lock(root, key)?;
+        self.logged(tree)?.upsert(key, value)
+    }
+
+    /// Removes `key` from tree `tree`; false if it was absent.
+    ///
+    /// # Errors
+    /// As [`put`](Self::put).
+    pub fn delete(&mut self, tree: &str, key: &[u8]) -> Result<bool> {
+        let root = self.db.root(tree)?;
+        self.lock(root, key)?;
+        self.logged(tree)?.delete(key)
+    }
+
+    /// Overwrites `bytes.len()` bytes of `key`'s value at `offset`, in place (the
+    /// value keeps its length; [`BTree::update_in_place`]). Returns false, locking the
+    /// key but changing nothing, if `key` is absent.
+    ///
+    /// # Errors
+    /// `OffsetOutOfRange` if the range is not inside the value; as [`put`](Self::put).
+    pub fn update_in_place(&mut self, tree: &str, key: &[u8], offset: usize, bytes: &[u8]) -> Result<bool> {
+        let root = self.db.root(tree)?;
+        self.lock(root, key)?;
+        self.logged(tree)?.update_in_place(key, offset, bytes)
+    }
+
+    /// Locks `key` (exclusively, until the transaction ends, as a write would), then
+    /// reads its value: a read-modify-write that no other writer can interleave with
+    /// (plain reads take no locks). An absent key is locked too.
+    ///
+    /// # Errors
+    /// `NoSuchTree`, `LockTimeout`; as [`Db::get`].
+    pub fn get_for_update(&mut self, tree: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let root = self.db.root(tree)?;
+        self.lock(root, key)?;
+        self.db.get(tree, key)
+    }
+
+    /// The value of `key` (this transaction's own changes included).
+    ///
+    /// # Errors
+    /// As [`Db::get`].
+    pub fn get(&self, tree: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.db.get(tree, key)
+    }
+
+    /// Calls `f` with bytes `part` of the value of `key` in place, without copying the
+    /// value ([`Db::get_part`]).
+    ///
+    /// # Errors
+    /// As [`Db::get`].
+    pub fn get_part<R>(
+        &self,
+        tree: &str,
+        key: &[u8],
+        part: Range<usize>,
+        f: impl FnOnce(&[u8]) -> R,
+    ) -> Result<Option<R>> {
+        self.db.get_part(tree, key, part, f)
+    }
+
+    /// Scans tree `tree` from `start` (see [`Db::scan`]).
+    ///
+    /// # Errors
+    /// As [`Db::get`].
+    pub fn scan(&self, tree: &str, start: &[u8], f: impl FnMut(&[u8], &[u8]) -> bool) -> Result<()> {
+        self.db.scan(tree, start, f)
+    }
+
+    /// Commits: durable as the database's durability says once this returns.
+    ///
+    /// # Errors
+    /// The log's errors: the commit may or may not be durable (recovery decides). The
+    /// database then refuses all further work (`Poisoned`) until it is reopened, reads
+    /// included: this transaction's changes are still in memory. Once the log has
+    /// failed, every commit returns its error, `group` ones too.
+    pub fn commit(mut self) -> Result<()> {
+        self.done = true;
+        let (last, locks) = {
+            let mut st = self.log.state.lock();
+            (st.last, std::mem::take(&mut st.locks))
+        };
+        let result = (|| -> Result<()> {
+            self.db.check_alive()?;
+            if last != 0 {
+                let lsn = self.db.wal.append(&RecordHead::new(Kind::Commit, self.log.id, last), &[])?;
+                self.db.wal.commit(lsn + 1, self.db.durability)?;
+                self.db.wal.append(&RecordHead::new(Kind::End, self.log.id, lsn), &[])?;
+            }
+            Ok(())
+        })();
+        self.leave_active();
+        self.db.locks.release(self.log.id, &locks);
+        result?;
+        self.db.truncate_after_commit()
+    }
+
+    /// Rolls back every change of the transaction, its change whose log append failed
+    /// included.
+    ///
+    /// # Errors
+    /// The tree's and the log's errors (recovery finishes the rollback then). Once the
+    /// log has failed, `Poisoned` without undoing anything: the undo cannot be logged,
+    /// the database refuses all work (no read shows the changes), and recovery rolls the
+    /// transaction back when the database is reopened.
+    pub fn rollback(mut self) -> Result<()> {
+        self.done = true;
+        self.undo_all()
+    }
+
+    fn undo_all(&mut self) -> Result<()> {
+        let undo = std::mem::take(&mut self.log.state.lock().undo);
+        let result = (|| {
+            self.db.check_alive()?;
+            // Each undo step's compensation points past the record it undoes; newest
+            // first, those records run back through the log.
+            let mut undo_next_max = Lsn::MAX;
+            for UndoStep { root, key, undo, undo_next } in undo.into_iter().rev() {
+                assert!(
+                    undo_next <= undo_next_max,
+                    "{}: undo chain out of order, undo-next {undo_next} after {undo_next_max}",
+                    self.log.id
+                );
+                undo_next_max = undo_next;
+                self.log.state.lock().compensating = Some(undo_next);
+                let tree = BTree::open(&self.db.store, root)?.logged(&self.log);
+                let applied = undo.apply(&tree, &key)?;
+                // The transaction holds the key's lock: nobody removed the key.
+                assert!(applied, "{}: undo of a patch of {key:?}, a key that is gone", self.log.id);
+            }
+            let last = self.log.state.lock().last;
+            if last != 0 {
+                self.db.wal.append(&RecordHead::new(Kind::End, self.log.id, last), &[])?;
+            }
+            Ok(())
+        })();
+        let locks = std::mem::take(&mut self.log.state.lock().locks);
+        self.leave_active();
+        self.db.locks.release(self.log.id, &locks);
+        result
+    }
+
+    /// Takes the transaction out of the active table: it is there from its first
+    /// change's registration on, and only it removes itself.
+    fn leave_active(&self) {
+        let first = self.log.state.lock().first;
+        let registered = self.db.active.lock().remove(&self.log.id);
+        assert_eq!(
+            registered,
+            (first != 0).then_some(first),
+            "{}: active-table entry {registered:?}, first record bound {first}",
+            self.log.id
+        );
+    }
+}
+
+impl<S: DbStore> Drop for Txn<'_, S> {
+    fn drop(&mut self) {
+        if !self.done {
+            self.done = true;
+            // Errors cannot be returned from drop; recovery completes a failed rollback.
+            let _ = self.undo_all();
+        }
+    }
+}
+
+impl<S: DbStore> Db<S> {
+    /// Starts a transaction.
+    pub fn begin(&self) -> Txn<'_, S> {
+        let id = TxnId::new(self.next_txn.fetch_add(1, Ordering::Relaxed));
+        Txn { db: self, log: TxnLog::new(self, id), done: false }
+    }
+
+    /// `put` in a transaction of its own.
+    ///
+    /// # Errors
+    /// As [`Txn::put`] and [`Txn::commit`].
+    pub fn put(&self, tree: &str, key: &[u8], value: &[u8]) -> Result<()> {
+        let mut t = self.begin();
+        t.put(tree, key, value)?;
+        t.commit()
+    }
+
+    /// `delete` in a transaction of its own.
+    ///
+    /// # Errors
+    /// As [`Txn::delete`] and [`Txn::commit`].
+    pub fn delete(&self, tree: &str, key: &[u8]) -> Result<bool> {
+        let mut t = self.begin();
+        let r = t.delete(tree, key)?;
+        t.commit()?;
+        Ok(r)
+    }
+}
+
+/// The payload of an update or compensation record of a change to a leaf.
+fn encode_leaf_change(root: PageId, change: &LeafChange<'_>) -> Vec<u8> {
+    match *change {
+        LeafChange::Put { key, value, old } => encode_change(root, ChangeOp::Put, key, None, value, old),
+        LeafChange::Delete { key, old } => encode_change(root, ChangeOp::Delete, key, None, &[], Some(old)),
+        LeafChange::Patch { key, offset, value, old } => {
+            encode_change(root, ChangeOp::Patch, key, Some(offset), value, Some(old))
+        }
+    }
+}
