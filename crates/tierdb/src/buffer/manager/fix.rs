@@ -298,7 +298,7 @@ impl PageSource for BufferManager {
                             )));
                         }
                         if exclusive {
-                            latch.unlock_exclusive();
+                            latch.unlock_exclusive_unchanged();
                         } else {
                             latch.unlock_shared();
                         }

@@ -107,7 +107,7 @@ impl BufferManager {
                         return Ok(BmLines::Dram(LineGuard::new(self, pid, place, exclusive)));
                     }
                     if exclusive {
-                        latch.unlock_exclusive();
+                        latch.unlock_exclusive_unchanged();
                     } else {
                         latch.unlock_shared();
                     }
@@ -206,7 +206,7 @@ impl BufferManager {
         }
         let unlock = || {
             if exclusive {
-                latch.unlock_exclusive();
+                latch.unlock_exclusive_unchanged();
             } else {
                 latch.unlock_shared();
             }

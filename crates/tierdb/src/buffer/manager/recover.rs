@@ -32,9 +32,10 @@ impl BufferManager {
         }
         let claimed = self.table.claim(pid, observed);
         if matches!(claimed, Ok(true)) {
-            nvm.bump_version(n);
+            latch.unlock_exclusive();
+        } else {
+            latch.unlock_exclusive_unchanged();
         }
-        latch.unlock_exclusive();
         Ok(claimed?)
     }
 

@@ -8,7 +8,6 @@ use crate::page::frame::FrameId;
 use crate::page::frame::FrameOptimistic;
 use crate::page::frame::FrameWrite;
 use crate::page::frame::NO_PARENT;
-use crate::page::frame::bump;
 use std::sync::atomic::Ordering;
 
 use super::BufferManager;
@@ -32,11 +31,11 @@ impl BufferManager {
             return;
         }
         let mut done = false;
-        if pm.version.load(Ordering::Relaxed) == parent.version() && pm.holds_page() {
+        if pm.latch.version() == parent.version() && pm.holds_page() {
             let child_latched = child_version.is_none() || cm.latch.try_shared();
             if child_latched {
                 let pid = cm.pid();
-                let same = child_version.is_none_or(|v| cm.version.load(Ordering::Relaxed) == v);
+                let same = child_version.is_none_or(|v| cm.latch.version() == v);
                 if same
                     && cm.holds_page()
                     && cm.parent.load(Ordering::Relaxed) == NO_PARENT
@@ -60,9 +59,10 @@ impl BufferManager {
             }
         }
         if done {
-            bump(pm);
+            pm.latch.unlock_exclusive();
+        } else {
+            pm.latch.unlock_exclusive_unchanged();
         }
-        pm.latch.unlock_exclusive();
     }
 
     /// Turns frame `child`'s reference in its parent (whose exclusive latch the caller
@@ -100,9 +100,10 @@ impl BufferManager {
                     map.remove(&p);
                 }
             }
-            bump(pm);
+            pm.latch.unlock_exclusive();
+        } else {
+            pm.latch.unlock_exclusive_unchanged();
         }
-        pm.latch.unlock_exclusive();
         true
     }
 

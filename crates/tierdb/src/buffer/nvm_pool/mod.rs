@@ -96,11 +96,10 @@ pub struct NvmFrameMeta {
     /// Held by guards that access the page in place (shared to read, exclusive to
     /// write; `frame::in_place`) and, exclusive for an instant, by whoever claims the
     /// page's table entry away from `Nvm(n)`, so that no in-place guard outlives the
-    /// page's stay in this frame.
+    /// page's stay in this frame. Its version is bumped by every in-place writer and
+    /// every claim as it releases the latch: optimistic in-place readers validate
+    /// against it (seqlock).
     latch: Latch,
-    /// Bumped by every in-place writer and every claim, before it releases the latch:
-    /// optimistic in-place readers validate against it (seqlock).
-    version: AtomicU64,
     /// The header's recovery LSN, while dirty.
     rec_lsn: AtomicU64,
 }
@@ -247,19 +246,6 @@ impl NvmPool {
     #[inline]
     pub fn latch(&self, n: u32) -> &Latch {
         &self.metas[n as usize].latch
-    }
-
-    /// Frame `n`'s in-place version (see [`NvmFrameMeta`]).
-    #[inline]
-    pub fn version(&self, n: u32) -> u64 {
-        self.metas[n as usize].version.load(Ordering::Acquire)
-    }
-
-    /// Bumps frame `n`'s version; the caller holds its latch exclusive.
-    #[inline]
-    pub fn bump_version(&self, n: u32) {
-        debug_assert!(self.latch(n).is_exclusive());
-        self.metas[n as usize].version.fetch_add(1, Ordering::Release);
     }
 
     /// Where frame `n`'s page starts in the mapping, for in-place access by a guard

@@ -78,7 +78,6 @@ impl NvmPool {
                 crc: AtomicU32::new(0),
                 checked: AtomicBool::new(true),
                 latch: Latch::new(),
-                version: AtomicU64::new(0),
                 rec_lsn: AtomicU64::new(0),
             })
             .collect();
@@ -162,7 +161,6 @@ impl NvmPool {
                 crc: AtomicU32::new(0),
                 checked: AtomicBool::new(true),
                 latch: Latch::new(),
-                version: AtomicU64::new(0),
                 rec_lsn: AtomicU64::new(0),
             };
             match FrameHeader::decode(b.try_into().expect("64 bytes")) {

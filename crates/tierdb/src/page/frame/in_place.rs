@@ -297,7 +297,6 @@ impl Drop for NvmLines<'_> {
             self.nvm.give_shadow(s.bytes);
             self.nvm.give_shadow(s.old);
         }
-        self.nvm.bump_version(self.n);
         latch.unlock_exclusive();
     }
 }
@@ -436,10 +435,7 @@ pub struct NvmOptimistic<'a> {
 impl<'a> NvmOptimistic<'a> {
     /// Starts an optimistic read of frame `n`, or `None` if a writer is in it.
     pub(crate) fn try_new(nvm: &'a NvmPool, n: u32, page_size: usize) -> Option<NvmOptimistic<'a>> {
-        let version = nvm.version(n);
-        if nvm.latch(n).is_exclusive() {
-            return None;
-        }
+        let version = nvm.latch(n).optimistic()?;
         nvm.charge_search_in_place(n);
         Some(NvmOptimistic { nvm, n, version, page_size, _not_send: PhantomData })
     }
@@ -461,7 +457,7 @@ impl crate::page::source::OptimisticPage for NvmOptimistic<'_> {
     #[inline]
     fn validate(&self) -> bool {
         std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
-        !self.nvm.latch(self.n).is_exclusive() && self.nvm.version(self.n) == self.version
+        self.nvm.latch(self.n).validate(self.version)
     }
 }
 

@@ -34,7 +34,7 @@ use std::ptr::NonNull;
 use std::sync::atomic::{Ordering, fence};
 
 use super::mini::{MINI_BYTES, MINI_SLOTS};
-use super::{FrameId, FramePool, FrameRead, FrameWrite, Mask, bump};
+use super::{FrameId, FramePool, FrameRead, FrameWrite, Mask};
 use crate::Result;
 use crate::buffer::error::BufferError;
 use crate::counters::Count;
@@ -356,7 +356,7 @@ impl<'a> LineGuard<'a> {
         self.bm.publish_promotion(self.pid, f);
         fm.page_lsn.store(m.page_lsn.load(Ordering::Relaxed), Ordering::Relaxed);
         m.clear();
-        m.latch.unlock_exclusive();
+        m.latch.unlock_exclusive_unchanged();
         self.bm.release_mini(i);
         self.place = Place::Full(f);
         if self.debug.is_some() {
@@ -563,7 +563,6 @@ impl Drop for LineGuard<'_> {
                     meta.dirty.store(true, Ordering::Relaxed);
                 }
                 if self.exclusive {
-                    bump(meta);
                     meta.latch.unlock_exclusive();
                 } else {
                     meta.latch.unlock_shared();
@@ -572,7 +571,7 @@ impl Drop for LineGuard<'_> {
             Place::Mini(i) => {
                 let m = self.pool.minis().meta(i);
                 if self.exclusive {
-                    m.latch.unlock_exclusive();
+                    m.latch.unlock_exclusive_unchanged();
                 } else {
                     m.latch.unlock_shared();
                 }

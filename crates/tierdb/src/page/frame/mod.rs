@@ -71,8 +71,6 @@ pub struct FrameMeta {
     pub referenced: AtomicBool,
     /// The NVM frame holding this page's older copy, or [`NO_NVM_FRAME`].
     pub nvm: AtomicU32,
-    /// Bumped at the end of every exclusive hold (optimistic readers compare it).
-    pub version: AtomicU64,
     /// Every line of the page is in the frame (the paper's `r` bit). Always true for
     /// pages that came from SSD or were allocated; an NVM-backed page loaded
     /// cache-line-grained starts false and the resident mask says which lines are here.
@@ -110,7 +108,6 @@ impl FrameMeta {
             dirty: AtomicBool::new(false),
             referenced: AtomicBool::new(false),
             nvm: AtomicU32::new(NO_NVM_FRAME),
-            version: AtomicU64::new(0),
             resident_all: AtomicBool::new(true),
             parent: AtomicU32::new(NO_PARENT),
             parent_offset: AtomicU16::new(0),
@@ -388,7 +385,7 @@ impl FramePool {
 
     /// Releases mini page `i` taken with [`try_write_mini`](Self::try_write_mini).
     pub fn unlock_mini(&self, i: u32) {
-        self.minis.meta(i).latch.unlock_exclusive();
+        self.minis.meta(i).latch.unlock_exclusive_unchanged();
     }
 
     /// Takes frame `f` shared if no writer holds it.
@@ -409,8 +406,7 @@ impl FramePool {
     #[inline]
     pub fn try_optimistic(&self, f: FrameId) -> Option<FrameOptimistic<'_>> {
         let meta = self.meta(f);
-        let version = meta.version.load(Ordering::Acquire);
-        (!meta.latch.is_exclusive()).then(|| FrameOptimistic { at: At::new(self, f), version })
+        meta.latch.optimistic().map(|version| FrameOptimistic { at: At::new(self, f), version })
     }
 
     /// Takes frame `f` exclusive if no one holds it.
@@ -537,9 +533,7 @@ impl<'a> FrameWrite<'a> {
         if this.dirty {
             meta.dirty.store(true, Ordering::Relaxed);
         }
-        let version = meta.version.load(Ordering::Relaxed) + 1;
-        meta.version.store(version, Ordering::Relaxed);
-        meta.latch.unlock_exclusive();
+        let version = meta.latch.unlock_exclusive_versioned();
         FrameOptimistic { at: this.at, version }
     }
 
@@ -587,7 +581,6 @@ impl<'a> FrameWrite<'a> {
         if this.dirty {
             this.meta().dirty.store(true, Ordering::Relaxed);
         }
-        bump(this.meta());
         this.meta().latch.downgrade();
         FrameRead { at: this.at }
     }
@@ -617,15 +610,8 @@ impl Drop for FrameWrite<'_> {
         if self.dirty {
             meta.dirty.store(true, Ordering::Relaxed);
         }
-        bump(meta);
         meta.latch.unlock_exclusive();
     }
-}
-
-/// Ends an exclusive hold's version (the holder is the only writer of it).
-#[inline]
-pub fn bump(meta: &FrameMeta) {
-    meta.version.store(meta.version.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
 }
 
 /// A frame read optimistically: no latch held; see the module doc.
@@ -672,7 +658,7 @@ impl OptimisticPage for FrameOptimistic<'_> {
         // Order the reads of the bytes before the re-reads of latch and version.
         fence(Ordering::Acquire);
         let meta = self.meta();
-        !meta.latch.is_exclusive() && meta.version.load(Ordering::Relaxed) == self.version
+        meta.latch.validate(self.version)
     }
 }
 

@@ -160,8 +160,6 @@ pub trait WriteBackLog: Send + Sync {
 pub struct DirectMeta {
     /// The slot's latch: guards are made only by taking it.
     pub latch: Latch,
-    /// Bumped at the end of every exclusive hold (optimistic readers compare it).
-    pub version: AtomicU64,
     /// The last LSN a change to the page was logged at.
     pub page_lsn: AtomicU64,
     /// The page's CRC-32C, while `crc_state` is known.
@@ -415,12 +413,9 @@ impl DirectPages {
         }
         let mut spins = 0u32;
         loop {
-            if !meta.latch.is_exclusive() {
-                let version = meta.version.load(Ordering::Acquire);
-                if !meta.latch.is_exclusive() {
-                    self.charge_search(slot);
-                    return Ok(DirectOptimistic { pages: self, slot, version });
-                }
+            if let Some(version) = meta.latch.optimistic() {
+                self.charge_search(slot);
+                return Ok(DirectOptimistic { pages: self, slot, version });
             }
             crate::page::latch::backoff(&mut spins);
         }

@@ -68,7 +68,7 @@ impl OptimisticPage for DirectOptimistic<'_> {
     fn validate(&self) -> bool {
         fence(Ordering::Acquire);
         let meta = self.pages.meta(self.slot);
-        !meta.latch.is_exclusive() && meta.version.load(Ordering::Relaxed) == self.version
+        meta.latch.validate(self.version)
     }
 }
 
@@ -295,7 +295,6 @@ impl Drop for DirectWrite<'_> {
             self.pages.pending_end(lsn);
         }
         let meta = self.pages.meta(self.slot);
-        meta.version.store(meta.version.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
         meta.latch.unlock_exclusive();
     }
 }
