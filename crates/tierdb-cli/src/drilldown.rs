@@ -42,12 +42,12 @@ use tierdb::device::{DeviceProfile, EmulationMode, clock};
 use tierdb::{BTree, ByteSize, Catalog, PageSource};
 use tierdb_workload::{YcsbSpec, field_range};
 
-use crate::bench_ycsb::{
-    Cleanup, EngineArgs, Progress, RunReport, Setup, fmt_rate, remove_files_on_interrupt, run_one,
+use tierdb_bench::drivers::ycsb::{self as ycsb_driver, Latency};
+use tierdb_bench::harness::{
+    Cleanup, EngineArgs, Machine, Middle, Progress, RunReport, Setup, fmt_rate, is_full, median, ratio,
+    remove_files_on_interrupt, run_one, value,
 };
-use crate::compare::{is_full, value};
-use crate::plot::{AxisFormat, Chart, LegendPosition, Marker, Series, write_outputs};
-use crate::ycsb_driver::{self, Latency};
+use tierdb_bench::plot::{AxisFormat, Chart, LegendPosition, Marker, Series, write_outputs};
 
 const RUNS_MAX: usize = 25;
 /// Points of one sweep (`--latencies`, `--dram-percent`).
@@ -81,7 +81,7 @@ const PROGRESS_PERIOD: Duration = Duration::from_millis(50);
 
 const _: () = assert!(Techniques::DRILLDOWN.len() == 4 && SWEEP_ARCHS.len() == 3);
 const _: () = assert!(LATENCY_NS_MIN > 0.0 && LATENCY_NS_MIN < LATENCY_NS_MAX);
-const _: () = assert!(SWEEP_POINTS_MAX <= crate::plot::CATEGORIES_MAX);
+const _: () = assert!(SWEEP_POINTS_MAX <= tierdb_bench::plot::CATEGORIES_MAX);
 
 #[derive(Args, Debug)]
 pub struct DrilldownArgs {
@@ -177,55 +177,16 @@ struct Runs {
 
 impl Runs {
     /// Median over the runs of `f`, none if skipped or empty.
-    fn median(&self, f: impl Fn(&RunReport) -> f64) -> Option<f64> {
+    fn over_runs(&self, f: impl Fn(&RunReport) -> f64) -> Option<f64> {
         if self.skipped.is_some() {
             return None;
         }
-        median(self.reports.iter().map(f).collect())
+        median(self.reports.iter().map(f), Middle::Upper)
     }
 
     /// Median over the runs of a buffer counter of the measured run.
     fn counter(&self, f: impl Fn(&BufferStats) -> u64) -> Option<u64> {
-        self.median(|r| f(&r.result.tiers.buffer) as f64).map(|v| v as u64)
-    }
-}
-
-pub(crate) fn median(mut v: Vec<f64>) -> Option<f64> {
-    v.sort_by(f64::total_cmp);
-    (!v.is_empty()).then(|| v[v.len() / 2])
-}
-
-/// `a / b` when both exist and `b` is positive.
-fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
-    match (a, b) {
-        (Some(a), Some(b)) if b > 0.0 => Some(a / b),
-        _ => None,
-    }
-}
-
-/// The machine the report was made on.
-#[derive(Serialize)]
-pub(crate) struct Machine {
-    pub(crate) cpu: String,
-    pub(crate) logical_cpus: usize,
-    pub(crate) kernel: String,
-}
-
-impl Machine {
-    pub(crate) fn probe() -> Machine {
-        let cpu = std::fs::read_to_string("/proc/cpuinfo")
-            .ok()
-            .and_then(|t| {
-                t.lines()
-                    .find(|l| l.starts_with("model name"))
-                    .and_then(|l| l.split_once(':'))
-                    .map(|(_, v)| v.trim().to_string())
-            })
-            .unwrap_or_else(|| "unknown".into());
-        let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
-            .map(|r| format!("{} {}", std::env::consts::OS, r.trim()))
-            .unwrap_or_else(|_| std::env::consts::OS.into());
-        Machine { cpu, logical_cpus: std::thread::available_parallelism().map_or(0, |n| n.get()), kernel }
+        self.over_runs(|r| f(&r.result.tiers.buffer) as f64).map(|v| v as u64)
     }
 }
 
@@ -416,7 +377,11 @@ pub fn run(args: DrilldownArgs) -> Result<()> {
     }
     progress.finish();
     for job in &mut jobs {
-        job.runs.per_sec = if job.runs.skipped.is_some() { None } else { median(job.runs.per_sec_runs.clone()) };
+        job.runs.per_sec = if job.runs.skipped.is_some() {
+            None
+        } else {
+            median(job.runs.per_sec_runs.iter().copied(), Middle::Upper)
+        };
     }
 
     // 3. Report.
@@ -649,8 +614,9 @@ fn report(
                             ops_per_sec: runs.per_sec,
                             relative_to_basic: None,
                             nvm_lines_loaded: runs.counter(|b| b.nvm_lines_loaded),
-                            nvm_lines_per_lookup: runs
-                                .median(|r| r.result.tiers.buffer.nvm_lines_loaded as f64 / r.result.ops.max(1) as f64),
+                            nvm_lines_per_lookup: runs.over_runs(|r| {
+                                r.result.tiers.buffer.nvm_lines_loaded as f64 / r.result.ops.max(1) as f64
+                            }),
                             line_faults: runs.counter(|b| b.line_faults),
                             mini_allocations: runs.counter(|b| b.mini_allocations),
                             mini_promotions: runs.counter(|b| b.mini_promotions),
@@ -1318,15 +1284,5 @@ mod tests {
         assert_eq!((high.read_latency_ns, high.write_latency_ns), (800.0, 800.0));
         assert_eq!(high.name, "optane-dcpmm@800ns");
         assert_eq!(high.persist_ns, base.persist_ns);
-    }
-
-    #[test]
-    fn medians_and_ratios() {
-        assert_eq!(median(vec![3.0, 1.0, 2.0]), Some(2.0));
-        assert_eq!(median(vec![4.0, 1.0]), Some(4.0));
-        assert_eq!(median(vec![]), None);
-        assert_eq!(ratio(Some(6.0), Some(3.0)), Some(2.0));
-        assert_eq!(ratio(Some(6.0), Some(0.0)), None);
-        assert_eq!(ratio(None, Some(1.0)), None);
     }
 }

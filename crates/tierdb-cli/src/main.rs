@@ -22,15 +22,11 @@ mod mmap_bench;
 mod nvcache_obp;
 mod nvcache_phases;
 mod nvsql_bench;
-mod plot;
 mod restart_bench;
 mod sim_cmd;
 mod spitfire;
 mod tune;
 mod wear;
-mod write_set;
-mod ycsb_driver;
-mod ycsb_txn;
 
 use std::process::ExitCode;
 

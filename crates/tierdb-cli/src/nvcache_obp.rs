@@ -25,11 +25,11 @@ use tierdb::ByteSize;
 use tierdb::arch::Architecture;
 use tierdb::buffer::policy::{NvmCacheStats, ObpCount, ObpMode};
 
-use crate::bench_ycsb::{EngineArgs, Progress, RunReport, Setup, fmt_rate, remove_files_on_interrupt, run_one};
-use crate::compare::value;
-use crate::drilldown::Machine;
 use crate::nvcache_phases::{self, PhasePlan, PhaseReport};
-use crate::plot::{Chart, LegendPosition, Series, write_notes, write_outputs};
+use tierdb_bench::harness::Machine;
+use tierdb_bench::harness::value;
+use tierdb_bench::harness::{EngineArgs, Progress, RunReport, Setup, fmt_rate, remove_files_on_interrupt, run_one};
+use tierdb_bench::plot::{Chart, LegendPosition, Series, write_notes, write_outputs};
 
 const RUNS_MAX: usize = 25;
 const WORKLOADS_MAX: usize = 8;
@@ -257,7 +257,7 @@ pub fn run(args: NvcacheObpArgs) -> Result<()> {
         format!(
             "device µs/op: modelled device time per operation, the same from run to run; ops/s adds the thread's {} time{}",
             setup.model_clock.name(),
-            if setup.model_clock == crate::ycsb_driver::ModelClock::Wall {
+            if setup.model_clock == tierdb_bench::drivers::ycsb::ModelClock::Wall {
                 ", which varies with the machine's load"
             } else {
                 ""
@@ -420,8 +420,11 @@ fn chart(r: &ObpReport, writes: bool) -> Chart {
     });
     c.subtitle = describe(r);
     c.x_label = "YCSB workload".into();
-    c.y_label =
-        if writes { "NVM lines written per operation".into() } else { crate::plot::throughput_label(r.setup.mode) };
+    c.y_label = if writes {
+        "NVM lines written per operation".into()
+    } else {
+        tierdb_bench::plot::throughput_label(r.setup.mode)
+    };
     c.y_log10 = writes;
     c.x_categories = workloads.clone();
     c.legend = LegendPosition::Auto;

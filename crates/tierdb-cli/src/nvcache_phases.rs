@@ -20,9 +20,9 @@ use tierdb::arch::{Architecture, Engine};
 use tierdb::buffer::policy::{NvmCacheStats, ObpMode};
 use tierdb_workload::YcsbSpec;
 
-use crate::bench_ycsb::{Cleanup, EngineArgs, Progress, Setup, fmt_rate};
-use crate::plot::{Chart, LegendPosition, Marker, Series};
-use crate::ycsb_driver::{self, EpochHooks, EpochRun};
+use tierdb_bench::drivers::ycsb::{self as ycsb_driver, EpochHooks, EpochRun};
+use tierdb_bench::harness::{Cleanup, EngineArgs, Progress, Setup, fmt_rate};
+use tierdb_bench::plot::{Chart, LegendPosition, Marker, Series};
 
 /// Phases at most, and epochs per phase at most (a typo cannot start an hour-long run).
 pub const PHASES_MAX: usize = 8;

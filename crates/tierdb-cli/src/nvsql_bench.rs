@@ -41,11 +41,11 @@ use tierdb::device::{DeviceProfile, EmulationMode};
 use tierdb::limits::DOUBLE_WRITE_SLOTS;
 use tierdb::wal::{self, Durability};
 
-use crate::bench_tpcc::{self, TpccOptions, TpccReport};
-use crate::bench_ycsb::{EngineArgs, Progress, RunReport, fmt_rate, remove_files_on_interrupt};
-use crate::plot::{AxisFormat, Chart, LegendPosition, Series, write_svg};
-use crate::write_set::WriteSet;
-use crate::ycsb_txn::{LogPlace, TxnSetup};
+use tierdb_bench::drivers::tpcc::{self as bench_tpcc, TpccOptions, TpccReport};
+use tierdb_bench::drivers::ycsb_txn::{LogPlace, TxnSetup};
+use tierdb_bench::harness::{EngineArgs, Progress, RunReport, fmt_rate, remove_files_on_interrupt};
+use tierdb_bench::plot::{AxisFormat, Chart, LegendPosition, Series, write_svg};
+use tierdb_bench::write_set::WriteSet;
 
 /// Estimated database bytes per TPC-C warehouse after the load (16 KiB and 8 KiB
 /// pages, docs/tpcc.md "Measured"), items included once in
@@ -119,7 +119,7 @@ pub struct NvsqlBenchArgs {
     #[arg(long)]
     no_crash: bool,
     /// TPC-C: seconds between checkpoints while transactions run.
-    #[arg(long, default_value_t = crate::bench_tpcc::CHECKPOINT_INTERVAL_SECS_DEFAULT)]
+    #[arg(long, default_value_t = tierdb_bench::drivers::tpcc::CHECKPOINT_INTERVAL_SECS_DEFAULT)]
     checkpoint_interval: f64,
     /// TPC-C: the write working set's interval, seconds.
     #[arg(long, default_value_t = 1.0)]
@@ -609,7 +609,7 @@ pub fn run(args: NvsqlBenchArgs) -> Result<()> {
             }
             let mut runs = Vec::new();
             for r in 0..args.runs {
-                let rep = crate::ycsb_txn::run_one(
+                let rep = tierdb_bench::harness::run_one_txn(
                     &e,
                     &ys,
                     &txn,

@@ -53,10 +53,12 @@ use tierdb::device::{EmulationMode, clock};
 use tierdb::{ByteSize, Catalog, PageSource};
 use tierdb_workload::{KeySpace, OpGenerator, YcsbSpec, value_rng};
 
-use crate::bench_ycsb::{Cleanup, DURATION_SECS_MAX, EngineArgs, Progress, Setup, fmt_rate, remove_files_on_interrupt};
-use crate::drilldown::{Machine, median};
-use crate::plot::{Chart, LegendPosition, Series, write_notes, write_outputs};
-use crate::ycsb_driver::{self, Loaded, TABLE};
+use tierdb_bench::drivers::ycsb::{self as ycsb_driver, Loaded, TABLE};
+use tierdb_bench::harness::{
+    Cleanup, DURATION_SECS_MAX, EngineArgs, Progress, Setup, fmt_rate, remove_files_on_interrupt,
+};
+use tierdb_bench::harness::{Machine, Middle, median};
+use tierdb_bench::plot::{Chart, LegendPosition, Series, write_notes, write_outputs};
 
 /// Timeline bucket width, milliseconds.
 const INTERVAL_MS_MIN: u64 = 1;
@@ -195,7 +197,7 @@ impl Timeline {
         // Bucket starts are multiples of the interval; the slack absorbs rounding.
         let first = (0..self.ops.len()).find(|&i| self.span_secs(i).0 >= from - self.interval_secs * 1e-6);
         let first = first.unwrap_or(self.ops.len() - 1).min(self.ops.len() - 1);
-        median(self.ops_per_sec[first..].to_vec())
+        median(self.ops_per_sec[first..].iter().copied(), Middle::Upper)
     }
 
     /// The end of the first bucket whose throughput reaches `target`.

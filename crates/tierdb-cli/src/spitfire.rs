@@ -36,14 +36,14 @@ use tierdb::buffer::policy::knobs::{KNOB_MIN, PRESETS};
 use tierdb::tune::{self as tuning, Best, EpochRecord};
 use tierdb_workload::YcsbSpec;
 
-use crate::bench_ycsb::{EngineArgs, Progress, Setup, fmt_rate, remove_files_on_interrupt};
-use crate::drilldown::Machine;
-use crate::plot::{Chart, LegendPosition, Series, write_notes, write_outputs};
 use crate::tune::{
     EPOCH_OPS_MAX, EPOCHS_MAX, EpochDetail, Session, TunerArgs, check_arch, check_engine_args, convergence_series,
     fmt_knobs, open_spitfire, set_knobs,
 };
-use crate::ycsb_driver::{self, EpochHooks, EpochRun};
+use tierdb_bench::drivers::ycsb::{self as ycsb_driver, EpochHooks, EpochRun};
+use tierdb_bench::harness::Machine;
+use tierdb_bench::harness::{EngineArgs, Progress, Setup, fmt_rate, remove_files_on_interrupt};
+use tierdb_bench::plot::{Chart, LegendPosition, Series, write_notes, write_outputs};
 
 /// The parts, in the order they run.
 const PARTS: &[&str] = &["sweep", "policies", "tuners"];

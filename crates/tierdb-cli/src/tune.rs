@@ -27,10 +27,10 @@ use tierdb::arch::{Architecture, Engine};
 use tierdb::buffer::policy::{MigrationKnobs, Policy};
 use tierdb::tune::{self as tuning, Best, EpochRecord, Measurement, Tuner, TunerConfig};
 
-use crate::bench_ycsb::{Cleanup, EngineArgs, Progress, Setup, fmt_rate, remove_files_on_interrupt};
-use crate::drilldown::Machine;
-use crate::plot::{Chart, LegendPosition, Series, write_notes, write_outputs};
-use crate::ycsb_driver::{self, EpochHooks, EpochRun, Loaded};
+use tierdb_bench::drivers::ycsb::{self as ycsb_driver, EpochHooks, EpochRun, Loaded};
+use tierdb_bench::harness::Machine;
+use tierdb_bench::harness::{Cleanup, EngineArgs, Progress, Setup, fmt_rate, remove_files_on_interrupt};
+use tierdb_bench::plot::{Chart, LegendPosition, Series, write_notes, write_outputs};
 
 /// The only policy with migration knobs.
 pub const KNOB_POLICY: &str = "spitfire";

@@ -26,10 +26,10 @@ use serde::Serialize;
 use tierdb::ByteSize;
 use tierdb::arch::{Architecture, Engine};
 
-use crate::bench_ycsb::{Cleanup, EngineArgs, Progress, Setup, fmt_rate, remove_files_on_interrupt};
-use crate::drilldown::Machine;
-use crate::plot::{Chart, LegendPosition, Series, write_notes, write_outputs};
-use crate::ycsb_driver::{self, YcsbReport};
+use tierdb_bench::drivers::ycsb::{self as ycsb_driver, YcsbReport};
+use tierdb_bench::harness::Machine;
+use tierdb_bench::harness::{Cleanup, EngineArgs, Progress, Setup, fmt_rate, remove_files_on_interrupt};
+use tierdb_bench::plot::{Chart, LegendPosition, Series, write_notes, write_outputs};
 
 /// Updates of one run, at most.
 const OPS_MAX: u64 = 1_000_000_000;
