@@ -4,6 +4,7 @@
 //! - [`drivers`]: YCSB raw and transactional, epochs, the TPC-C run loop;
 //! - [`harness`]: engine arguments → configuration, one run, repetitions and medians,
 //!   clean-up, progress bars, the environment of a report;
+//! - [`experiments`]: the experiment logic commands share (the tuning sessions);
 //! - [`plot`]: SVG charts and the text/JSON/SVG output files;
 //! - [`write_set`]: the write working set recorder of the TPC-C runs.
 //!
@@ -13,6 +14,7 @@
 #![forbid(unsafe_code)]
 
 pub mod drivers;
+pub mod experiments;
 pub mod harness;
 pub mod plot;
 pub mod write_set;

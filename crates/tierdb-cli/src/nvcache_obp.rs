@@ -12,7 +12,9 @@
 //!
 //! Parts (`--parts`): `table1`, the rows above; `phases`, workload phases in turn on
 //! one engine per admission mode, epoch by epoch, which shows why OBP is taken over a
-//! window ([`crate::nvcache_phases`]).
+//! window ([`phases`]).
+
+mod phases;
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -25,10 +27,10 @@ use tierdb::ByteSize;
 use tierdb::arch::Architecture;
 use tierdb::buffer::policy::{NvmCacheStats, ObpCount, ObpMode};
 
-use crate::nvcache_phases::{self, PhasePlan, PhaseReport};
+use phases::{PhasePlan, PhaseReport, label};
 use tierdb_bench::harness::Machine;
-use tierdb_bench::harness::value;
 use tierdb_bench::harness::{EngineArgs, Progress, RunReport, Setup, fmt_rate, remove_files_on_interrupt, run_one};
+use tierdb_bench::harness::{Middle, Ranked, median, value};
 use tierdb_bench::plot::{Chart, LegendPosition, Series, write_notes, write_outputs};
 
 const RUNS_MAX: usize = 25;
@@ -38,7 +40,7 @@ const WORKLOADS_MAX: usize = 8;
 #[command(mut_arg("mode", |a| a.default_value("model")))]
 #[command(mut_arg("double_write", |a| a.default_value("off")))]
 #[command(mut_arg("obp", |a| a.hide(true).help("Refused: every row sets its own")))]
-#[command(mut_arg("model_clock", |a| a.default_value(crate::tune::COMPARE_MODEL_CLOCK).help(crate::tune::COMPARE_MODEL_CLOCK_HELP)))]
+#[command(mut_arg("model_clock", |a| a.default_value(tierdb_bench::experiments::tuning::COMPARE_MODEL_CLOCK).help(tierdb_bench::experiments::tuning::COMPARE_MODEL_CLOCK_HELP)))]
 pub struct NvcacheObpArgs {
     /// Parts to run, comma-separated: table1 (each workload under each admission mode)
     /// and phases (--phases in turn on one engine per mode, epoch by epoch).
@@ -113,14 +115,9 @@ struct ObpReport {
     phases: Option<PhaseReport>,
 }
 
-fn median_f(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v.get(v.len() / 2).copied().unwrap_or(0.0)
-}
-
-fn median_u(mut v: Vec<u64>) -> u64 {
-    v.sort_unstable();
-    v.get(v.len() / 2).copied().unwrap_or(0)
+/// The median of the runs' values (the upper one of an even count), 0 without runs.
+fn mid<T: Ranked + Default>(v: Vec<T>) -> T {
+    median(v, Middle::Upper).unwrap_or_default()
 }
 
 pub fn run(args: NvcacheObpArgs) -> Result<()> {
@@ -189,7 +186,7 @@ pub fn run(args: NvcacheObpArgs) -> Result<()> {
             }
             let cache = |r: &RunReport| r.result.tiers.nvm_cache.unwrap_or_default();
             let nvm_lines = |r: &RunReport| r.result.tiers.nvm.map_or(0, |n| n.write_lines);
-            let med = |f: &dyn Fn(&NvmCacheStats) -> u64| median_u(runs.iter().map(|r| f(&cache(r))).collect());
+            let med = |f: &dyn Fn(&NvmCacheStats) -> u64| mid(runs.iter().map(|r| f(&cache(r))).collect());
             let nvm_cache = NvmCacheStats {
                 lookups: med(&|c| c.lookups),
                 hits: med(&|c| c.hits),
@@ -209,16 +206,18 @@ pub fn run(args: NvcacheObpArgs) -> Result<()> {
             rows.push(Row {
                 workload: w.clone(),
                 obp,
-                ops_per_sec: median_f(runs.iter().map(value).collect()),
-                device_us_per_op: median_f(
-                    runs.iter().map(|r| r.result.modelled_device_secs * 1e6 / r.result.ops.max(1) as f64).collect(),
-                ),
-                nvm_line_writes: median_u(runs.iter().map(nvm_lines).collect()),
-                nvm_page_writes: median_u(runs.iter().map(|r| r.result.tiers.buffer.dram_to_nvm_pages).collect()),
-                nvm_line_writes_per_op: median_f(
-                    runs.iter().map(|r| nvm_lines(r) as f64 / r.result.ops.max(1) as f64).collect(),
-                ),
-                nvm_hit_ratio: median_f(runs.iter().map(|r| cache(r).hit_ratio()).collect()),
+                ops_per_sec: mid(runs.iter().map(value).collect()),
+                device_us_per_op: mid(runs
+                    .iter()
+                    .map(|r| r.result.modelled_device_secs * 1e6 / r.result.ops.max(1) as f64)
+                    .collect()),
+                nvm_line_writes: mid(runs.iter().map(nvm_lines).collect()),
+                nvm_page_writes: mid(runs.iter().map(|r| r.result.tiers.buffer.dram_to_nvm_pages).collect()),
+                nvm_line_writes_per_op: mid(runs
+                    .iter()
+                    .map(|r| nvm_lines(r) as f64 / r.result.ops.max(1) as f64)
+                    .collect()),
+                nvm_hit_ratio: mid(runs.iter().map(|r| cache(r).hit_ratio()).collect()),
                 nvm_cache,
                 runs,
             });
@@ -231,7 +230,7 @@ pub fn run(args: NvcacheObpArgs) -> Result<()> {
     };
     setup.nvcache.obp_mode = ObpMode::Window;
     let phases = if want("phases") {
-        Some(nvcache_phases::run(&engine, &setup, (&plan, &phase_specs), (args.dram, args.nvm, args.data), &progress)?)
+        Some(phases::run(&engine, &setup, (&plan, &phase_specs), (args.dram, args.nvm, args.data), &progress)?)
     } else {
         None
     };
@@ -295,8 +294,8 @@ pub fn run(args: NvcacheObpArgs) -> Result<()> {
     }
     if let Some(p) = &report.phases {
         let sub = describe(&report);
-        charts.push(("nvcache-obp-phases-hits.svg".to_string(), nvcache_phases::chart(p, &sub, false)));
-        charts.push(("nvcache-obp-phases-inserts.svg".to_string(), nvcache_phases::chart(p, &sub, true)));
+        charts.push(("nvcache-obp-phases-hits.svg".to_string(), phases::chart(p, &sub, false)));
+        charts.push(("nvcache-obp-phases-inserts.svg".to_string(), phases::chart(p, &sub, true)));
     }
     write_outputs(&args.out, "nvcache-obp", &text, &report, &charts)
 }
@@ -323,14 +322,6 @@ fn describe(r: &ObpReport) -> String {
 
 /// The parts of the command.
 const PARTS: &[&str] = &["table1", "phases"];
-
-pub(crate) fn label(m: ObpMode) -> &'static str {
-    match m {
-        ObpMode::Off => "always-admit",
-        ObpMode::Cumulative => "OBP cumulative",
-        ObpMode::Window => "OBP window",
-    }
-}
 
 fn render(r: &ObpReport) -> String {
     let mut t = Table::new();
@@ -396,7 +387,7 @@ fn render(r: &ObpReport) -> String {
         let _ = writeln!(out, "{t}");
     }
     if let Some(p) = &r.phases {
-        let _ = writeln!(out, "{}", nvcache_phases::render(p));
+        let _ = writeln!(out, "{}", phases::render(p));
     }
     write_notes(&mut out, &r.notes);
     let _ = writeln!(out);

@@ -43,7 +43,7 @@ use tierdb::wal::{self, Durability};
 
 use tierdb_bench::drivers::tpcc::{self as bench_tpcc, TpccOptions, TpccReport};
 use tierdb_bench::drivers::ycsb_txn::{LogPlace, TxnSetup};
-use tierdb_bench::harness::{EngineArgs, Progress, RunReport, fmt_rate, remove_files_on_interrupt};
+use tierdb_bench::harness::{EngineArgs, Middle, Progress, RunReport, fmt_rate, median, remove_files_on_interrupt};
 use tierdb_bench::plot::{AxisFormat, Chart, LegendPosition, Series, write_svg};
 use tierdb_bench::write_set::WriteSet;
 
@@ -370,13 +370,13 @@ fn ycsb_metrics(r: &RunReport) -> Metrics {
     m
 }
 
-fn median(runs: &[Metrics]) -> Metrics {
+/// The median of every metric over the runs, figure by figure.
+fn metrics_median(runs: &[Metrics]) -> Metrics {
     let mut out = Metrics::new();
     if let Some(first) = runs.first() {
         for &k in first.keys() {
-            let mut v: Vec<f64> = runs.iter().filter_map(|m| m.get(k).copied()).collect();
-            v.sort_by(f64::total_cmp);
-            out.insert(k, v[v.len() / 2]);
+            let v = median(runs.iter().filter_map(|m| m.get(k).copied()), Middle::Upper);
+            out.insert(k, v.expect("the first run has the metric"));
         }
     }
     out
@@ -573,7 +573,7 @@ pub fn run(args: NvsqlBenchArgs) -> Result<()> {
         Ok(Point {
             config: config.clone(),
             policy: policy.map_or_else(|| config.arch.default_policy().to_string(), str::to_string),
-            median: median(&runs),
+            median: metrics_median(&runs),
             runs,
             write_set,
         })
@@ -626,7 +626,7 @@ pub fn run(args: NvsqlBenchArgs) -> Result<()> {
             points.push(Point {
                 config: c.clone(),
                 policy: c.arch.default_policy().to_string(),
-                median: median(&runs),
+                median: metrics_median(&runs),
                 runs,
                 write_set: None,
             });
@@ -1041,7 +1041,7 @@ mod tests {
     #[test]
     fn medians_are_taken_figure_by_figure() {
         let m = |a: f64, b: f64| Metrics::from([("throughput", a), ("dram_hit_ratio", b)]);
-        let med = median(&[m(3.0, 0.1), m(1.0, 0.9), m(2.0, 0.5)]);
+        let med = metrics_median(&[m(3.0, 0.1), m(1.0, 0.9), m(2.0, 0.5)]);
         assert_eq!((get(&med, "throughput"), get(&med, "dram_hit_ratio")), (2.0, 0.5));
     }
 }

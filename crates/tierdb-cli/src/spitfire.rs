@@ -17,7 +17,7 @@
 //! `--settle-epochs` unmeasured epochs (the buffers settle under the policy) and then
 //! `--measure-epochs` epochs, and reports the median epoch's throughput and the NVM
 //! lines written per operation over the measured epochs. A tuner's run is `tierdb
-//! tune`'s loop ([`crate::tune::Session`]). The default mode is `model`, so throughputs
+//! tune`'s loop ([`tierdb_bench::experiments::tuning::Session`]). The default mode is `model`, so throughputs
 //! are modelled from the device profiles, with each thread's own time taken from its
 //! CPU clock (`--model-clock cpu`), which the machine's other processes do not
 //! inflate; it still varies a little from run to run.
@@ -34,15 +34,14 @@ use tierdb::arch::Architecture;
 use tierdb::buffer::policy::MigrationKnobs;
 use tierdb::buffer::policy::knobs::{KNOB_MIN, PRESETS};
 use tierdb::tune::{self as tuning, Best, EpochRecord};
-use tierdb_workload::YcsbSpec;
 
-use crate::tune::{
-    EPOCH_OPS_MAX, EPOCHS_MAX, EpochDetail, Session, TunerArgs, check_arch, check_engine_args, convergence_series,
-    fmt_knobs, open_spitfire, set_knobs,
-};
 use tierdb_bench::drivers::ycsb::{self as ycsb_driver, EpochHooks, EpochRun};
-use tierdb_bench::harness::Machine;
+use tierdb_bench::experiments::tuning::{
+    EPOCH_OPS_MAX, EPOCHS_MAX, EpochDetail, Session, TunerArgs, check_arch, check_engine_args, convergence_series,
+    fmt_knobs, open_spitfire, set_knobs, workload_name,
+};
 use tierdb_bench::harness::{EngineArgs, Progress, Setup, fmt_rate, remove_files_on_interrupt};
+use tierdb_bench::harness::{Machine, Middle, median};
 use tierdb_bench::plot::{Chart, LegendPosition, Series, write_notes, write_outputs};
 
 /// The parts, in the order they run.
@@ -60,10 +59,10 @@ const TUNER_SEEDS_MAX: u32 = 100;
 #[command(mut_arg("duration", |a| a.default_value("0").hide(true).help("Refused: runs are counted in epochs")))]
 #[command(mut_arg("mode", |a| a.default_value("model")))]
 #[command(mut_arg("warmup", |a| a.default_value("0").help("Seconds of timed warm-up before a run's first epoch (static runs settle by --settle-epochs instead)")))]
-#[command(mut_arg("policy", |a| a.default_value(crate::tune::KNOB_POLICY).help("Placement policy: spitfire (the only one with migration knobs)")))]
+#[command(mut_arg("policy", |a| a.default_value(tierdb_bench::experiments::tuning::KNOB_POLICY).help("Placement policy: spitfire (the only one with migration knobs)")))]
 #[command(mut_arg("ssd_dir", |a| a.default_value("/dev/shm").help("Directory of the SSD page file (default /dev/shm: the SSD is emulated by its profile, and real disk time would blur a modelled throughput)")))]
-#[command(mut_arg("cpu_cache", |a| a.default_value(crate::tune::KNOB_CPU_CACHE).help(crate::tune::KNOB_CPU_CACHE_HELP)))]
-#[command(mut_arg("model_clock", |a| a.default_value(crate::tune::COMPARE_MODEL_CLOCK).help(crate::tune::COMPARE_MODEL_CLOCK_HELP)))]
+#[command(mut_arg("cpu_cache", |a| a.default_value(tierdb_bench::experiments::tuning::KNOB_CPU_CACHE).help(tierdb_bench::experiments::tuning::KNOB_CPU_CACHE_HELP)))]
+#[command(mut_arg("model_clock", |a| a.default_value(tierdb_bench::experiments::tuning::COMPARE_MODEL_CLOCK).help(tierdb_bench::experiments::tuning::COMPARE_MODEL_CLOCK_HELP)))]
 pub struct SpitfireArgs {
     /// Parts to run, comma-separated: sweep, policies, tuners.
     #[arg(long, value_delimiter = ',', default_value = "sweep,policies,tuners")]
@@ -119,26 +118,6 @@ pub struct SpitfireArgs {
     /// No progress bar.
     #[arg(long)]
     quiet: bool,
-}
-
-/// A short name of a workload: `YCSB-RO`, `YCSB-R/W 50%`, or its mix.
-pub fn workload_name(spec: &YcsbSpec) -> String {
-    let m = spec.mix();
-    let pct = |x: f64| (100.0 * x).round();
-    if m.read >= 1.0 {
-        "YCSB-RO".into()
-    } else if (m.read + m.update - 1.0).abs() < 1e-9 {
-        format!("YCSB-R/W {}%", pct(m.update))
-    } else {
-        format!(
-            "YCSB read {}% update {}% insert {}% scan {}% rmw {}%",
-            pct(m.read),
-            pct(m.update),
-            pct(m.insert),
-            pct(m.scan),
-            pct(m.read_modify_write)
-        )
-    }
 }
 
 /// What a static run of one policy measured.
@@ -426,10 +405,8 @@ fn choices(trajectory: &[EpochRecord], epoch_ops: u64) -> Vec<(f64, MigrationKno
 const JUDGE_PER_RUN_AND_ROUND: usize = 4;
 
 /// The median of `v`, `None` counting as infinitely large.
-fn median_epochs(v: &[Option<f64>]) -> Option<f64> {
-    let mut v: Vec<f64> = v.iter().map(|e| e.unwrap_or(f64::INFINITY)).collect();
-    v.sort_by(f64::total_cmp);
-    v.get(v.len().saturating_sub(1) / 2).copied().filter(|e| e.is_finite())
+fn typical_epochs(v: &[Option<f64>]) -> Option<f64> {
+    median(v.iter().map(|e| e.unwrap_or(f64::INFINITY)), Middle::Lower).filter(|e| e.is_finite())
 }
 
 /// Tuning time in full epochs, as the tables print it.
@@ -437,10 +414,9 @@ fn fmt_epochs(e: f64) -> String {
     if e.fract() == 0.0 { format!("{e:.0}") } else { format!("{e:.2}") }
 }
 
-fn median_f64(v: &[f64]) -> f64 {
-    let mut v = v.to_vec();
-    v.sort_by(f64::total_cmp);
-    if v.is_empty() { f64::NAN } else { v[(v.len() - 1) / 2] }
+/// The lower median of `v`, NaN if empty.
+fn lower_mid(v: &[f64]) -> f64 {
+    median(v.iter().copied(), Middle::Lower).unwrap_or(f64::NAN)
 }
 
 /// One tuner's run on a fresh engine.
@@ -578,8 +554,8 @@ fn tuners(ctx: &Ctx<'_>, setups: &[Setup]) -> Result<Vec<TunerComparison>> {
                     tuner: name.clone(),
                     runs: mine.len() as u32,
                     reached: reach.iter().flatten().count() as u32,
-                    median_epochs_to_within_10pct: median_epochs(&reach),
-                    median_final_vs_best: median_f64(&mine.iter().map(|r| r.final_vs_best).collect::<Vec<_>>()),
+                    median_epochs_to_within_10pct: typical_epochs(&reach),
+                    median_final_vs_best: lower_mid(&mine.iter().map(|r| r.final_vs_best).collect::<Vec<_>>()),
                 }
             })
             .collect();
@@ -986,7 +962,7 @@ fn charts(r: &SpitfireReport) -> Vec<(String, Chart)> {
         for (i, c) in cmp.iter().enumerate() {
             let mut ch = Chart::new(format!("§6.6: online tuning on {} against the best static policy", c.workload));
             ch.subtitle = describe(r);
-            ch.x_label = crate::tune::tuning_time_label(r.epoch_ops);
+            ch.x_label = tierdb_bench::experiments::tuning::tuning_time_label(r.epoch_ops);
             ch.y_label = "operations per second".into();
             ch.legend = LegendPosition::LowerRight;
             let epochs = c.runs.iter().map(|r| r.epochs_elapsed).fold(1.0, f64::max);
@@ -1024,11 +1000,5 @@ mod tests {
         assert_eq!(g.len(), 16);
         assert!(g.contains(&MigrationKnobs::EAGER));
         assert!(g.contains(&MigrationKnobs { dr: 0.1, dw: 1.0, nr: 0.1, nw: 1.0 }));
-    }
-
-    #[test]
-    fn workloads_have_short_names() {
-        assert_eq!(workload_name(&YcsbSpec::builtin("ro").unwrap()), "YCSB-RO");
-        assert_eq!(workload_name(&YcsbSpec::builtin("rw:50").unwrap()), "YCSB-R/W 50%");
     }
 }

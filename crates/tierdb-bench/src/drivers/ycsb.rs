@@ -19,7 +19,7 @@
 //!    the thread's CPU time ([`ModelClock`]).
 //!
 //! Phases 2 and 3 ([`run_phases`]) run any [`Executor`]: operations straight on the tree
-//! here, a database's transactions in [`crate::drivers::ycsb_txn`], which also loads through
+//! here, a database's transactions in the sibling `ycsb_txn`, which also loads through
 //! [`fill_table`] and reports through [`summary`].
 //!
 //! Records ([`execute`]): with constant field lengths a field is read and updated in
@@ -457,7 +457,7 @@ fn load_table<'s, S: PageSource>(
     Ok((tree, records, secs))
 }
 
-/// [`load_records`] for the transactional mode ([`crate::drivers::ycsb_txn`]), whose executor
+/// [`load_records`] for the transactional mode (the sibling `ycsb_txn`), whose executor
 /// updates fields in place at fixed offsets and does not check values: it refuses
 /// workloads whose field lengths vary or that ask for `dataintegrity`.
 ///

@@ -143,7 +143,7 @@ impl EpochHooks for Hooks<'_> {
         }
         self.progress.set_prefix(&format!(
             "phases {} {} epoch {epoch}",
-            crate::nvcache_obp::label(self.obp),
+            label(self.obp),
             self.plan.workloads[self.phase(epoch)]
         ));
         Ok(true)
@@ -259,7 +259,7 @@ pub fn render(r: &PhaseReport) -> String {
     for s in &r.summaries {
         t.add_row([
             format!("{} ({})", s.phase + 1, s.workload),
-            crate::nvcache_obp::label(s.obp).into(),
+            label(s.obp).into(),
             s.ops.to_string(),
             fmt_rate(s.ops_per_sec),
             format!("{:.1}%", 100.0 * s.hit_ratio),
@@ -301,7 +301,7 @@ pub fn chart(r: &PhaseReport, subtitle: &str, inserts: bool) -> Chart {
                 (f64::from(e.epoch), y)
             })
             .collect();
-        c.series.push(Series { name: crate::nvcache_obp::label(run.obp).into(), points });
+        c.series.push(Series { name: label(run.obp).into(), points });
     }
     c.markers = (1..r.plan.workloads.len())
         .map(|i| Marker {
@@ -310,6 +310,14 @@ pub fn chart(r: &PhaseReport, subtitle: &str, inserts: bool) -> Chart {
         })
         .collect();
     c
+}
+
+pub fn label(m: ObpMode) -> &'static str {
+    match m {
+        ObpMode::Off => "always-admit",
+        ObpMode::Cumulative => "OBP cumulative",
+        ObpMode::Window => "OBP window",
+    }
 }
 
 #[cfg(test)]

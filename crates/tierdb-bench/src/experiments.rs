@@ -1,0 +1,4 @@
+//! The experiment logic several commands share, apart from their argument parsing and
+//! table rendering.
+
+pub mod tuning;
