@@ -1,4 +1,5 @@
 //! The experiment logic several commands share, apart from their argument parsing and
 //! table rendering.
 
+pub mod restart;
 pub mod tuning;

@@ -23,7 +23,7 @@
 //! its end on `--threads` threads, whole scans only, until the measured time has passed.
 //!
 //! Engine files are removed after each run, on error, and on Ctrl-C (the handler of
-//! `bench_ycsb`). Runs are sequential; a run's threads are joined before the next starts.
+//! `tierdb_bench::harness`). Runs are sequential; a run's threads are joined before the next starts.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
