@@ -2,4 +2,5 @@
 //! table rendering.
 
 pub mod restart;
+pub mod spitfire;
 pub mod tuning;
