@@ -2,6 +2,7 @@
 //! table rendering.
 
 pub mod full_scans;
+pub mod nvsql;
 pub mod restart;
 pub mod spitfire;
 pub mod tuning;
