@@ -2,6 +2,7 @@
 //! table rendering.
 
 pub mod full_scans;
+pub mod nvcache_phases;
 pub mod nvsql;
 pub mod restart;
 pub mod spitfire;

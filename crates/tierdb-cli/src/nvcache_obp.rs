@@ -12,7 +12,7 @@
 //!
 //! Parts (`--parts`): `table1`, the rows above; `phases`, workload phases in turn on
 //! one engine per admission mode, epoch by epoch, which shows why OBP is taken over a
-//! window ([`phases`]).
+//! window ([`nvcache_phases`]).
 
 mod phases;
 
@@ -27,7 +27,7 @@ use tierdb::ByteSize;
 use tierdb::arch::Architecture;
 use tierdb::buffer::policy::{NvmCacheStats, ObpCount, ObpMode};
 
-use phases::{PhasePlan, PhaseReport, label};
+use tierdb_bench::experiments::nvcache_phases::{self, PhasePlan, PhaseReport, label};
 use tierdb_bench::harness::Machine;
 use tierdb_bench::harness::{EngineArgs, Progress, RunReport, Setup, fmt_rate, remove_files_on_interrupt, run_one};
 use tierdb_bench::harness::{Middle, Ranked, median, value};
@@ -230,7 +230,7 @@ pub fn run(args: NvcacheObpArgs) -> Result<()> {
     };
     setup.nvcache.obp_mode = ObpMode::Window;
     let phases = if want("phases") {
-        Some(phases::run(&engine, &setup, (&plan, &phase_specs), (args.dram, args.nvm, args.data), &progress)?)
+        Some(nvcache_phases::run(&engine, &setup, (&plan, &phase_specs), (args.dram, args.nvm, args.data), &progress)?)
     } else {
         None
     };
