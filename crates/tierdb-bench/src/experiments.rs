@@ -7,3 +7,4 @@ pub mod nvsql;
 pub mod restart;
 pub mod spitfire;
 pub mod tuning;
+pub mod wear;
