@@ -31,18 +31,19 @@ use std::path::PathBuf;
 use anyhow::{Context, Result, anyhow, bail};
 use clap::Args;
 use comfy_table::Table;
-use serde::Serialize;
 use tierdb::ByteSize;
 use tierdb::arch::Architecture;
+use tierdb::buffer::Techniques;
 use tierdb::buffer::manager::MIN_DRAM_FRAMES;
-use tierdb::buffer::{BufferStats, Techniques};
 use tierdb::device::{DeviceProfile, EmulationMode};
-use tierdb_workload::YcsbSpec;
 
+use tierdb_bench::experiments::drilldown::{
+    DRILLDOWN_ARCH, DrilldownReport, Fig10Row, Job, Kind, Part, Plan, Runs, SHORT_SCAN_RECORDS, SWEEP_ARCHS, dram_at,
+    report,
+};
 use tierdb_bench::experiments::full_scans;
 use tierdb_bench::harness::{
-    EngineArgs, Machine, Middle, Progress, RunReport, Setup, fmt_rate, is_full, median, ratio,
-    remove_files_on_interrupt, run_one, value,
+    EngineArgs, Middle, Progress, Setup, fmt_rate, is_full, median, ratio, remove_files_on_interrupt, run_one, value,
 };
 use tierdb_bench::plot::{AxisFormat, Chart, LegendPosition, Marker, Series, write_outputs};
 
@@ -52,27 +53,7 @@ const SWEEP_POINTS_MAX: usize = 32;
 const LATENCY_NS_MIN: f64 = 1.0;
 const LATENCY_NS_MAX: f64 = 100_000.0;
 const DRAM_PERCENT_MAX: f64 = 100.0;
-/// Records of one short scan (§5.4.2: "range = 100").
-const SHORT_SCAN_RECORDS: u32 = 100;
-/// The architecture of Figure 10 and the scan table, whose techniques are switched.
-const DRILLDOWN_ARCH: Architecture = Architecture::ThreeTier;
-/// The lines of Figures 12 and 13, each with its own techniques (`nvm-direct` has no
-/// DRAM buffer: its line in Figure 13 shows that DRAM does not matter to it).
-const SWEEP_ARCHS: [(Architecture, Techniques); 3] = [
-    (Architecture::ThreeTier, Techniques::ALL),
-    (Architecture::BasicNvmBm, Techniques::NONE),
-    (Architecture::NvmDirect, Techniques::NONE),
-];
-/// The targets for the NVM lines a lookup loads, and the paper's values (§5.4.1:
-/// 652.5M lines basic, 11.8M with cache-line-grained pages, 5.6M with mini pages).
-const CL_RATIO_TARGET_MIN: f64 = 20.0;
-const CL_RATIO_PAPER: f64 = 55.0;
-const MINI_RATIO_TARGET_MIN: f64 = 1.5;
-const MINI_RATIO_PAPER: f64 = 2.0;
-const LINES_PER_LOOKUP_TARGET_MAX: f64 = 10.0;
-const LINES_PER_LOOKUP_PAPER: f64 = 6.5;
 
-const _: () = assert!(Techniques::DRILLDOWN.len() == 4 && SWEEP_ARCHS.len() == 3);
 const _: () = assert!(LATENCY_NS_MIN > 0.0 && LATENCY_NS_MIN < LATENCY_NS_MAX);
 const _: () = assert!(SWEEP_POINTS_MAX <= tierdb_bench::plot::CATEGORIES_MAX);
 
@@ -106,216 +87,6 @@ pub struct DrilldownArgs {
     /// No progress bar.
     #[arg(long)]
     quiet: bool,
-}
-
-/// One part of the command.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "lowercase")]
-enum Part {
-    Fig10,
-    Scan,
-    Latency,
-    Dram,
-}
-
-impl Part {
-    const ALL: [Part; 4] = [Part::Fig10, Part::Scan, Part::Latency, Part::Dram];
-
-    fn name(self) -> &'static str {
-        match self {
-            Part::Fig10 => "fig10",
-            Part::Scan => "scan",
-            Part::Latency => "latency",
-            Part::Dram => "dram",
-        }
-    }
-}
-
-/// What a job's operations are.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Kind {
-    /// The driver's workload: YCSB-RO lookups or short scans.
-    Ycsb,
-    /// Scans of the whole table (this module's runner).
-    FullScans,
-}
-
-/// One configuration, run `--runs` times.
-struct Job {
-    part: Part,
-    /// Names the job in progress lines.
-    label: String,
-    kind: Kind,
-    arch: Architecture,
-    techniques: Techniques,
-    dram: ByteSize,
-    /// The setup of its runs: workload, techniques and NVM profile as this job needs.
-    setup: Setup,
-    runs: Runs,
-}
-
-/// The runs of one configuration, or why it has none.
-#[derive(Default, Serialize)]
-struct Runs {
-    /// Throughput of each run in run order: operations (lookups or scans) per second,
-    /// modelled in `model` mode.
-    per_sec_runs: Vec<f64>,
-    /// Median of `per_sec_runs` (the upper one of an even count); none if skipped.
-    per_sec: Option<f64>,
-    /// Why the configuration has no value (the data did not fit).
-    skipped: Option<String>,
-    /// Every run's full report.
-    reports: Vec<RunReport>,
-}
-
-impl Runs {
-    /// Median over the runs of `f`, none if skipped or empty.
-    fn over_runs(&self, f: impl Fn(&RunReport) -> f64) -> Option<f64> {
-        if self.skipped.is_some() {
-            return None;
-        }
-        median(self.reports.iter().map(f), Middle::Upper)
-    }
-
-    /// Median over the runs of a buffer counter of the measured run.
-    fn counter(&self, f: impl Fn(&BufferStats) -> u64) -> Option<u64> {
-        self.over_runs(|r| f(&r.result.tiers.buffer) as f64).map(|v| v as u64)
-    }
-}
-
-/// One of the targets, checked against this invocation's medians.
-#[derive(Serialize)]
-struct Target {
-    what: &'static str,
-    value: Option<f64>,
-    /// `>= 20` or `<= 10`.
-    target: String,
-    paper: f64,
-    met: Option<bool>,
-    /// Why there is no value.
-    missing: Option<String>,
-}
-
-#[derive(Serialize)]
-struct Fig10Row {
-    step: &'static str,
-    techniques: Techniques,
-    /// Median lookups per second, and its ratio to basic's median.
-    ops_per_sec: Option<f64>,
-    relative_to_basic: Option<f64>,
-    /// Medians over the runs of the measured run's counters.
-    nvm_lines_loaded: Option<u64>,
-    nvm_lines_per_lookup: Option<f64>,
-    line_faults: Option<u64>,
-    mini_allocations: Option<u64>,
-    mini_promotions: Option<u64>,
-    swizzles: Option<u64>,
-    unswizzles: Option<u64>,
-    runs: Runs,
-}
-
-#[derive(Serialize)]
-struct Fig10 {
-    arch: Architecture,
-    rows: Vec<Fig10Row>,
-    /// The paper's reference line: `nvm-direct` on the same lookups.
-    nvm_direct: Fig10Reference,
-    /// Ratios of the medians of NVM lines loaded per lookup (per lookup, so that runs of
-    /// different lengths compare; with `--duration 0` every run has the same count).
-    targets: Vec<Target>,
-}
-
-#[derive(Serialize)]
-struct Fig10Reference {
-    arch: Architecture,
-    ops_per_sec: Option<f64>,
-    relative_to_basic: Option<f64>,
-    runs: Runs,
-}
-
-#[derive(Serialize)]
-struct ScanRow {
-    step: &'static str,
-    techniques: Techniques,
-    short_scans_per_sec: Option<f64>,
-    short_relative_to_basic: Option<f64>,
-    full_scans_per_sec: Option<f64>,
-    full_relative_to_basic: Option<f64>,
-    short: Runs,
-    full: Runs,
-}
-
-#[derive(Serialize)]
-struct ScanPart {
-    arch: Architecture,
-    short_scan_records: u32,
-    /// The workload of the short scans (the full scans load the same table).
-    workload: YcsbSpec,
-    rows: Vec<ScanRow>,
-}
-
-#[derive(Serialize)]
-struct LatencyRow {
-    arch: Architecture,
-    techniques: Techniques,
-    read_latency_ns: f64,
-    write_latency_ns: f64,
-    nvm_profile: String,
-    ops_per_sec: Option<f64>,
-    runs: Runs,
-}
-
-#[derive(Serialize)]
-struct LatencyPart {
-    /// The profile every point was derived from, and how.
-    base_profile: String,
-    rule: String,
-    rows: Vec<LatencyRow>,
-}
-
-#[derive(Serialize)]
-struct DramRow {
-    arch: Architecture,
-    techniques: Techniques,
-    dram_percent: f64,
-    dram_bytes: u64,
-    /// True when the percentage gave fewer than the buffer manager's minimum of frames.
-    clamped: bool,
-    ops_per_sec: Option<f64>,
-    runs: Runs,
-}
-
-#[derive(Serialize)]
-struct DramPart {
-    dram_frames_min: usize,
-    rows: Vec<DramRow>,
-}
-
-#[derive(Serialize)]
-struct DrilldownReport {
-    command: &'static str,
-    version: &'static str,
-    machine: Machine,
-    parts: Vec<Part>,
-    dram_bytes: u64,
-    nvm_bytes: u64,
-    data_bytes: u64,
-    runs: usize,
-    /// The lookups' setup. Scan jobs differ in the workload, latency points in the NVM
-    /// profile, DRAM points in the DRAM size; each run's report holds its own setup.
-    setup: Setup,
-    notes: Vec<String>,
-    fig10: Option<Fig10>,
-    scan: Option<ScanPart>,
-    latency: Option<LatencyPart>,
-    dram: Option<DramPart>,
-}
-
-/// Checked command-line lists.
-struct Plan {
-    parts: Vec<Part>,
-    latencies_ns: Vec<f64>,
-    dram_percents: Vec<f64>,
 }
 
 pub fn run(args: DrilldownArgs) -> Result<()> {
@@ -378,7 +149,7 @@ pub fn run(args: DrilldownArgs) -> Result<()> {
     }
 
     // 3. Report.
-    let report = report(&args, &plan, lookups, scans, jobs, &mut notes);
+    let report = report((args.dram, args.nvm, args.data), args.runs, &plan, lookups, scans, jobs, &mut notes);
     let text = render_text(&report);
     let charts: Vec<(String, Chart)> = charts(&report).into_iter().map(|(n, c)| (n.to_string(), c)).collect();
     write_outputs(&args.out, "drilldown", &text, &report, &charts)?;
@@ -473,14 +244,6 @@ fn profile_at(base: &DeviceProfile, read_ns: f64) -> Result<DeviceProfile> {
     Ok(p)
 }
 
-/// DRAM of `percent` of `nvm`, in whole pages, at least the buffer manager's minimum.
-/// Returns the size and whether it was raised to the minimum.
-fn dram_at(percent: f64, nvm: ByteSize, page_bytes: u64) -> (ByteSize, bool) {
-    let pages = (percent / 100.0 * nvm.bytes() as f64 / page_bytes as f64).floor() as u64;
-    let min = MIN_DRAM_FRAMES as u64;
-    (ByteSize(pages.max(min) * page_bytes), pages < min)
-}
-
 fn jobs(args: &DrilldownArgs, plan: &Plan, lookups: &Setup, scans: &Setup) -> Result<Vec<Job>> {
     let with = |setup: &Setup, t: Techniques| Setup { techniques: Some(t), ..setup.clone() };
     let job = |part, label: String, kind, arch, techniques, dram, setup: Setup| Job {
@@ -561,207 +324,6 @@ fn notes(args: &DrilldownArgs, plan: &Plan, lookups: &Setup) -> Vec<String> {
         }
     }
     notes
-}
-
-/// Turns the finished jobs into the report's parts, in job order.
-fn report(
-    args: &DrilldownArgs,
-    plan: &Plan,
-    lookups: Setup,
-    scans: Setup,
-    jobs: Vec<Job>,
-    notes: &mut Vec<String>,
-) -> DrilldownReport {
-    let mut jobs = jobs.into_iter();
-    let mut next = |part: Part| {
-        let j = jobs.next().expect("one job per row");
-        assert_eq!(j.part, part, "job {} in the wrong part", j.label);
-        j
-    };
-    let mut out = DrilldownReport {
-        command: "drilldown",
-        version: env!("CARGO_PKG_VERSION"),
-        machine: Machine::probe(),
-        parts: plan.parts.clone(),
-        dram_bytes: args.dram.bytes(),
-        nvm_bytes: args.nvm.bytes(),
-        data_bytes: args.data.bytes(),
-        runs: args.runs,
-        setup: lookups.clone(),
-        notes: Vec::new(),
-        fig10: None,
-        scan: None,
-        latency: None,
-        dram: None,
-    };
-    for &part in &plan.parts {
-        match part {
-            Part::Fig10 => {
-                let mut rows: Vec<Fig10Row> = Techniques::DRILLDOWN
-                    .iter()
-                    .map(|&(step, techniques)| {
-                        let runs = next(part).runs;
-                        Fig10Row {
-                            step,
-                            techniques,
-                            ops_per_sec: runs.per_sec,
-                            relative_to_basic: None,
-                            nvm_lines_loaded: runs.counter(|b| b.nvm_lines_loaded),
-                            nvm_lines_per_lookup: runs.over_runs(|r| {
-                                r.result.tiers.buffer.nvm_lines_loaded as f64 / r.result.ops.max(1) as f64
-                            }),
-                            line_faults: runs.counter(|b| b.line_faults),
-                            mini_allocations: runs.counter(|b| b.mini_allocations),
-                            mini_promotions: runs.counter(|b| b.mini_promotions),
-                            swizzles: runs.counter(|b| b.swizzles),
-                            unswizzles: runs.counter(|b| b.unswizzles),
-                            runs,
-                        }
-                    })
-                    .collect();
-                let basic = rows[0].ops_per_sec;
-                for r in &mut rows {
-                    r.relative_to_basic = ratio(r.ops_per_sec, basic);
-                }
-                let runs = next(part).runs;
-                let nvm_direct = Fig10Reference {
-                    arch: Architecture::NvmDirect,
-                    ops_per_sec: runs.per_sec,
-                    relative_to_basic: ratio(runs.per_sec, basic),
-                    runs,
-                };
-                if rows.iter().all(|r| r.nvm_lines_loaded == Some(0)) {
-                    notes.push("fig10: the buffer manager counted no NVM lines loaded in any step".into());
-                }
-                let targets = fig10_targets(&rows);
-                out.fig10 = Some(Fig10 { arch: DRILLDOWN_ARCH, rows, nvm_direct, targets });
-            }
-            Part::Scan => {
-                let mut rows: Vec<ScanRow> = Techniques::DRILLDOWN
-                    .iter()
-                    .map(|&(step, techniques)| {
-                        let short = next(part).runs;
-                        let full = next(part).runs;
-                        ScanRow {
-                            step,
-                            techniques,
-                            short_scans_per_sec: short.per_sec,
-                            short_relative_to_basic: None,
-                            full_scans_per_sec: full.per_sec,
-                            full_relative_to_basic: None,
-                            short,
-                            full,
-                        }
-                    })
-                    .collect();
-                let (short, full) = (rows[0].short_scans_per_sec, rows[0].full_scans_per_sec);
-                for r in &mut rows {
-                    r.short_relative_to_basic = ratio(r.short_scans_per_sec, short);
-                    r.full_relative_to_basic = ratio(r.full_scans_per_sec, full);
-                }
-                out.scan = Some(ScanPart {
-                    arch: DRILLDOWN_ARCH,
-                    short_scan_records: SHORT_SCAN_RECORDS,
-                    workload: scans.workload.clone(),
-                    rows,
-                });
-            }
-            Part::Latency => {
-                let mut rows = Vec::new();
-                for &ns in &plan.latencies_ns {
-                    for (arch, techniques) in SWEEP_ARCHS {
-                        let j = next(part);
-                        rows.push(LatencyRow {
-                            arch,
-                            techniques,
-                            read_latency_ns: ns,
-                            write_latency_ns: j.setup.nvm_profile.write_latency_ns,
-                            nvm_profile: j.setup.nvm_profile.name.clone(),
-                            ops_per_sec: j.runs.per_sec,
-                            runs: j.runs,
-                        });
-                    }
-                }
-                out.latency = Some(LatencyPart {
-                    base_profile: lookups.nvm_profile.name.clone(),
-                    rule: format!(
-                        "read latency as given; write latency = max(read latency, the profile's {} ns); everything else as in the profile",
-                        lookups.nvm_profile.write_latency_ns
-                    ),
-                    rows,
-                });
-            }
-            Part::Dram => {
-                let mut rows = Vec::new();
-                for &pct in &plan.dram_percents {
-                    let (dram, clamped) = dram_at(pct, args.nvm, lookups.page_size_bytes as u64);
-                    for (arch, techniques) in SWEEP_ARCHS {
-                        let j = next(part);
-                        debug_assert_eq!(j.dram, dram);
-                        rows.push(DramRow {
-                            arch,
-                            techniques,
-                            dram_percent: pct,
-                            dram_bytes: dram.bytes(),
-                            clamped,
-                            ops_per_sec: j.runs.per_sec,
-                            runs: j.runs,
-                        });
-                    }
-                }
-                out.dram = Some(DramPart { dram_frames_min: MIN_DRAM_FRAMES, rows });
-            }
-        }
-    }
-    assert!(jobs.next().is_none(), "jobs left without a row");
-    out.notes = std::mem::take(notes);
-    out
-}
-
-fn fig10_targets(rows: &[Fig10Row]) -> Vec<Target> {
-    let lines = |i: usize| rows[i].nvm_lines_per_lookup;
-    let why = |num: usize, den: usize| {
-        if lines(den) == Some(0.0) {
-            Some(format!("{} loaded no NVM lines", rows[den].step))
-        } else if lines(num).is_none() || lines(den).is_none() {
-            Some("a step has no value".to_string())
-        } else {
-            None
-        }
-    };
-    let at_least = |what, value: Option<f64>, min: f64, paper, missing| Target {
-        what,
-        value,
-        target: format!(">= {min}"),
-        paper,
-        met: value.map(|v| v >= min),
-        missing: if value.is_none() { missing } else { None },
-    };
-    let all = lines(3);
-    vec![
-        at_least(
-            "NVM lines per lookup, basic / +cl-grained",
-            ratio(lines(0), lines(1)),
-            CL_RATIO_TARGET_MIN,
-            CL_RATIO_PAPER,
-            why(0, 1),
-        ),
-        at_least(
-            "NVM lines per lookup, +cl-grained / +mini-pages",
-            ratio(lines(1), lines(2)),
-            MINI_RATIO_TARGET_MIN,
-            MINI_RATIO_PAPER,
-            why(1, 2),
-        ),
-        Target {
-            what: "NVM lines per lookup, all techniques",
-            value: all,
-            target: format!("<= {LINES_PER_LOOKUP_TARGET_MAX}"),
-            paper: LINES_PER_LOOKUP_PAPER,
-            met: all.map(|v| v <= LINES_PER_LOOKUP_TARGET_MAX),
-            missing: all.is_none().then(|| "the step has no value".to_string()),
-        },
-    ]
 }
 
 fn describe(r: &DrilldownReport) -> String {
