@@ -3,6 +3,7 @@
 
 pub mod drilldown;
 pub mod full_scans;
+pub mod nvcache_obp;
 pub mod nvcache_phases;
 pub mod nvsql;
 pub mod restart;

@@ -24,13 +24,11 @@ use clap::Args;
 use comfy_table::Table;
 use serde::Serialize;
 use tierdb::ByteSize;
-use tierdb::arch::Architecture;
-use tierdb::buffer::policy::{NvmCacheStats, ObpCount, ObpMode};
+use tierdb::buffer::policy::{ObpCount, ObpMode};
 
+use tierdb_bench::experiments::nvcache_obp::{Row, table1_row};
 use tierdb_bench::experiments::nvcache_phases::{self, PhasePlan, PhaseReport, label};
-use tierdb_bench::harness::Machine;
-use tierdb_bench::harness::{EngineArgs, Progress, RunReport, Setup, fmt_rate, remove_files_on_interrupt, run_one};
-use tierdb_bench::harness::{Middle, Ranked, median, value};
+use tierdb_bench::harness::{EngineArgs, Machine, Progress, Setup, fmt_rate, remove_files_on_interrupt};
 use tierdb_bench::plot::{Chart, LegendPosition, Series, write_notes, write_outputs};
 
 const RUNS_MAX: usize = 25;
@@ -79,27 +77,6 @@ pub struct NvcacheObpArgs {
     quiet: bool,
 }
 
-/// One row: a workload under one admission mode.
-#[derive(Serialize)]
-struct Row {
-    workload: String,
-    /// `off` is always-admit.
-    obp: ObpMode,
-    /// Medians over the runs.
-    ops_per_sec: f64,
-    /// Modelled device time per operation, µs: the part of `model` mode's time that
-    /// does not depend on the machine's load (the rest is the thread's wall time).
-    device_us_per_op: f64,
-    nvm_line_writes: u64,
-    nvm_page_writes: u64,
-    /// NVM lines written per operation: the rows run for the same wall time, not the
-    /// same number of operations, so the write reduction compares this.
-    nvm_line_writes_per_op: f64,
-    nvm_hit_ratio: f64,
-    nvm_cache: NvmCacheStats,
-    runs: Vec<RunReport>,
-}
-
 #[derive(Serialize)]
 struct ObpReport {
     command: &'static str,
@@ -113,11 +90,6 @@ struct ObpReport {
     notes: Vec<String>,
     rows: Vec<Row>,
     phases: Option<PhaseReport>,
-}
-
-/// The median of the runs' values (the upper one of an even count), 0 without runs.
-fn mid<T: Ranked + Default>(v: Vec<T>) -> T {
-    median(v, Middle::Upper).unwrap_or_default()
 }
 
 pub fn run(args: NvcacheObpArgs) -> Result<()> {
@@ -168,59 +140,10 @@ pub fn run(args: NvcacheObpArgs) -> Result<()> {
         for obp in ObpMode::ALL {
             let mut setup = base.clone();
             setup.nvcache.obp_mode = obp;
-            let mut runs = Vec::new();
-            for r in 0..args.runs {
-                let tag = format!("obp{r}");
-                let rep = run_one(
-                    &engine,
-                    &setup,
-                    Architecture::Nvcache,
-                    args.dram,
-                    args.nvm,
-                    Some(args.data),
-                    &tag,
-                    &progress,
-                )
-                .with_context(|| format!("workload {w}, OBP {}", obp.name()))?;
-                runs.push(rep);
-            }
-            let cache = |r: &RunReport| r.result.tiers.nvm_cache.unwrap_or_default();
-            let nvm_lines = |r: &RunReport| r.result.tiers.nvm.map_or(0, |n| n.write_lines);
-            let med = |f: &dyn Fn(&NvmCacheStats) -> u64| mid(runs.iter().map(|r| f(&cache(r))).collect());
-            let nvm_cache = NvmCacheStats {
-                lookups: med(&|c| c.lookups),
-                hits: med(&|c| c.hits),
-                misses: med(&|c| c.misses),
-                read_inserts: med(&|c| c.read_inserts),
-                write_inserts: med(&|c| c.write_inserts),
-                removals: med(&|c| c.removals),
-                evictions: med(&|c| c.evictions),
-                stale_overwrites: med(&|c| c.stale_overwrites),
-                bypass_small_db: med(&|c| c.bypass_small_db),
-                bypass_obp: med(&|c| c.bypass_obp),
-                bypass_full: med(&|c| c.bypass_full),
-                sweeps: med(&|c| c.sweeps),
-                cached_pages: med(&|c| c.cached_pages),
-                obp_permille: med(&|c| c.obp_permille),
-            };
-            rows.push(Row {
-                workload: w.clone(),
-                obp,
-                ops_per_sec: mid(runs.iter().map(value).collect()),
-                device_us_per_op: mid(runs
-                    .iter()
-                    .map(|r| r.result.modelled_device_secs * 1e6 / r.result.ops.max(1) as f64)
-                    .collect()),
-                nvm_line_writes: mid(runs.iter().map(nvm_lines).collect()),
-                nvm_page_writes: mid(runs.iter().map(|r| r.result.tiers.buffer.dram_to_nvm_pages).collect()),
-                nvm_line_writes_per_op: mid(runs
-                    .iter()
-                    .map(|r| nvm_lines(r) as f64 / r.result.ops.max(1) as f64)
-                    .collect()),
-                nvm_hit_ratio: mid(runs.iter().map(|r| cache(r).hit_ratio()).collect()),
-                nvm_cache,
-                runs,
-            });
+            rows.push(
+                table1_row(&engine, &setup, w, args.runs, (args.dram, args.nvm, args.data), &progress)
+                    .with_context(|| format!("workload {w}, OBP {}", obp.name()))?,
+            );
             first_setup.get_or_insert(setup);
         }
     }
