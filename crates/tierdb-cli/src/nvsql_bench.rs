@@ -37,12 +37,11 @@ use tierdb::arch::Architecture;
 use tierdb::device::EmulationMode;
 use tierdb::wal::{self, Durability};
 
-use tierdb_bench::drivers::tpcc::{self as bench_tpcc, TpccOptions, TpccReport};
+use tierdb_bench::drivers::tpcc::TpccOptions;
 use tierdb_bench::drivers::ycsb_txn::{LogPlace, TxnSetup};
 use tierdb_bench::experiments::nvsql::{
-    DRAM_FRAMES_MIN, MemConfig, Metrics, Point, TPCC_ITEM_BYTES_EST, TPCC_TINY_ITEM_BYTES_EST,
-    TPCC_TINY_WAREHOUSE_BYTES_EST, TPCC_WAREHOUSE_BYTES_EST, configurations, get, metrics_median, tpcc_metrics,
-    ycsb_metrics,
+    DRAM_FRAMES_MIN, MemConfig, Point, TPCC_ITEM_BYTES_EST, TPCC_TINY_ITEM_BYTES_EST, TPCC_TINY_WAREHOUSE_BYTES_EST,
+    TPCC_WAREHOUSE_BYTES_EST, TpccPlan, configurations, get, ycsb_point,
 };
 use tierdb_bench::harness::{EngineArgs, Progress, fmt_rate, remove_files_on_interrupt};
 use tierdb_bench::plot::{AxisFormat, Chart, LegendPosition, Series, write_svg};
@@ -297,55 +296,12 @@ pub fn run(args: NvsqlBenchArgs) -> Result<()> {
     };
     let progress = Progress::new(!args.quiet);
     let has = |p: &str| args.parts.iter().any(|q| q == p);
-    let tpcc_run =
-        |config: &MemConfig, policy: Option<&str>, crash: bool, tag: &str| -> Result<(Metrics, TpccReport)> {
-            let mut e = engine.clone();
-            e.policy = policy.map(str::to_string);
-            if config.nvm_double_write_slots > 0 {
-                e.nvm_double_write_slots = config.nvm_double_write_slots;
-            }
-            let s = e.setup("ro")?;
-            let r = bench_tpcc::run_one(
-                &e,
-                &s,
-                &tpcc,
-                config.arch,
-                ByteSize(config.dram_bytes),
-                ByteSize(config.nvm_bytes),
-                crash,
-                tag,
-                &progress,
-            )
-            .with_context(|| format!("TPC-C on {}", config.name()))?;
-            let bad = !r.consistency.ok() || r.crash.as_ref().is_some_and(|c| !c.consistency.ok());
-            if bad {
-                bail!("TPC-C on {}: the consistency check failed", config.name());
-            }
-            Ok((tpcc_metrics(&r), r))
-        };
-    let tpcc_point = |config: &MemConfig, policy: Option<&str>, crash: bool, tag: &str| -> Result<Point> {
-        let mut runs = Vec::new();
-        let mut sets = Vec::new();
-        for i in 0..args.runs {
-            let (m, r) = tpcc_run(config, policy, crash, &format!("{tag}{i}"))?;
-            sets.push((get(&m, "throughput"), r.write_set));
-            runs.push(m);
-        }
-        sets.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let write_set = sets.swap_remove(sets.len() / 2).1;
-        Ok(Point {
-            config: config.clone(),
-            policy: policy.map_or_else(|| config.arch.default_policy().to_string(), str::to_string),
-            median: metrics_median(&runs),
-            runs,
-            write_set,
-        })
-    };
+    let tpcc_plan = TpccPlan { engine: &engine, tpcc: &tpcc, runs: args.runs, progress: &progress };
 
     let mut tpcc_points = Vec::new();
     if has("tpcc") {
         for (i, c) in configs.iter().enumerate() {
-            tpcc_points.push(tpcc_point(c, None, !args.no_crash, &format!("nvt{i}r"))?);
+            tpcc_points.push(tpcc_plan.point(c, None, !args.no_crash, &format!("nvt{i}r"))?);
         }
         let workload = tpcc_workload(&args);
         write_config_part(&args.out, "nvsql-tpcc", "TPC-C", "transaction", &describe, &workload, &tpcc_points)?;
@@ -366,33 +322,7 @@ pub fn run(args: NvsqlBenchArgs) -> Result<()> {
         };
         let mut points = Vec::new();
         for (i, c) in configs.iter().enumerate() {
-            let mut ys = ys.clone();
-            if c.nvm_double_write_slots > 0 {
-                ys.nvm_double_write_slots = c.nvm_double_write_slots;
-            }
-            let mut runs = Vec::new();
-            for r in 0..args.runs {
-                let rep = tierdb_bench::harness::run_one_txn(
-                    &e,
-                    &ys,
-                    &txn,
-                    c.arch,
-                    ByteSize(c.dram_bytes),
-                    ByteSize(c.nvm_bytes),
-                    Some(ByteSize(ycsb_data)),
-                    &format!("nvy{i}r{r}"),
-                    &progress,
-                )
-                .with_context(|| format!("YCSB on {}", c.name()))?;
-                runs.push(ycsb_metrics(&rep));
-            }
-            points.push(Point {
-                config: c.clone(),
-                policy: c.arch.default_policy().to_string(),
-                median: metrics_median(&runs),
-                runs,
-                write_set: None,
-            });
+            points.push(ycsb_point(&e, &ys, &txn, c, ByteSize(ycsb_data), args.runs, &format!("nvy{i}r"), &progress)?);
         }
         let workload = format!(
             "YCSB {}, {} of data, one transaction per operation (no checkpoints while running)",
@@ -415,7 +345,7 @@ pub fn run(args: NvsqlBenchArgs) -> Result<()> {
                     write_set: None,
                 }),
                 None => {
-                    let mut p = tpcc_point(c, Some(policy), false, &format!("nv4{i}r"))?;
+                    let mut p = tpcc_plan.point(c, Some(policy), false, &format!("nv4{i}r"))?;
                     p.write_set = None;
                     points.push(p);
                 }

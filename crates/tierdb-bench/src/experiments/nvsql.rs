@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 use serde::Serialize;
 use tierdb::ByteSize;
 use tierdb::arch::Architecture;
@@ -17,8 +17,9 @@ use tierdb::device::DeviceProfile;
 use tierdb::device::double_write::{NVM_SLOT_HEADER_BYTES, nvm_area_bytes};
 use tierdb::limits::DOUBLE_WRITE_SLOTS;
 
-use crate::drivers::tpcc::TpccReport;
-use crate::harness::{Middle, RunReport, median};
+use crate::drivers::tpcc::{self, TpccOptions, TpccReport};
+use crate::drivers::ycsb_txn::TxnSetup;
+use crate::harness::{EngineArgs, Middle, Progress, RunReport, Setup, median, run_one_txn};
 use crate::write_set::WriteSet;
 
 /// Estimated database bytes per TPC-C warehouse after the load (16 KiB and 8 KiB
@@ -261,6 +262,122 @@ pub struct Point {
 
 pub fn get(m: &Metrics, k: &str) -> f64 {
     m.get(k).copied().unwrap_or(f64::NAN)
+}
+
+/// The TPC-C runs of one invocation: the engine options, the workload, the runs per
+/// point and the progress bar.
+pub struct TpccPlan<'a> {
+    pub engine: &'a EngineArgs,
+    pub tpcc: &'a TpccOptions,
+    pub runs: usize,
+    pub progress: &'a Progress,
+}
+
+impl TpccPlan<'_> {
+    /// One TPC-C run of `config` (with `policy` instead of the architecture's own), its
+    /// consistency checked.
+    ///
+    /// # Errors
+    /// The run's errors; a failed consistency check.
+    pub fn run(
+        &self,
+        config: &MemConfig,
+        policy: Option<&str>,
+        crash: bool,
+        tag: &str,
+    ) -> Result<(Metrics, TpccReport)> {
+        let mut e = self.engine.clone();
+        e.policy = policy.map(str::to_string);
+        if config.nvm_double_write_slots > 0 {
+            e.nvm_double_write_slots = config.nvm_double_write_slots;
+        }
+        let s = e.setup("ro")?;
+        let r = tpcc::run_one(
+            &e,
+            &s,
+            self.tpcc,
+            config.arch,
+            ByteSize(config.dram_bytes),
+            ByteSize(config.nvm_bytes),
+            crash,
+            tag,
+            self.progress,
+        )
+        .with_context(|| format!("TPC-C on {}", config.name()))?;
+        let bad = !r.consistency.ok() || r.crash.as_ref().is_some_and(|c| !c.consistency.ok());
+        if bad {
+            bail!("TPC-C on {}: the consistency check failed", config.name());
+        }
+        Ok((tpcc_metrics(&r), r))
+    }
+
+    /// `runs` runs of `config`, their medians, and the write set of the run with the
+    /// median throughput.
+    ///
+    /// # Errors
+    /// As [`TpccPlan::run`].
+    pub fn point(&self, config: &MemConfig, policy: Option<&str>, crash: bool, tag: &str) -> Result<Point> {
+        let mut runs = Vec::new();
+        let mut sets = Vec::new();
+        for i in 0..self.runs {
+            let (m, r) = self.run(config, policy, crash, &format!("{tag}{i}"))?;
+            sets.push((get(&m, "throughput"), r.write_set));
+            runs.push(m);
+        }
+        sets.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let write_set = sets.swap_remove(sets.len() / 2).1;
+        Ok(Point {
+            config: config.clone(),
+            policy: policy.map_or_else(|| config.arch.default_policy().to_string(), str::to_string),
+            median: metrics_median(&runs),
+            runs,
+            write_set,
+        })
+    }
+}
+
+/// `runs_n` runs of YCSB through transactions on `config`, and their medians.
+///
+/// # Errors
+/// A run that fails.
+#[allow(clippy::too_many_arguments)]
+pub fn ycsb_point(
+    engine: &EngineArgs,
+    setup: &Setup,
+    txn: &TxnSetup,
+    config: &MemConfig,
+    data: ByteSize,
+    runs_n: usize,
+    tag: &str,
+    progress: &Progress,
+) -> Result<Point> {
+    let mut ys = setup.clone();
+    if config.nvm_double_write_slots > 0 {
+        ys.nvm_double_write_slots = config.nvm_double_write_slots;
+    }
+    let mut runs = Vec::new();
+    for r in 0..runs_n {
+        let rep = run_one_txn(
+            engine,
+            &ys,
+            txn,
+            config.arch,
+            ByteSize(config.dram_bytes),
+            ByteSize(config.nvm_bytes),
+            Some(data),
+            &format!("{tag}{r}"),
+            progress,
+        )
+        .with_context(|| format!("YCSB on {}", config.name()))?;
+        runs.push(ycsb_metrics(&rep));
+    }
+    Ok(Point {
+        config: config.clone(),
+        policy: config.arch.default_policy().to_string(),
+        median: metrics_median(&runs),
+        runs,
+        write_set: None,
+    })
 }
 
 #[cfg(test)]
