@@ -20,7 +20,7 @@ use tierdb::buffer::policy::{NvmCacheStats, ObpMode};
 use tierdb_workload::YcsbSpec;
 
 use crate::drivers::ycsb::{self as ycsb_driver, EpochHooks, EpochRun};
-use crate::harness::{Cleanup, EngineArgs, Progress, Setup};
+use crate::harness::{Cleanup, EngineArgs, Middle, Progress, Setup, median};
 
 /// Phases at most, and epochs per phase at most (a typo cannot start an hour-long run).
 pub const PHASES_MAX: usize = 8;
@@ -216,15 +216,13 @@ fn summarise(plan: &PhasePlan, runs: &[PhaseRun]) -> Vec<PhaseSummary> {
             let mine: Vec<&PhaseEpoch> =
                 run.epochs.iter().filter(|e| (e.epoch / plan.epochs_per_phase) as usize == i).collect();
             let Some(last) = mine.last() else { continue };
-            let mut rates: Vec<f64> = mine.iter().map(|e| e.ops_per_sec).collect();
-            rates.sort_by(f64::total_cmp);
             let (lookups, hits) = mine.iter().fold((0u64, 0u64), |(l, h), e| (l + e.cache.lookups, h + e.cache.hits));
             out.push(PhaseSummary {
                 phase: i,
                 workload: w.clone(),
                 obp: run.obp,
                 ops: mine.iter().map(|e| e.ops).sum(),
-                ops_per_sec: rates[rates.len() / 2],
+                ops_per_sec: median(mine.iter().map(|e| e.ops_per_sec), Middle::Upper).expect("an epoch of the phase"),
                 hit_ratio: hits as f64 / lookups.max(1) as f64,
                 inserts: mine.iter().map(|e| e.cache.read_inserts + e.cache.write_inserts).sum(),
                 bypass_obp: mine.iter().map(|e| e.cache.bypass_obp).sum(),

@@ -123,12 +123,10 @@ impl StaticPoint {
     /// The median epoch's throughput and the writes and reads over all of `runs`.
     fn of(knobs: MigrationKnobs, runs: &[EpochRun]) -> StaticPoint {
         assert!(!runs.is_empty(), "a static point has measured epochs");
-        let mut rates: Vec<f64> = runs.iter().map(EpochRun::ops_per_sec).collect();
-        rates.sort_by(f64::total_cmp);
         let ops = runs.iter().map(|r| r.ops).sum::<u64>().max(1) as f64;
         StaticPoint {
             knobs,
-            ops_per_sec: rates[rates.len() / 2],
+            ops_per_sec: median(runs.iter().map(EpochRun::ops_per_sec), Middle::Upper).expect("measured epochs"),
             nvm_writes_per_op: runs.iter().map(EpochRun::nvm_line_writes).sum::<u64>() as f64 / ops,
             ssd_reads_per_op: runs.iter().map(|r| r.tiers.buffer.ssd_reads).sum::<u64>() as f64 / ops,
             epochs: runs.iter().map(EpochDetail::of).collect(),
