@@ -2,6 +2,8 @@
 //! capacity — the paper's Figure 8 (van Renen et al., SIGMOD 2018) at this machine's
 //! scale. Writes a text table, JSON and an SVG plot.
 
+mod tpcc;
+
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -12,8 +14,10 @@ use serde::Serialize;
 use tierdb::ByteSize;
 use tierdb::arch::Architecture;
 
-use crate::bench_ycsb::{EngineArgs, Progress, RunReport, fmt_rate, remove_files_on_interrupt, run_one};
-use crate::plot::{AxisFormat, Chart, LegendPosition, Marker, Series, write_outputs};
+use tierdb_bench::harness::{
+    EngineArgs, Middle, Progress, RunReport, fmt_rate, is_full, median, remove_files_on_interrupt, run_one, value,
+};
+use tierdb_bench::plot::{AxisFormat, Chart, LegendPosition, Marker, Series, write_outputs};
 
 const RUNS_MAX: usize = 25;
 const SIZES_MAX: usize = 64;
@@ -81,7 +85,7 @@ struct CompareReport {
     dram_bytes: u64,
     nvm_bytes: u64,
     runs: usize,
-    setup: crate::bench_ycsb::Setup,
+    setup: tierdb_bench::harness::Setup,
     points: Vec<Point>,
 }
 
@@ -110,16 +114,16 @@ pub fn run(args: CompareArgs) -> Result<()> {
     };
     remove_files_on_interrupt()?;
     if tpcc {
-        let opts = crate::bench_tpcc::TpccOptions {
+        let opts = tierdb_bench::drivers::tpcc::TpccOptions {
             warehouses: 1,
             tiny: args.tiny,
             durability: args.durability,
             log_buffer: args.log_buffer.clone(),
             load_threads: None,
-            checkpoint_interval: crate::bench_tpcc::CHECKPOINT_INTERVAL_SECS_DEFAULT,
+            checkpoint_interval: tierdb_bench::drivers::tpcc::CHECKPOINT_INTERVAL_SECS_DEFAULT,
             write_set_interval: None,
         };
-        return crate::bench_tpcc::compare(
+        return tpcc::compare(
             &args.engine,
             &opts,
             &archs,
@@ -156,9 +160,7 @@ pub fn run(args: CompareArgs) -> Result<()> {
                     Err(e) => return Err(e),
                 }
             }
-            let mut v: Vec<f64> = p.runs.iter().map(value).collect();
-            v.sort_by(f64::total_cmp);
-            p.ops_per_sec = (!v.is_empty()).then(|| v[v.len() / 2]);
+            p.ops_per_sec = median(p.runs.iter().map(value), Middle::Upper);
             points.push(p);
         }
     }
@@ -175,21 +177,6 @@ pub fn run(args: CompareArgs) -> Result<()> {
     let text = render_table(&report, &archs);
     write_outputs(&args.out, "compare", &text, &report, &[("compare.svg".into(), chart(&report, &archs))])?;
     Ok(())
-}
-
-/// Throughput of a run: modelled in `model` mode, measured otherwise.
-pub(crate) fn value(r: &RunReport) -> f64 {
-    r.result.modelled_ops_per_sec.unwrap_or(r.result.throughput_ops_per_sec)
-}
-
-/// True for "the data does not fit" errors, which make a point empty, not the command fail.
-pub(crate) fn is_full(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| {
-        matches!(
-            c.downcast_ref::<tierdb::Error>(),
-            Some(tierdb::Error::Buffer(tierdb::buffer::BufferError::Full { .. }))
-        ) || matches!(c.downcast_ref::<tierdb::buffer::BufferError>(), Some(tierdb::buffer::BufferError::Full { .. }))
-    })
 }
 
 fn describe(report: &CompareReport) -> String {
@@ -267,7 +254,7 @@ fn chart(report: &CompareReport, archs: &[Architecture]) -> Chart {
     let mut c = Chart::new(format!("YCSB {} throughput vs data size", report.setup.workload.origin()));
     c.subtitle = describe(report);
     c.x_label = "data size (B+-tree after load)".into();
-    c.y_label = crate::plot::throughput_label(report.setup.mode);
+    c.y_label = tierdb_bench::plot::throughput_label(report.setup.mode);
     c.x_format = AxisFormat::Bytes;
     c.y_format = AxisFormat::Plain;
     c.legend = LegendPosition::UpperRight;

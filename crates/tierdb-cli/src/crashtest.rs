@@ -33,6 +33,7 @@ use tierdb::buffer::{BufferManager, DirectConfig, NvmDirect, Techniques};
 use tierdb::db::{Db, DbConfig, DbStore};
 use tierdb::device::NvmConfig;
 use tierdb::wal::{Durability, LogBuffer};
+use tierdb_bench::harness::{Middle, median};
 
 const POINTS_MAX: u32 = 100_000;
 const KILL_AFTER_MS_MAX: u64 = 60_000;
@@ -589,7 +590,7 @@ fn campaign(args: &CrashtestArgs, seed: u64) -> Result<Report> {
         redo_changes_skipped: redo.2,
         redo_changes_skipped_unread: redo.3,
         max_recovery_ms: recoveries.last().copied().unwrap_or(0.0),
-        median_recovery_ms: recoveries.get(recoveries.len() / 2).copied().unwrap_or(0.0),
+        median_recovery_ms: median(recoveries.iter().copied(), Middle::Upper).unwrap_or(0.0),
         secs: started.elapsed().as_secs_f64(),
     };
     Ok(report)

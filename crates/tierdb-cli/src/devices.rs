@@ -1,5 +1,7 @@
 //! `tierdb devices ...`: probe the machine, list profiles, benchmark the devices.
 
+mod bench;
+
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
@@ -8,7 +10,7 @@ use comfy_table::Table;
 use tierdb::device::probe;
 use tierdb::device::profile::{DeviceProfile, PRESETS};
 
-use crate::device_bench::{self, BenchArgs};
+use bench::{self as device_bench, BenchArgs};
 
 #[derive(Subcommand)]
 pub enum DevicesCommand {

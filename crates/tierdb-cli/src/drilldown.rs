@@ -23,31 +23,29 @@
 //! its end on `--threads` threads, whole scans only, until the measured time has passed.
 //!
 //! Engine files are removed after each run, on error, and on Ctrl-C (the handler of
-//! `bench_ycsb`). Runs are sequential; a run's threads are joined before the next starts.
+//! `tierdb_bench::harness`). Runs are sequential; a run's threads are joined before the next starts.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, anyhow, bail, ensure};
+use anyhow::{Context, Result, anyhow, bail};
 use clap::Args;
 use comfy_table::Table;
-use hdrhistogram::Histogram;
-use serde::Serialize;
-use tierdb::arch::{Architecture, Engine, SourceVisitor};
+use tierdb::ByteSize;
+use tierdb::arch::Architecture;
+use tierdb::buffer::Techniques;
 use tierdb::buffer::manager::MIN_DRAM_FRAMES;
-use tierdb::buffer::{BufferStats, Techniques, TierStats};
-use tierdb::device::{DeviceProfile, EmulationMode, clock};
-use tierdb::{BTree, ByteSize, Catalog, PageSource};
-use tierdb_workload::{YcsbSpec, field_range};
+use tierdb::device::{DeviceProfile, EmulationMode};
 
-use crate::bench_ycsb::{
-    Cleanup, EngineArgs, Progress, RunReport, Setup, fmt_rate, remove_files_on_interrupt, run_one,
+use tierdb_bench::experiments::drilldown::{
+    DRILLDOWN_ARCH, DrilldownReport, Fig10Row, Job, Kind, Part, Plan, Runs, SHORT_SCAN_RECORDS, SWEEP_ARCHS, dram_at,
+    report,
 };
-use crate::compare::{is_full, value};
-use crate::plot::{AxisFormat, Chart, LegendPosition, Marker, Series, write_outputs};
-use crate::ycsb_driver::{self, Latency};
+use tierdb_bench::experiments::full_scans;
+use tierdb_bench::harness::{
+    EngineArgs, Middle, Progress, Setup, fmt_rate, is_full, median, ratio, remove_files_on_interrupt, run_one, value,
+};
+use tierdb_bench::plot::{AxisFormat, Chart, LegendPosition, Marker, Series, write_outputs};
 
 const RUNS_MAX: usize = 25;
 /// Points of one sweep (`--latencies`, `--dram-percent`).
@@ -55,33 +53,9 @@ const SWEEP_POINTS_MAX: usize = 32;
 const LATENCY_NS_MIN: f64 = 1.0;
 const LATENCY_NS_MAX: f64 = 100_000.0;
 const DRAM_PERCENT_MAX: f64 = 100.0;
-/// Records of one short scan (§5.4.2: "range = 100").
-const SHORT_SCAN_RECORDS: u32 = 100;
-/// The table the YCSB driver creates and loads.
-const TABLE: &str = "usertable";
-/// The architecture of Figure 10 and the scan table, whose techniques are switched.
-const DRILLDOWN_ARCH: Architecture = Architecture::ThreeTier;
-/// The lines of Figures 12 and 13, each with its own techniques (`nvm-direct` has no
-/// DRAM buffer: its line in Figure 13 shows that DRAM does not matter to it).
-const SWEEP_ARCHS: [(Architecture, Techniques); 3] = [
-    (Architecture::ThreeTier, Techniques::ALL),
-    (Architecture::BasicNvmBm, Techniques::NONE),
-    (Architecture::NvmDirect, Techniques::NONE),
-];
-/// The targets for the NVM lines a lookup loads, and the paper's values (§5.4.1:
-/// 652.5M lines basic, 11.8M with cache-line-grained pages, 5.6M with mini pages).
-const CL_RATIO_TARGET_MIN: f64 = 20.0;
-const CL_RATIO_PAPER: f64 = 55.0;
-const MINI_RATIO_TARGET_MIN: f64 = 1.5;
-const MINI_RATIO_PAPER: f64 = 2.0;
-const LINES_PER_LOOKUP_TARGET_MAX: f64 = 10.0;
-const LINES_PER_LOOKUP_PAPER: f64 = 6.5;
-/// How often the full-scan phase updates the progress bar.
-const PROGRESS_PERIOD: Duration = Duration::from_millis(50);
 
-const _: () = assert!(Techniques::DRILLDOWN.len() == 4 && SWEEP_ARCHS.len() == 3);
 const _: () = assert!(LATENCY_NS_MIN > 0.0 && LATENCY_NS_MIN < LATENCY_NS_MAX);
-const _: () = assert!(SWEEP_POINTS_MAX <= crate::plot::CATEGORIES_MAX);
+const _: () = assert!(SWEEP_POINTS_MAX <= tierdb_bench::plot::CATEGORIES_MAX);
 
 #[derive(Args, Debug)]
 pub struct DrilldownArgs {
@@ -113,255 +87,6 @@ pub struct DrilldownArgs {
     /// No progress bar.
     #[arg(long)]
     quiet: bool,
-}
-
-/// One part of the command.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "lowercase")]
-enum Part {
-    Fig10,
-    Scan,
-    Latency,
-    Dram,
-}
-
-impl Part {
-    const ALL: [Part; 4] = [Part::Fig10, Part::Scan, Part::Latency, Part::Dram];
-
-    fn name(self) -> &'static str {
-        match self {
-            Part::Fig10 => "fig10",
-            Part::Scan => "scan",
-            Part::Latency => "latency",
-            Part::Dram => "dram",
-        }
-    }
-}
-
-/// What a job's operations are.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Kind {
-    /// The driver's workload: YCSB-RO lookups or short scans.
-    Ycsb,
-    /// Scans of the whole table (this module's runner).
-    FullScans,
-}
-
-/// One configuration, run `--runs` times.
-struct Job {
-    part: Part,
-    /// Names the job in progress lines.
-    label: String,
-    kind: Kind,
-    arch: Architecture,
-    techniques: Techniques,
-    dram: ByteSize,
-    /// The setup of its runs: workload, techniques and NVM profile as this job needs.
-    setup: Setup,
-    runs: Runs,
-}
-
-/// The runs of one configuration, or why it has none.
-#[derive(Default, Serialize)]
-struct Runs {
-    /// Throughput of each run in run order: operations (lookups or scans) per second,
-    /// modelled in `model` mode.
-    per_sec_runs: Vec<f64>,
-    /// Median of `per_sec_runs` (the upper one of an even count); none if skipped.
-    per_sec: Option<f64>,
-    /// Why the configuration has no value (the data did not fit).
-    skipped: Option<String>,
-    /// Every run's full report.
-    reports: Vec<RunReport>,
-}
-
-impl Runs {
-    /// Median over the runs of `f`, none if skipped or empty.
-    fn median(&self, f: impl Fn(&RunReport) -> f64) -> Option<f64> {
-        if self.skipped.is_some() {
-            return None;
-        }
-        median(self.reports.iter().map(f).collect())
-    }
-
-    /// Median over the runs of a buffer counter of the measured run.
-    fn counter(&self, f: impl Fn(&BufferStats) -> u64) -> Option<u64> {
-        self.median(|r| f(&r.result.tiers.buffer) as f64).map(|v| v as u64)
-    }
-}
-
-pub(crate) fn median(mut v: Vec<f64>) -> Option<f64> {
-    v.sort_by(f64::total_cmp);
-    (!v.is_empty()).then(|| v[v.len() / 2])
-}
-
-/// `a / b` when both exist and `b` is positive.
-fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
-    match (a, b) {
-        (Some(a), Some(b)) if b > 0.0 => Some(a / b),
-        _ => None,
-    }
-}
-
-/// The machine the report was made on.
-#[derive(Serialize)]
-pub(crate) struct Machine {
-    pub(crate) cpu: String,
-    pub(crate) logical_cpus: usize,
-    pub(crate) kernel: String,
-}
-
-impl Machine {
-    pub(crate) fn probe() -> Machine {
-        let cpu = std::fs::read_to_string("/proc/cpuinfo")
-            .ok()
-            .and_then(|t| {
-                t.lines()
-                    .find(|l| l.starts_with("model name"))
-                    .and_then(|l| l.split_once(':'))
-                    .map(|(_, v)| v.trim().to_string())
-            })
-            .unwrap_or_else(|| "unknown".into());
-        let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
-            .map(|r| format!("{} {}", std::env::consts::OS, r.trim()))
-            .unwrap_or_else(|_| std::env::consts::OS.into());
-        Machine { cpu, logical_cpus: std::thread::available_parallelism().map_or(0, |n| n.get()), kernel }
-    }
-}
-
-/// One of the targets, checked against this invocation's medians.
-#[derive(Serialize)]
-struct Target {
-    what: &'static str,
-    value: Option<f64>,
-    /// `>= 20` or `<= 10`.
-    target: String,
-    paper: f64,
-    met: Option<bool>,
-    /// Why there is no value.
-    missing: Option<String>,
-}
-
-#[derive(Serialize)]
-struct Fig10Row {
-    step: &'static str,
-    techniques: Techniques,
-    /// Median lookups per second, and its ratio to basic's median.
-    ops_per_sec: Option<f64>,
-    relative_to_basic: Option<f64>,
-    /// Medians over the runs of the measured run's counters.
-    nvm_lines_loaded: Option<u64>,
-    nvm_lines_per_lookup: Option<f64>,
-    line_faults: Option<u64>,
-    mini_allocations: Option<u64>,
-    mini_promotions: Option<u64>,
-    swizzles: Option<u64>,
-    unswizzles: Option<u64>,
-    runs: Runs,
-}
-
-#[derive(Serialize)]
-struct Fig10 {
-    arch: Architecture,
-    rows: Vec<Fig10Row>,
-    /// The paper's reference line: `nvm-direct` on the same lookups.
-    nvm_direct: Fig10Reference,
-    /// Ratios of the medians of NVM lines loaded per lookup (per lookup, so that runs of
-    /// different lengths compare; with `--duration 0` every run has the same count).
-    targets: Vec<Target>,
-}
-
-#[derive(Serialize)]
-struct Fig10Reference {
-    arch: Architecture,
-    ops_per_sec: Option<f64>,
-    relative_to_basic: Option<f64>,
-    runs: Runs,
-}
-
-#[derive(Serialize)]
-struct ScanRow {
-    step: &'static str,
-    techniques: Techniques,
-    short_scans_per_sec: Option<f64>,
-    short_relative_to_basic: Option<f64>,
-    full_scans_per_sec: Option<f64>,
-    full_relative_to_basic: Option<f64>,
-    short: Runs,
-    full: Runs,
-}
-
-#[derive(Serialize)]
-struct ScanPart {
-    arch: Architecture,
-    short_scan_records: u32,
-    /// The workload of the short scans (the full scans load the same table).
-    workload: YcsbSpec,
-    rows: Vec<ScanRow>,
-}
-
-#[derive(Serialize)]
-struct LatencyRow {
-    arch: Architecture,
-    techniques: Techniques,
-    read_latency_ns: f64,
-    write_latency_ns: f64,
-    nvm_profile: String,
-    ops_per_sec: Option<f64>,
-    runs: Runs,
-}
-
-#[derive(Serialize)]
-struct LatencyPart {
-    /// The profile every point was derived from, and how.
-    base_profile: String,
-    rule: String,
-    rows: Vec<LatencyRow>,
-}
-
-#[derive(Serialize)]
-struct DramRow {
-    arch: Architecture,
-    techniques: Techniques,
-    dram_percent: f64,
-    dram_bytes: u64,
-    /// True when the percentage gave fewer than the buffer manager's minimum of frames.
-    clamped: bool,
-    ops_per_sec: Option<f64>,
-    runs: Runs,
-}
-
-#[derive(Serialize)]
-struct DramPart {
-    dram_frames_min: usize,
-    rows: Vec<DramRow>,
-}
-
-#[derive(Serialize)]
-struct DrilldownReport {
-    command: &'static str,
-    version: &'static str,
-    machine: Machine,
-    parts: Vec<Part>,
-    dram_bytes: u64,
-    nvm_bytes: u64,
-    data_bytes: u64,
-    runs: usize,
-    /// The lookups' setup. Scan jobs differ in the workload, latency points in the NVM
-    /// profile, DRAM points in the DRAM size; each run's report holds its own setup.
-    setup: Setup,
-    notes: Vec<String>,
-    fig10: Option<Fig10>,
-    scan: Option<ScanPart>,
-    latency: Option<LatencyPart>,
-    dram: Option<DramPart>,
-}
-
-/// Checked command-line lists.
-struct Plan {
-    parts: Vec<Part>,
-    latencies_ns: Vec<f64>,
-    dram_percents: Vec<f64>,
 }
 
 pub fn run(args: DrilldownArgs) -> Result<()> {
@@ -401,7 +126,7 @@ pub fn run(args: DrilldownArgs) -> Result<()> {
                     run_one(&engine, &job.setup, job.arch, job.dram, args.nvm, Some(args.data), &tag, &progress)
                 }
                 Kind::FullScans => {
-                    run_full_scans(&engine, &job.setup, job.arch, job.dram, args.nvm, args.data, &tag, &progress)
+                    full_scans::run(&engine, &job.setup, job.arch, job.dram, args.nvm, args.data, &tag, &progress)
                 }
             };
             match outcome {
@@ -416,11 +141,15 @@ pub fn run(args: DrilldownArgs) -> Result<()> {
     }
     progress.finish();
     for job in &mut jobs {
-        job.runs.per_sec = if job.runs.skipped.is_some() { None } else { median(job.runs.per_sec_runs.clone()) };
+        job.runs.per_sec = if job.runs.skipped.is_some() {
+            None
+        } else {
+            median(job.runs.per_sec_runs.iter().copied(), Middle::Upper)
+        };
     }
 
     // 3. Report.
-    let report = report(&args, &plan, lookups, scans, jobs, &mut notes);
+    let report = report((args.dram, args.nvm, args.data), args.runs, &plan, lookups, scans, jobs, &mut notes);
     let text = render_text(&report);
     let charts: Vec<(String, Chart)> = charts(&report).into_iter().map(|(n, c)| (n.to_string(), c)).collect();
     write_outputs(&args.out, "drilldown", &text, &report, &charts)?;
@@ -515,14 +244,6 @@ fn profile_at(base: &DeviceProfile, read_ns: f64) -> Result<DeviceProfile> {
     Ok(p)
 }
 
-/// DRAM of `percent` of `nvm`, in whole pages, at least the buffer manager's minimum.
-/// Returns the size and whether it was raised to the minimum.
-fn dram_at(percent: f64, nvm: ByteSize, page_bytes: u64) -> (ByteSize, bool) {
-    let pages = (percent / 100.0 * nvm.bytes() as f64 / page_bytes as f64).floor() as u64;
-    let min = MIN_DRAM_FRAMES as u64;
-    (ByteSize(pages.max(min) * page_bytes), pages < min)
-}
-
 fn jobs(args: &DrilldownArgs, plan: &Plan, lookups: &Setup, scans: &Setup) -> Result<Vec<Job>> {
     let with = |setup: &Setup, t: Techniques| Setup { techniques: Some(t), ..setup.clone() };
     let job = |part, label: String, kind, arch, techniques, dram, setup: Setup| Job {
@@ -603,422 +324,6 @@ fn notes(args: &DrilldownArgs, plan: &Plan, lookups: &Setup) -> Vec<String> {
         }
     }
     notes
-}
-
-/// Turns the finished jobs into the report's parts, in job order.
-fn report(
-    args: &DrilldownArgs,
-    plan: &Plan,
-    lookups: Setup,
-    scans: Setup,
-    jobs: Vec<Job>,
-    notes: &mut Vec<String>,
-) -> DrilldownReport {
-    let mut jobs = jobs.into_iter();
-    let mut next = |part: Part| {
-        let j = jobs.next().expect("one job per row");
-        assert_eq!(j.part, part, "job {} in the wrong part", j.label);
-        j
-    };
-    let mut out = DrilldownReport {
-        command: "drilldown",
-        version: env!("CARGO_PKG_VERSION"),
-        machine: Machine::probe(),
-        parts: plan.parts.clone(),
-        dram_bytes: args.dram.bytes(),
-        nvm_bytes: args.nvm.bytes(),
-        data_bytes: args.data.bytes(),
-        runs: args.runs,
-        setup: lookups.clone(),
-        notes: Vec::new(),
-        fig10: None,
-        scan: None,
-        latency: None,
-        dram: None,
-    };
-    for &part in &plan.parts {
-        match part {
-            Part::Fig10 => {
-                let mut rows: Vec<Fig10Row> = Techniques::DRILLDOWN
-                    .iter()
-                    .map(|&(step, techniques)| {
-                        let runs = next(part).runs;
-                        Fig10Row {
-                            step,
-                            techniques,
-                            ops_per_sec: runs.per_sec,
-                            relative_to_basic: None,
-                            nvm_lines_loaded: runs.counter(|b| b.nvm_lines_loaded),
-                            nvm_lines_per_lookup: runs
-                                .median(|r| r.result.tiers.buffer.nvm_lines_loaded as f64 / r.result.ops.max(1) as f64),
-                            line_faults: runs.counter(|b| b.line_faults),
-                            mini_allocations: runs.counter(|b| b.mini_allocations),
-                            mini_promotions: runs.counter(|b| b.mini_promotions),
-                            swizzles: runs.counter(|b| b.swizzles),
-                            unswizzles: runs.counter(|b| b.unswizzles),
-                            runs,
-                        }
-                    })
-                    .collect();
-                let basic = rows[0].ops_per_sec;
-                for r in &mut rows {
-                    r.relative_to_basic = ratio(r.ops_per_sec, basic);
-                }
-                let runs = next(part).runs;
-                let nvm_direct = Fig10Reference {
-                    arch: Architecture::NvmDirect,
-                    ops_per_sec: runs.per_sec,
-                    relative_to_basic: ratio(runs.per_sec, basic),
-                    runs,
-                };
-                if rows.iter().all(|r| r.nvm_lines_loaded == Some(0)) {
-                    notes.push("fig10: the buffer manager counted no NVM lines loaded in any step".into());
-                }
-                let targets = fig10_targets(&rows);
-                out.fig10 = Some(Fig10 { arch: DRILLDOWN_ARCH, rows, nvm_direct, targets });
-            }
-            Part::Scan => {
-                let mut rows: Vec<ScanRow> = Techniques::DRILLDOWN
-                    .iter()
-                    .map(|&(step, techniques)| {
-                        let short = next(part).runs;
-                        let full = next(part).runs;
-                        ScanRow {
-                            step,
-                            techniques,
-                            short_scans_per_sec: short.per_sec,
-                            short_relative_to_basic: None,
-                            full_scans_per_sec: full.per_sec,
-                            full_relative_to_basic: None,
-                            short,
-                            full,
-                        }
-                    })
-                    .collect();
-                let (short, full) = (rows[0].short_scans_per_sec, rows[0].full_scans_per_sec);
-                for r in &mut rows {
-                    r.short_relative_to_basic = ratio(r.short_scans_per_sec, short);
-                    r.full_relative_to_basic = ratio(r.full_scans_per_sec, full);
-                }
-                out.scan = Some(ScanPart {
-                    arch: DRILLDOWN_ARCH,
-                    short_scan_records: SHORT_SCAN_RECORDS,
-                    workload: scans.workload.clone(),
-                    rows,
-                });
-            }
-            Part::Latency => {
-                let mut rows = Vec::new();
-                for &ns in &plan.latencies_ns {
-                    for (arch, techniques) in SWEEP_ARCHS {
-                        let j = next(part);
-                        rows.push(LatencyRow {
-                            arch,
-                            techniques,
-                            read_latency_ns: ns,
-                            write_latency_ns: j.setup.nvm_profile.write_latency_ns,
-                            nvm_profile: j.setup.nvm_profile.name.clone(),
-                            ops_per_sec: j.runs.per_sec,
-                            runs: j.runs,
-                        });
-                    }
-                }
-                out.latency = Some(LatencyPart {
-                    base_profile: lookups.nvm_profile.name.clone(),
-                    rule: format!(
-                        "read latency as given; write latency = max(read latency, the profile's {} ns); everything else as in the profile",
-                        lookups.nvm_profile.write_latency_ns
-                    ),
-                    rows,
-                });
-            }
-            Part::Dram => {
-                let mut rows = Vec::new();
-                for &pct in &plan.dram_percents {
-                    let (dram, clamped) = dram_at(pct, args.nvm, lookups.page_size_bytes as u64);
-                    for (arch, techniques) in SWEEP_ARCHS {
-                        let j = next(part);
-                        debug_assert_eq!(j.dram, dram);
-                        rows.push(DramRow {
-                            arch,
-                            techniques,
-                            dram_percent: pct,
-                            dram_bytes: dram.bytes(),
-                            clamped,
-                            ops_per_sec: j.runs.per_sec,
-                            runs: j.runs,
-                        });
-                    }
-                }
-                out.dram = Some(DramPart { dram_frames_min: MIN_DRAM_FRAMES, rows });
-            }
-        }
-    }
-    assert!(jobs.next().is_none(), "jobs left without a row");
-    out.notes = std::mem::take(notes);
-    out
-}
-
-fn fig10_targets(rows: &[Fig10Row]) -> Vec<Target> {
-    let lines = |i: usize| rows[i].nvm_lines_per_lookup;
-    let why = |num: usize, den: usize| {
-        if lines(den) == Some(0.0) {
-            Some(format!("{} loaded no NVM lines", rows[den].step))
-        } else if lines(num).is_none() || lines(den).is_none() {
-            Some("a step has no value".to_string())
-        } else {
-            None
-        }
-    };
-    let at_least = |what, value: Option<f64>, min: f64, paper, missing| Target {
-        what,
-        value,
-        target: format!(">= {min}"),
-        paper,
-        met: value.map(|v| v >= min),
-        missing: if value.is_none() { missing } else { None },
-    };
-    let all = lines(3);
-    vec![
-        at_least(
-            "NVM lines per lookup, basic / +cl-grained",
-            ratio(lines(0), lines(1)),
-            CL_RATIO_TARGET_MIN,
-            CL_RATIO_PAPER,
-            why(0, 1),
-        ),
-        at_least(
-            "NVM lines per lookup, +cl-grained / +mini-pages",
-            ratio(lines(1), lines(2)),
-            MINI_RATIO_TARGET_MIN,
-            MINI_RATIO_PAPER,
-            why(1, 2),
-        ),
-        Target {
-            what: "NVM lines per lookup, all techniques",
-            value: all,
-            target: format!("<= {LINES_PER_LOOKUP_TARGET_MAX}"),
-            paper: LINES_PER_LOOKUP_PAPER,
-            met: all.map(|v| v <= LINES_PER_LOOKUP_TARGET_MAX),
-            missing: all.is_none().then(|| "the step has no value".to_string()),
-        },
-    ]
-}
-
-/// Opens `arch`, loads the table through the YCSB driver, then scans the whole table:
-/// whole scans for `--warmup` seconds unmeasured, then whole scans until `--duration`
-/// seconds have passed (at least one per thread; exactly one with `--duration 0`).
-#[allow(clippy::too_many_arguments)]
-fn run_full_scans(
-    engine_args: &EngineArgs,
-    setup: &Setup,
-    arch: Architecture,
-    dram: ByteSize,
-    nvm: ByteSize,
-    data: ByteSize,
-    tag: &str,
-    progress: &Progress,
-) -> Result<RunReport> {
-    // 1. A fresh engine whose files go away with `files`, on every path.
-    let cfg = engine_args.arch_config(setup, arch, dram, nvm, tag)?;
-    let files = Cleanup::new(cfg.files());
-    let engine = Engine::open(&cfg).with_context(|| format!("opening {arch}"))?;
-    let (dram_frames, nvm_frames) = engine.frames();
-    progress.set_prefix(&format!("{arch} {data} full scans"));
-
-    // 2. Load: the driver with no warm-up and a run of zero length.
-    let mut load = engine_args.driver_config(setup, Some(data));
-    load.warmup = Duration::ZERO;
-    load.duration = Some(Duration::ZERO);
-    let mut result = ycsb_driver::run(&engine, &setup.workload, &load, &|p, d, t| progress.update(p, d, t))
-        .with_context(|| format!("loading {arch}"))?;
-
-    // 3. Warm-up and measured scans.
-    let scanner = FullScans {
-        engine: &engine,
-        spec: &result.workload,
-        records: result.records,
-        threads: setup.threads,
-        warmup: Duration::from_secs_f64(setup.warmup_secs),
-        duration: setup.duration_secs.map(Duration::from_secs_f64),
-        progress,
-    };
-    let phase = engine.visit(scanner).with_context(|| format!("full scans on {arch}"))?;
-    let lines_per_page = (engine.page_size() / tierdb::limits::CACHE_LINE_BYTES) as u64;
-    drop(engine);
-    drop(files);
-
-    // 4. The run's report in the driver's shape, one operation per full scan.
-    result.warmup_secs = phase.warmup_secs;
-    result.run_secs = phase.run_secs;
-    result.ops = phase.scans;
-    result.throughput_ops_per_sec = phase.scans as f64 / phase.run_secs.max(1e-9);
-    result.modelled_ops_per_sec = phase.modelled_per_sec;
-    result.modelled_device_secs = phase.modelled_device_secs;
-    result.latency = vec![phase.latency];
-    result.not_found = 0;
-    // As the driver counts them: lines the buffer manager moved, pages × lines from SSD.
-    result.lines_nvm_to_dram = phase.tiers.buffer.nvm_lines_loaded;
-    result.lines_dram_to_nvm = phase.tiers.buffer.nvm_lines_written;
-    result.lines_ssd_to_dram = phase.tiers.buffer.ssd_reads * lines_per_page;
-    result.tiers = phase.tiers;
-    Ok(RunReport::new("drilldown full scans", &cfg, (dram, nvm), (dram_frames, nvm_frames), setup, result))
-}
-
-/// Full scans over a loaded table, run through [`Engine::visit`].
-struct FullScans<'a> {
-    engine: &'a Engine,
-    spec: &'a YcsbSpec,
-    records: u64,
-    threads: u32,
-    warmup: Duration,
-    /// `None`: one scan per thread.
-    duration: Option<Duration>,
-    progress: &'a Progress,
-}
-
-/// What the measured full scans did.
-struct ScanPhase {
-    scans: u64,
-    warmup_secs: f64,
-    run_secs: f64,
-    modelled_per_sec: Option<f64>,
-    modelled_device_secs: f64,
-    latency: Latency,
-    tiers: TierStats,
-}
-
-/// One thread's scans.
-struct ThreadScans {
-    scans: u64,
-    virtual_ps: u64,
-    /// Nanoseconds per scan.
-    hist: Histogram<u64>,
-}
-
-impl SourceVisitor for FullScans<'_> {
-    type Output = Result<ScanPhase>;
-
-    fn visit<S: PageSource>(self, source: &S) -> Result<ScanPhase> {
-        let tree = Catalog::open_tree(source, TABLE).context("opening the loaded table")?;
-        // 1. Warm-up: whole scans, unmeasured, until `warmup` has passed.
-        let warm = Instant::now();
-        if !self.warmup.is_zero() {
-            scan_threads(&tree, &self, self.warmup, false, "warm-up")?;
-        }
-        let warmup_secs = warm.elapsed().as_secs_f64();
-
-        // 2. Measured: counters around whole scans on every thread.
-        let before = self.engine.stats();
-        let start = Instant::now();
-        let threads = scan_threads(&tree, &self, self.duration.unwrap_or(Duration::ZERO), true, "run")?;
-        let run_secs = start.elapsed().as_secs_f64();
-        let tiers = self.engine.stats().since(&before);
-
-        let scans: u64 = threads.iter().map(|t| t.scans).sum();
-        assert!(scans >= u64::from(self.threads), "{scans} scans on {} threads", self.threads);
-        let mut hist = new_histogram();
-        for t in &threads {
-            hist.add(&t.hist).expect("same bounds");
-        }
-        let modelled = threads
-            .iter()
-            .any(|t| t.virtual_ps > 0)
-            .then(|| threads.iter().map(|t| t.scans as f64 / (run_secs + t.virtual_ps as f64 * 1e-12)).sum());
-        Ok(ScanPhase {
-            scans,
-            warmup_secs,
-            run_secs,
-            modelled_per_sec: modelled,
-            modelled_device_secs: threads.iter().map(|t| t.virtual_ps as f64 * 1e-12).sum(),
-            latency: Latency {
-                kind: "FULL-SCAN".into(),
-                ops: hist.len(),
-                mean_ns: hist.mean(),
-                p50_ns: hist.value_at_quantile(0.5) as f64,
-                p90_ns: hist.value_at_quantile(0.9) as f64,
-                p99_ns: hist.value_at_quantile(0.99) as f64,
-                p999_ns: hist.value_at_quantile(0.999) as f64,
-                max_ns: hist.max() as f64,
-            },
-            tiers,
-        })
-    }
-}
-
-/// Nanoseconds from 1 to ~2^42 (over an hour), 3 digits.
-fn new_histogram() -> Histogram<u64> {
-    Histogram::new_with_bounds(1, 1 << 42, 3).expect("valid histogram bounds")
-}
-
-/// Whole scans on every thread until `length` has passed; with `at_least_one`, each
-/// thread finishes at least one. Stops early, after the current scan, if a thread fails.
-fn scan_threads<S: PageSource>(
-    tree: &BTree<'_, S>,
-    job: &FullScans<'_>,
-    length: Duration,
-    at_least_one: bool,
-    phase: &str,
-) -> Result<Vec<ThreadScans>> {
-    let failed = AtomicBool::new(false);
-    let total_ms = length.as_millis() as u64;
-    std::thread::scope(|s| {
-        let workers: Vec<_> = (0..job.threads)
-            .map(|t| {
-                let failed = &failed;
-                s.spawn(move || -> Result<ThreadScans> {
-                    let mut out = ThreadScans { scans: 0, virtual_ps: 0, hist: new_histogram() };
-                    let mut buf = vec![0u8; job.spec.record_length_bytes()];
-                    let virtual_start = clock::virtual_now_ps();
-                    let start = Instant::now();
-                    while ((at_least_one && out.scans == 0) || start.elapsed() < length)
-                        && !failed.load(Ordering::Relaxed)
-                    {
-                        // Rotate the field read, offset per thread, as YCSB's random field would.
-                        let field = (out.scans + u64::from(t)) % u64::from(job.spec.field_count());
-                        let t0 = Instant::now();
-                        if let Err(e) = full_scan(tree, job.spec, job.records, field as u32, &mut buf) {
-                            failed.store(true, Ordering::Relaxed);
-                            return Err(e);
-                        }
-                        out.hist.saturating_record((t0.elapsed().as_nanos() as u64).max(1));
-                        out.scans += 1;
-                    }
-                    out.virtual_ps = clock::virtual_now_ps() - virtual_start;
-                    Ok(out)
-                })
-            })
-            .collect();
-        let start = Instant::now();
-        while !workers.iter().all(|w| w.is_finished()) {
-            job.progress.update(phase, (start.elapsed().as_millis() as u64).min(total_ms), total_ms);
-            std::thread::sleep(PROGRESS_PERIOD);
-        }
-        job.progress.update(phase, total_ms, total_ms);
-        workers.into_iter().map(|w| w.join().unwrap_or_else(|_| Err(anyhow!("a scan thread panicked")))).collect()
-    })
-}
-
-/// Scans the table from its first key to its end, copying one field of every record
-/// (all of it with `readallfields`), and checks that it saw every record.
-fn full_scan<S: PageSource>(
-    tree: &BTree<'_, S>,
-    spec: &YcsbSpec,
-    records: u64,
-    field: u32,
-    out: &mut [u8],
-) -> Result<()> {
-    let range = if spec.read_all_fields() { 0..spec.record_length_bytes() } else { field_range(spec, field) };
-    let mut seen = 0u64;
-    tree.scan(&[], |_, v| {
-        let end = range.end.min(v.len());
-        let start = range.start.min(end);
-        out[..end - start].copy_from_slice(&v[start..end]);
-        seen += 1;
-        true
-    })?;
-    ensure!(seen == records, "a full scan saw {seen} records; the table holds {records}");
-    Ok(())
 }
 
 fn describe(r: &DrilldownReport) -> String {
@@ -1318,15 +623,5 @@ mod tests {
         assert_eq!((high.read_latency_ns, high.write_latency_ns), (800.0, 800.0));
         assert_eq!(high.name, "optane-dcpmm@800ns");
         assert_eq!(high.persist_ns, base.persist_ns);
-    }
-
-    #[test]
-    fn medians_and_ratios() {
-        assert_eq!(median(vec![3.0, 1.0, 2.0]), Some(2.0));
-        assert_eq!(median(vec![4.0, 1.0]), Some(4.0));
-        assert_eq!(median(vec![]), None);
-        assert_eq!(ratio(Some(6.0), Some(3.0)), Some(2.0));
-        assert_eq!(ratio(Some(6.0), Some(0.0)), None);
-        assert_eq!(ratio(None, Some(1.0)), None);
     }
 }

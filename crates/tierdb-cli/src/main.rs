@@ -15,22 +15,16 @@ mod bench_wal;
 mod bench_ycsb;
 mod compare;
 mod crashtest;
-mod device_bench;
 mod devices;
 mod drilldown;
 mod mmap_bench;
 mod nvcache_obp;
-mod nvcache_phases;
 mod nvsql_bench;
-mod plot;
 mod restart_bench;
 mod sim_cmd;
 mod spitfire;
 mod tune;
 mod wear;
-mod write_set;
-mod ycsb_driver;
-mod ycsb_txn;
 
 use std::process::ExitCode;
 

@@ -14,9 +14,9 @@ use serde::Serialize;
 use tierdb::ByteSize;
 use tierdb::arch::Architecture;
 
-use crate::bench_ycsb::{EngineArgs, Progress, RunReport, fmt_rate, remove_files_on_interrupt, run_one};
-use crate::compare::value;
-use crate::plot::{AxisFormat, Chart, LegendPosition, Series, write_outputs};
+use tierdb_bench::harness::value;
+use tierdb_bench::harness::{EngineArgs, Progress, RunReport, fmt_rate, remove_files_on_interrupt, run_one};
+use tierdb_bench::plot::{AxisFormat, Chart, LegendPosition, Series, write_outputs};
 
 const RUNS_MAX: usize = 25;
 const POINTS_MAX: usize = 16;
@@ -72,7 +72,7 @@ struct MmapReport {
     data_bytes: u64,
     nvm_bytes: u64,
     runs: usize,
-    setups: Vec<crate::bench_ycsb::Setup>,
+    setups: Vec<tierdb_bench::harness::Setup>,
     points: Vec<Point>,
 }
 
@@ -215,7 +215,7 @@ fn chart(report: &MmapReport, workload: &str) -> Chart {
     let mut c = Chart::new(format!("{workload}: the database file on NVM under a buffer pool"));
     c.subtitle = describe(report);
     c.x_label = "buffer pool, % of the data".into();
-    c.y_label = crate::plot::throughput_label(report.setups[0].mode);
+    c.y_label = tierdb_bench::plot::throughput_label(report.setups[0].mode);
     c.x_format = AxisFormat::Plain;
     c.y_format = AxisFormat::Plain;
     c.y_from_zero = true;

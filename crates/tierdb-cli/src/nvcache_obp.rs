@@ -12,7 +12,9 @@
 //!
 //! Parts (`--parts`): `table1`, the rows above; `phases`, workload phases in turn on
 //! one engine per admission mode, epoch by epoch, which shows why OBP is taken over a
-//! window ([`crate::nvcache_phases`]).
+//! window ([`nvcache_phases`]).
+
+mod phases;
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -22,14 +24,12 @@ use clap::Args;
 use comfy_table::Table;
 use serde::Serialize;
 use tierdb::ByteSize;
-use tierdb::arch::Architecture;
-use tierdb::buffer::policy::{NvmCacheStats, ObpCount, ObpMode};
+use tierdb::buffer::policy::{ObpCount, ObpMode};
 
-use crate::bench_ycsb::{EngineArgs, Progress, RunReport, Setup, fmt_rate, remove_files_on_interrupt, run_one};
-use crate::compare::value;
-use crate::drilldown::Machine;
-use crate::nvcache_phases::{self, PhasePlan, PhaseReport};
-use crate::plot::{Chart, LegendPosition, Series, write_notes, write_outputs};
+use tierdb_bench::experiments::nvcache_obp::{Row, table1_row};
+use tierdb_bench::experiments::nvcache_phases::{self, PhasePlan, PhaseReport, label};
+use tierdb_bench::harness::{EngineArgs, Machine, Progress, Setup, fmt_rate, remove_files_on_interrupt};
+use tierdb_bench::plot::{Chart, LegendPosition, Series, write_notes, write_outputs};
 
 const RUNS_MAX: usize = 25;
 const WORKLOADS_MAX: usize = 8;
@@ -38,7 +38,7 @@ const WORKLOADS_MAX: usize = 8;
 #[command(mut_arg("mode", |a| a.default_value("model")))]
 #[command(mut_arg("double_write", |a| a.default_value("off")))]
 #[command(mut_arg("obp", |a| a.hide(true).help("Refused: every row sets its own")))]
-#[command(mut_arg("model_clock", |a| a.default_value(crate::tune::COMPARE_MODEL_CLOCK).help(crate::tune::COMPARE_MODEL_CLOCK_HELP)))]
+#[command(mut_arg("model_clock", |a| a.default_value(tierdb_bench::experiments::tuning::COMPARE_MODEL_CLOCK).help(tierdb_bench::experiments::tuning::COMPARE_MODEL_CLOCK_HELP)))]
 pub struct NvcacheObpArgs {
     /// Parts to run, comma-separated: table1 (each workload under each admission mode)
     /// and phases (--phases in turn on one engine per mode, epoch by epoch).
@@ -77,27 +77,6 @@ pub struct NvcacheObpArgs {
     quiet: bool,
 }
 
-/// One row: a workload under one admission mode.
-#[derive(Serialize)]
-struct Row {
-    workload: String,
-    /// `off` is always-admit.
-    obp: ObpMode,
-    /// Medians over the runs.
-    ops_per_sec: f64,
-    /// Modelled device time per operation, µs: the part of `model` mode's time that
-    /// does not depend on the machine's load (the rest is the thread's wall time).
-    device_us_per_op: f64,
-    nvm_line_writes: u64,
-    nvm_page_writes: u64,
-    /// NVM lines written per operation: the rows run for the same wall time, not the
-    /// same number of operations, so the write reduction compares this.
-    nvm_line_writes_per_op: f64,
-    nvm_hit_ratio: f64,
-    nvm_cache: NvmCacheStats,
-    runs: Vec<RunReport>,
-}
-
 #[derive(Serialize)]
 struct ObpReport {
     command: &'static str,
@@ -111,16 +90,6 @@ struct ObpReport {
     notes: Vec<String>,
     rows: Vec<Row>,
     phases: Option<PhaseReport>,
-}
-
-fn median_f(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v.get(v.len() / 2).copied().unwrap_or(0.0)
-}
-
-fn median_u(mut v: Vec<u64>) -> u64 {
-    v.sort_unstable();
-    v.get(v.len() / 2).copied().unwrap_or(0)
 }
 
 pub fn run(args: NvcacheObpArgs) -> Result<()> {
@@ -171,57 +140,10 @@ pub fn run(args: NvcacheObpArgs) -> Result<()> {
         for obp in ObpMode::ALL {
             let mut setup = base.clone();
             setup.nvcache.obp_mode = obp;
-            let mut runs = Vec::new();
-            for r in 0..args.runs {
-                let tag = format!("obp{r}");
-                let rep = run_one(
-                    &engine,
-                    &setup,
-                    Architecture::Nvcache,
-                    args.dram,
-                    args.nvm,
-                    Some(args.data),
-                    &tag,
-                    &progress,
-                )
-                .with_context(|| format!("workload {w}, OBP {}", obp.name()))?;
-                runs.push(rep);
-            }
-            let cache = |r: &RunReport| r.result.tiers.nvm_cache.unwrap_or_default();
-            let nvm_lines = |r: &RunReport| r.result.tiers.nvm.map_or(0, |n| n.write_lines);
-            let med = |f: &dyn Fn(&NvmCacheStats) -> u64| median_u(runs.iter().map(|r| f(&cache(r))).collect());
-            let nvm_cache = NvmCacheStats {
-                lookups: med(&|c| c.lookups),
-                hits: med(&|c| c.hits),
-                misses: med(&|c| c.misses),
-                read_inserts: med(&|c| c.read_inserts),
-                write_inserts: med(&|c| c.write_inserts),
-                removals: med(&|c| c.removals),
-                evictions: med(&|c| c.evictions),
-                stale_overwrites: med(&|c| c.stale_overwrites),
-                bypass_small_db: med(&|c| c.bypass_small_db),
-                bypass_obp: med(&|c| c.bypass_obp),
-                bypass_full: med(&|c| c.bypass_full),
-                sweeps: med(&|c| c.sweeps),
-                cached_pages: med(&|c| c.cached_pages),
-                obp_permille: med(&|c| c.obp_permille),
-            };
-            rows.push(Row {
-                workload: w.clone(),
-                obp,
-                ops_per_sec: median_f(runs.iter().map(value).collect()),
-                device_us_per_op: median_f(
-                    runs.iter().map(|r| r.result.modelled_device_secs * 1e6 / r.result.ops.max(1) as f64).collect(),
-                ),
-                nvm_line_writes: median_u(runs.iter().map(nvm_lines).collect()),
-                nvm_page_writes: median_u(runs.iter().map(|r| r.result.tiers.buffer.dram_to_nvm_pages).collect()),
-                nvm_line_writes_per_op: median_f(
-                    runs.iter().map(|r| nvm_lines(r) as f64 / r.result.ops.max(1) as f64).collect(),
-                ),
-                nvm_hit_ratio: median_f(runs.iter().map(|r| cache(r).hit_ratio()).collect()),
-                nvm_cache,
-                runs,
-            });
+            rows.push(
+                table1_row(&engine, &setup, w, args.runs, (args.dram, args.nvm, args.data), &progress)
+                    .with_context(|| format!("workload {w}, OBP {}", obp.name()))?,
+            );
             first_setup.get_or_insert(setup);
         }
     }
@@ -257,7 +179,7 @@ pub fn run(args: NvcacheObpArgs) -> Result<()> {
         format!(
             "device µs/op: modelled device time per operation, the same from run to run; ops/s adds the thread's {} time{}",
             setup.model_clock.name(),
-            if setup.model_clock == crate::ycsb_driver::ModelClock::Wall {
+            if setup.model_clock == tierdb_bench::drivers::ycsb::ModelClock::Wall {
                 ", which varies with the machine's load"
             } else {
                 ""
@@ -295,8 +217,8 @@ pub fn run(args: NvcacheObpArgs) -> Result<()> {
     }
     if let Some(p) = &report.phases {
         let sub = describe(&report);
-        charts.push(("nvcache-obp-phases-hits.svg".to_string(), nvcache_phases::chart(p, &sub, false)));
-        charts.push(("nvcache-obp-phases-inserts.svg".to_string(), nvcache_phases::chart(p, &sub, true)));
+        charts.push(("nvcache-obp-phases-hits.svg".to_string(), phases::chart(p, &sub, false)));
+        charts.push(("nvcache-obp-phases-inserts.svg".to_string(), phases::chart(p, &sub, true)));
     }
     write_outputs(&args.out, "nvcache-obp", &text, &report, &charts)
 }
@@ -323,14 +245,6 @@ fn describe(r: &ObpReport) -> String {
 
 /// The parts of the command.
 const PARTS: &[&str] = &["table1", "phases"];
-
-pub(crate) fn label(m: ObpMode) -> &'static str {
-    match m {
-        ObpMode::Off => "always-admit",
-        ObpMode::Cumulative => "OBP cumulative",
-        ObpMode::Window => "OBP window",
-    }
-}
 
 fn render(r: &ObpReport) -> String {
     let mut t = Table::new();
@@ -396,7 +310,7 @@ fn render(r: &ObpReport) -> String {
         let _ = writeln!(out, "{t}");
     }
     if let Some(p) = &r.phases {
-        let _ = writeln!(out, "{}", nvcache_phases::render(p));
+        let _ = writeln!(out, "{}", phases::render(p));
     }
     write_notes(&mut out, &r.notes);
     let _ = writeln!(out);
@@ -420,8 +334,11 @@ fn chart(r: &ObpReport, writes: bool) -> Chart {
     });
     c.subtitle = describe(r);
     c.x_label = "YCSB workload".into();
-    c.y_label =
-        if writes { "NVM lines written per operation".into() } else { crate::plot::throughput_label(r.setup.mode) };
+    c.y_label = if writes {
+        "NVM lines written per operation".into()
+    } else {
+        tierdb_bench::plot::throughput_label(r.setup.mode)
+    };
     c.y_log10 = writes;
     c.x_categories = workloads.clone();
     c.legend = LegendPosition::Auto;

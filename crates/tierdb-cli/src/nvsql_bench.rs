@@ -26,7 +26,6 @@
 //! With `--runs N` every number is the median of N runs; the write-set series is the
 //! run with the median throughput's.
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -35,40 +34,19 @@ use clap::{Args, Parser};
 use serde::Serialize;
 use tierdb::ByteSize;
 use tierdb::arch::Architecture;
-use tierdb::buffer::TierStats;
-use tierdb::device::double_write::{NVM_SLOT_HEADER_BYTES, nvm_area_bytes};
-use tierdb::device::{DeviceProfile, EmulationMode};
-use tierdb::limits::DOUBLE_WRITE_SLOTS;
+use tierdb::device::EmulationMode;
 use tierdb::wal::{self, Durability};
 
-use crate::bench_tpcc::{self, TpccOptions, TpccReport};
-use crate::bench_ycsb::{EngineArgs, Progress, RunReport, fmt_rate, remove_files_on_interrupt};
-use crate::plot::{AxisFormat, Chart, LegendPosition, Series, write_svg};
-use crate::write_set::WriteSet;
-use crate::ycsb_txn::{LogPlace, TxnSetup};
+use tierdb_bench::drivers::tpcc::TpccOptions;
+use tierdb_bench::drivers::ycsb_txn::{LogPlace, TxnSetup};
+use tierdb_bench::experiments::nvsql::{
+    DRAM_FRAMES_MIN, MemConfig, Point, TPCC_ITEM_BYTES_EST, TPCC_TINY_ITEM_BYTES_EST, TPCC_TINY_WAREHOUSE_BYTES_EST,
+    TPCC_WAREHOUSE_BYTES_EST, TpccPlan, configurations, get, ycsb_point,
+};
+use tierdb_bench::harness::{EngineArgs, Progress, fmt_rate, remove_files_on_interrupt};
+use tierdb_bench::plot::{AxisFormat, Chart, LegendPosition, Series, write_svg};
 
-/// Estimated database bytes per TPC-C warehouse after the load (16 KiB and 8 KiB
-/// pages, docs/tpcc.md "Measured"), items included once in
-/// [`TPCC_ITEM_BYTES_EST`]; they size the default budget only (the report states the
-/// measured size and ratio).
-const TPCC_WAREHOUSE_BYTES_EST: u64 = 80 << 20;
-const TPCC_ITEM_BYTES_EST: u64 = 9 << 20;
-/// The same at the tiny scale (`--tiny`).
-const TPCC_TINY_WAREHOUSE_BYTES_EST: u64 = 3 << 20;
-const TPCC_TINY_ITEM_BYTES_EST: u64 = 1 << 20;
-/// An NVM pool's size is a multiple of this.
-const NVM_ALIGN_BYTES: u64 = 4096;
-/// DRAM frames a configuration needs at least (pages pinned by the workers' descents,
-/// the checkpoint and the loaders).
-const DRAM_FRAMES_MIN: u64 = 64;
-/// The fewest NVM pool frames an nvsql configuration may have.
-const NVM_FRAMES_MIN: u64 = 8;
-/// The NVM double-write area takes about this fraction (1/N) of the NVM bought, with
-/// at least `NVM_DOUBLE_WRITE_SLOTS_MIN` slots and at most `DOUBLE_WRITE_SLOTS`.
-const NVM_DOUBLE_WRITE_SHARE_DIVISOR: u64 = 32;
-const NVM_DOUBLE_WRITE_SLOTS_MIN: usize = 4;
 /// Bounds on the counts, so a typo cannot start a day-long run.
-const UNITS_MAX: u32 = 1000;
 const RUNS_MAX: usize = 21;
 const PARTS: [&str; 3] = ["tpcc", "ycsb", "table4"];
 /// Table 4's replacement rules: name and policy.
@@ -119,7 +97,7 @@ pub struct NvsqlBenchArgs {
     #[arg(long)]
     no_crash: bool,
     /// TPC-C: seconds between checkpoints while transactions run.
-    #[arg(long, default_value_t = crate::bench_tpcc::CHECKPOINT_INTERVAL_SECS_DEFAULT)]
+    #[arg(long, default_value_t = tierdb_bench::drivers::tpcc::CHECKPOINT_INTERVAL_SECS_DEFAULT)]
     checkpoint_interval: f64,
     /// TPC-C: the write working set's interval, seconds.
     #[arg(long, default_value_t = 1.0)]
@@ -168,103 +146,6 @@ struct EngineOnly {
     engine: EngineArgs,
 }
 
-/// One memory configuration.
-#[derive(Clone, Debug, Serialize)]
-pub struct MemConfig {
-    /// `DRAM units:NVM units`, e.g. `8:1`.
-    pub label: String,
-    pub arch: Architecture,
-    pub dram_bytes: u64,
-    /// The NVM buffer pool.
-    pub nvm_bytes: u64,
-    /// The NVM double-write area beside the pool (NV-SQL §5.4), part of the NVM bought:
-    /// its slots and bytes (0: none, DRAM-only).
-    pub nvm_double_write_slots: usize,
-    pub nvm_double_write_bytes: u64,
-    pub cost_usd: f64,
-}
-
-impl MemConfig {
-    fn name(&self) -> String {
-        format!("{} {}", self.label, self.arch)
-    }
-}
-
-/// The equal-cost configurations: DRAM-only first, then one per NVM unit count.
-///
-/// # Errors
-/// A configuration whose NVM would cost the whole budget or leave too little DRAM.
-pub fn configurations(
-    budget: u64,
-    units: u32,
-    nvm_units: &[u32],
-    page: u64,
-    dram: &DeviceProfile,
-    nvm: &DeviceProfile,
-) -> Result<Vec<MemConfig>> {
-    if units == 0 || units > UNITS_MAX {
-        bail!("--units {units} is outside 1..={UNITS_MAX}");
-    }
-    if !(dram.cost_per_gb_usd > 0.0 && nvm.cost_per_gb_usd > 0.0) {
-        bail!("the DRAM and NVM profiles need a price (cost_per_gb_usd > 0) to compare at equal cost");
-    }
-    let ratio = nvm.cost_per_gb_usd / dram.cost_per_gb_usd;
-    let unit = budget as f64 / f64::from(units);
-    let cost = |d: u64, n: u64| (d as f64 * dram.cost_per_gb_usd + n as f64 * nvm.cost_per_gb_usd) / 1e9;
-    let mut out = vec![MemConfig {
-        label: format!("{units}:0"),
-        arch: Architecture::SsdBm,
-        dram_bytes: budget,
-        nvm_bytes: 0,
-        nvm_double_write_slots: 0,
-        nvm_double_write_bytes: 0,
-        cost_usd: cost(budget, 0),
-    }];
-    for &k in nvm_units {
-        // NVM comes in 4 KiB multiples, DRAM in pages: the costs agree to a page.
-        let nvm_total = (unit * f64::from(k)) as u64 / NVM_ALIGN_BYTES * NVM_ALIGN_BYTES;
-        let dram_f = ((budget as f64 - ratio * nvm_total as f64) / page as f64).floor() * page as f64;
-        if k == 0 || dram_f < (DRAM_FRAMES_MIN * page) as f64 {
-            bail!(
-                "--nvm-units {k}: {} of NVM at {ratio:.2}× DRAM's price leaves {} of the {} budget for DRAM (at least \
-                 {DRAM_FRAMES_MIN} pages of {} are needed, and k must be at least 1)",
-                ByteSize(nvm_total),
-                ByteSize(dram_f.max(0.0) as u64),
-                ByteSize(budget),
-                ByteSize(page)
-            );
-        }
-        // The double-write area is NVM bought too: a share of it (InnoDB's 128 pages at
-        // most; NV-SQL's was 2 MB of a 1 GB NVDIMM), the pool the rest.
-        let slot = page + NVM_SLOT_HEADER_BYTES as u64;
-        let slots = ((nvm_total / NVM_DOUBLE_WRITE_SHARE_DIVISOR / slot) as usize)
-            .clamp(NVM_DOUBLE_WRITE_SLOTS_MIN, DOUBLE_WRITE_SLOTS);
-        let dw_bytes = nvm_area_bytes(slots, page as usize);
-        let nvm_bytes = nvm_total.saturating_sub(dw_bytes) / NVM_ALIGN_BYTES * NVM_ALIGN_BYTES;
-        if nvm_bytes < NVM_FRAMES_MIN * page {
-            bail!(
-                "--nvm-units {k}: {} of NVM holds a double-write area of {} and too small a pool ({} pages of {} at \
-                 least); give a larger --budget",
-                ByteSize(nvm_total),
-                ByteSize(dw_bytes),
-                NVM_FRAMES_MIN,
-                ByteSize(page)
-            );
-        }
-        let dram_bytes = dram_f as u64;
-        out.push(MemConfig {
-            label: format!("{}:{k}", fmt_units(dram_bytes as f64 / unit)),
-            arch: Architecture::Nvsql,
-            dram_bytes,
-            nvm_bytes,
-            nvm_double_write_slots: slots,
-            nvm_double_write_bytes: dw_bytes,
-            cost_usd: cost(dram_bytes, nvm_bytes + dw_bytes),
-        });
-    }
-    Ok(out)
-}
-
 /// The NVM bought: the pool, and the double-write area beside it.
 fn nvm_cell(c: &MemConfig) -> String {
     if c.nvm_double_write_bytes == 0 {
@@ -277,125 +158,6 @@ fn nvm_cell(c: &MemConfig) -> String {
             c.nvm_double_write_slots
         )
     }
-}
-
-fn fmt_units(u: f64) -> String {
-    if (u - u.round()).abs() < 0.05 { format!("{}", u.round()) } else { format!("{u:.1}") }
-}
-
-/// One run's figures, by name (medians are taken name by name).
-type Metrics = BTreeMap<&'static str, f64>;
-
-fn ratio(a: u64, b: u64) -> f64 {
-    if b == 0 { 0.0 } else { a as f64 / b as f64 }
-}
-
-/// Figures common to both workloads, per unit of work (`work`: transactions or
-/// operations).
-fn tier_metrics(m: &mut Metrics, t: &TierStats, work: u64, page: u64) {
-    let b = &t.buffer;
-    let fixes = b.fixes();
-    let ssd_writes = t.ssd.map_or(0, |s| s.write_bytes / page);
-    let dwa_writes = t.ssd_double_write.map_or(0, |s| s.write_bytes / page);
-    let ssd_reads = t.ssd.map_or(0, |s| s.read_bytes / page);
-    m.insert("ssd_page_writes", ssd_writes as f64);
-    m.insert("ssd_writes_per_unit", ratio(ssd_writes, work));
-    m.insert("double_write_pages_per_unit", ratio(dwa_writes, work));
-    // Every byte the SSD takes for data pages: the page file's in-place writes and the
-    // double-write file's copies with their slot headers (NV-SQL Table 5's Write/TX,
-    // which iostat measures, counts both; an NVM double-write area adds nothing here).
-    let data_bytes = t.ssd.map_or(0, |s| s.write_bytes) + t.ssd_double_write.map_or(0, |s| s.write_bytes);
-    m.insert("ssd_data_kib_per_unit", ratio(data_bytes, work) / 1024.0);
-    m.insert("ssd_reads_per_unit", ratio(ssd_reads, work));
-    m.insert("dram_hit_ratio", ratio(b.dram_hits, fixes));
-    m.insert("nvm_hit_ratio", ratio(b.nvm_hits, fixes));
-    m.insert("nvm_admissions_per_unit", ratio(b.nvm_admissions, work));
-    m.insert("nvm_evictions_per_unit", ratio(b.nvm_evictions, work));
-    m.insert("nvm_writes_in_place_per_unit", ratio(b.nvm_writes_in_place, work));
-    if let Some(n) = t.nvsql {
-        let (old, new) = n.updates_per_page();
-        m.insert("updates_per_page_old", old);
-        m.insert("updates_per_page_new", new);
-        m.insert("write_amount_new", n.write_amount_new());
-    }
-}
-
-fn tpcc_metrics(r: &TpccReport) -> Metrics {
-    let mut m = Metrics::new();
-    let tx: u64 = r.kinds.iter().map(|k| k.committed).sum();
-    m.insert("throughput", r.modelled_tx_per_sec.unwrap_or(r.tx_per_sec));
-    m.insert("units", tx as f64);
-    tier_metrics(&mut m, &r.tiers, tx, r.page_size_bytes as u64);
-    m.insert("log_bytes_per_unit", ratio(r.wal.bytes, tx));
-    m.insert("checkpoints_in_run", f64::from(r.checkpoints.in_run));
-    m.insert("db_bytes_loaded", r.db_bytes_loaded as f64);
-    m.insert("db_bytes_after", r.db_bytes_after as f64);
-    if let Some(w) = &r.write_set {
-        let (mean, share) = w.mean_written();
-        m.insert("write_set_pages", mean);
-        m.insert("write_set_share", share);
-    }
-    if let Some(c) = &r.crash {
-        let rec = &c.recovery;
-        m.insert("recovery_secs", rec.secs);
-        m.insert("recovery_open_secs", rec.open_secs);
-        m.insert("recovery_analysis_secs", rec.analysis_secs);
-        m.insert("recovery_redo_secs", rec.redo_secs);
-        m.insert("recovery_undo_secs", rec.undo_secs);
-        m.insert("recovery_checkpoint_secs", rec.checkpoint_secs);
-        m.insert("recovery_records_read", rec.records_read as f64);
-        m.insert("recovery_changes_redone", rec.changes_redone as f64);
-        m.insert("recovery_changes_skipped", rec.changes_skipped as f64);
-        m.insert("recovery_changes_skipped_unread", rec.changes_skipped_unread as f64);
-        m.insert("recovery_changes_skipped_in_nvm", rec.changes_skipped_in_nvm as f64);
-        m.insert("recovery_images_skipped_unread", rec.images_skipped_unread as f64);
-        m.insert("recovery_flush_records", rec.flush_records as f64);
-        m.insert("recovery_log_scanned_bytes", rec.log_end.saturating_sub(rec.redo_from) as f64);
-        m.insert("recovery_nvm_pages_reused", rec.nvm_pages_reused as f64);
-        m.insert("recovery_consistent", f64::from(u8::from(c.consistency.ok())));
-    }
-    m
-}
-
-fn ycsb_metrics(r: &RunReport) -> Metrics {
-    let mut m = Metrics::new();
-    let res = &r.result;
-    m.insert("throughput", res.modelled_ops_per_sec.unwrap_or(res.throughput_ops_per_sec));
-    m.insert("units", res.ops as f64);
-    tier_metrics(&mut m, &res.tiers, res.ops, r.setup.page_size_bytes as u64);
-    m.insert("db_bytes_loaded", res.data_bytes as f64);
-    if let Some(t) = &r.txn {
-        m.insert("log_bytes_per_unit", ratio(t.wal.bytes, res.ops));
-    }
-    m
-}
-
-fn median(runs: &[Metrics]) -> Metrics {
-    let mut out = Metrics::new();
-    if let Some(first) = runs.first() {
-        for &k in first.keys() {
-            let mut v: Vec<f64> = runs.iter().filter_map(|m| m.get(k).copied()).collect();
-            v.sort_by(f64::total_cmp);
-            out.insert(k, v[v.len() / 2]);
-        }
-    }
-    out
-}
-
-/// One configuration's runs.
-#[derive(Serialize)]
-struct Point {
-    config: MemConfig,
-    policy: String,
-    median: Metrics,
-    runs: Vec<Metrics>,
-    /// TPC-C: the write working set of the run with the median throughput.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    write_set: Option<WriteSet>,
-}
-
-fn get(m: &Metrics, k: &str) -> f64 {
-    m.get(k).copied().unwrap_or(f64::NAN)
 }
 
 /// What every report states.
@@ -534,55 +296,12 @@ pub fn run(args: NvsqlBenchArgs) -> Result<()> {
     };
     let progress = Progress::new(!args.quiet);
     let has = |p: &str| args.parts.iter().any(|q| q == p);
-    let tpcc_run =
-        |config: &MemConfig, policy: Option<&str>, crash: bool, tag: &str| -> Result<(Metrics, TpccReport)> {
-            let mut e = engine.clone();
-            e.policy = policy.map(str::to_string);
-            if config.nvm_double_write_slots > 0 {
-                e.nvm_double_write_slots = config.nvm_double_write_slots;
-            }
-            let s = e.setup("ro")?;
-            let r = bench_tpcc::run_one(
-                &e,
-                &s,
-                &tpcc,
-                config.arch,
-                ByteSize(config.dram_bytes),
-                ByteSize(config.nvm_bytes),
-                crash,
-                tag,
-                &progress,
-            )
-            .with_context(|| format!("TPC-C on {}", config.name()))?;
-            let bad = !r.consistency.ok() || r.crash.as_ref().is_some_and(|c| !c.consistency.ok());
-            if bad {
-                bail!("TPC-C on {}: the consistency check failed", config.name());
-            }
-            Ok((tpcc_metrics(&r), r))
-        };
-    let tpcc_point = |config: &MemConfig, policy: Option<&str>, crash: bool, tag: &str| -> Result<Point> {
-        let mut runs = Vec::new();
-        let mut sets = Vec::new();
-        for i in 0..args.runs {
-            let (m, r) = tpcc_run(config, policy, crash, &format!("{tag}{i}"))?;
-            sets.push((get(&m, "throughput"), r.write_set));
-            runs.push(m);
-        }
-        sets.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let write_set = sets.swap_remove(sets.len() / 2).1;
-        Ok(Point {
-            config: config.clone(),
-            policy: policy.map_or_else(|| config.arch.default_policy().to_string(), str::to_string),
-            median: median(&runs),
-            runs,
-            write_set,
-        })
-    };
+    let tpcc_plan = TpccPlan { engine: &engine, tpcc: &tpcc, runs: args.runs, progress: &progress };
 
     let mut tpcc_points = Vec::new();
     if has("tpcc") {
         for (i, c) in configs.iter().enumerate() {
-            tpcc_points.push(tpcc_point(c, None, !args.no_crash, &format!("nvt{i}r"))?);
+            tpcc_points.push(tpcc_plan.point(c, None, !args.no_crash, &format!("nvt{i}r"))?);
         }
         let workload = tpcc_workload(&args);
         write_config_part(&args.out, "nvsql-tpcc", "TPC-C", "transaction", &describe, &workload, &tpcc_points)?;
@@ -603,33 +322,7 @@ pub fn run(args: NvsqlBenchArgs) -> Result<()> {
         };
         let mut points = Vec::new();
         for (i, c) in configs.iter().enumerate() {
-            let mut ys = ys.clone();
-            if c.nvm_double_write_slots > 0 {
-                ys.nvm_double_write_slots = c.nvm_double_write_slots;
-            }
-            let mut runs = Vec::new();
-            for r in 0..args.runs {
-                let rep = crate::ycsb_txn::run_one(
-                    &e,
-                    &ys,
-                    &txn,
-                    c.arch,
-                    ByteSize(c.dram_bytes),
-                    ByteSize(c.nvm_bytes),
-                    Some(ByteSize(ycsb_data)),
-                    &format!("nvy{i}r{r}"),
-                    &progress,
-                )
-                .with_context(|| format!("YCSB on {}", c.name()))?;
-                runs.push(ycsb_metrics(&rep));
-            }
-            points.push(Point {
-                config: c.clone(),
-                policy: c.arch.default_policy().to_string(),
-                median: median(&runs),
-                runs,
-                write_set: None,
-            });
+            points.push(ycsb_point(&e, &ys, &txn, c, ByteSize(ycsb_data), args.runs, &format!("nvy{i}r"), &progress)?);
         }
         let workload = format!(
             "YCSB {}, {} of data, one transaction per operation (no checkpoints while running)",
@@ -652,7 +345,7 @@ pub fn run(args: NvsqlBenchArgs) -> Result<()> {
                     write_set: None,
                 }),
                 None => {
-                    let mut p = tpcc_point(c, Some(policy), false, &format!("nv4{i}r"))?;
+                    let mut p = tpcc_plan.point(c, Some(policy), false, &format!("nv4{i}r"))?;
                     p.write_set = None;
                     points.push(p);
                 }
@@ -1009,39 +702,4 @@ fn write_table4(out: &Path, d: &Describe, workload: &str, points: &[Point]) -> R
     }
     let rep = PartReport { part: "table4", setup: d, workload: workload.into(), points };
     write_part(out, "nvsql-table4", &md, &rep, &[("nvsql-table4.svg".into(), c)])
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn equal_cost_configurations_follow_the_price_ratio() {
-        let dram = DeviceProfile::load("dram").unwrap();
-        let nvm = DeviceProfile::load("nvdimm-n").unwrap();
-        let b = 11 << 20;
-        let c = configurations(b, 11, &[1, 2], 8192, &dram, &nvm).unwrap();
-        let labels: Vec<&str> = c.iter().map(|c| c.label.as_str()).collect();
-        assert_eq!(labels, ["11:0", "8:1", "5:2"], "NV-SQL's configurations at its price ratio of 3");
-        assert_eq!(c[1].dram_bytes, 8 << 20);
-        // The NVM bought is the pool and its double-write area: 1 MiB, 4 KiB-aligned.
-        assert_eq!(c[1].nvm_bytes + c[1].nvm_double_write_bytes, 1 << 20, "{:?}", c[1]);
-        assert_eq!(c[1].nvm_double_write_slots, NVM_DOUBLE_WRITE_SLOTS_MIN, "{:?}", c[1]);
-        assert!(c[2].nvm_double_write_slots >= c[1].nvm_double_write_slots, "{:?}", c[2]);
-        for x in &c {
-            assert!((x.cost_usd - c[0].cost_usd).abs() < 1e-5 * c[0].cost_usd, "{x:?}");
-        }
-        // A large budget: the area stops at InnoDB's 128 pages.
-        let big = configurations(11 << 30, 11, &[1], 8192, &dram, &nvm).unwrap();
-        assert_eq!(big[1].nvm_double_write_slots, DOUBLE_WRITE_SLOTS);
-        assert!(configurations(b, 11, &[4], 8192, &dram, &nvm).is_err(), "12 units of cost for 11");
-        assert!(configurations(b, 0, &[1], 8192, &dram, &nvm).is_err());
-    }
-
-    #[test]
-    fn medians_are_taken_figure_by_figure() {
-        let m = |a: f64, b: f64| Metrics::from([("throughput", a), ("dram_hit_ratio", b)]);
-        let med = median(&[m(3.0, 0.1), m(1.0, 0.9), m(2.0, 0.5)]);
-        assert_eq!((get(&med, "throughput"), get(&med, "dram_hit_ratio")), (2.0, 0.5));
-    }
 }

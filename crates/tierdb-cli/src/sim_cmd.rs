@@ -15,7 +15,7 @@ use tierdb_sim::skew::{CdfPoint, cdf};
 use tierdb_sim::trace::{self, Format, ImportOptions};
 use tierdb_sim::{Prepared, SimConfig, SimResult, Warmup, simulate};
 
-use crate::plot::{AxisFormat, Chart, Series, write_outputs};
+use tierdb_bench::plot::{AxisFormat, Chart, Series, write_outputs};
 
 /// Where the trace comes from and how to read it.
 #[derive(Args, Clone, Debug)]
@@ -438,40 +438,4 @@ pub fn run_trace(c: TraceCommand) -> anyhow::Result<()> {
             Ok(())
         }
     }
-}
-
-/// Installs a trace recorder in `engine`'s buffer manager if `path` is given.
-///
-/// # Errors
-/// The architecture has no buffer manager to record.
-pub fn start_recording(
-    engine: &tierdb::arch::Engine,
-    path: Option<&Path>,
-    arch: Architecture,
-) -> anyhow::Result<Option<std::sync::Arc<tierdb_sim::record::TraceRecorder>>> {
-    let Some(path) = path else { return Ok(None) };
-    let tierdb::arch::Engine::Buffer(bm) = engine else {
-        bail!("--trace {}: {arch} has no buffer manager whose accesses could be recorded", path.display())
-    };
-    let rec = std::sync::Arc::new(tierdb_sim::record::TraceRecorder::new(
-        engine.page_size() as u32,
-        format!("tierdb bench ycsb --arch {arch} (policy {})", bm.policy().name()),
-    ));
-    bm.set_recorder(rec.clone());
-    Ok(Some(rec))
-}
-
-/// Writes the recorded trace.
-///
-/// # Errors
-/// I/O errors writing it.
-pub fn finish_recording(
-    rec: Option<std::sync::Arc<tierdb_sim::record::TraceRecorder>>,
-    path: Option<&Path>,
-    progress: &crate::bench_ycsb::Progress,
-) -> anyhow::Result<()> {
-    let (Some(rec), Some(path)) = (rec, path) else { return Ok(()) };
-    let n = rec.save(path)?;
-    progress.println(&format!("trace: {n} records written to {}", path.display()));
-    Ok(())
 }

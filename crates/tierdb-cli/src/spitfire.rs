@@ -17,7 +17,7 @@
 //! `--settle-epochs` unmeasured epochs (the buffers settle under the policy) and then
 //! `--measure-epochs` epochs, and reports the median epoch's throughput and the NVM
 //! lines written per operation over the measured epochs. A tuner's run is `tierdb
-//! tune`'s loop ([`crate::tune::Session`]). The default mode is `model`, so throughputs
+//! tune`'s loop ([`tierdb_bench::experiments::tuning::Session`]). The default mode is `model`, so throughputs
 //! are modelled from the device profiles, with each thread's own time taken from its
 //! CPU clock (`--model-clock cpu`), which the machine's other processes do not
 //! inflate; it still varies a little from run to run.
@@ -31,28 +31,23 @@ use comfy_table::Table;
 use serde::Serialize;
 use tierdb::ByteSize;
 use tierdb::arch::Architecture;
-use tierdb::buffer::policy::MigrationKnobs;
 use tierdb::buffer::policy::knobs::{KNOB_MIN, PRESETS};
-use tierdb::tune::{self as tuning, Best, EpochRecord};
-use tierdb_workload::YcsbSpec;
+use tierdb::tune as tuning;
 
-use crate::bench_ycsb::{EngineArgs, Progress, Setup, fmt_rate, remove_files_on_interrupt};
-use crate::drilldown::Machine;
-use crate::plot::{Chart, LegendPosition, Series, write_notes, write_outputs};
-use crate::tune::{
-    EPOCH_OPS_MAX, EPOCHS_MAX, EpochDetail, Session, TunerArgs, check_arch, check_engine_args, convergence_series,
-    fmt_knobs, open_spitfire, set_knobs,
+use tierdb_bench::experiments::spitfire::{
+    Ctx, Plan, PolicyRow, SWEEP_VALUES, StaticPoint, SweepRow, TunerComparison, WITHIN, fmt_epochs, policies, sweep,
+    tuners,
 };
-use crate::ycsb_driver::{self, EpochHooks, EpochRun};
+use tierdb_bench::experiments::tuning::{
+    EPOCH_OPS_MAX, EPOCHS_MAX, TunerArgs, check_arch, check_engine_args, convergence_series, fmt_knobs, workload_name,
+};
+use tierdb_bench::harness::{EngineArgs, Machine, Progress, Setup, fmt_rate, remove_files_on_interrupt};
+use tierdb_bench::plot::{Chart, LegendPosition, Series, write_notes, write_outputs};
 
 /// The parts, in the order they run.
 const PARTS: &[&str] = &["sweep", "policies", "tuners"];
-/// The knob values of the sweep (Figures 5–7 go from 1 to 0).
-const SWEEP_VALUES: [f64; 4] = [1.0, 0.1, 0.01, 0.001];
 /// Static runs: at most this many grid points.
 const GRID_POINTS_MAX: usize = 10_000;
-/// "Within 10% of the best static policy".
-const WITHIN: f64 = 0.9;
 /// Runs of each tuner at most.
 const TUNER_SEEDS_MAX: u32 = 100;
 
@@ -60,10 +55,10 @@ const TUNER_SEEDS_MAX: u32 = 100;
 #[command(mut_arg("duration", |a| a.default_value("0").hide(true).help("Refused: runs are counted in epochs")))]
 #[command(mut_arg("mode", |a| a.default_value("model")))]
 #[command(mut_arg("warmup", |a| a.default_value("0").help("Seconds of timed warm-up before a run's first epoch (static runs settle by --settle-epochs instead)")))]
-#[command(mut_arg("policy", |a| a.default_value(crate::tune::KNOB_POLICY).help("Placement policy: spitfire (the only one with migration knobs)")))]
+#[command(mut_arg("policy", |a| a.default_value(tierdb_bench::experiments::tuning::KNOB_POLICY).help("Placement policy: spitfire (the only one with migration knobs)")))]
 #[command(mut_arg("ssd_dir", |a| a.default_value("/dev/shm").help("Directory of the SSD page file (default /dev/shm: the SSD is emulated by its profile, and real disk time would blur a modelled throughput)")))]
-#[command(mut_arg("cpu_cache", |a| a.default_value(crate::tune::KNOB_CPU_CACHE).help(crate::tune::KNOB_CPU_CACHE_HELP)))]
-#[command(mut_arg("model_clock", |a| a.default_value(crate::tune::COMPARE_MODEL_CLOCK).help(crate::tune::COMPARE_MODEL_CLOCK_HELP)))]
+#[command(mut_arg("cpu_cache", |a| a.default_value(tierdb_bench::experiments::tuning::KNOB_CPU_CACHE).help(tierdb_bench::experiments::tuning::KNOB_CPU_CACHE_HELP)))]
+#[command(mut_arg("model_clock", |a| a.default_value(tierdb_bench::experiments::tuning::COMPARE_MODEL_CLOCK).help(tierdb_bench::experiments::tuning::COMPARE_MODEL_CLOCK_HELP)))]
 pub struct SpitfireArgs {
     /// Parts to run, comma-separated: sweep, policies, tuners.
     #[arg(long, value_delimiter = ',', default_value = "sweep,policies,tuners")]
@@ -120,485 +115,6 @@ pub struct SpitfireArgs {
     #[arg(long)]
     quiet: bool,
 }
-
-/// A short name of a workload: `YCSB-RO`, `YCSB-R/W 50%`, or its mix.
-pub fn workload_name(spec: &YcsbSpec) -> String {
-    let m = spec.mix();
-    let pct = |x: f64| (100.0 * x).round();
-    if m.read >= 1.0 {
-        "YCSB-RO".into()
-    } else if (m.read + m.update - 1.0).abs() < 1e-9 {
-        format!("YCSB-R/W {}%", pct(m.update))
-    } else {
-        format!(
-            "YCSB read {}% update {}% insert {}% scan {}% rmw {}%",
-            pct(m.read),
-            pct(m.update),
-            pct(m.insert),
-            pct(m.scan),
-            pct(m.read_modify_write)
-        )
-    }
-}
-
-/// What a static run of one policy measured.
-#[derive(Clone, Debug, Serialize)]
-pub struct StaticPoint {
-    pub knobs: MigrationKnobs,
-    /// The median measured epoch's throughput (modelled in `model` mode).
-    pub ops_per_sec: f64,
-    /// NVM lines written per operation over the measured epochs.
-    pub nvm_writes_per_op: f64,
-    /// SSD page reads per operation over the measured epochs.
-    pub ssd_reads_per_op: f64,
-    pub epochs: Vec<EpochDetail>,
-}
-
-/// Runs segments of epochs on one engine: each sets its knobs, runs `settle`
-/// unmeasured epochs and `measure` measured ones.
-struct Schedule<'a> {
-    engine: &'a tierdb::arch::Engine,
-    /// (knobs, settle, measure)
-    segments: Vec<(MigrationKnobs, u32, u32)>,
-    progress: &'a Progress,
-    label: String,
-    /// Where in `segments` the run is, and the epoch its segment began at.
-    at: usize,
-    begun: u32,
-    runs: Vec<Vec<EpochRun>>,
-}
-
-impl<'a> Schedule<'a> {
-    fn new(
-        engine: &'a tierdb::arch::Engine,
-        segments: Vec<(MigrationKnobs, u32, u32)>,
-        progress: &'a Progress,
-        label: String,
-    ) -> Self {
-        let n = segments.len();
-        Schedule { engine, segments, progress, label, at: 0, begun: 0, runs: vec![Vec::new(); n] }
-    }
-
-    /// One point per segment.
-    fn points(self) -> Vec<StaticPoint> {
-        self.segments.iter().zip(self.runs).map(|(&(k, _, _), runs)| StaticPoint::of(k, &runs)).collect()
-    }
-}
-
-impl EpochHooks for Schedule<'_> {
-    fn before(&mut self, epoch: u32) -> Result<bool> {
-        let Some(&(_, settle, measure)) = self.segments.get(self.at) else { return Ok(false) };
-        if epoch - self.begun == settle + measure {
-            self.at += 1;
-            self.begun = epoch;
-        }
-        let Some(&(knobs, _, _)) = self.segments.get(self.at) else { return Ok(false) };
-        if epoch == self.begun {
-            set_knobs(self.engine, knobs)?;
-            self.progress.set_prefix(&format!(
-                "{} {}/{} {}",
-                self.label,
-                self.at + 1,
-                self.segments.len(),
-                fmt_knobs(knobs)
-            ));
-        }
-        Ok(true)
-    }
-
-    fn after(&mut self, epoch: u32, run: &EpochRun) -> Result<()> {
-        let (_, settle, _) = self.segments[self.at];
-        if epoch - self.begun >= settle {
-            self.runs[self.at].push(run.clone());
-        }
-        Ok(())
-    }
-}
-
-impl StaticPoint {
-    /// The median epoch's throughput and the writes and reads over all of `runs`.
-    fn of(knobs: MigrationKnobs, runs: &[EpochRun]) -> StaticPoint {
-        assert!(!runs.is_empty(), "a static point has measured epochs");
-        let mut rates: Vec<f64> = runs.iter().map(EpochRun::ops_per_sec).collect();
-        rates.sort_by(f64::total_cmp);
-        let ops = runs.iter().map(|r| r.ops).sum::<u64>().max(1) as f64;
-        StaticPoint {
-            knobs,
-            ops_per_sec: rates[rates.len() / 2],
-            nvm_writes_per_op: runs.iter().map(EpochRun::nvm_line_writes).sum::<u64>() as f64 / ops,
-            ssd_reads_per_op: runs.iter().map(|r| r.tiers.buffer.ssd_reads).sum::<u64>() as f64 / ops,
-            epochs: runs.iter().map(EpochDetail::of).collect(),
-        }
-    }
-}
-
-struct Ctx<'a> {
-    args: &'a SpitfireArgs,
-    arch: Architecture,
-    progress: &'a Progress,
-}
-
-impl Ctx<'_> {
-    /// Runs `segments` on a fresh engine loaded with `setup`'s workload.
-    fn schedule(
-        &self,
-        setup: &Setup,
-        segments: Vec<(MigrationKnobs, u32, u32)>,
-        tag: &str,
-    ) -> Result<Vec<StaticPoint>> {
-        let a = self.args;
-        let opened = open_spitfire(&a.engine, setup, self.arch, (a.dram, a.nvm), tag)?;
-        let mut hooks =
-            Schedule::new(&opened.engine, segments, self.progress, format!("{} {tag}", workload_name(&setup.workload)));
-        ycsb_driver::run_epochs(
-            &opened.engine,
-            &setup.workload,
-            &a.engine.driver_config(setup, Some(a.data)),
-            a.epoch_ops,
-            &|p, d, t| self.progress.update(p, d, t),
-            &mut hooks,
-        )?;
-        Ok(hooks.points())
-    }
-
-    /// A static run of `knobs`: a fresh engine, `--settle-epochs`, `--measure-epochs`.
-    fn static_run(&self, setup: &Setup, knobs: MigrationKnobs, tag: &str) -> Result<StaticPoint> {
-        let a = self.args;
-        let mut p = self
-            .schedule(setup, vec![(knobs, a.settle_epochs, a.measure_epochs)], tag)
-            .with_context(|| format!("static run of {}", fmt_knobs(knobs)))?;
-        Ok(p.remove(0))
-    }
-}
-
-// ---- part (a): the D and N sweeps ----
-
-#[derive(Serialize)]
-struct SweepRow {
-    workload: String,
-    /// "D" (Dr = Dw, N = 1) or "N" (Nr = Nw, D = 1).
-    knob: &'static str,
-    value: f64,
-    point: StaticPoint,
-}
-
-fn sweep(ctx: &Ctx<'_>, setups: &[Setup]) -> Result<Vec<SweepRow>> {
-    let mut rows = Vec::new();
-    for s in setups {
-        let eager = ctx.static_run(s, MigrationKnobs::EAGER, "sweep")?;
-        for knob in ["D", "N"] {
-            for v in SWEEP_VALUES {
-                let point = if v == 1.0 {
-                    eager.clone()
-                } else {
-                    let k = if knob == "D" {
-                        MigrationKnobs { dr: v, dw: v, ..MigrationKnobs::EAGER }
-                    } else {
-                        MigrationKnobs { nr: v, nw: v, ..MigrationKnobs::EAGER }
-                    };
-                    ctx.static_run(s, k, "sweep")?
-                };
-                rows.push(SweepRow { workload: workload_name(&s.workload), knob, value: v, point });
-            }
-        }
-    }
-    Ok(rows)
-}
-
-// ---- part (b): Table 3's policies ----
-
-#[derive(Serialize)]
-struct PolicyRow {
-    workload: String,
-    policy: String,
-    point: StaticPoint,
-}
-
-fn policies(ctx: &Ctx<'_>, setups: &[Setup]) -> Result<Vec<PolicyRow>> {
-    let mut rows = Vec::new();
-    for s in setups {
-        for (name, k) in PRESETS {
-            let point = ctx.static_run(s, *k, "policy")?;
-            rows.push(PolicyRow { workload: workload_name(&s.workload), policy: name.to_ascii_uppercase(), point });
-        }
-    }
-    Ok(rows)
-}
-
-// ---- part (c): the tuners against the best static policy ----
-
-#[derive(Serialize)]
-struct TunerRun {
-    tuner: String,
-    /// The tuner's seed and the workload's (run i of a tuner: `--seed` + i).
-    seed: u64,
-    epochs: u32,
-    done: bool,
-    /// The tuning time, in full epochs of `--epoch-ops` (a short screen epoch counts for
-    /// what it ran), by the end of the first epoch after which the tuner's chosen
-    /// policy is one whose judged throughput ([`TunerComparison::judged`]) is at 90% or
-    /// more of the grid's best; `None` if no chosen policy of the run got there.
-    epochs_to_within_10pct: Option<f64>,
-    /// The same by the tuner's own estimate of its choice (a lucky epoch counts).
-    epochs_to_within_10pct_own_estimate: Option<f64>,
-    /// The tuning time of the whole run, in full epochs.
-    epochs_elapsed: f64,
-    best: Option<Best>,
-    /// The judged throughput of the final choice / the grid's best.
-    final_vs_best: f64,
-    trajectory: Vec<EpochRecord>,
-    details: Vec<EpochDetail>,
-}
-
-/// One tuner over its seeds.
-#[derive(Serialize)]
-struct TunerSummary {
-    tuner: String,
-    runs: u32,
-    /// Runs whose choice got within 10%.
-    reached: u32,
-    /// The median over the runs of the tuning time to within 10%, in full epochs (a run
-    /// that never got there counts as infinitely long); `None` if half or more never
-    /// got there.
-    median_epochs_to_within_10pct: Option<f64>,
-    median_final_vs_best: f64,
-}
-
-/// A policy's judged throughput: measured like a grid point.
-#[derive(Clone, Debug, Serialize)]
-struct Judged {
-    knobs: MigrationKnobs,
-    ops_per_sec: f64,
-}
-
-#[derive(Serialize)]
-struct TunerComparison {
-    workload: String,
-    /// The grid, on one live engine.
-    grid: Vec<StaticPoint>,
-    /// The grid's best point, measured there: the target's base.
-    grid_best: MigrationKnobs,
-    grid_best_ops_per_sec: f64,
-    /// The grid's best policy, run again on a fresh engine.
-    best_static: StaticPoint,
-    eager: StaticPoint,
-    /// The policies the tuners chose that are not on the grid, measured like grid
-    /// points (one live engine, `--grid-settle-epochs` then the median of
-    /// `--grid-measure-epochs`); grid points are judged by their grid measurement.
-    judged: Vec<Judged>,
-    runs: Vec<TunerRun>,
-    summaries: Vec<TunerSummary>,
-}
-
-fn grid_points(values: &[f64]) -> Vec<MigrationKnobs> {
-    let mut out = Vec::new();
-    for &dr in values {
-        for &dw in values {
-            for &nr in values {
-                for &nw in values {
-                    out.push(MigrationKnobs { dr, dw, nr, nw });
-                }
-            }
-        }
-    }
-    out
-}
-
-/// The key of a policy in the judged table: the knobs bit for bit.
-fn knob_key(k: MigrationKnobs) -> [u64; 4] {
-    k.to_array().map(f64::to_bits)
-}
-
-/// The policies a run chose, each with the tuning time (full epochs of `epoch_ops`) by
-/// the end of the epoch it was first chosen in, in order.
-fn choices(trajectory: &[EpochRecord], epoch_ops: u64) -> Vec<(f64, MigrationKnobs)> {
-    let mut out: Vec<(f64, MigrationKnobs)> = Vec::new();
-    for (r, t) in trajectory.iter().zip(tuning::epochs_elapsed(trajectory, epoch_ops)) {
-        if out.last().is_none_or(|&(_, k)| k != r.best.knobs) {
-            out.push((t, r.best.knobs));
-        }
-    }
-    out
-}
-
-/// Chosen policies judged per round and run: a run's choices are judged in order only
-/// until one is within 10%, in rounds of one engine each.
-const JUDGE_PER_RUN_AND_ROUND: usize = 4;
-
-/// The median of `v`, `None` counting as infinitely large.
-fn median_epochs(v: &[Option<f64>]) -> Option<f64> {
-    let mut v: Vec<f64> = v.iter().map(|e| e.unwrap_or(f64::INFINITY)).collect();
-    v.sort_by(f64::total_cmp);
-    v.get(v.len().saturating_sub(1) / 2).copied().filter(|e| e.is_finite())
-}
-
-/// Tuning time in full epochs, as the tables print it.
-fn fmt_epochs(e: f64) -> String {
-    if e.fract() == 0.0 { format!("{e:.0}") } else { format!("{e:.2}") }
-}
-
-fn median_f64(v: &[f64]) -> f64 {
-    let mut v = v.to_vec();
-    v.sort_by(f64::total_cmp);
-    if v.is_empty() { f64::NAN } else { v[(v.len() - 1) / 2] }
-}
-
-/// One tuner's run on a fresh engine.
-fn tuner_run(ctx: &Ctx<'_>, setup: &Setup, name: &str) -> Result<(Box<dyn tuning::Tuner>, Vec<EpochDetail>)> {
-    let a = ctx.args;
-    let cfg = a.tuner_args.config(setup.seed)?;
-    let tuner = tuning::by_name(name, &cfg)?;
-    let opened = open_spitfire(&a.engine, setup, ctx.arch, (a.dram, a.nvm), "tuner")?;
-    let mut session =
-        Session::new(tuner, &opened.engine, (cfg.start, a.settle_epochs), a.epochs_max, false, ctx.progress, false);
-    ycsb_driver::run_epochs(
-        &opened.engine,
-        &setup.workload,
-        &a.engine.driver_config(setup, Some(a.data)),
-        a.epoch_ops,
-        &|p, d, t| ctx.progress.update(p, d, t),
-        &mut session,
-    )
-    .with_context(|| format!("tuning with {name}, seed {}", setup.seed))?;
-    Ok(session.finish())
-}
-
-fn tuners(ctx: &Ctx<'_>, setups: &[Setup]) -> Result<Vec<TunerComparison>> {
-    let a = ctx.args;
-    let mut out = Vec::new();
-    for s in setups {
-        // 1. The grid on one live engine: eager to leave the load's state, then each point.
-        let points = grid_points(&a.grid);
-        let mut segments = vec![(MigrationKnobs::EAGER, a.settle_epochs, 1)];
-        segments.extend(points.iter().map(|&k| (k, a.grid_settle_epochs, a.grid_measure_epochs)));
-        let grid = ctx.schedule(s, segments, "grid").context("the static grid")?.split_off(1);
-        let grid_best = grid.iter().max_by(|x, y| x.ops_per_sec.total_cmp(&y.ops_per_sec)).context("a grid point")?;
-        let target = WITHIN * grid_best.ops_per_sec;
-        // 2. The grid's winner and eager again, as static runs on fresh engines.
-        let best_static = ctx.static_run(s, grid_best.knobs, "best")?;
-        let eager = ctx.static_run(s, MigrationKnobs::EAGER, "eager")?;
-        // 3. Each tuner with each seed, on a fresh engine each.
-        let mut tuned = Vec::new();
-        for name in &a.tuners {
-            for i in 0..a.tuner_seeds {
-                let setup = Setup { seed: s.seed.wrapping_add(u64::from(i)), ..s.clone() };
-                let (t, details) = tuner_run(ctx, &setup, name)?;
-                tuned.push((name.clone(), setup.seed, t, details));
-            }
-        }
-        // 4. Judge the chosen policies: grid points by the grid, the others measured the
-        //    grid's way, each run's in order until one is within 10%, plus every final.
-        let mut judged: std::collections::HashMap<[u64; 4], f64> =
-            grid.iter().map(|p| (knob_key(p.knobs), p.ops_per_sec)).collect();
-        let chosen: Vec<Vec<(f64, MigrationKnobs)>> =
-            tuned.iter().map(|(_, _, t, _)| choices(t.trajectory(), a.epoch_ops)).collect();
-        let finals: Vec<MigrationKnobs> =
-            tuned.iter().map(|(_, _, t, _)| t.best().map_or(MigrationKnobs::EAGER, |b| b.knobs)).collect();
-        let mut extra = Vec::new();
-        let mut round = 0;
-        loop {
-            let mut need: Vec<MigrationKnobs> = Vec::new();
-            let want = |k: MigrationKnobs, need: &mut Vec<MigrationKnobs>| {
-                if !judged.contains_key(&knob_key(k)) && !need.contains(&k) {
-                    need.push(k);
-                }
-            };
-            if round == 0 {
-                finals.iter().for_each(|&k| want(k, &mut need));
-            }
-            for c in &chosen {
-                let mut asked = 0;
-                for &(_, k) in c {
-                    match judged.get(&knob_key(k)) {
-                        Some(&v) if v >= target => break,
-                        Some(_) => {}
-                        None if asked < JUDGE_PER_RUN_AND_ROUND => {
-                            want(k, &mut need);
-                            asked += 1;
-                        }
-                        None => break,
-                    }
-                }
-            }
-            if need.is_empty() {
-                break;
-            }
-            let mut segments = vec![(MigrationKnobs::EAGER, a.settle_epochs, 1)];
-            segments.extend(need.iter().map(|&k| (k, a.grid_settle_epochs, a.grid_measure_epochs)));
-            let measured = ctx.schedule(s, segments, "judge").context("judging the tuners' choices")?;
-            for p in measured.into_iter().skip(1) {
-                judged.insert(knob_key(p.knobs), p.ops_per_sec);
-                extra.push(Judged { knobs: p.knobs, ops_per_sec: p.ops_per_sec });
-            }
-            round += 1;
-        }
-        // 5. The runs and their medians.
-        let mut runs = Vec::new();
-        for (((name, seed, t, details), c), final_knobs) in tuned.into_iter().zip(&chosen).zip(&finals) {
-            let reach = c
-                .iter()
-                .take_while(|&&(_, k)| judged.contains_key(&knob_key(k)))
-                .find(|&&(_, k)| judged[&knob_key(k)] >= target)
-                .map(|&(e, _)| e);
-            let elapsed = tuning::epochs_elapsed(t.trajectory(), a.epoch_ops);
-            let own = t.trajectory().iter().position(|r| r.best.throughput_ops_per_sec >= target).map(|i| elapsed[i]);
-            let final_vs_best = judged[&knob_key(*final_knobs)] / grid_best.ops_per_sec;
-            if !a.quiet {
-                ctx.progress.println(&format!(
-                    "{} {name} seed {seed}: {} epochs, within 10% after {} (own estimate {}), final {} at {:.0}% of the grid's best",
-                    workload_name(&s.workload),
-                    t.trajectory().len(),
-                    reach.map_or("—".into(), fmt_epochs),
-                    own.map_or("—".into(), fmt_epochs),
-                    fmt_knobs(*final_knobs),
-                    100.0 * final_vs_best
-                ));
-            }
-            runs.push(TunerRun {
-                tuner: name,
-                seed,
-                epochs: t.trajectory().len() as u32,
-                done: t.done(),
-                epochs_to_within_10pct: reach,
-                epochs_to_within_10pct_own_estimate: own,
-                epochs_elapsed: elapsed.last().copied().unwrap_or(0.0),
-                best: t.best(),
-                final_vs_best,
-                trajectory: t.trajectory().to_vec(),
-                details,
-            });
-        }
-        let summaries = a
-            .tuners
-            .iter()
-            .map(|name| {
-                let mine: Vec<&TunerRun> = runs.iter().filter(|r| r.tuner == *name).collect();
-                let reach: Vec<Option<f64>> = mine.iter().map(|r| r.epochs_to_within_10pct).collect();
-                TunerSummary {
-                    tuner: name.clone(),
-                    runs: mine.len() as u32,
-                    reached: reach.iter().flatten().count() as u32,
-                    median_epochs_to_within_10pct: median_epochs(&reach),
-                    median_final_vs_best: median_f64(&mine.iter().map(|r| r.final_vs_best).collect::<Vec<_>>()),
-                }
-            })
-            .collect();
-        out.push(TunerComparison {
-            workload: workload_name(&s.workload),
-            grid_best: grid_best.knobs,
-            grid_best_ops_per_sec: grid_best.ops_per_sec,
-            grid,
-            best_static,
-            eager,
-            judged: extra,
-            runs,
-            summaries,
-        });
-    }
-    Ok(out)
-}
-
-// ---- the command ----
 
 #[derive(Serialize)]
 struct SpitfireReport {
@@ -683,7 +199,24 @@ pub fn run(args: SpitfireArgs) -> Result<()> {
     remove_files_on_interrupt()?;
     std::fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
     let progress = Progress::new(!args.quiet);
-    let ctx = Ctx { args: &args, arch, progress: &progress };
+    let plan = Plan {
+        engine: args.engine.clone(),
+        dram: args.dram,
+        nvm: args.nvm,
+        data: args.data,
+        epoch_ops: args.epoch_ops,
+        settle_epochs: args.settle_epochs,
+        measure_epochs: args.measure_epochs,
+        grid: args.grid.clone(),
+        grid_settle_epochs: args.grid_settle_epochs,
+        grid_measure_epochs: args.grid_measure_epochs,
+        tuners: args.tuners.clone(),
+        tuner_seeds: args.tuner_seeds,
+        epochs_max: args.epochs_max,
+        tuner_args: args.tuner_args.clone(),
+        quiet: args.quiet,
+    };
+    let ctx = Ctx { args: &plan, arch, progress: &progress };
     let started = std::time::Instant::now();
     let sweep = parts.contains(&"sweep").then(|| sweep(&ctx, &setups)).transpose()?;
     let policies = parts.contains(&"policies").then(|| policies(&ctx, &setups)).transpose()?;
@@ -986,7 +519,7 @@ fn charts(r: &SpitfireReport) -> Vec<(String, Chart)> {
         for (i, c) in cmp.iter().enumerate() {
             let mut ch = Chart::new(format!("§6.6: online tuning on {} against the best static policy", c.workload));
             ch.subtitle = describe(r);
-            ch.x_label = crate::tune::tuning_time_label(r.epoch_ops);
+            ch.x_label = tierdb_bench::experiments::tuning::tuning_time_label(r.epoch_ops);
             ch.y_label = "operations per second".into();
             ch.legend = LegendPosition::LowerRight;
             let epochs = c.runs.iter().map(|r| r.epochs_elapsed).fold(1.0, f64::max);
@@ -1012,23 +545,4 @@ fn charts(r: &SpitfireReport) -> Vec<(String, Chart)> {
         }
     }
     charts
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn grid_has_every_combination() {
-        let g = grid_points(&[1.0, 0.1]);
-        assert_eq!(g.len(), 16);
-        assert!(g.contains(&MigrationKnobs::EAGER));
-        assert!(g.contains(&MigrationKnobs { dr: 0.1, dw: 1.0, nr: 0.1, nw: 1.0 }));
-    }
-
-    #[test]
-    fn workloads_have_short_names() {
-        assert_eq!(workload_name(&YcsbSpec::builtin("ro").unwrap()), "YCSB-RO");
-        assert_eq!(workload_name(&YcsbSpec::builtin("rw:50").unwrap()), "YCSB-R/W 50%");
-    }
 }

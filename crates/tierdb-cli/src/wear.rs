@@ -17,25 +17,21 @@
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
-use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use comfy_table::Table;
 use serde::Serialize;
 use tierdb::ByteSize;
-use tierdb::arch::{Architecture, Engine};
+use tierdb::arch::Architecture;
 
-use crate::bench_ycsb::{Cleanup, EngineArgs, Progress, Setup, fmt_rate, remove_files_on_interrupt};
-use crate::drilldown::Machine;
-use crate::plot::{Chart, LegendPosition, Series, write_notes, write_outputs};
-use crate::ycsb_driver::{self, YcsbReport};
+use tierdb_bench::experiments::wear::{WearSeries, run_arch};
+use tierdb_bench::harness::Machine;
+use tierdb_bench::harness::{EngineArgs, Progress, Setup, fmt_rate, remove_files_on_interrupt};
+use tierdb_bench::plot::{Chart, LegendPosition, Series, write_notes, write_outputs};
 
 /// Updates of one run, at most.
 const OPS_MAX: u64 = 1_000_000_000;
-/// Points of the sorted curve kept per architecture (log-spaced ranks).
-const CURVE_POINTS: usize = 256;
-
 #[derive(Args, Debug)]
 #[command(mut_arg("warmup", |a| a.default_value("0").hide(true).help("Refused: every update counts")))]
 #[command(mut_arg("duration", |a| a.default_value("0").hide(true).help("Refused: the run is --ops updates")))]
@@ -65,39 +61,6 @@ pub struct WearArgs {
     /// No progress bar.
     #[arg(long)]
     quiet: bool,
-}
-
-/// One architecture's counts.
-#[derive(Serialize)]
-struct WearSeries {
-    arch: Architecture,
-    /// NVM lines of the region.
-    lines: u64,
-    /// Σ over lines of the writes counted.
-    line_writes_total: u64,
-    lines_written: u64,
-    line_writes_max: u64,
-    /// Line writes to the metadata below the pages (`three-tier`: pool and frame
-    /// headers; `nvm-direct`: header and allocation map), and the most to one such line.
-    metadata_line_writes: u64,
-    metadata_line_writes_max: u64,
-    /// The most writes to one line of page data.
-    page_line_writes_max: u64,
-    /// Line writes per update.
-    line_writes_per_op: f64,
-    /// `log2_buckets[0]`: lines never written; `[i]`, i ≥ 1: written more than 2^(i-2)
-    /// and at most 2^(i-1) times.
-    log2_buckets: Vec<u64>,
-    /// The sorted curve at log-spaced ranks: (rank from 1, writes of the line at that
-    /// rank), most written first; ranks past the last written line are left out.
-    sorted: Vec<(u64, u64)>,
-    ops: u64,
-    ops_per_sec: f64,
-    /// Device counters of the measured run: NVM writes and persists.
-    nvm_writes: u64,
-    nvm_write_bytes: u64,
-    nvm_persists: u64,
-    run: YcsbReport,
 }
 
 #[derive(Serialize)]
@@ -162,7 +125,10 @@ pub fn run(args: WearArgs) -> Result<()> {
         if !args.quiet {
             progress.println(&format!("[{}/{}] {arch}", i + 1, archs.len()));
         }
-        series.push(run_arch(&args, &setup, arch, &progress).with_context(|| arch.to_string())?);
+        series.push(
+            run_arch(&args.engine, &setup, arch, (args.dram, args.nvm), args.data, &progress)
+                .with_context(|| arch.to_string())?,
+        );
     }
     progress.finish();
 
@@ -180,66 +146,6 @@ pub fn run(args: WearArgs) -> Result<()> {
     let text = render_text(&report);
     write_outputs(&args.out, "wear", &text, &report, &[("wear.svg".into(), chart(&report))])?;
     Ok(())
-}
-
-fn run_arch(args: &WearArgs, setup: &Setup, arch: Architecture, progress: &Progress) -> Result<WearSeries> {
-    let mut engine_args = args.engine.clone();
-    engine_args.techniques = None;
-    let mut cfg = engine_args.arch_config(setup, arch, args.dram, args.nvm, &format!("wear-{arch}"))?;
-    cfg.wear_counters = true;
-    let files = Cleanup::new(cfg.files());
-    let engine = Engine::open(&cfg).with_context(|| format!("opening {arch}"))?;
-    progress.set_prefix(arch.name());
-    let mut driver = engine_args.driver_config(setup, Some(args.data));
-    driver.warmup = Duration::ZERO;
-    driver.duration = None;
-    let run = ycsb_driver::run(&engine, &setup.workload, &driver, &|p, d, t| progress.update(p, d, t))?;
-    let region = engine.nvm_region().context("an architecture with NVM has a region")?;
-    let mut counts = region.wear_counts().context("wear counters were switched on")?;
-    let summary = region.wear_summary().context("wear counters were switched on")?;
-    let meta_lines = (engine.nvm_data_offset().unwrap_or(0) / 64) as usize;
-    let (meta, pages) = counts.split_at(meta_lines.min(counts.len()));
-    let (metadata_line_writes, metadata_line_writes_max) = (meta.iter().sum(), meta.iter().copied().max().unwrap_or(0));
-    let page_line_writes_max = pages.iter().copied().max().unwrap_or(0);
-    drop(engine);
-    drop(files);
-    counts.sort_unstable_by(|a, b| b.cmp(a));
-    let written = counts.iter().take_while(|&&c| c > 0).count() as u64;
-    let nvm = run.tiers.nvm.unwrap_or_default();
-    Ok(WearSeries {
-        arch,
-        lines: summary.lines,
-        line_writes_total: summary.writes_total,
-        lines_written: summary.lines_written,
-        line_writes_max: summary.writes_max,
-        metadata_line_writes,
-        metadata_line_writes_max,
-        page_line_writes_max,
-        line_writes_per_op: summary.writes_total as f64 / run.ops.max(1) as f64,
-        log2_buckets: summary.log2_buckets,
-        sorted: log_spaced(&counts[..written as usize]),
-        ops: run.ops,
-        ops_per_sec: run.throughput_ops_per_sec,
-        nvm_writes: nvm.writes,
-        nvm_write_bytes: nvm.write_bytes,
-        nvm_persists: nvm.persists,
-        run,
-    })
-}
-
-/// `(rank, count)` at about [`CURVE_POINTS`] log-spaced ranks of a sorted list, always
-/// with the first and the last.
-fn log_spaced(sorted: &[u64]) -> Vec<(u64, u64)> {
-    let n = sorted.len();
-    if n == 0 {
-        return Vec::new();
-    }
-    let mut ranks: Vec<usize> = (0..CURVE_POINTS)
-        .map(|i| ((n as f64).powf(i as f64 / (CURVE_POINTS - 1) as f64)).round() as usize)
-        .map(|r| r.clamp(1, n))
-        .collect();
-    ranks.dedup();
-    ranks.into_iter().map(|r| (r as u64, sorted[r - 1])).collect()
 }
 
 fn notes(series: &[WearSeries]) -> Vec<String> {
@@ -334,21 +240,4 @@ fn chart(r: &WearReport) -> Chart {
         })
         .collect();
     c
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn log_spaced_keeps_the_ends_and_is_sorted() {
-        let sorted: Vec<u64> = (1..=10_000u64).rev().collect();
-        let p = log_spaced(&sorted);
-        assert_eq!(p.first(), Some(&(1, 10_000)));
-        assert_eq!(p.last(), Some(&(10_000, 1)));
-        assert!(p.len() <= CURVE_POINTS);
-        assert!(p.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 >= w[1].1));
-        assert!(log_spaced(&[]).is_empty());
-        assert_eq!(log_spaced(&[5]), vec![(1, 5)]);
-    }
 }

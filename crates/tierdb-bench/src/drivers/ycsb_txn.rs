@@ -29,21 +29,18 @@
 //!    the transactions that changed something. The log's counters are diffed over the
 //!    measured run.
 
-use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use serde::Serialize;
-use tierdb::arch::Architecture;
-use tierdb::db::{Db, DbConfig, Txn};
-use tierdb::device::{NvmConfig, clock};
-use tierdb::wal::{self, Durability, LogBuffer, WalStats};
+use tierdb::db::{Db, Txn};
+use tierdb::device::clock;
+use tierdb::wal::{self, Durability, WalStats};
 use tierdb::{ByteSize, Catalog, PageSource};
 use tierdb_workload::{KeySpace, Op, YcsbSpec, build_key, field_range, fill_record, value_rng};
 
-use crate::bench_ycsb::{Cleanup, EngineArgs, Progress, RunReport, Setup};
-use crate::ycsb_driver::{self, Done, Executor, Latency, TABLE, YcsbReport};
+use crate::drivers::ycsb::{self as ycsb_driver, Done, Executor, Latency, TABLE, YcsbReport};
 
 /// Bounds on the log options, so a typo cannot make a useless run.
 const FLUSH_INTERVAL_US_MIN: u64 = 1;
@@ -174,90 +171,11 @@ pub struct TxnReport {
     pub wal_bytes_per_commit: f64,
 }
 
-/// Opens a database on `arch`, loads it, runs the workload through transactions, and
-/// removes its files.
+/// Loads, warms up and runs `spec` through `db`'s transactions.
 ///
 /// # Errors
-/// An architecture the database cannot run on; files that exist already; the engine's
-/// errors.
-#[allow(clippy::too_many_arguments)]
-pub fn run_one(
-    engine_args: &EngineArgs,
-    setup: &Setup,
-    txn: &TxnSetup,
-    arch: Architecture,
-    dram: ByteSize,
-    nvm: ByteSize,
-    data: Option<ByteSize>,
-    tag: &str,
-    progress: &Progress,
-) -> Result<RunReport> {
-    if !arch.has_buffer() {
-        bail!(
-            "--durability runs YCSB through a database's transactions and log, on a buffer manager; \
-             {arch} has none (use another architecture, or `bench tpcc --arch {arch}` for transactions on it)"
-        );
-    }
-    if setup.batch > 1 {
-        bail!(
-            "--batch {}: transactions look their keys up one at a time; batches run on the tree directly \
-             (drop --durability)",
-            setup.batch
-        );
-    }
-    let acfg = engine_args.arch_config(setup, arch, dram, nvm, tag)?;
-    let mut cfg = DbConfig::from_arch(&acfg, db_dir(&acfg.ssd_path)).with_context(|| format!("--arch {arch}"))?;
-    cfg.durability = txn.durability;
-    cfg.wal.flush_interval = Duration::from_micros(txn.flush_interval_us);
-    let mut files = vec![acfg.nvm_path.clone(), acfg.nvm_double_write_path()];
-    match txn.log_buffer {
-        LogPlace::Dram => {
-            cfg.wal.buffer_bytes = usize::try_from(txn.log_buffer_bytes).context("--log-buffer-size")?;
-        }
-        LogPlace::Nvm => {
-            let ring = log_ring_path(&acfg.nvm_path);
-            let mut n = NvmConfig::new(&ring, ByteSize(txn.log_buffer_bytes));
-            n.profile = setup.nvm_profile.clone();
-            n.mode = setup.mode;
-            cfg.wal.buffer = LogBuffer::Nvm(n);
-            files.push(ring);
-        }
-    }
-    files.push(cfg.dir.clone());
-    for f in &files {
-        if f.exists() {
-            bail!("{} exists already: it is not overwritten", f.display());
-        }
-    }
-    let files = Cleanup::new(files);
-    let db = Db::open(&cfg).with_context(|| format!("opening a database on {arch} in {}", cfg.dir.display()))?;
-    let info = db.buffer().info();
-    progress.set_prefix(&format!("{arch} txn{}", data.map(|d| format!(" {d}")).unwrap_or_default()));
-    let driver = engine_args.driver_config(setup, data);
-    let (result, txn_report) = run(&db, &setup.workload, &driver, txn, &|p, d, t| progress.update(p, d, t))
-        .with_context(|| format!("running {arch}"))?;
-    drop(db);
-    drop(files);
-    let mut report =
-        RunReport::new("bench ycsb", &acfg, (dram, nvm), (info.dram_frames, info.nvm_frames), setup, result);
-    report.txn = Some(txn_report);
-    Ok(report)
-}
-
-/// The database directory beside the raw mode's page file `ssd_path`.
-fn db_dir(ssd_path: &std::path::Path) -> PathBuf {
-    let stem = ssd_path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-    ssd_path.with_file_name(format!("{stem}-db"))
-}
-
-/// The NVM log buffer's file beside the NVM pool `nvm_path`.
-fn log_ring_path(nvm_path: &std::path::Path) -> PathBuf {
-    let stem = nvm_path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-    nvm_path.with_file_name(format!("{stem}-log.nvm"))
-}
-
-/// Loads, warms up and runs `spec` through `db`'s transactions.
-fn run(
+/// No threads; the engine's errors.
+pub fn run(
     db: &Db,
     spec: &YcsbSpec,
     cfg: &ycsb_driver::DriverConfig,
@@ -411,42 +329,4 @@ fn update(
             true
         }
     })
-}
-
-/// Prints the transactional part of a report (text mode).
-pub fn print(t: &TxnReport, run_secs: f64) {
-    println!(
-        "transactions: durability {} · log buffer {} ({}) · flush interval {} µs · the load bypassed the log, \
-         then a checkpoint ({:.1} s)",
-        t.durability,
-        t.log_buffer.name(),
-        ByteSize(t.log_buffer_bytes),
-        t.flush_interval_us,
-        t.load_checkpoint_secs
-    );
-    print!("commits: {} in {:.1} s ({:.0}/s)", t.commits, run_secs, t.commits_per_sec);
-    match &t.commit_latency {
-        Some(l) => println!(
-            "; commit latency µs: mean {:.2} · p50 {:.2} · p90 {:.2} · p99 {:.2} · p99.9 {:.2} · max {:.2}",
-            l.mean_ns / 1e3,
-            l.p50_ns / 1e3,
-            l.p90_ns / 1e3,
-            l.p99_ns / 1e3,
-            l.p999_ns / 1e3,
-            l.max_ns / 1e3
-        ),
-        None => println!(),
-    }
-    println!(
-        "log (measured run): {} records, {} bytes, {} flushes ({} by a waiting caller), {} syncs, {} waits for \
-         durability; per commit {:.2} records, {:.0} bytes",
-        t.wal.records,
-        t.wal.bytes,
-        t.wal.flushes,
-        t.wal.forced_flushes,
-        t.wal.syncs,
-        t.wal.waits,
-        t.wal_records_per_commit,
-        t.wal_bytes_per_commit
-    );
 }

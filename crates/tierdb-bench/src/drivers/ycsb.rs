@@ -19,7 +19,7 @@
 //!    the thread's CPU time ([`ModelClock`]).
 //!
 //! Phases 2 and 3 ([`run_phases`]) run any [`Executor`]: operations straight on the tree
-//! here, a database's transactions in [`crate::ycsb_txn`], which also loads through
+//! here, a database's transactions in the sibling `ycsb_txn`, which also loads through
 //! [`fill_table`] and reports through [`summary`].
 //!
 //! Records ([`execute`]): with constant field lengths a field is read and updated in
@@ -111,7 +111,7 @@ impl ModelClock {
     /// Σ over `threads` of operations / (own seconds + modelled device seconds), the
     /// own seconds being `wall_secs` (one figure for every thread: the phase, or the
     /// thread's own span) or the thread's CPU time.
-    pub(crate) fn throughput(self, threads: &[ThreadResult], wall_secs: impl Fn(&ThreadResult) -> f64) -> f64 {
+    pub fn throughput(self, threads: &[ThreadResult], wall_secs: impl Fn(&ThreadResult) -> f64) -> f64 {
         threads
             .iter()
             .map(|t| {
@@ -394,7 +394,7 @@ impl SourceVisitor for Epochs<'_> {
 }
 
 /// `spec` with its record count set from the target data size, if there is one.
-pub(crate) fn sized(spec: &YcsbSpec, cfg: &DriverConfig) -> Result<YcsbSpec> {
+pub fn sized(spec: &YcsbSpec, cfg: &DriverConfig) -> Result<YcsbSpec> {
     let mut spec = spec.clone();
     let mut key = Vec::new();
     build_key(&spec, spec.record_count().saturating_sub(1), &mut key);
@@ -457,13 +457,13 @@ fn load_table<'s, S: PageSource>(
     Ok((tree, records, secs))
 }
 
-/// [`load_records`] for the transactional mode ([`crate::ycsb_txn`]), whose executor
+/// [`load_records`] for the transactional mode (the sibling `ycsb_txn`), whose executor
 /// updates fields in place at fixed offsets and does not check values: it refuses
 /// workloads whose field lengths vary or that ask for `dataintegrity`.
 ///
 /// # Errors
 /// Such a workload; those of [`load_records`].
-pub(crate) fn fill_table<S: PageSource>(
+pub fn fill_table<S: PageSource>(
     tree: &BTree<'_, S>,
     bulk: &dyn Fn(bool) -> Result<()>,
     spec: &YcsbSpec,
@@ -593,7 +593,7 @@ const PHASE_STOP: u8 = 2;
 
 /// What one operation did.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Done {
+pub struct Done {
     /// The operation found its key (inserts and scans that saw a record count as found).
     pub found: bool,
     /// TSC ticks of the commit of a transaction that changed something; `None` when
@@ -602,10 +602,10 @@ pub(crate) struct Done {
 }
 
 /// Runs a page provider until the flag is set ([`BufferManager::provide_pages`]).
-pub(crate) type ProviderFn<'a> = dyn Fn(&AtomicBool) -> Result<ProviderReport> + Sync + 'a;
+pub type ProviderFn<'a> = dyn Fn(&AtomicBool) -> Result<ProviderReport> + Sync + 'a;
 
 /// The page provider of `engine` if `cfg` asks for one.
-pub(crate) fn provider_of<'a>(
+pub fn provider_of<'a>(
     engine: &'a Engine,
     cfg: &DriverConfig,
 ) -> Option<impl Fn(&AtomicBool) -> Result<ProviderReport> + Sync + 'a> {
@@ -619,7 +619,7 @@ pub(crate) fn provider_of<'a>(
 
 /// Runs one worker thread's operations (the tree directly, or a database's
 /// transactions).
-pub(crate) trait Executor {
+pub trait Executor {
     /// Runs `op`.
     ///
     /// # Errors
@@ -638,7 +638,7 @@ pub(crate) trait Executor {
 }
 
 /// What one worker thread measured.
-pub(crate) struct ThreadResult {
+pub struct ThreadResult {
     pub ops: u64,
     /// Wall seconds from the thread's first measured operation to its last.
     pub measured_secs: f64,
@@ -654,7 +654,7 @@ pub(crate) struct ThreadResult {
 
 /// The warm-up and measured phases: each thread's results, the phases' seconds, and a
 /// snapshot of the counters taken before and after the measured phase.
-pub(crate) struct Measured<T> {
+pub struct Measured<T> {
     pub results: Vec<ThreadResult>,
     pub warmup_secs: f64,
     pub run_secs: f64,
@@ -711,7 +711,7 @@ impl SourceVisitor for Runner<'_> {
 ///
 /// # Errors
 /// The first error of a worker (the others stop at once).
-pub(crate) fn run_phases<X: Executor, T>(
+pub fn run_phases<X: Executor, T>(
     spec: &YcsbSpec,
     keyspace: &KeySpace,
     cfg: &DriverConfig,
@@ -780,7 +780,7 @@ pub(crate) fn run_phases<X: Executor, T>(
 
 /// The report of a run: `(records, load seconds, data bytes)` of the load, the measured
 /// phases and the tier counters over the measured one.
-pub(crate) fn summary<T>(
+pub fn summary<T>(
     spec: &YcsbSpec,
     cfg: &DriverConfig,
     (records, load_secs, data_bytes): (u64, f64, u64),
@@ -838,7 +838,7 @@ pub(crate) fn summary<T>(
 }
 
 /// The latency percentiles of the commits in `results`, `None` if there were none.
-pub(crate) fn commit_latency(results: &[ThreadResult]) -> Option<Latency> {
+pub fn commit_latency(results: &[ThreadResult]) -> Option<Latency> {
     let mut h = new_histogram();
     for r in results {
         h.add(&r.commits).expect("same bounds");
@@ -1043,7 +1043,7 @@ impl<S: PageSource, R: rand::Rng> Executor for TreeOps<'_, '_, S, R> {
 /// `dataintegrity`, a read whose bytes are not the values written.
 #[allow(clippy::too_many_arguments)]
 #[inline]
-pub(crate) fn execute<S: PageSource>(
+pub fn execute<S: PageSource>(
     tree: &BTree<'_, S>,
     spec: &YcsbSpec,
     keyspace: &KeySpace,
@@ -1190,7 +1190,7 @@ fn update<S: PageSource>(
 }
 
 /// Fills `value` with new printable bytes for field `f`; returns the field's offset.
-pub(crate) fn new_field(spec: &YcsbSpec, f: u32, value: &mut Vec<u8>, rng: &mut impl rand::Rng) -> usize {
+pub fn new_field(spec: &YcsbSpec, f: u32, value: &mut Vec<u8>, rng: &mut impl rand::Rng) -> usize {
     let r = field_range(spec, f);
     value.resize(r.len(), 0);
     tierdb_workload::ycsb::fill_printable(rng, value);

@@ -25,6 +25,7 @@ use tierdb::device::{
     AlignedBuf, CostModel, DeviceProfile, DramArena, DramConfig, EmulationMode, NvmConfig, NvmRegion, OpenMode,
     SsdConfig, SsdFile, StatsSnapshot, Tier,
 };
+use tierdb_bench::harness::{Middle, median};
 
 /// Bounds on the knobs, so a typo cannot start an hour-long run.
 const RUNS_MAX: usize = 101;
@@ -203,8 +204,8 @@ impl Bench<'_> {
             interfered += d.interfered_reads;
             self.progress.inc(1);
         }
-        let wall = median(&walls);
-        let model = median(&modelled);
+        let wall = median(walls.iter().copied(), Middle::Upper).expect("at least one run");
+        let model = median(modelled.iter().copied(), Middle::Upper).expect("at least one run");
         let shown = if self.args.mode == EmulationMode::Model { model } else { wall };
         self.rows.push(Row {
             tier,
@@ -219,12 +220,6 @@ impl Bench<'_> {
         });
         Ok(())
     }
-}
-
-fn median(v: &[f64]) -> f64 {
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    s[s.len() / 2]
 }
 
 fn ns(ps: u64) -> f64 {

@@ -1,4 +1,4 @@
-//! `tierdb nvcache-obp --parts phases`: why the overhead-bypass ratio is taken over a
+//! The phases experiment of `tierdb nvcache-obp --parts phases`: why the overhead-bypass ratio is taken over a
 //! sliding window. One engine per admission mode loads the table once and then runs
 //! phases of different YCSB mixes back to back (default: A, 50% updates, then C, read
 //! only), in epochs of `--phase-epoch-ops` operations. Per epoch it records what the
@@ -13,16 +13,14 @@
 //! only where ungated removals push them over it; docs/nvcache.md has the figures.)
 
 use anyhow::{Context, Result, bail};
-use comfy_table::Table;
 use serde::Serialize;
 use tierdb::ByteSize;
 use tierdb::arch::{Architecture, Engine};
 use tierdb::buffer::policy::{NvmCacheStats, ObpMode};
 use tierdb_workload::YcsbSpec;
 
-use crate::bench_ycsb::{Cleanup, EngineArgs, Progress, Setup, fmt_rate};
-use crate::plot::{Chart, LegendPosition, Marker, Series};
-use crate::ycsb_driver::{self, EpochHooks, EpochRun};
+use crate::drivers::ycsb::{self as ycsb_driver, EpochHooks, EpochRun};
+use crate::harness::{Cleanup, EngineArgs, Middle, Progress, Setup, median};
 
 /// Phases at most, and epochs per phase at most (a typo cannot start an hour-long run).
 pub const PHASES_MAX: usize = 8;
@@ -143,7 +141,7 @@ impl EpochHooks for Hooks<'_> {
         }
         self.progress.set_prefix(&format!(
             "phases {} {} epoch {epoch}",
-            crate::nvcache_obp::label(self.obp),
+            label(self.obp),
             self.plan.workloads[self.phase(epoch)]
         ));
         Ok(true)
@@ -218,15 +216,13 @@ fn summarise(plan: &PhasePlan, runs: &[PhaseRun]) -> Vec<PhaseSummary> {
             let mine: Vec<&PhaseEpoch> =
                 run.epochs.iter().filter(|e| (e.epoch / plan.epochs_per_phase) as usize == i).collect();
             let Some(last) = mine.last() else { continue };
-            let mut rates: Vec<f64> = mine.iter().map(|e| e.ops_per_sec).collect();
-            rates.sort_by(f64::total_cmp);
             let (lookups, hits) = mine.iter().fold((0u64, 0u64), |(l, h), e| (l + e.cache.lookups, h + e.cache.hits));
             out.push(PhaseSummary {
                 phase: i,
                 workload: w.clone(),
                 obp: run.obp,
                 ops: mine.iter().map(|e| e.ops).sum(),
-                ops_per_sec: rates[rates.len() / 2],
+                ops_per_sec: median(mine.iter().map(|e| e.ops_per_sec), Middle::Upper).expect("an epoch of the phase"),
                 hit_ratio: hits as f64 / lookups.max(1) as f64,
                 inserts: mine.iter().map(|e| e.cache.read_inserts + e.cache.write_inserts).sum(),
                 bypass_obp: mine.iter().map(|e| e.cache.bypass_obp).sum(),
@@ -242,74 +238,12 @@ fn summarise(plan: &PhasePlan, runs: &[PhaseRun]) -> Vec<PhaseSummary> {
     out
 }
 
-/// The phases' table.
-pub fn render(r: &PhaseReport) -> String {
-    let mut t = Table::new();
-    t.set_header([
-        "phase",
-        "admission",
-        "ops",
-        "ops/s (median epoch)",
-        "NVM hit ratio",
-        "inserts",
-        "bypass OBP",
-        "inserts, first half",
-        "OBP at end",
-    ]);
-    for s in &r.summaries {
-        t.add_row([
-            format!("{} ({})", s.phase + 1, s.workload),
-            crate::nvcache_obp::label(s.obp).into(),
-            s.ops.to_string(),
-            fmt_rate(s.ops_per_sec),
-            format!("{:.1}%", 100.0 * s.hit_ratio),
-            s.inserts.to_string(),
-            s.bypass_obp.to_string(),
-            s.inserts_first_half.to_string(),
-            format!("{:.1}%", s.obp_permille_end as f64 / 10.0),
-        ]);
+pub fn label(m: ObpMode) -> &'static str {
+    match m {
+        ObpMode::Off => "always-admit",
+        ObpMode::Cumulative => "OBP cumulative",
+        ObpMode::Window => "OBP window",
     }
-    format!(
-        "Phases: {} in turn, {} epochs of {} operations each, one engine per admission mode\n{t}\n",
-        r.plan.workloads.join(" then "),
-        r.plan.epochs_per_phase,
-        r.plan.epoch_ops
-    )
-}
-
-/// Per epoch: the NVM hit ratio (or the admission rate) of each mode, a marker at each
-/// phase change.
-pub fn chart(r: &PhaseReport, subtitle: &str, inserts: bool) -> Chart {
-    let mut c = Chart::new(if inserts {
-        "NVM cache: admissions per epoch across workload phases"
-    } else {
-        "NVM cache: hit ratio per epoch across workload phases"
-    });
-    c.subtitle = subtitle.to_string();
-    c.x_label = format!("epoch ({} operations each)", r.plan.epoch_ops);
-    c.y_label =
-        if inserts { "pages inserted per 1,000 lookups".into() } else { "NVM hit ratio in the epoch, %".into() };
-    c.y_log10 = inserts;
-    c.legend = LegendPosition::Auto;
-    for run in &r.runs {
-        let points = run
-            .epochs
-            .iter()
-            .map(|e| {
-                // A log axis has no zero: an epoch that admitted nothing sits at its floor.
-                let y = if inserts { e.inserts_per_kilo_lookup.max(0.1) } else { 100.0 * e.hit_ratio };
-                (f64::from(e.epoch), y)
-            })
-            .collect();
-        c.series.push(Series { name: crate::nvcache_obp::label(run.obp).into(), points });
-    }
-    c.markers = (1..r.plan.workloads.len())
-        .map(|i| Marker {
-            x: f64::from(i as u32 * r.plan.epochs_per_phase) - 0.5,
-            label: format!("→ {}", r.plan.workloads[i]),
-        })
-        .collect();
-    c
 }
 
 #[cfg(test)]

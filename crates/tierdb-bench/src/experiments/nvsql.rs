@@ -1,0 +1,416 @@
+//! NV-SQL's experiments at equal memory cost, the parts of `tierdb nvsql-bench` that
+//! are not argument parsing or rendering: the equal-cost memory configurations
+//! ([`configurations`]) and the figures taken from each run ([`Metrics`], their medians
+//! name by name).
+//!
+//! Invariants: every configuration costs the same budget; a median is taken per
+//! figure over the runs that have it.
+
+use std::collections::BTreeMap;
+
+use anyhow::{Context, Result, bail};
+use serde::Serialize;
+use tierdb::ByteSize;
+use tierdb::arch::Architecture;
+use tierdb::buffer::TierStats;
+use tierdb::device::DeviceProfile;
+use tierdb::device::double_write::{NVM_SLOT_HEADER_BYTES, nvm_area_bytes};
+use tierdb::limits::DOUBLE_WRITE_SLOTS;
+
+use crate::drivers::tpcc::{self, TpccOptions, TpccReport};
+use crate::drivers::ycsb_txn::TxnSetup;
+use crate::harness::{EngineArgs, Middle, Progress, RunReport, Setup, median, run_one_txn};
+use crate::write_set::WriteSet;
+
+/// Estimated database bytes per TPC-C warehouse after the load (16 KiB and 8 KiB
+/// pages, docs/tpcc.md "Measured"), items included once in
+/// [`TPCC_ITEM_BYTES_EST`]; they size the default budget only (the report states the
+/// measured size and ratio).
+pub const TPCC_WAREHOUSE_BYTES_EST: u64 = 80 << 20;
+pub const TPCC_ITEM_BYTES_EST: u64 = 9 << 20;
+/// The same at the tiny scale (`--tiny`).
+pub const TPCC_TINY_WAREHOUSE_BYTES_EST: u64 = 3 << 20;
+pub const TPCC_TINY_ITEM_BYTES_EST: u64 = 1 << 20;
+/// Memory units at most, so a typo cannot start a day-long run.
+pub const UNITS_MAX: u32 = 1000;
+/// An NVM pool's size is a multiple of this.
+pub const NVM_ALIGN_BYTES: u64 = 4096;
+/// DRAM frames a configuration needs at least (pages pinned by the workers' descents,
+/// the checkpoint and the loaders).
+pub const DRAM_FRAMES_MIN: u64 = 64;
+/// The fewest NVM pool frames an nvsql configuration may have.
+pub const NVM_FRAMES_MIN: u64 = 8;
+/// The NVM double-write area takes about this fraction (1/N) of the NVM bought, with
+/// at least `NVM_DOUBLE_WRITE_SLOTS_MIN` slots and at most `DOUBLE_WRITE_SLOTS`.
+pub const NVM_DOUBLE_WRITE_SHARE_DIVISOR: u64 = 32;
+pub const NVM_DOUBLE_WRITE_SLOTS_MIN: usize = 4;
+
+/// One memory configuration.
+#[derive(Clone, Debug, Serialize)]
+pub struct MemConfig {
+    /// `DRAM units:NVM units`, e.g. `8:1`.
+    pub label: String,
+    pub arch: Architecture,
+    pub dram_bytes: u64,
+    /// The NVM buffer pool.
+    pub nvm_bytes: u64,
+    /// The NVM double-write area beside the pool (NV-SQL §5.4), part of the NVM bought:
+    /// its slots and bytes (0: none, DRAM-only).
+    pub nvm_double_write_slots: usize,
+    pub nvm_double_write_bytes: u64,
+    pub cost_usd: f64,
+}
+
+impl MemConfig {
+    /// `8:1 nvsql`: the label and the architecture.
+    pub fn name(&self) -> String {
+        format!("{} {}", self.label, self.arch)
+    }
+}
+
+/// The equal-cost configurations: DRAM-only first, then one per NVM unit count.
+///
+/// # Errors
+/// A configuration whose NVM would cost the whole budget or leave too little DRAM.
+pub fn configurations(
+    budget: u64,
+    units: u32,
+    nvm_units: &[u32],
+    page: u64,
+    dram: &DeviceProfile,
+    nvm: &DeviceProfile,
+) -> Result<Vec<MemConfig>> {
+    if units == 0 || units > UNITS_MAX {
+        bail!("--units {units} is outside 1..={UNITS_MAX}");
+    }
+    if !(dram.cost_per_gb_usd > 0.0 && nvm.cost_per_gb_usd > 0.0) {
+        bail!("the DRAM and NVM profiles need a price (cost_per_gb_usd > 0) to compare at equal cost");
+    }
+    let ratio = nvm.cost_per_gb_usd / dram.cost_per_gb_usd;
+    let unit = budget as f64 / f64::from(units);
+    let cost = |d: u64, n: u64| (d as f64 * dram.cost_per_gb_usd + n as f64 * nvm.cost_per_gb_usd) / 1e9;
+    let mut out = vec![MemConfig {
+        label: format!("{units}:0"),
+        arch: Architecture::SsdBm,
+        dram_bytes: budget,
+        nvm_bytes: 0,
+        nvm_double_write_slots: 0,
+        nvm_double_write_bytes: 0,
+        cost_usd: cost(budget, 0),
+    }];
+    for &k in nvm_units {
+        // NVM comes in 4 KiB multiples, DRAM in pages: the costs agree to a page.
+        let nvm_total = (unit * f64::from(k)) as u64 / NVM_ALIGN_BYTES * NVM_ALIGN_BYTES;
+        let dram_f = ((budget as f64 - ratio * nvm_total as f64) / page as f64).floor() * page as f64;
+        if k == 0 || dram_f < (DRAM_FRAMES_MIN * page) as f64 {
+            bail!(
+                "--nvm-units {k}: {} of NVM at {ratio:.2}× DRAM's price leaves {} of the {} budget for DRAM (at least \
+                 {DRAM_FRAMES_MIN} pages of {} are needed, and k must be at least 1)",
+                ByteSize(nvm_total),
+                ByteSize(dram_f.max(0.0) as u64),
+                ByteSize(budget),
+                ByteSize(page)
+            );
+        }
+        // The double-write area is NVM bought too: a share of it (InnoDB's 128 pages at
+        // most; NV-SQL's was 2 MB of a 1 GB NVDIMM), the pool the rest.
+        let slot = page + NVM_SLOT_HEADER_BYTES as u64;
+        let slots = ((nvm_total / NVM_DOUBLE_WRITE_SHARE_DIVISOR / slot) as usize)
+            .clamp(NVM_DOUBLE_WRITE_SLOTS_MIN, DOUBLE_WRITE_SLOTS);
+        let dw_bytes = nvm_area_bytes(slots, page as usize);
+        let nvm_bytes = nvm_total.saturating_sub(dw_bytes) / NVM_ALIGN_BYTES * NVM_ALIGN_BYTES;
+        if nvm_bytes < NVM_FRAMES_MIN * page {
+            bail!(
+                "--nvm-units {k}: {} of NVM holds a double-write area of {} and too small a pool ({} pages of {} at \
+                 least); give a larger --budget",
+                ByteSize(nvm_total),
+                ByteSize(dw_bytes),
+                NVM_FRAMES_MIN,
+                ByteSize(page)
+            );
+        }
+        let dram_bytes = dram_f as u64;
+        out.push(MemConfig {
+            label: format!("{}:{k}", fmt_units(dram_bytes as f64 / unit)),
+            arch: Architecture::Nvsql,
+            dram_bytes,
+            nvm_bytes,
+            nvm_double_write_slots: slots,
+            nvm_double_write_bytes: dw_bytes,
+            cost_usd: cost(dram_bytes, nvm_bytes + dw_bytes),
+        });
+    }
+    Ok(out)
+}
+
+/// A count of memory units as a label prints it: `8`, `2.5`.
+pub fn fmt_units(u: f64) -> String {
+    if (u - u.round()).abs() < 0.05 { format!("{}", u.round()) } else { format!("{u:.1}") }
+}
+
+/// One run's figures, by name (medians are taken name by name).
+pub type Metrics = BTreeMap<&'static str, f64>;
+
+/// `a / b`, 0 when `b` is 0 (a figure per unit of work).
+pub fn per(a: u64, b: u64) -> f64 {
+    if b == 0 { 0.0 } else { a as f64 / b as f64 }
+}
+
+/// Figures common to both workloads, per unit of work (`work`: transactions or
+/// operations).
+pub fn tier_metrics(m: &mut Metrics, t: &TierStats, work: u64, page: u64) {
+    let b = &t.buffer;
+    let fixes = b.fixes();
+    let ssd_writes = t.ssd.map_or(0, |s| s.write_bytes / page);
+    let dwa_writes = t.ssd_double_write.map_or(0, |s| s.write_bytes / page);
+    let ssd_reads = t.ssd.map_or(0, |s| s.read_bytes / page);
+    m.insert("ssd_page_writes", ssd_writes as f64);
+    m.insert("ssd_writes_per_unit", per(ssd_writes, work));
+    m.insert("double_write_pages_per_unit", per(dwa_writes, work));
+    // Every byte the SSD takes for data pages: the page file's in-place writes and the
+    // double-write file's copies with their slot headers (NV-SQL Table 5's Write/TX,
+    // which iostat measures, counts both; an NVM double-write area adds nothing here).
+    let data_bytes = t.ssd.map_or(0, |s| s.write_bytes) + t.ssd_double_write.map_or(0, |s| s.write_bytes);
+    m.insert("ssd_data_kib_per_unit", per(data_bytes, work) / 1024.0);
+    m.insert("ssd_reads_per_unit", per(ssd_reads, work));
+    m.insert("dram_hit_ratio", per(b.dram_hits, fixes));
+    m.insert("nvm_hit_ratio", per(b.nvm_hits, fixes));
+    m.insert("nvm_admissions_per_unit", per(b.nvm_admissions, work));
+    m.insert("nvm_evictions_per_unit", per(b.nvm_evictions, work));
+    m.insert("nvm_writes_in_place_per_unit", per(b.nvm_writes_in_place, work));
+    if let Some(n) = t.nvsql {
+        let (old, new) = n.updates_per_page();
+        m.insert("updates_per_page_old", old);
+        m.insert("updates_per_page_new", new);
+        m.insert("write_amount_new", n.write_amount_new());
+    }
+}
+
+pub fn tpcc_metrics(r: &TpccReport) -> Metrics {
+    let mut m = Metrics::new();
+    let tx: u64 = r.kinds.iter().map(|k| k.committed).sum();
+    m.insert("throughput", r.modelled_tx_per_sec.unwrap_or(r.tx_per_sec));
+    m.insert("units", tx as f64);
+    tier_metrics(&mut m, &r.tiers, tx, r.page_size_bytes as u64);
+    m.insert("log_bytes_per_unit", per(r.wal.bytes, tx));
+    m.insert("checkpoints_in_run", f64::from(r.checkpoints.in_run));
+    m.insert("db_bytes_loaded", r.db_bytes_loaded as f64);
+    m.insert("db_bytes_after", r.db_bytes_after as f64);
+    if let Some(w) = &r.write_set {
+        let (mean, share) = w.mean_written();
+        m.insert("write_set_pages", mean);
+        m.insert("write_set_share", share);
+    }
+    if let Some(c) = &r.crash {
+        let rec = &c.recovery;
+        m.insert("recovery_secs", rec.secs);
+        m.insert("recovery_open_secs", rec.open_secs);
+        m.insert("recovery_analysis_secs", rec.analysis_secs);
+        m.insert("recovery_redo_secs", rec.redo_secs);
+        m.insert("recovery_undo_secs", rec.undo_secs);
+        m.insert("recovery_checkpoint_secs", rec.checkpoint_secs);
+        m.insert("recovery_records_read", rec.records_read as f64);
+        m.insert("recovery_changes_redone", rec.changes_redone as f64);
+        m.insert("recovery_changes_skipped", rec.changes_skipped as f64);
+        m.insert("recovery_changes_skipped_unread", rec.changes_skipped_unread as f64);
+        m.insert("recovery_changes_skipped_in_nvm", rec.changes_skipped_in_nvm as f64);
+        m.insert("recovery_images_skipped_unread", rec.images_skipped_unread as f64);
+        m.insert("recovery_flush_records", rec.flush_records as f64);
+        m.insert("recovery_log_scanned_bytes", rec.log_end.saturating_sub(rec.redo_from) as f64);
+        m.insert("recovery_nvm_pages_reused", rec.nvm_pages_reused as f64);
+        m.insert("recovery_consistent", f64::from(u8::from(c.consistency.ok())));
+    }
+    m
+}
+
+pub fn ycsb_metrics(r: &RunReport) -> Metrics {
+    let mut m = Metrics::new();
+    let res = &r.result;
+    m.insert("throughput", res.modelled_ops_per_sec.unwrap_or(res.throughput_ops_per_sec));
+    m.insert("units", res.ops as f64);
+    tier_metrics(&mut m, &res.tiers, res.ops, r.setup.page_size_bytes as u64);
+    m.insert("db_bytes_loaded", res.data_bytes as f64);
+    if let Some(t) = &r.txn {
+        m.insert("log_bytes_per_unit", per(t.wal.bytes, res.ops));
+    }
+    m
+}
+
+/// The median of every metric over the runs, figure by figure.
+pub fn metrics_median(runs: &[Metrics]) -> Metrics {
+    let mut out = Metrics::new();
+    if let Some(first) = runs.first() {
+        for &k in first.keys() {
+            let v = median(runs.iter().filter_map(|m| m.get(k).copied()), Middle::Upper);
+            out.insert(k, v.expect("the first run has the metric"));
+        }
+    }
+    out
+}
+
+/// One configuration's runs.
+#[derive(Serialize)]
+pub struct Point {
+    pub config: MemConfig,
+    pub policy: String,
+    pub median: Metrics,
+    pub runs: Vec<Metrics>,
+    /// TPC-C: the write working set of the run with the median throughput.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub write_set: Option<WriteSet>,
+}
+
+pub fn get(m: &Metrics, k: &str) -> f64 {
+    m.get(k).copied().unwrap_or(f64::NAN)
+}
+
+/// The TPC-C runs of one invocation: the engine options, the workload, the runs per
+/// point and the progress bar.
+pub struct TpccPlan<'a> {
+    pub engine: &'a EngineArgs,
+    pub tpcc: &'a TpccOptions,
+    pub runs: usize,
+    pub progress: &'a Progress,
+}
+
+impl TpccPlan<'_> {
+    /// One TPC-C run of `config` (with `policy` instead of the architecture's own), its
+    /// consistency checked.
+    ///
+    /// # Errors
+    /// The run's errors; a failed consistency check.
+    pub fn run(
+        &self,
+        config: &MemConfig,
+        policy: Option<&str>,
+        crash: bool,
+        tag: &str,
+    ) -> Result<(Metrics, TpccReport)> {
+        let mut e = self.engine.clone();
+        e.policy = policy.map(str::to_string);
+        if config.nvm_double_write_slots > 0 {
+            e.nvm_double_write_slots = config.nvm_double_write_slots;
+        }
+        let s = e.setup("ro")?;
+        let r = tpcc::run_one(
+            &e,
+            &s,
+            self.tpcc,
+            config.arch,
+            ByteSize(config.dram_bytes),
+            ByteSize(config.nvm_bytes),
+            crash,
+            tag,
+            self.progress,
+        )
+        .with_context(|| format!("TPC-C on {}", config.name()))?;
+        let bad = !r.consistency.ok() || r.crash.as_ref().is_some_and(|c| !c.consistency.ok());
+        if bad {
+            bail!("TPC-C on {}: the consistency check failed", config.name());
+        }
+        Ok((tpcc_metrics(&r), r))
+    }
+
+    /// `runs` runs of `config`, their medians, and the write set of the run with the
+    /// median throughput.
+    ///
+    /// # Errors
+    /// As [`TpccPlan::run`].
+    pub fn point(&self, config: &MemConfig, policy: Option<&str>, crash: bool, tag: &str) -> Result<Point> {
+        let mut runs = Vec::new();
+        let mut sets = Vec::new();
+        for i in 0..self.runs {
+            let (m, r) = self.run(config, policy, crash, &format!("{tag}{i}"))?;
+            sets.push((get(&m, "throughput"), r.write_set));
+            runs.push(m);
+        }
+        sets.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let write_set = sets.swap_remove(sets.len() / 2).1;
+        Ok(Point {
+            config: config.clone(),
+            policy: policy.map_or_else(|| config.arch.default_policy().to_string(), str::to_string),
+            median: metrics_median(&runs),
+            runs,
+            write_set,
+        })
+    }
+}
+
+/// `runs_n` runs of YCSB through transactions on `config`, and their medians.
+///
+/// # Errors
+/// A run that fails.
+#[allow(clippy::too_many_arguments)]
+pub fn ycsb_point(
+    engine: &EngineArgs,
+    setup: &Setup,
+    txn: &TxnSetup,
+    config: &MemConfig,
+    data: ByteSize,
+    runs_n: usize,
+    tag: &str,
+    progress: &Progress,
+) -> Result<Point> {
+    let mut ys = setup.clone();
+    if config.nvm_double_write_slots > 0 {
+        ys.nvm_double_write_slots = config.nvm_double_write_slots;
+    }
+    let mut runs = Vec::new();
+    for r in 0..runs_n {
+        let rep = run_one_txn(
+            engine,
+            &ys,
+            txn,
+            config.arch,
+            ByteSize(config.dram_bytes),
+            ByteSize(config.nvm_bytes),
+            Some(data),
+            &format!("{tag}{r}"),
+            progress,
+        )
+        .with_context(|| format!("YCSB on {}", config.name()))?;
+        runs.push(ycsb_metrics(&rep));
+    }
+    Ok(Point {
+        config: config.clone(),
+        policy: config.arch.default_policy().to_string(),
+        median: metrics_median(&runs),
+        runs,
+        write_set: None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn equal_cost_configurations_follow_the_price_ratio() {
+        let dram = DeviceProfile::load("dram").unwrap();
+        let nvm = DeviceProfile::load("nvdimm-n").unwrap();
+        let b = 11 << 20;
+        let c = configurations(b, 11, &[1, 2], 8192, &dram, &nvm).unwrap();
+        let labels: Vec<&str> = c.iter().map(|c| c.label.as_str()).collect();
+        assert_eq!(labels, ["11:0", "8:1", "5:2"], "NV-SQL's configurations at its price ratio of 3");
+        assert_eq!(c[1].dram_bytes, 8 << 20);
+        // The NVM bought is the pool and its double-write area: 1 MiB, 4 KiB-aligned.
+        assert_eq!(c[1].nvm_bytes + c[1].nvm_double_write_bytes, 1 << 20, "{:?}", c[1]);
+        assert_eq!(c[1].nvm_double_write_slots, NVM_DOUBLE_WRITE_SLOTS_MIN, "{:?}", c[1]);
+        assert!(c[2].nvm_double_write_slots >= c[1].nvm_double_write_slots, "{:?}", c[2]);
+        for x in &c {
+            assert!((x.cost_usd - c[0].cost_usd).abs() < 1e-5 * c[0].cost_usd, "{x:?}");
+        }
+        // A large budget: the area stops at InnoDB's 128 pages.
+        let big = configurations(11 << 30, 11, &[1], 8192, &dram, &nvm).unwrap();
+        assert_eq!(big[1].nvm_double_write_slots, DOUBLE_WRITE_SLOTS);
+        assert!(configurations(b, 11, &[4], 8192, &dram, &nvm).is_err(), "12 units of cost for 11");
+        assert!(configurations(b, 0, &[1], 8192, &dram, &nvm).is_err());
+    }
+
+    #[test]
+    fn medians_are_taken_figure_by_figure() {
+        let m = |a: f64, b: f64| Metrics::from([("throughput", a), ("dram_hit_ratio", b)]);
+        let med = metrics_median(&[m(3.0, 0.1), m(1.0, 0.9), m(2.0, 0.5)]);
+        assert_eq!((get(&med, "throughput"), get(&med, "dram_hit_ratio")), (2.0, 0.5));
+    }
+}
