@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use serde::Serialize;
 use tierdb::PageId;
-use tierdb::buffer::recorder::{AccessKind, AccessRecorder};
+use tierdb::recorder::{AccessKind, AccessRecorder};
 
 /// Pages whose accesses are tracked (page ids below this): 3 × 4 bytes each.
 pub const WRITE_SET_PAGES_MAX: usize = 1 << 21;

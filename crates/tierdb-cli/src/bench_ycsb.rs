@@ -7,8 +7,8 @@ use clap::Args;
 use comfy_table::Table;
 use tierdb::ByteSize;
 use tierdb::arch::Architecture;
-use tierdb::buffer::policy::{NvcacheConfig, ObpCount};
 use tierdb::device::DoubleWriteMode;
+use tierdb::policy::{NvcacheConfig, ObpCount};
 use tierdb_bench::drivers::ycsb_txn::{TxnArgs, TxnReport};
 use tierdb_bench::harness::{
     EngineArgs, Progress, RunReport, fmt_rate, remove_files_on_interrupt, run_one, run_one_txn,
@@ -243,7 +243,7 @@ pub fn print_report(r: &RunReport) {
 }
 
 /// The NVM cache's counters over the measured run, as a production cache reports them.
-pub fn print_nvm_cache(c: &tierdb::buffer::policy::NvmCacheStats, cfg: &NvcacheConfig) {
+pub fn print_nvm_cache(c: &tierdb::policy::NvmCacheStats, cfg: &NvcacheConfig) {
     println!(
         "NVM cache (nvcache): OBP {} (target {}%, window {} lookups), small-bypass below {}% of DRAM, LFRU window {}",
         cfg.obp_mode.name(),

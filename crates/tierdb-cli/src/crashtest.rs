@@ -29,9 +29,11 @@ use clap::Args;
 use rand::prelude::*;
 use serde::Serialize;
 use tierdb::ByteSize;
-use tierdb::buffer::{BufferManager, DirectConfig, NvmDirect, Techniques};
+use tierdb::buffer::{BufferManager, Techniques};
 use tierdb::db::{Db, DbConfig, DbStore};
 use tierdb::device::NvmConfig;
+use tierdb::sources::DirectConfig;
+use tierdb::sources::NvmDirect;
 use tierdb::wal::{Durability, LogBuffer};
 use tierdb_bench::harness::{Middle, median};
 

@@ -24,7 +24,7 @@ use clap::Args;
 use comfy_table::Table;
 use serde::Serialize;
 use tierdb::ByteSize;
-use tierdb::buffer::policy::{ObpCount, ObpMode};
+use tierdb::policy::{ObpCount, ObpMode};
 
 use tierdb_bench::experiments::nvcache_obp::{Row, table1_row};
 use tierdb_bench::experiments::nvcache_phases::{self, PhasePlan, PhaseReport, label};

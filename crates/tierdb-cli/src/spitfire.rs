@@ -31,7 +31,7 @@ use comfy_table::Table;
 use serde::Serialize;
 use tierdb::ByteSize;
 use tierdb::arch::Architecture;
-use tierdb::buffer::policy::knobs::{KNOB_MIN, PRESETS};
+use tierdb::policy::knobs::{KNOB_MIN, PRESETS};
 use tierdb::tune as tuning;
 
 use tierdb_bench::experiments::spitfire::{

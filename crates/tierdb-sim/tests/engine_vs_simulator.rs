@@ -5,7 +5,8 @@
 
 use std::sync::Arc;
 
-use tierdb::buffer::{BufferConfig, BufferManager, BufferStats};
+use tierdb::buffer::{BufferConfig, BufferManager};
+use tierdb::counters::BufferStats;
 use tierdb::device::{NvmConfig, OpenMode, SsdConfig};
 use tierdb::{ByteSize, Catalog};
 use tierdb_sim::record::TraceRecorder;

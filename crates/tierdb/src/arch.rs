@@ -35,14 +35,16 @@ use std::str::FromStr;
 
 use serde::Serialize;
 
-use crate::buffer::{
-    BufferConfig, BufferError, BufferManager, DirectConfig, MemorySource, NvmDirect, NvmVerify, PageSource,
-    RestartInfo, Techniques, TierStats,
-};
+use crate::buffer::{BufferConfig, BufferError, BufferManager, RestartInfo, Techniques, TierStats};
 use crate::device::{
     DeviceProfile, DirectIo, DoubleWriteMode, DramConfig, EmulationMode, NvmConfig, OpenMode, SsdConfig,
     TornPageRecovery,
 };
+use crate::page::NvmVerify;
+use crate::page::PageSource;
+use crate::sources::DirectConfig;
+use crate::sources::MemorySource;
+use crate::sources::NvmDirect;
 use crate::{ByteSize, Result};
 
 /// An architecture's name.
@@ -249,7 +251,7 @@ pub struct ArchConfig {
     /// Seed of a probabilistic policy's coins (`spitfire`).
     pub policy_seed: u64,
     /// The `nvcache` policy's tunables (OBP mode, target and window, small-bypass, LFRU).
-    pub nvcache: crate::buffer::policy::NvcacheConfig,
+    pub nvcache: crate::policy::NvcacheConfig,
     /// Overrides the architecture's default techniques ([`Architecture::default_techniques`]).
     pub techniques: Option<Techniques>,
     /// Debug mode for cache-line-grained access (slow; for tests).
@@ -302,11 +304,11 @@ impl ArchConfig {
             policy: None,
             admission_set_pages: None,
             policy_seed: crate::limits::POLICY_SEED_DEFAULT,
-            nvcache: crate::buffer::policy::NvcacheConfig::default(),
+            nvcache: crate::policy::NvcacheConfig::default(),
             techniques: None,
             debug_lines: false,
             wear_counters: false,
-            cpu_cache_model: ByteSize(crate::buffer::frame::direct::CPU_CACHE_MODEL_DEFAULT_BYTES),
+            cpu_cache_model: ByteSize(crate::sources::nvm_direct::frames::CPU_CACHE_MODEL_DEFAULT_BYTES),
             prefetch_lines: 0,
             double_write: arch.default_double_write(),
             nvm_double_write_slots: crate::limits::DOUBLE_WRITE_SLOTS,

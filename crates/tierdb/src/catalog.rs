@@ -23,9 +23,9 @@
 
 use crate::Result;
 use crate::btree::{BTree, BTreeError};
-use crate::buffer::PageSource;
 use crate::ids::PageId;
 use crate::limits::{CATALOG_ENTRY_OVERHEAD_BYTES, CATALOG_HEADER_BYTES, CATALOG_NAME_BYTES_MAX, CATALOG_TREES_MAX};
+use crate::page::PageSource;
 
 /// The first 8 bytes of a catalog page once written (a page of zeros is an empty
 /// catalog never written).

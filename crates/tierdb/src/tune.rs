@@ -30,8 +30,8 @@ pub mod landscape;
 
 use serde::Serialize;
 
-use crate::buffer::policy::knobs::{KNOB_MIN, MigrationKnobs};
 use crate::limits::TUNE_WRITES_PER_OP_FLOOR;
+use crate::policy::knobs::{KNOB_MIN, MigrationKnobs};
 
 pub use anneal::{Anneal, AnnealConfig};
 pub use coord::{Coord, CoordConfig};

@@ -2,10 +2,10 @@
 //! unknown and duplicate names, bad names, a full catalog and a corrupted catalog page.
 
 use tierdb::btree::BTreeError;
-use tierdb::buffer::MemorySource;
 use tierdb::catalog::{Catalog, CatalogEntry};
 use tierdb::device::DramConfig;
 use tierdb::limits::{CATALOG_NAME_BYTES_MAX, CATALOG_TREES_MAX};
+use tierdb::sources::MemorySource;
 use tierdb::{ByteSize, Error, PageSource};
 
 fn source(pages: u64) -> MemorySource {

@@ -6,8 +6,8 @@
 use proptest::prelude::*;
 use tierdb::btree::BTree;
 use tierdb::btree::node::{Builder, Kind};
-use tierdb::buffer::MemorySource;
 use tierdb::device::DramConfig;
+use tierdb::sources::MemorySource;
 use tierdb::{ByteSize, ExclusivePage, PageId, PageSource};
 
 const PAGE: usize = 4096;

@@ -15,9 +15,13 @@ use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 
 use rand::prelude::*;
 use tierdb::btree::{BTree, BTreeError, value_bytes_max};
-use tierdb::buffer::{BufferConfig, BufferManager, DirectConfig, MemorySource, NvmDirect, PageSource, Techniques};
+use tierdb::buffer::{BufferConfig, BufferManager, Techniques};
 use tierdb::device::{DramConfig, NvmConfig};
 use tierdb::limits::BTREE_KEY_BYTES_MAX;
+use tierdb::page::PageSource;
+use tierdb::sources::DirectConfig;
+use tierdb::sources::MemorySource;
+use tierdb::sources::NvmDirect;
 use tierdb::{ByteSize, Error};
 
 const PAGE: usize = 4096;

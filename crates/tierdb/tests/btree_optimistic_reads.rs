@@ -9,8 +9,11 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use tierdb::buffer::{BufferConfig, BufferManager, DirectConfig, MemorySource, NvmDirect, Techniques};
+use tierdb::buffer::{BufferConfig, BufferManager, Techniques};
 use tierdb::device::{DramConfig, NvmConfig, SsdConfig};
+use tierdb::sources::DirectConfig;
+use tierdb::sources::MemorySource;
+use tierdb::sources::NvmDirect;
 use tierdb::{BTree, ByteSize, PageSource};
 
 const STABLE: u64 = 2_000;

@@ -21,9 +21,11 @@ use std::path::Path;
 use std::sync::Arc;
 
 use tierdb::ByteSize;
-use tierdb::buffer::{BufferManager, DirectConfig, NvmDirect};
+use tierdb::buffer::BufferManager;
 use tierdb::db::{Db, DbConfig, DbStore};
 use tierdb::device::{DramConfig, FaultError, FaultPlan, NvmConfig, SsdConfig};
+use tierdb::sources::DirectConfig;
+use tierdb::sources::NvmDirect;
 use tierdb::wal::Durability;
 
 const PAGE: usize = 4096;

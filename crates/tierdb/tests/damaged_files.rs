@@ -13,9 +13,10 @@ mod files;
 use files::{Damage, copy_dir, damage, files};
 
 use tierdb::ByteSize;
-use tierdb::buffer::{DirectConfig, Techniques};
+use tierdb::buffer::Techniques;
 use tierdb::db::{Db, DbConfig, DbStore};
 use tierdb::device::{DoubleWriteMode, DramConfig, NvmConfig, SsdConfig};
+use tierdb::sources::DirectConfig;
 use tierdb::wal::{Durability, LogBuffer};
 
 const PS: usize = 4096;

@@ -9,10 +9,11 @@ use std::sync::Arc;
 
 use rand::prelude::*;
 use tierdb::ByteSize;
-use tierdb::buffer::{DirectConfig, NvmDirect};
 use tierdb::db::{Db, DbConfig};
 use tierdb::device::{FaultPlan, NvmConfig};
 use tierdb::ids::PageId;
+use tierdb::sources::DirectConfig;
+use tierdb::sources::NvmDirect;
 use tierdb::wal::{Durability, Kind, LogBuffer};
 
 const PAGE: usize = 4096;

@@ -12,8 +12,10 @@ use std::collections::BTreeMap;
 use std::ops::RangeInclusive;
 
 use rand::prelude::*;
-use tierdb::buffer::{BufferConfig, BufferError, BufferManager, BufferStats, Entry, LinePage, Techniques};
+use tierdb::buffer::{BufferConfig, BufferError, BufferManager, Entry, Techniques};
+use tierdb::counters::BufferStats;
 use tierdb::device::NvmConfig;
+use tierdb::page::LinePage;
 use tierdb::{BTree, ByteSize, Error, ExclusivePage, PageId, PageSource};
 
 const PS: usize = 4096;

@@ -19,9 +19,10 @@ use files::{Damage, copy_dir, damage, files};
 use std::time::Duration;
 
 use tierdb::ByteSize;
-use tierdb::buffer::{DirectConfig, Techniques};
+use tierdb::buffer::Techniques;
 use tierdb::db::{Db, DbConfig, DbStore, RecoveryReport};
 use tierdb::device::{DoubleWriteMode, DramConfig, NvmConfig, SsdConfig};
+use tierdb::sources::DirectConfig;
 use tierdb::wal::{Durability, LogBuffer};
 
 const PS: usize = 4096;

@@ -13,7 +13,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use rand::prelude::*;
 use tierdb::arch::{ArchConfig, Architecture, Engine};
 use tierdb::buffer::BufferManager;
-use tierdb::buffer::policy::{NvcacheConfig, ObpMode};
+use tierdb::policy::{NvcacheConfig, ObpMode};
 use tierdb::{ByteSize, Catalog};
 
 const PAGE: usize = 4096;

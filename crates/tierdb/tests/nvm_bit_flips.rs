@@ -21,9 +21,12 @@ use std::path::Path;
 mod files;
 use files::copy_dir;
 
-use tierdb::buffer::{BufferManager, DirectConfig, Entry, NvmDirect, NvmVerify, Techniques};
+use tierdb::buffer::{BufferManager, Entry, Techniques};
 use tierdb::db::{Db, DbConfig, DbStore};
 use tierdb::device::{DoubleWriteMode, DramConfig, NvmConfig, SsdConfig};
+use tierdb::page::NvmVerify;
+use tierdb::sources::DirectConfig;
+use tierdb::sources::NvmDirect;
 use tierdb::wal::Durability;
 use tierdb::{ByteSize, PageId};
 

@@ -3,9 +3,11 @@
 //! least 10 GB of NVM frames per second, and the pages found are used, not re-read.
 
 use tierdb::ByteSize;
-use tierdb::buffer::{BufferConfig, BufferManager, Entry, ExclusivePage, PageSource};
+use tierdb::buffer::{BufferConfig, BufferManager, Entry};
 use tierdb::device::{NvmConfig, OpenMode, SsdConfig};
 use tierdb::ids::PageId;
+use tierdb::page::ExclusivePage;
+use tierdb::page::PageSource;
 
 const PS: usize = 4096;
 /// Reopens whose rebuild speed is measured; the best counts.

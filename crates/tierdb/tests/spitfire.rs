@@ -9,8 +9,9 @@ use std::collections::BTreeMap;
 use rand::prelude::*;
 use tierdb::ByteSize;
 use tierdb::btree::BTree;
-use tierdb::buffer::{BufferConfig, BufferManager, BufferStats, Techniques};
+use tierdb::buffer::{BufferConfig, BufferManager, Techniques};
 use tierdb::catalog::Catalog;
+use tierdb::counters::BufferStats;
 use tierdb::device::{NvmConfig, OpenMode, SsdConfig};
 
 const PS: usize = 4096;

@@ -8,9 +8,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use parking_lot::Mutex;
 use tierdb::ByteSize;
-use tierdb::buffer::{BufferConfig, BufferManager, ExclusivePage, LinePage, PageSource, Techniques};
+use tierdb::buffer::{BufferConfig, BufferManager, Techniques};
 use tierdb::device::{NvmConfig, SsdConfig};
 use tierdb::ids::PageId;
+use tierdb::page::ExclusivePage;
+use tierdb::page::LinePage;
+use tierdb::page::PageSource;
 use tierdb::wal::LogForce;
 
 const PS: usize = 4096;

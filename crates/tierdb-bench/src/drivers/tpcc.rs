@@ -37,9 +37,11 @@ use clap::Args;
 use hdrhistogram::Histogram;
 use serde::Serialize;
 use tierdb::arch::Architecture;
-use tierdb::buffer::{BufferManager, DirectConfig, NvmDirect, TierStats};
+use tierdb::buffer::{BufferManager, TierStats};
 use tierdb::db::{Db, DbConfig, DbError, DbStore, MemoryStore, Txn};
 use tierdb::device::{NvmConfig, clock};
+use tierdb::sources::DirectConfig;
+use tierdb::sources::NvmDirect;
 use tierdb::wal::{Durability, LogBuffer, WalStats};
 use tierdb::{ByteSize, PageSource};
 use tierdb_workload::tpcc::{
@@ -448,7 +450,7 @@ struct WorkerResult {
 ///
 /// # Errors
 /// Engine errors other than lock timeouts; data that breaks the population rules; more
-/// than [`RETRIES_MAX`] aborts in a row.
+/// than `RETRIES_MAX` aborts in a row.
 pub fn run_transaction<S: DbStore>(db: &Db<S>, scale: &Scale, input: &tpcc::Input) -> Result<(bool, u32)> {
     let mut aborts = 0;
     loop {

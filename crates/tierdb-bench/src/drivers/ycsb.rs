@@ -457,12 +457,12 @@ fn load_table<'s, S: PageSource>(
     Ok((tree, records, secs))
 }
 
-/// [`load_records`] for the transactional mode (the sibling `ycsb_txn`), whose executor
+/// `load_records` for the transactional mode (the sibling `ycsb_txn`), whose executor
 /// updates fields in place at fixed offsets and does not check values: it refuses
 /// workloads whose field lengths vary or that ask for `dataintegrity`.
 ///
 /// # Errors
-/// Such a workload; those of [`load_records`].
+/// Such a workload; those of `load_records`.
 pub fn fill_table<S: PageSource>(
     tree: &BTree<'_, S>,
     bulk: &dyn Fn(bool) -> Result<()>,
@@ -601,7 +601,7 @@ pub struct Done {
     pub commit_ticks: Option<u64>,
 }
 
-/// Runs a page provider until the flag is set ([`BufferManager::provide_pages`]).
+/// Runs a page provider until the flag is set ([`BufferManager::provide_pages`](tierdb::buffer::BufferManager::provide_pages)).
 pub type ProviderFn<'a> = dyn Fn(&AtomicBool) -> Result<ProviderReport> + Sync + 'a;
 
 /// The page provider of `engine` if `cfg` asks for one.
@@ -1201,8 +1201,8 @@ pub fn new_field(spec: &YcsbSpec, f: u32, value: &mut Vec<u8>, rng: &mut impl ra
 mod tests {
     use super::*;
     use tierdb::ByteSize;
-    use tierdb::buffer::MemorySource;
     use tierdb::device::DramConfig;
+    use tierdb::sources::MemorySource;
 
     fn source() -> MemorySource {
         let mut cfg = DramConfig::new(ByteSize(8 << 20));

@@ -9,8 +9,9 @@
 use serde::Serialize;
 use tierdb::ByteSize;
 use tierdb::arch::Architecture;
+use tierdb::buffer::Techniques;
 use tierdb::buffer::manager::MIN_DRAM_FRAMES;
-use tierdb::buffer::{BufferStats, Techniques};
+use tierdb::counters::BufferStats;
 use tierdb_workload::YcsbSpec;
 
 use crate::harness::{Machine, Middle, RunReport, Setup, median, ratio};

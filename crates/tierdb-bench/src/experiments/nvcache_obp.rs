@@ -6,7 +6,7 @@ use anyhow::Result;
 use serde::Serialize;
 use tierdb::ByteSize;
 use tierdb::arch::Architecture;
-use tierdb::buffer::policy::{NvmCacheStats, ObpMode};
+use tierdb::policy::{NvmCacheStats, ObpMode};
 
 use crate::harness::{EngineArgs, Middle, Progress, Ranked, RunReport, Setup, median, run_one, value};
 

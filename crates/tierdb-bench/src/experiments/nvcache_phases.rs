@@ -16,7 +16,7 @@ use anyhow::{Context, Result, bail};
 use serde::Serialize;
 use tierdb::ByteSize;
 use tierdb::arch::{Architecture, Engine};
-use tierdb::buffer::policy::{NvmCacheStats, ObpMode};
+use tierdb::policy::{NvmCacheStats, ObpMode};
 use tierdb_workload::YcsbSpec;
 
 use crate::drivers::ycsb::{self as ycsb_driver, EpochHooks, EpochRun};

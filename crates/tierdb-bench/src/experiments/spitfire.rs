@@ -11,8 +11,8 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 use tierdb::ByteSize;
 use tierdb::arch::Architecture;
-use tierdb::buffer::policy::MigrationKnobs;
-use tierdb::buffer::policy::knobs::PRESETS;
+use tierdb::policy::MigrationKnobs;
+use tierdb::policy::knobs::PRESETS;
 use tierdb::tune::{self as tuning, Best, EpochRecord};
 
 use crate::drivers::ycsb::{self as ycsb_driver, EpochHooks, EpochRun};

@@ -14,11 +14,11 @@ use clap::Args;
 use serde::Serialize;
 use tierdb::ByteSize;
 use tierdb::arch::{ArchConfig, Architecture};
-use tierdb::buffer::NvmVerify;
-use tierdb::buffer::policy::{NvcacheConfig, ObpCount, ObpMode};
 use tierdb::device::DoubleWriteMode;
 use tierdb::device::{DeviceProfile, DirectIo, EmulationMode};
 use tierdb::limits::{NVCACHE_OBP_WINDOW_LOOKUPS_DEFAULT, NVCACHE_SMALL_BYPASS_DRAM_PERCENT_DEFAULT};
+use tierdb::page::NvmVerify;
+use tierdb::policy::{NvcacheConfig, ObpCount, ObpMode};
 use tierdb_workload::YcsbSpec;
 
 use crate::drivers::ycsb::{DriverConfig, ModelClock};

@@ -14,9 +14,11 @@
 use super::BTree;
 use super::descend::inner_step;
 use crate::Result;
-use crate::buffer::{OptimisticPage, PageSource, Peek};
 use crate::ids::PageId;
 use crate::limits::{BTREE_HEIGHT_MAX, BTREE_OPTIMISTIC_RESTARTS_MAX, PREFETCH_PAGES_MAX};
+use crate::page::OptimisticPage;
+use crate::page::PageSource;
+use crate::page::Peek;
 
 /// Where one key's path leaves memory.
 enum Probe<G> {

@@ -42,11 +42,12 @@ use super::node::{
     SLOT_BYTES,
 };
 use super::{BTree, Exclusive, corrupted};
-use crate::buffer::{ExclusivePage, PageSource};
 use crate::ids::PageId;
 use crate::limits::{
     BTREE_BULK_FILL_MIN, BTREE_HEIGHT_MAX, BTREE_KEY_BYTES_MAX, BTREE_UNDERFULL_DIVISOR, PAGE_SIZE_MIN_BYTES,
 };
+use crate::page::ExclusivePage;
+use crate::page::PageSource;
 
 /// Items an inner node takes before its size is checked: a node of two children (one
 /// separator) always fits. A leaf takes one record unchecked (every leaf entry fits

@@ -9,9 +9,9 @@ use std::collections::HashSet;
 use super::node::{self, HEADER_BYTES, NodeRef, SLOT_BYTES};
 use super::{BTree, corrupted};
 use crate::Result;
-use crate::buffer::PageSource;
 use crate::ids::PageId;
 use crate::limits::BTREE_KEY_BYTES_MAX;
+use crate::page::PageSource;
 
 /// What [`BTree::check_invariants`] found.
 #[derive(Clone, Debug, Default, PartialEq)]

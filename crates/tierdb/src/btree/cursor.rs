@@ -14,9 +14,9 @@
 use super::node::NodeRef;
 use super::{BTree, corrupted};
 use crate::Result;
-use crate::buffer::PageSource;
 use crate::ids::PageId;
 use crate::limits::BTREE_KEY_BYTES_MAX;
+use crate::page::PageSource;
 
 impl<'s, S: PageSource> BTree<'s, S> {
     /// Calls `f(key, value)` for keys `>= start` (`> start` unless `inclusive`) in order,

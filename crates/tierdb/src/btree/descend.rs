@@ -7,9 +7,10 @@
 //! that are not safe. Latches are only waited for top-down, so descents cannot deadlock.
 
 use crate::Result;
-use crate::buffer::{OptimisticPage, PageSource};
 use crate::ids::PageId;
 use crate::limits::{BTREE_OPTIMISTIC_RESTARTS_MAX, BTREE_RESTARTS_MAX};
+use crate::page::OptimisticPage;
+use crate::page::PageSource;
 
 use super::error::BTreeError;
 use super::lines;

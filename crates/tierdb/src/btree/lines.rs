@@ -17,8 +17,8 @@ use super::node::{
     head_of,
 };
 use crate::Result;
-use crate::buffer::LinePage;
 use crate::ids::PageId;
+use crate::page::LinePage;
 
 fn corrupt(pid: PageId, detail: String) -> crate::Error {
     BTreeError::Corrupted { pid, detail }.into()

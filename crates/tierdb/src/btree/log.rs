@@ -11,8 +11,10 @@
 use super::node::{self, NodeMut};
 use super::{BTree, Chain, Exclusive, Lines};
 use crate::Result;
-use crate::buffer::{ExclusivePage, LinePage, PageSource};
 use crate::ids::PageId;
+use crate::page::ExclusivePage;
+use crate::page::LinePage;
+use crate::page::PageSource;
 
 /// A change to one leaf, as a logged tree operation reports it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

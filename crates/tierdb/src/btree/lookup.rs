@@ -10,9 +10,11 @@
 use std::ops::Range;
 
 use crate::Result;
-use crate::buffer::{LinePage, OptimisticPage, PageSource};
 use crate::ids::PageId;
 use crate::limits::BTREE_OPTIMISTIC_RESTARTS_MAX;
+use crate::page::LinePage;
+use crate::page::OptimisticPage;
+use crate::page::PageSource;
 
 use super::descend::inner_step;
 use super::error::BTreeError;

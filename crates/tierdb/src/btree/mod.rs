@@ -68,9 +68,10 @@ pub use log::{LeafChange, TreeLog};
 pub use node::value_bytes_max;
 
 use crate::Result;
-use crate::buffer::{ExclusivePage, PageSource};
 use crate::ids::PageId;
 use crate::limits::BTREE_KEY_BYTES_MAX;
+use crate::page::ExclusivePage;
+use crate::page::PageSource;
 use log::Smo;
 use node::{Builder, Kind, NodeRef};
 

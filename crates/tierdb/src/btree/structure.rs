@@ -20,9 +20,10 @@ use super::log::Smo;
 use super::node::{self, Builder, CHILD_BYTES, ENTRY_HEADER_BYTES, Kind, NodeMut, NodeRef, SLOT_BYTES};
 use super::{BTree, Chain, Exclusive, corrupted};
 use crate::Result;
-use crate::buffer::{ExclusivePage, PageSource};
 use crate::ids::PageId;
 use crate::limits::BTREE_HEIGHT_MAX;
+use crate::page::ExclusivePage;
+use crate::page::PageSource;
 
 impl<'s, S: PageSource> BTree<'s, S> {
     /// Makes room in `chain[idx]` for an entry of `need` bytes whose key is `key`,

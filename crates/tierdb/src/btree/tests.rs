@@ -2,9 +2,10 @@
 
 use super::*;
 use crate::ByteSize;
-use crate::buffer::{ExclusivePage, MemorySource};
 use crate::device::DramConfig;
 use crate::limits::BTREE_KEY_BYTES_MAX;
+use crate::page::ExclusivePage;
+use crate::sources::MemorySource;
 use rand::prelude::*;
 
 fn source(page: usize, pages: u64) -> MemorySource {

@@ -7,9 +7,11 @@
 //! logged as a structure change before the entry goes in.
 
 use crate::Result;
-use crate::buffer::{ExclusivePage, LinePage, PageSource};
 use crate::ids::PageId;
 use crate::limits::BTREE_UNDERFULL_DIVISOR;
+use crate::page::ExclusivePage;
+use crate::page::LinePage;
+use crate::page::PageSource;
 
 use super::error::BTreeError;
 use super::lines;

@@ -22,15 +22,15 @@ use parking_lot::Mutex;
 use serde::Serialize;
 
 use super::BufferError;
-use super::frame::{FrameId, FramePool, FrameWrite, Mask, NO_NVM_FRAME, NO_PAGE, NO_PARENT};
 use super::nvm_pool::NvmPool;
-use super::page_crc::NvmVerify;
 use super::table::{Entry, PageTable};
 use super::techniques::Techniques;
 use crate::counters::{BufferCounters, Count};
 use crate::device::{DoubleWriteMode, DramConfig, NvmConfig, OpenMode, SsdConfig, SsdFile};
 use crate::ids::PageId;
 use crate::limits::{CACHE_LINE_BYTES, EVICT_BATCH_DEFAULT, PAGE_TABLE_PAGES_DEFAULT, POLICY_SEED_DEFAULT};
+use crate::page::crc::NvmVerify;
+use crate::page::frame::{FrameId, FramePool, FrameWrite, Mask, NO_NVM_FRAME, NO_PAGE, NO_PARENT};
 use crate::policy::{self, EvictTo, PageInfo, Policy, PolicyStats, Shape, Tiers};
 use crate::wal::LogForce;
 use crate::{ByteSize, Result};
@@ -133,7 +133,7 @@ impl BufferConfig {
             policy: "eager".into(),
             admission_set_pages: None,
             policy_seed: POLICY_SEED_DEFAULT,
-            cpu_cache_model_bytes: super::frame::cpu_cache::CPU_CACHE_MODEL_DEFAULT_BYTES,
+            cpu_cache_model_bytes: crate::page::frame::cpu_cache::CPU_CACHE_MODEL_DEFAULT_BYTES,
             prefetch_lines: 0,
             nvcache: policy::NvcacheConfig::default(),
             nvm_verify: NvmVerify::Cheap,
@@ -234,7 +234,7 @@ pub struct BufferManager {
     /// asking it).
     in_place_reads: bool,
     /// Sees every access when set (trace recording).
-    recorder: std::sync::OnceLock<std::sync::Arc<dyn super::recorder::AccessRecorder>>,
+    recorder: std::sync::OnceLock<std::sync::Arc<dyn crate::recorder::AccessRecorder>>,
     /// DRAM victims evicted together when one is dirty (1: one at a time;
     /// [`BufferConfig::evict_batch`]).
     evict_batch: usize,
@@ -294,7 +294,7 @@ enum ClockStep<'a> {
 impl BufferManager {
     /// Installs a recorder that sees every access from now on. False if one is
     /// installed already.
-    pub fn set_recorder(&self, r: std::sync::Arc<dyn super::recorder::AccessRecorder>) -> bool {
+    pub fn set_recorder(&self, r: std::sync::Arc<dyn crate::recorder::AccessRecorder>) -> bool {
         self.recorder.set(r).is_ok()
     }
 
@@ -306,7 +306,7 @@ impl BufferManager {
     }
 
     #[inline]
-    fn record(&self, kind: super::recorder::AccessKind, pid: PageId) {
+    fn record(&self, kind: crate::recorder::AccessKind, pid: PageId) {
         if let Some(r) = self.recorder.get() {
             r.access(kind, pid);
         }

@@ -1,5 +1,5 @@
 //! The buffer manager: DRAM frames over an NVM pool over an SSD page file, with one
-//! page table for both pools and a [`Policy`] that answers every
+//! page table for both pools and a [`Policy`](crate::policy::Policy) that answers every
 //! question of the page life cycle.
 //!
 //! - [`manager`]: the manager, a folder of its activities (open, fix, load, evict, NVM
@@ -23,14 +23,3 @@ pub use error::BufferError;
 pub use manager::{BufferConfig, BufferInfo, BufferManager, ProviderReport, Residency, RestartInfo, TierStats};
 pub use table::Entry;
 pub use techniques::Techniques;
-
-// Paths of the layout before the page and sources folders, kept for callers outside the
-// engine crate.
-pub use crate::counters::{self, BufferStats};
-pub use crate::page::frame::{FrameId, FrameOptimistic, FramePool, FrameRead, FrameWrite};
-pub use crate::page::{ExclusivePage, LinePage, NvmVerify, OptimisticPage, PageSource, Peek, SharedPage};
-pub use crate::page::{crc as page_crc, frame, latch, source};
-pub use crate::policy::{self, Policy};
-pub use crate::recorder;
-pub use crate::sources::memory::{self, MemorySource};
-pub use crate::sources::nvm_direct::{self as direct, DirectConfig, DirectRestart, NvmDirect};

@@ -33,9 +33,9 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::BufferError;
-use super::frame::FrameId;
 use crate::ids::PageId;
 use crate::limits::PAGE_TABLE_CHUNK_ENTRIES;
+use crate::page::frame::FrameId;
 
 const TAG_SHIFT: u32 = 62;
 const TAG_DRAM: u64 = 1 << TAG_SHIFT;

@@ -118,13 +118,13 @@ impl<S: DbStore> Db<S> {
                 // The frame learns the image's LSN before the end's: its first-update
                 // LSN (`nvsql`'s recovery LSN) must not be past the record that redoes
                 // it, or a torn NVM frame of the catalog is rebuilt without the tree.
-                crate::buffer::ExclusivePage::set_page_lsn(&mut page, lsn);
-                crate::buffer::ExclusivePage::image_logged(&mut page);
+                crate::page::ExclusivePage::set_page_lsn(&mut page, lsn);
+                crate::page::ExclusivePage::image_logged(&mut page);
                 pages.push(page);
             }
             let end = self.wal.append(&RecordHead::new(Kind::SmoEnd, smo, 0), &[])?;
             for page in &mut pages {
-                crate::buffer::ExclusivePage::set_page_lsn(page, end);
+                crate::page::ExclusivePage::set_page_lsn(page, end);
             }
             drop(pages);
             self.wal.flush_until(end + 1)?;

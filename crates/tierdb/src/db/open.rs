@@ -15,9 +15,11 @@ use std::time::Instant;
 use parking_lot::{Mutex, RwLock};
 
 use crate::Result;
-use crate::buffer::{BufferManager, DirectConfig, NvmDirect, Techniques};
+use crate::buffer::{BufferManager, Techniques};
 use crate::catalog::Catalog;
 use crate::device::{ExistingLog, OpenMode, SsdConfig};
+use crate::sources::DirectConfig;
+use crate::sources::NvmDirect;
 use crate::wal::{RingInit, Wal};
 
 use super::config::{DbConfig, DbError, LOG_DIR, PAGE_FILE};

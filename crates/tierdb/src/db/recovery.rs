@@ -25,8 +25,8 @@ use std::time::Instant;
 use crate::Result;
 use crate::btree::BTree;
 use crate::btree::node::{HEADER_BYTES, NODE_MAGIC, NodeMut, NodeRef, OFF_PAGE_LSN};
-use crate::buffer::ExclusivePage;
 use crate::ids::{PageId, TxnId};
+use crate::page::ExclusivePage;
 use crate::wal::payload::{decode_change, decode_flushed, decode_lines};
 use crate::wal::{Kind, Lsn, Record, RecordHead};
 

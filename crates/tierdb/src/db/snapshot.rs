@@ -32,10 +32,14 @@ use std::sync::{Arc, OnceLock};
 use super::config::DbError;
 use super::store::DbStore;
 use crate::Result;
-use crate::buffer::frame::lines::WholeLines;
-use crate::buffer::{FrameOptimistic, FrameRead, FrameWrite, MemorySource, PageSource};
 use crate::device::DramConfig;
 use crate::ids::PageId;
+use crate::page::PageSource;
+use crate::page::frame::FrameOptimistic;
+use crate::page::frame::FrameRead;
+use crate::page::frame::FrameWrite;
+use crate::page::frame::lines::WholeLines;
+use crate::sources::MemorySource;
 use crate::wal::{Durability, Wal};
 
 /// The snapshot's name in the database directory.

@@ -11,8 +11,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::Result;
-use crate::buffer::PageSource;
 use crate::ids::PageId;
+use crate::page::PageSource;
 use crate::wal::{Durability, Lsn, Wal};
 
 /// What the database needs of its page storage besides [`PageSource`]. Implemented by

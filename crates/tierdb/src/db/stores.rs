@@ -11,9 +11,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::Result;
-use crate::buffer::frame::direct::WriteBackLog;
-use crate::buffer::{BufferManager, NvmDirect};
+use crate::buffer::BufferManager;
 use crate::ids::{PageId, TxnId};
+use crate::sources::NvmDirect;
+use crate::sources::nvm_direct::frames::WriteBackLog;
 use crate::wal::payload::{encode_flushed, encode_lines};
 use crate::wal::{Durability, Kind, Lsn, RecordHead, Wal};
 

@@ -9,8 +9,8 @@
 
 use crate::Result;
 use crate::btree::BTree;
-use crate::buffer::PageSource;
 use crate::ids::PageId;
+use crate::page::PageSource;
 use crate::wal::Lsn;
 
 /// One change of a transaction, for its rollback.
@@ -70,8 +70,8 @@ impl Undo {
 mod tests {
     use super::*;
     use crate::ByteSize;
-    use crate::buffer::MemorySource;
     use crate::device::DramConfig;
+    use crate::sources::MemorySource;
 
     fn source() -> MemorySource {
         let mut cfg = DramConfig::new(ByteSize(4096 * 16));

@@ -37,8 +37,8 @@ use super::{
     Action, Best, EpochRecord, Log, Measurement, SplitMix, TuneError, Tuner, TunerConfig, check_start, from_decades,
     to_decades,
 };
-use crate::buffer::policy::knobs::MigrationKnobs;
 use crate::limits::{ANNEAL_ATTEMPTS_PER_TEMPERATURE_DEFAULT, ANNEAL_ATTEMPTS_PER_TEMPERATURE_MAX, ANNEAL_LEVELS_MAX};
+use crate::policy::knobs::MigrationKnobs;
 
 /// Algorithm 1's parameters; the defaults are the paper's (§6.6).
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -279,7 +279,7 @@ impl Tuner for Anneal {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::buffer::policy::knobs::KNOB_MIN;
+    use crate::policy::knobs::KNOB_MIN;
     use crate::tune::landscape::{Landscape, drive};
 
     #[test]

@@ -39,8 +39,8 @@ use super::{
     Action, Best, EpochRecord, Log, Measurement, TuneError, Tuner, TunerConfig, check_start, decades_min, from_decades,
     to_decades,
 };
-use crate::buffer::policy::knobs::MigrationKnobs;
 use crate::limits::COORD_MEASUREMENTS_MAX;
+use crate::policy::knobs::MigrationKnobs;
 
 /// The coordinate search's parameters.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -464,7 +464,7 @@ impl Tuner for Coord {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::buffer::policy::knobs::KNOB_MIN;
+    use crate::policy::knobs::KNOB_MIN;
     use crate::tune::landscape::{Landscape, drive};
 
     fn m(t: f64) -> Measurement {

@@ -32,8 +32,8 @@ use super::{
     Action, Best, EpochRecord, Log, Measurement, TuneError, Tuner, TunerConfig, check_start, decades_min, from_decades,
     to_decades,
 };
-use crate::buffer::policy::knobs::MigrationKnobs;
 use crate::limits::{FUNNEL_SCREEN_FRACTION_MIN, FUNNEL_SCREEN_LEVELS_MAX};
+use crate::policy::knobs::MigrationKnobs;
 
 /// The coarse-to-fine search's parameters (the refinement reads [`super::CoordConfig`]).
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -304,7 +304,7 @@ impl Tuner for Funnel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::buffer::policy::knobs::KNOB_MIN;
+    use crate::policy::knobs::KNOB_MIN;
     use crate::tune::landscape::{Landscape, drive};
 
     fn m(t: f64) -> Measurement {

@@ -11,7 +11,7 @@
 //! normal from a seeded generator, so a seed reproduces the noise.
 
 use super::{Measurement, SplitMix, Tuner, to_decades};
-use crate::buffer::policy::knobs::MigrationKnobs;
+use crate::policy::knobs::MigrationKnobs;
 
 /// A synthetic landscape.
 #[derive(Clone, Debug)]

@@ -10,9 +10,9 @@ use rand::prelude::*;
 use super::*;
 use crate::ByteSize;
 use crate::btree::{LeafChange, TreeLog, TreeStats, value_bytes_max};
-use crate::buffer::MemorySource;
 use crate::device::DramConfig;
 use crate::limits::BTREE_BULK_FILL_DEFAULT;
+use crate::sources::MemorySource;
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 

@@ -98,7 +98,7 @@ impl BufferManager {
     /// promoting a mini page).
     pub(super) fn complete(&self, pid: PageId) -> Result<()> {
         let mut g = self.fix_lines(pid, true)?;
-        crate::buffer::LinePage::whole(&mut g)?;
+        crate::page::LinePage::whole(&mut g)?;
         Ok(())
     }
 
@@ -129,14 +129,14 @@ impl PageSource for BufferManager {
 
     #[inline]
     fn fix_lines(&self, pid: PageId, exclusive: bool) -> Result<BmLines<'_>> {
-        use crate::buffer::recorder::AccessKind;
+        use crate::recorder::AccessKind;
         self.record(if exclusive { AccessKind::WriteLines } else { AccessKind::ReadLines }, pid);
         self.fix_lines_impl(pid, exclusive)
     }
 
     #[inline]
     fn fix_optimistic(&self, pid: PageId) -> Result<BmOptimistic<'_>> {
-        self.record(crate::buffer::recorder::AccessKind::Read, pid);
+        self.record(crate::recorder::AccessKind::Read, pid);
         if self.in_place_reads
             && let Some(g) = self.optimistic_in_place(pid)?
         {
@@ -148,7 +148,7 @@ impl PageSource for BufferManager {
 
     #[inline]
     fn fix_shared(&self, pid: PageId) -> Result<BmShared<'_>> {
-        self.record(crate::buffer::recorder::AccessKind::Read, pid);
+        self.record(crate::recorder::AccessKind::Read, pid);
         if self.in_place_reads
             && let Some(g) = self.shared_in_place(pid)?
         {
@@ -159,7 +159,7 @@ impl PageSource for BufferManager {
 
     #[inline]
     fn fix_exclusive(&self, pid: PageId) -> Result<FrameWrite<'_>> {
-        self.record(crate::buffer::recorder::AccessKind::Write, pid);
+        self.record(crate::recorder::AccessKind::Write, pid);
         let g = self.fix_with(pid, FramePool::try_write, |g| g.meta().pid(), |g| g)?;
         if g.meta().swizzled_children.load(Ordering::Relaxed) > 0 {
             self.unswizzle_children(&g);
@@ -258,7 +258,7 @@ impl PageSource for BufferManager {
         }
         meta.touch();
         self.counters.bump(Count::DramHits);
-        self.record(crate::buffer::recorder::AccessKind::ReadLines, PageId(meta.pid()));
+        self.record(crate::recorder::AccessKind::ReadLines, PageId(meta.pid()));
         if !swizzled && self.techniques.swizzling {
             self.try_swizzle(dram_parent, offset, frame, Some(g.version()));
         }
@@ -324,12 +324,12 @@ impl PageSource for BufferManager {
     }
 
     #[inline]
-    fn peek_child<'a>(&'a self, parent: &BmOptimistic<'a>, raw: u64) -> Result<crate::buffer::Peek<BmOptimistic<'a>>> {
+    fn peek_child<'a>(&'a self, parent: &BmOptimistic<'a>, raw: u64) -> Result<crate::page::Peek<BmOptimistic<'a>>> {
         self.peek_child_of(parent, raw)
     }
 
     #[inline]
-    fn peek_page(&self, pid: PageId) -> Result<crate::buffer::Peek<BmOptimistic<'_>>> {
+    fn peek_page(&self, pid: PageId) -> Result<crate::page::Peek<BmOptimistic<'_>>> {
         BufferManager::peek_page(self, pid)
     }
 
@@ -347,7 +347,7 @@ impl PageSource for BufferManager {
             }
         };
         debug_assert_eq!(self.table.get(pid)?, Entry::Empty, "allocating {pid} that is resident");
-        self.record(crate::buffer::recorder::AccessKind::Alloc, pid);
+        self.record(crate::recorder::AccessKind::Alloc, pid);
         self.reset_frame(g.frame(), pid, NO_NVM_FRAME, true);
         g.fill(0); // marks the frame dirty: a new page must reach a lower tier
         self.table.set(pid, Entry::Dram(g.frame()));
@@ -359,7 +359,7 @@ impl PageSource for BufferManager {
         let meta = page.meta();
         let pid = PageId(meta.pid());
         assert!(pid != PageId::CATALOG, "the catalog page is never freed");
-        self.record(crate::buffer::recorder::AccessKind::Free, pid);
+        self.record(crate::recorder::AccessKind::Free, pid);
         // A page is freed after its parent dropped it, under the parent's exclusive
         // latch, whose fix unswizzled it; a swizzled reference here would dangle.
         debug_assert_eq!(meta.parent.load(Ordering::Relaxed), NO_PARENT, "{pid} freed while swizzled");

@@ -658,8 +658,9 @@ mod tests {
     use super::*;
     use crate::ByteSize;
     use crate::buffer::BufferManager;
-    use crate::buffer::{BufferConfig, PageSource, Techniques};
+    use crate::buffer::{BufferConfig, Techniques};
     use crate::device::NvmConfig;
+    use crate::page::PageSource;
 
     const PS: usize = 4096;
 

@@ -25,8 +25,6 @@
 #![allow(unsafe_code)]
 
 pub mod cpu_cache;
-// Until every caller names `crate::sources::nvm_direct::frames`.
-pub use crate::sources::nvm_direct::frames as direct;
 pub mod in_place;
 pub mod lines;
 pub mod mini;
