@@ -33,7 +33,7 @@ fn ids() -> impl FnMut() -> PageId {
 fn page_table(c: &mut Criterion) {
     let t = PageTable::new(1 << 20);
     for p in 1..PAGES {
-        t.set(PageId(p), Entry::Dram(FrameId(p as u32)));
+        t.set(PageId(p), Entry::Dram(FrameId::new(p as u32)));
     }
     let mut next = ids();
     c.bench_function("page_table/get", |b| b.iter(|| black_box(t.get(next()).unwrap())));

@@ -66,7 +66,7 @@ impl Entry {
     pub fn encode(self) -> u64 {
         match self {
             Entry::Empty => 0,
-            Entry::Dram(f) => TAG_DRAM | f.0 as u64,
+            Entry::Dram(f) => TAG_DRAM | f.get() as u64,
             Entry::Nvm(n) => TAG_NVM | n as u64,
             Entry::Busy => BUSY,
             Entry::Mini(i) => BUSY | (i as u64 + 1),
@@ -78,7 +78,7 @@ impl Entry {
     pub fn decode(w: u64) -> Entry {
         match w & !INDEX_MASK {
             0 => Entry::Empty,
-            TAG_DRAM => Entry::Dram(FrameId((w & INDEX_MASK) as u32)),
+            TAG_DRAM => Entry::Dram(FrameId::new((w & INDEX_MASK) as u32)),
             TAG_NVM => Entry::Nvm((w & INDEX_MASK) as u32),
             _ if w == BUSY => Entry::Busy,
             _ => Entry::Mini(((w & INDEX_MASK) - 1) as u32),
@@ -201,8 +201,8 @@ mod tests {
     fn entries_round_trip() {
         for e in [
             Entry::Empty,
-            Entry::Dram(FrameId(0)),
-            Entry::Dram(FrameId(u32::MAX - 1)),
+            Entry::Dram(FrameId::new(0)),
+            Entry::Dram(FrameId::new(u32::MAX - 1)),
             Entry::Nvm(7),
             Entry::Busy,
             Entry::Mini(0),

@@ -37,7 +37,7 @@ impl Swip {
     /// A swizzled reference to DRAM frame `f`.
     #[inline]
     pub fn frame(f: FrameId) -> Swip {
-        Swip(SWIZZLED | u64::from(f.0))
+        Swip(SWIZZLED | u64::from(f.get()))
     }
 
     /// The word to store in a node.
@@ -77,7 +77,7 @@ mod tests {
         assert!(!p.is_swizzled());
         assert_eq!(p.page_id(), PageId(77));
         assert_eq!(Swip::from_raw(p.raw()), p);
-        let f = Swip::frame(FrameId(5));
+        let f = Swip::frame(FrameId::new(5));
         assert!(f.is_swizzled());
         assert_eq!(f.frame_index(), 5);
         assert_eq!(f.raw(), SWIZZLED | 5);

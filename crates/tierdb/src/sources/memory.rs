@@ -109,7 +109,7 @@ impl MemorySource {
     fn cover(&self, next: u64) {
         let old = self.next.load(Ordering::Acquire);
         for n in old.max(1)..next {
-            self.pool.meta(FrameId((n - 1) as u32)).pid.store(n, Ordering::Relaxed);
+            self.pool.meta(FrameId::new((n - 1) as u32)).pid.store(n, Ordering::Relaxed);
         }
         self.next.fetch_max(next, Ordering::AcqRel);
     }
@@ -132,7 +132,7 @@ impl MemorySource {
         if n == 0 || n >= self.next.load(Ordering::Acquire) {
             return Err(BufferError::NoSuchPage { pid, why: "never allocated" }.into());
         }
-        Ok(FrameId((n - 1) as u32))
+        Ok(FrameId::new((n - 1) as u32))
     }
 }
 
@@ -214,7 +214,7 @@ impl PageSource for MemorySource {
                 PageId(n)
             }
         };
-        let f = FrameId((pid.0 - 1) as u32);
+        let f = FrameId::new((pid.0 - 1) as u32);
         let mut g = self.pool.write(f);
         g.meta().pid.store(pid.0, Ordering::Relaxed);
         g.fill(0);

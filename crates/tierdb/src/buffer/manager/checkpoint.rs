@@ -232,7 +232,7 @@ impl BufferManager {
         }
         // 2. Cache-line-grained frames: dirty lines to NVM, the NVM copy to SSD.
         for i in 0..self.frames.len() {
-            let f = FrameId(i as u32);
+            let f = FrameId::from_index(i);
             let meta = self.frames.meta(f);
             if !meta.holds_page()
                 || meta.nvm.load(Ordering::Relaxed) == NO_NVM_FRAME
@@ -285,7 +285,7 @@ impl BufferManager {
         let mut to_nvm: Vec<(FrameRead<'_>, PageId, u32, u64)> = Vec::new();
         let admit = self.checkpoint_admissions();
         for i in 0..self.frames.len() {
-            let f = FrameId(i as u32);
+            let f = FrameId::from_index(i);
             if !self.frames.meta(f).holds_page() {
                 continue;
             }
@@ -399,7 +399,7 @@ impl BufferManager {
             if taken >= pages {
                 break;
             }
-            let f = FrameId(((hand + k) % len) as u32);
+            let f = FrameId::new(((hand + k) % len) as u32);
             let wanted = |m: &crate::page::frame::FrameMeta| {
                 m.holds_page()
                     && m.dirty.load(Ordering::Relaxed)
@@ -536,7 +536,7 @@ impl BufferManager {
             return Default::default();
         }
         let dirty: Vec<(PageId, u64)> = (0..self.frames.len())
-            .map(|i| self.frames.meta(FrameId(i as u32)))
+            .map(|i| self.frames.meta(FrameId::from_index(i)))
             .filter(|m| {
                 m.holds_page()
                     && m.dirty.load(Ordering::Relaxed)

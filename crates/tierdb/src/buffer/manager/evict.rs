@@ -107,7 +107,7 @@ impl BufferManager {
     /// now; a block of mini pages to sweep; or nothing (free, fixed, a parent, or a
     /// second chance).
     pub(super) fn clock_step(&self, n: usize) -> ClockStep<'_> {
-        let f = FrameId((self.hand.fetch_add(1, Ordering::Relaxed) % n) as u32);
+        let f = FrameId::new((self.hand.fetch_add(1, Ordering::Relaxed) % n) as u32);
         let meta = self.frames.meta(f);
         let pid = meta.pid();
         if pid == NO_PAGE || meta.latch.is_held() || meta.swizzled_children.load(Ordering::Relaxed) > 0 {

@@ -175,7 +175,7 @@ impl PageSource for BufferManager {
         let f = Swip::from_raw(raw).frame_index();
         // A frame out of range can only come from torn bytes of an optimistic read,
         // which the caller's validation discards.
-        PageId(if f < self.frames.len() { self.frames.meta(FrameId(f as u32)).pid() } else { NO_PAGE })
+        PageId(if f < self.frames.len() { self.frames.meta(FrameId::from_index(f)).pid() } else { NO_PAGE })
     }
 
     #[inline]
@@ -192,14 +192,14 @@ impl PageSource for BufferManager {
         if Swip::from_raw(raw).is_swizzled() {
             let f = Swip::from_raw(raw).frame_index();
             if f < self.frames.len() {
-                let f = FrameId(f as u32);
+                let f = FrameId::from_index(f);
                 let mut spins = 0u32;
                 // The child cannot leave its frame before the parent's reference is
                 // unswizzled, which the caller's validation of the parent notices.
                 while spins < SWIZZLED_SPINS_MAX {
                     if let Some(g) = self.frames.try_optimistic(f)
                         && g.meta().resident_all.load(Ordering::Relaxed)
-                        && g.meta().parent.load(Ordering::Relaxed) == parent.frame().0
+                        && g.meta().parent.load(Ordering::Relaxed) == parent.frame().get()
                     {
                         g.meta().touch();
                         self.counters.bump(Count::DramHits);
@@ -237,7 +237,7 @@ impl PageSource for BufferManager {
             if f >= self.frames.len() {
                 return Ok(None);
             }
-            (FrameId(f as u32), None)
+            (FrameId::from_index(f), None)
         } else {
             match Entry::decode(self.table.slot(PageId(raw))?.load(Ordering::Acquire)) {
                 Entry::Dram(f) => (f, Some(PageId(raw))),
@@ -251,7 +251,7 @@ impl PageSource for BufferManager {
         // changed too, so the checks below count only if the guard validates later.
         let ours = match pid {
             Some(pid) => meta.pid() == pid.0,
-            None => meta.parent.load(Ordering::Relaxed) == dram_parent.frame().0,
+            None => meta.parent.load(Ordering::Relaxed) == dram_parent.frame().get(),
         };
         if !ours || !meta.resident_all.load(Ordering::Relaxed) {
             return Ok(None);
@@ -279,7 +279,7 @@ impl PageSource for BufferManager {
         if Swip::from_raw(raw).is_swizzled() {
             let f = Swip::from_raw(raw).frame_index();
             if f < self.frames.len() {
-                let f = FrameId(f as u32);
+                let f = FrameId::from_index(f);
                 let latch = &self.frames.meta(f).latch;
                 let mut spins = 0u32;
                 while spins < SWIZZLED_SPINS_MAX {
@@ -287,7 +287,7 @@ impl PageSource for BufferManager {
                         let meta = self.frames.meta(f);
                         // Still the parent's child (else the reference is stale: the
                         // parent's validation will fail; take the table's way).
-                        if meta.holds_page() && meta.parent.load(Ordering::Relaxed) == parent.frame().0 {
+                        if meta.holds_page() && meta.parent.load(Ordering::Relaxed) == parent.frame().get() {
                             meta.touch();
                             self.counters.bump(Count::DramHits);
                             return Ok(BmLines::Dram(LineGuard::new(

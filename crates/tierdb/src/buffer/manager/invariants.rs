@@ -47,7 +47,7 @@ impl BufferManager {
             assert!(lines.windows(2).all(|w| w[0] < w[1]), "mini page {i}: slot map {lines:?} not sorted");
         }
         for i in 0..self.frames.len() {
-            let meta = self.frames.meta(FrameId(i as u32));
+            let meta = self.frames.meta(FrameId::from_index(i));
             assert!(!meta.latch.is_held(), "frame {i} is still latched");
             let pid = meta.pid();
             if pid == NO_PAGE || pid == MINI_BLOCK {
@@ -59,7 +59,7 @@ impl BufferManager {
             );
             let pid = PageId(pid);
             assert!(in_dram.insert(pid, i).is_none(), "{pid} in two DRAM frames");
-            assert_eq!(self.table.get(pid).unwrap(), Entry::Dram(FrameId(i as u32)), "table entry of {pid}");
+            assert_eq!(self.table.get(pid).unwrap(), Entry::Dram(FrameId::from_index(i)), "table entry of {pid}");
             let n = meta.nvm.load(Ordering::Relaxed);
             if n != NO_NVM_FRAME {
                 assert_eq!(in_nvm.get(&pid), Some(&n), "DRAM frame {i} of {pid} names NVM frame {n}");
@@ -67,7 +67,7 @@ impl BufferManager {
         }
         for (pid, e) in self.table.resident() {
             match e {
-                Entry::Dram(f) => assert_eq!(in_dram.get(&pid), Some(&(f.0 as usize)), "{pid}"),
+                Entry::Dram(f) => assert_eq!(in_dram.get(&pid), Some(&f.index()), "{pid}"),
                 Entry::Nvm(n) => {
                     assert_eq!(in_nvm.get(&pid), Some(&n), "{pid}");
                     assert!(!in_dram.contains_key(&pid), "{pid} says NVM but is in DRAM");

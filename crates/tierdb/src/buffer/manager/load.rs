@@ -32,8 +32,8 @@ impl BufferManager {
             return std::borrow::Cow::Borrowed(bytes);
         }
         let mut copy = bytes.to_vec();
-        for c in self.swizzled.lock().get(&f.0).into_iter().flatten() {
-            let cm = self.frames.meta(FrameId(*c));
+        for c in self.swizzled.lock().get(&f.get()).into_iter().flatten() {
+            let cm = self.frames.meta(FrameId::new(*c));
             let off = cm.parent_offset.load(Ordering::Relaxed) as usize;
             copy[off..off + 8].copy_from_slice(&cm.pid().to_le_bytes());
         }

@@ -256,7 +256,7 @@ impl BufferManager {
             (Some(n), Some(_)) => cfg.evict_batch.min(n.len() / EVICT_BATCH_FRAMES_PER_PAGE).max(1),
             _ => 1,
         };
-        let free_frames = Mutex::new((0..frames.len() as u32).rev().map(FrameId).collect());
+        let free_frames = Mutex::new((0..frames.len() as u32).rev().map(FrameId::new).collect());
         let provider_target = provider::target(frames.len(), evict_batch);
         let provider_nvm_target = match (&nvm, &ssd) {
             (Some(n), Some(_)) => provider::target(n.len(), nvm_clean_batch),
@@ -394,7 +394,7 @@ impl BufferManager {
             return Ok(()); // dirty pages never go to a clean-only NVM cache
         }
         for i in 0..self.frames.len() {
-            let f = FrameId(i as u32);
+            let f = FrameId::from_index(i);
             let meta = self.frames.meta(f);
             if !meta.holds_page() || meta.nvm.load(Ordering::Relaxed) != NO_NVM_FRAME {
                 continue;

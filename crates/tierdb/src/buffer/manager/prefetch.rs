@@ -46,7 +46,7 @@ impl BufferManager {
         if f >= self.frames.len() {
             return Ok(Peek::Elsewhere); // nonsense read from a changing parent
         }
-        Ok(self.peek_frame(FrameId(f as u32), |m| m.parent.load(Ordering::Relaxed) == dram_parent.frame().0))
+        Ok(self.peek_frame(FrameId::from_index(f), |m| m.parent.load(Ordering::Relaxed) == dram_parent.frame().get()))
     }
 
     /// Where page `pid` is, with no side effect ([`PageSource::peek_page`]).

@@ -43,13 +43,13 @@ impl BufferManager {
                 {
                     std::sync::atomic::fence(Ordering::Release);
                     self.frames.write_ref(p, offset, Swip::frame(child).raw());
-                    cm.parent.store(p.0, Ordering::Relaxed);
+                    cm.parent.store(p.get(), Ordering::Relaxed);
                     cm.parent_offset.store(
                         u16::try_from(offset).expect("a reference lies in a page of at most 64 KiB"),
                         Ordering::Relaxed,
                     );
                     pm.swizzled_children.fetch_add(1, Ordering::Relaxed);
-                    self.swizzled.lock().entry(p.0).or_default().push(child.0);
+                    self.swizzled.lock().entry(p.get()).or_default().push(child.get());
                     self.counters.bump(Count::Swizzles);
                     done = true;
                 }
@@ -69,7 +69,7 @@ impl BufferManager {
     /// holds) back into its page id.
     pub(super) fn unswizzle_held(&self, parent: FrameId, child: FrameId) {
         let cm = self.frames.meta(child);
-        debug_assert_eq!(cm.parent.load(Ordering::Relaxed), parent.0);
+        debug_assert_eq!(cm.parent.load(Ordering::Relaxed), parent.get());
         let off = cm.parent_offset.load(Ordering::Relaxed) as usize;
         debug_assert_eq!(self.frames.read_ref(parent, off), Swip::frame(child).raw());
         self.frames.write_ref(parent, off, cm.pid());
@@ -86,16 +86,16 @@ impl BufferManager {
         if p == NO_PARENT {
             return true;
         }
-        let pm = self.frames.meta(FrameId(p));
+        let pm = self.frames.meta(FrameId::new(p));
         if !pm.latch.try_exclusive() {
             return false;
         }
         // The parent may have unswizzled us before we got its latch.
         if cm.parent.load(Ordering::Relaxed) == p {
-            self.unswizzle_held(FrameId(p), g.frame());
+            self.unswizzle_held(FrameId::new(p), g.frame());
             let mut map = self.swizzled.lock();
             if let Some(v) = map.get_mut(&p) {
-                v.retain(|c| *c != g.frame().0);
+                v.retain(|c| *c != g.frame().get());
                 if v.is_empty() {
                     map.remove(&p);
                 }
@@ -111,9 +111,9 @@ impl BufferManager {
     /// move or copy its entries, so it must see page ids only.
     pub(super) fn unswizzle_children(&self, g: &FrameWrite<'_>) {
         let p = g.frame();
-        let children = self.swizzled.lock().remove(&p.0).unwrap_or_default();
+        let children = self.swizzled.lock().remove(&p.get()).unwrap_or_default();
         for c in children {
-            self.unswizzle_held(p, FrameId(c));
+            self.unswizzle_held(p, FrameId::new(c));
         }
         debug_assert_eq!(g.meta().swizzled_children.load(Ordering::Relaxed), 0);
     }

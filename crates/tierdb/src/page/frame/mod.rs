@@ -40,9 +40,38 @@ use crate::device::DramArena;
 use crate::ids::PageId;
 use crate::limits::CACHE_LINE_BYTES;
 
-/// Index of a DRAM frame.
+/// Index of a DRAM frame in its pool.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct FrameId(pub u32);
+pub struct FrameId(u32);
+
+impl FrameId {
+    /// Frame `i` of a pool. `u32::MAX` is never a frame: the metadata uses it for "none"
+    /// ([`NO_PARENT`], and a swip's frame bits).
+    #[inline]
+    pub const fn new(i: u32) -> FrameId {
+        debug_assert!(i != u32::MAX, "u32::MAX is no frame index");
+        FrameId(i)
+    }
+
+    /// Frame `i` of a pool, from an index into it.
+    #[inline]
+    pub fn from_index(i: usize) -> FrameId {
+        debug_assert!(i < u32::MAX as usize, "frame index {i} does not fit a frame id");
+        FrameId(i as u32)
+    }
+
+    /// The frame's number.
+    #[inline]
+    pub const fn get(self) -> u32 {
+        self.0
+    }
+
+    /// The frame's index into its pool.
+    #[inline]
+    pub const fn index(self) -> usize {
+        self.0 as usize
+    }
+}
 
 /// `FrameMeta::pid` of a frame that holds no page.
 pub const NO_PAGE: u64 = u64::MAX;
