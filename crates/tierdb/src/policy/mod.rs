@@ -262,7 +262,7 @@ pub trait Policy: Send + Sync {
     /// Questions 3 and 5: the clock hand of `pool` offers a frame. Clock (second
     /// chance) unless overridden.
     fn victim(&self, _pool: Pool, page: &PageInfo, _tiers: &Tiers) -> Victim {
-        if page.referenced { Victim::SecondChance } else { Victim::Evict }
+        clock(page)
     }
 
     /// Question 4: where a page evicted from DRAM goes. The manager overrides the answer
@@ -295,6 +295,12 @@ pub trait Policy: Send + Sync {
     fn stats(&self) -> PolicyStats {
         PolicyStats::None
     }
+}
+
+/// Clock (second chance): a page touched since the hand last passed gets another round.
+#[inline]
+pub fn clock(page: &PageInfo) -> Victim {
+    if page.referenced { Victim::SecondChance } else { Victim::Evict }
 }
 
 /// The policies selectable by name. `spitfire` takes its knobs after a colon:

@@ -534,8 +534,7 @@ impl Policy for Nvcache {
     /// [`Policy::nvm_victims`]; a veto, should a clock ever ask.
     fn victim(&self, pool: Pool, page: &PageInfo, _tiers: &Tiers) -> Victim {
         match pool {
-            Pool::Dram if page.referenced => Victim::SecondChance,
-            Pool::Dram => Victim::Evict,
+            Pool::Dram => super::clock(page),
             Pool::Nvm => Victim::Skip,
         }
     }

@@ -586,8 +586,8 @@ impl Policy for Nvsql {
     /// Clock in DRAM; in NVM (not asked: [`Policy::nvm_victims`] picks) every frame.
     fn victim(&self, pool: Pool, page: &PageInfo, _tiers: &Tiers) -> Victim {
         match pool {
-            Pool::Dram if page.referenced => Victim::SecondChance,
-            Pool::Dram | Pool::Nvm => Victim::Evict,
+            Pool::Dram => super::clock(page),
+            Pool::Nvm => Victim::Evict,
         }
     }
 
