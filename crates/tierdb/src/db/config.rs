@@ -169,6 +169,15 @@ pub enum DbError {
         /// What is wrong, with the values involved.
         what: String,
     },
+    /// A transaction's rollback failed part-way (a page could not be read or had no
+    /// room for the restored value): memory holds some of its changes, so the database
+    /// refuses all work until it is reopened, and the open's recovery finishes the
+    /// rollback from the log.
+    #[error("the database halted: {cause}; reopen it to finish the rollback from the log")]
+    Halted {
+        /// Which transaction's rollback failed, and the error.
+        cause: String,
+    },
     /// A file of an existing database is missing or blank, or files of a database were
     /// found without its control file: nothing is created or formatted in its place
     /// (`docs/wal.md`, "Creation").

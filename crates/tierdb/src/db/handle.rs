@@ -4,16 +4,16 @@
 //! Invariants: a checkpoint's control file names a redo point at or before the first
 //! record of every transaction active when it began, and retains the log back to the
 //! oldest change a store keeps outside the page file; ids handed out are below the
-//! control file's bounds. Once the log or the store has failed, every operation
-//! refuses work (`check_alive`). Concurrency: `Db` is shared by reference between
+//! control file's bounds. Once the log or the store has failed, or a rollback failed
+//! part-way, every operation refuses work (`check_alive`). Concurrency: `Db` is shared by reference between
 //! threads; the tree map is behind a reader-writer lock, the active-transaction table
 //! behind a mutex, id counters are atomics; checkpoints may run beside transactions.
 
 use std::collections::HashMap;
 use std::ops::Range;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use parking_lot::{Mutex, RwLock};
 use serde::Serialize;
@@ -58,6 +58,10 @@ pub struct Db<S: DbStore = BufferManager> {
     pub(super) trees: RwLock<HashMap<String, PageId>>,
     pub(super) locks: Locks,
     pub(super) recovery: RecoveryReport,
+    /// Set when a rollback failed part-way (`Txn::undo_all`): memory holds changes of a
+    /// transaction that is neither committed nor rolled back, which no read may show
+    /// and no checkpoint may make the starting point of recovery.
+    pub(super) halted: OnceLock<String>,
     /// Flushes the log if the database is dropped without [`close`](Db::close).
     pub(super) log_on_drop: LogOnDrop,
 }
@@ -202,6 +206,7 @@ impl<S: DbStore> Db<S> {
     /// # Errors
     /// Device and log errors.
     pub fn checkpoint(&self) -> Result<()> {
+        self.check_halted()?;
         self.checkpoint_control().map(|_| ())
     }
 
@@ -256,7 +261,9 @@ impl<S: DbStore> Db<S> {
     /// ([`Wal::finish`]); if not they are lost, and the next open rolls back what they
     /// began. Else the first error of the checkpoint and the store's close.
     pub fn close(self) -> Result<()> {
-        let checkpoint = self.checkpoint_control();
+        // A halted database keeps its last checkpoint's control file: recovery must
+        // start before the transaction whose rollback failed, and finish it.
+        let checkpoint = self.check_halted().and_then(|()| self.checkpoint_control());
         let Db { store, wal, dir, mut log_on_drop, .. } = self;
         log_on_drop.wal = None;
         let store_closed = store.close_store();
@@ -278,8 +285,25 @@ impl<S: DbStore> Db<S> {
     /// (the change whose append failed, commits acknowledged with `group` durability
     /// whose flush failed), which a read must not show.
     pub(super) fn check_alive(&self) -> Result<()> {
+        self.check_halted()?;
         self.wal.check()?;
         self.store.check()
+    }
+
+    /// `Halted` once a rollback failed part-way ([`halt`](Self::halt)).
+    pub(super) fn check_halted(&self) -> Result<()> {
+        match self.halted.get() {
+            None => Ok(()),
+            Some(cause) => Err(DbError::Halted { cause: cause.clone() }.into()),
+        }
+    }
+
+    /// Stops the database for good (until it is reopened): a rollback failed part-way,
+    /// so memory holds changes of a transaction that is neither committed nor rolled
+    /// back. Its records stay in the log (it stays in the active table), and the next
+    /// open's recovery finishes its rollback. The first cause is kept.
+    pub(super) fn halt(&self, cause: String) {
+        let _ = self.halted.set(cause);
     }
 }
 

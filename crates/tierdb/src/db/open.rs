@@ -192,6 +192,7 @@ impl<S: DbStore> Db<S> {
             trees: RwLock::new(HashMap::new()),
             locks: Locks::default(),
             recovery: RecoveryReport::default(),
+            halted: std::sync::OnceLock::new(),
         };
         // 3. Recovery.
         db.recovery = recovery::recover(&db, started)?;

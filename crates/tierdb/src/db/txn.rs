@@ -152,7 +152,9 @@ impl<S: DbStore> Txn<'_, S> {
         if self.db.locks.lock(self.log.id, root, key)? {
             self.log.state.lock().locks.push((root.0, key.to_vec()));
         }
-        Ok(())
+        // The holder this waited for may have failed to roll back: its changes are
+        // still in memory, and the key must not be written over them.
+        self.db.check_halted()
     }
 
     /// Sets `key` to `value` in tree `tree`.
@@ -263,8 +265,10 @@ impl<S: DbStore> Txn<'_, S> {
     /// included.
     ///
     /// # Errors
-    /// The tree's and the log's errors (recovery finishes the rollback then). Once the
-    /// log has failed, `Poisoned` without undoing anything: the undo cannot be logged,
+    /// The tree's and the log's errors. A rollback that fails part-way halts the
+    /// database: every later operation returns `Halted` (reads included, since memory
+    /// holds some of the transaction's changes; `close` writes no checkpoint), and the
+    /// next open's recovery finishes the rollback. Once the log has failed, `Poisoned` without undoing anything: the undo cannot be logged,
     /// the database refuses all work (no read shows the changes), and recovery rolls the
     /// transaction back when the database is reopened.
     pub fn rollback(mut self) -> Result<()> {
@@ -299,7 +303,15 @@ impl<S: DbStore> Txn<'_, S> {
             Ok(())
         })();
         let locks = std::mem::take(&mut self.log.state.lock().locks);
-        self.leave_active();
+        // A failed log or store already refuses all work, and says why.
+        let failed_below = self.db.wal.check().is_err() || self.db.store.check().is_err();
+        match &result {
+            // Some changes are undone, some are not. The transaction stays in the active
+            // table, so that no checkpoint lets recovery start after its first record,
+            // and the database refuses all work; waiters for its locks wake and fail.
+            Err(e) if !failed_below => self.db.halt(format!("the rollback of {} failed: {e}", self.log.id)),
+            _ => self.leave_active(),
+        }
         self.db.locks.release(self.log.id, &locks);
         result
     }
