@@ -229,6 +229,13 @@ impl BufferManager {
         self.take_fresh_page_id()
     }
 
+    /// True for a page id past the last one allocation can hand out
+    /// ([`take_fresh_page_id`](Self::take_fresh_page_id) hands out ids up to
+    /// `capacity_pages` inclusive). Recovery uses it for the ids the log names.
+    pub(super) fn beyond_capacity(&self, pid: PageId) -> bool {
+        pid.0 > self.capacity_pages
+    }
+
     /// A page id never handed out: raises the allocation mark.
     pub(super) fn take_fresh_page_id(&self) -> Result<PageId> {
         let cap = self.capacity_pages;

@@ -51,7 +51,7 @@ impl BufferManager {
     /// # Errors
     /// `Full` past the page table.
     pub fn recover_allocated(&self, pid: PageId) -> Result<bool> {
-        if pid.0 > self.capacity_pages {
+        if self.beyond_capacity(pid) {
             return Err(self.full_error().into());
         }
         let mut free = self.freed.lock();
@@ -116,7 +116,7 @@ impl BufferManager {
         let Some(nvm) = &self.nvm else { return Ok(0) };
         let mut dropped = 0;
         for (pid, flush_lsn) in flushed {
-            if pid.0 >= self.capacity_pages {
+            if self.beyond_capacity(pid) {
                 continue; // a page the log names past the table: redo reports it
             }
             let Entry::Nvm(n) = self.table.get(pid)? else { continue };
