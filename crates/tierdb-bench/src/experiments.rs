@@ -1,6 +1,7 @@
 //! The experiment logic several commands share, apart from their argument parsing and
 //! table rendering.
 
+pub mod crashtest;
 pub mod drilldown;
 pub mod full_scans;
 pub mod nvcache_obp;
