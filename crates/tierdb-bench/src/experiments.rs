@@ -2,6 +2,7 @@
 //! table rendering.
 
 pub mod crashtest;
+pub mod devices;
 pub mod drilldown;
 pub mod full_scans;
 pub mod nvcache_obp;
