@@ -1,5 +1,5 @@
-//! The experiment logic several commands share, apart from their argument parsing and
-//! table rendering.
+//! The experiments' run logic, apart from the commands' argument parsing and table
+//! rendering: the loops that build engines, run workloads and collect measurements.
 
 pub mod crashtest;
 pub mod devices;
