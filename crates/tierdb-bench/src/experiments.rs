@@ -1,6 +1,8 @@
-//! The experiment logic several commands share, apart from their argument parsing and
-//! table rendering.
+//! The experiments' run logic, apart from the commands' argument parsing and table
+//! rendering: the loops that build engines, run workloads and collect measurements.
 
+pub mod crashtest;
+pub mod devices;
 pub mod drilldown;
 pub mod full_scans;
 pub mod nvcache_obp;

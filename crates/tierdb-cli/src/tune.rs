@@ -31,7 +31,7 @@ use tierdb_bench::experiments::tuning::{
     KNOB_CPU_CACHE_HELP, KNOB_POLICY, Session, TunerArgs, action_name, check_arch, check_engine_args,
     convergence_series, fmt_knobs, open_spitfire, tuning_time_label, workload_name,
 };
-use tierdb_bench::harness::{EngineArgs, Machine, Progress, Setup, fmt_rate, remove_files_on_interrupt};
+use tierdb_bench::harness::{EngineArgs, Machine, Progress, Setup, devices_line, fmt_rate, remove_files_on_interrupt};
 use tierdb_bench::plot::{Chart, LegendPosition, write_notes, write_outputs};
 
 #[derive(Args, Debug)]
@@ -196,23 +196,13 @@ fn notes(setup: &Setup, tuner: &dyn Tuner) -> Vec<String> {
 fn describe(r: &TuneReport) -> String {
     let s = &r.setup;
     format!(
-        "{} ({} CPUs) · {} · {} ({} {:?}) · mode {} · profiles dram {}, nvm {}, ssd {} · DRAM {} · NVM {} · data {} · page {} · {} thread(s) · seed {} · {} warm-up epochs, then epochs of {} ops · λ {}",
-        r.machine.cpu,
-        r.machine.logical_cpus,
+        "{} · {} · {} ({} {:?}) · {} · {} warm-up epochs, then epochs of {} ops · λ {}",
+        r.machine.label(),
         r.arch,
         workload_name(&s.workload),
         s.workload.get("requestdistribution").unwrap_or_default(),
         s.workload.zipfian_constant(),
-        s.mode_label(),
-        s.dram_profile.name,
-        s.nvm_profile.name,
-        s.ssd_profile.name,
-        ByteSize(r.dram_bytes),
-        ByteSize(r.nvm_bytes),
-        ByteSize(r.load.data_bytes),
-        ByteSize(s.page_size_bytes as u64),
-        s.threads,
-        s.seed,
+        devices_line(s, &s.mode_label(), r.dram_bytes, r.nvm_bytes, r.load.data_bytes),
         r.warmup_epochs,
         r.epoch_ops,
         r.tuner_config.objective.lambda,

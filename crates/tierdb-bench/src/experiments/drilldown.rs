@@ -1,20 +1,24 @@
 //! The drill-down experiments of `tierdb drilldown` (van Renen et al., SIGMOD 2018,
-//! §5.4 and §5.6): the jobs' shapes, the runs of each, and the assembly of finished jobs
-//! into the report's parts ([`report`]) with the targets; the command plans the
-//! jobs from its arguments, runs them and renders the tables and plots.
+//! §5.4 and §5.6): the jobs' shapes and setups ([`scan_setup`], [`profile_at`]), their
+//! runs, round robin ([`run_jobs`]), and the assembly of finished jobs into the
+//! report's parts ([`report`]) with the targets; the command plans the jobs from
+//! its arguments and renders the tables and plots.
 //!
 //! Invariants: jobs come back in the order they were planned, one per row; a skipped
 //! job (its data did not fit) has no value, never a zero.
 
+use anyhow::{Context, Result};
 use serde::Serialize;
 use tierdb::ByteSize;
 use tierdb::arch::Architecture;
 use tierdb::buffer::Techniques;
 use tierdb::buffer::manager::MIN_DRAM_FRAMES;
 use tierdb::counters::BufferStats;
+use tierdb::device::DeviceProfile;
 use tierdb_workload::YcsbSpec;
 
-use crate::harness::{Machine, Middle, RunReport, Setup, median, ratio};
+use crate::experiments::full_scans;
+use crate::harness::{EngineArgs, Machine, Middle, Progress, RunReport, Setup, is_full, median, ratio, run_one, value};
 
 /// Records of one short scan (§5.4.2: "range = 100").
 pub const SHORT_SCAN_RECORDS: u32 = 100;
@@ -256,6 +260,96 @@ pub fn dram_at(percent: f64, nvm: ByteSize, page_bytes: u64) -> (ByteSize, bool)
     (ByteSize(pages.max(min) * page_bytes), pages < min)
 }
 
+/// The short scans' setup: the paper's scan workload with exactly
+/// [`SHORT_SCAN_RECORDS`] records a scan.
+///
+/// # Errors
+/// A bad engine option or workload setting.
+pub fn scan_setup(engine: &EngineArgs) -> Result<Setup> {
+    let mut s = engine.setup("scan")?;
+    // In an order where every step is valid whatever --set gave: max, then min.
+    let len = SHORT_SCAN_RECORDS.to_string();
+    for (k, v) in [("minscanlength", "1"), ("maxscanlength", len.as_str()), ("minscanlength", len.as_str())] {
+        s.workload.set(k, v).with_context(|| format!("fixing the short scans at {SHORT_SCAN_RECORDS} records"))?;
+    }
+    s.workload.set("scanlengthdistribution", "uniform")?;
+    Ok(s)
+}
+
+/// The NVM profile `base` with read latency `read_ns`; the write latency is raised to it
+/// where it was lower, the persist cost kept.
+///
+/// # Errors
+/// A latency the profile's checks refuse.
+pub fn profile_at(base: &DeviceProfile, read_ns: f64) -> Result<DeviceProfile> {
+    let mut p = base.clone();
+    p.name = format!("{}@{read_ns}ns", base.name);
+    p.read_latency_ns = read_ns;
+    p.write_latency_ns = base.write_latency_ns.max(read_ns);
+    p.validate(&p.name).with_context(|| format!("NVM read latency {read_ns} ns"))?;
+    Ok(p)
+}
+
+/// Runs every job `runs` times round robin (run r of every job, then run r + 1), so
+/// that drift of a shared machine spreads over all configurations, with fresh files
+/// each time (`nvm`, `data`: the NVM and the data of every job); then takes each job's
+/// median. A job whose data does not fit is skipped from then on.
+///
+/// # Errors
+/// A run's error other than a full device, naming the job.
+pub fn run_jobs(
+    engine: &EngineArgs,
+    jobs: &mut [Job],
+    runs: usize,
+    (nvm, data): (ByteSize, ByteSize),
+    quiet: bool,
+    progress: &Progress,
+) -> Result<()> {
+    let per_round = jobs.len();
+    for r in 0..runs {
+        for (i, job) in jobs.iter_mut().enumerate() {
+            if job.runs.skipped.is_some() {
+                continue;
+            }
+            if !quiet {
+                progress.println(&format!(
+                    "[{}/{}] {} {}, run {} of {}",
+                    r * per_round + i + 1,
+                    per_round * runs,
+                    job.part.name(),
+                    job.label,
+                    r + 1,
+                    runs
+                ));
+            }
+            let mut engine = engine.clone();
+            engine.techniques = Some(job.techniques);
+            let tag = format!("dd{i}r{r}");
+            let outcome = match job.kind {
+                Kind::Ycsb => run_one(&engine, &job.setup, job.arch, job.dram, nvm, Some(data), &tag, progress),
+                Kind::FullScans => full_scans::run(&engine, &job.setup, job.arch, job.dram, nvm, data, &tag, progress),
+            };
+            match outcome {
+                Ok(rep) => {
+                    job.runs.per_sec_runs.push(value(&rep));
+                    job.runs.reports.push(rep);
+                }
+                Err(e) if is_full(&e) => job.runs.skipped = Some(format!("did not fit: {e:#}")),
+                Err(e) => return Err(e.context(format!("{} {}", job.part.name(), job.label))),
+            }
+        }
+    }
+    progress.finish();
+    for job in jobs.iter_mut() {
+        job.runs.per_sec = if job.runs.skipped.is_some() {
+            None
+        } else {
+            median(job.runs.per_sec_runs.iter().copied(), Middle::Upper)
+        };
+    }
+    Ok(())
+}
+
 /// Turns the finished jobs into the report's parts, in job order.
 #[allow(clippy::too_many_arguments)]
 pub fn report(
@@ -458,4 +552,33 @@ pub fn fig10_targets(rows: &[Fig10Row]) -> Vec<Target> {
             missing: all.is_none().then(|| "the step has no value".to_string()),
         },
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dram_sizes_are_whole_pages_and_at_least_the_minimum() {
+        let nvm = ByteSize(320 << 20);
+        assert_eq!(dram_at(20.0, nvm, 16 << 10), (ByteSize(64 << 20), false));
+        assert_eq!(dram_at(100.0, nvm, 16 << 10), (nvm, false));
+        let (small, clamped) = dram_at(0.001, nvm, 16 << 10);
+        assert!(clamped);
+        assert_eq!(small.bytes(), MIN_DRAM_FRAMES as u64 * (16 << 10));
+        let (odd, _) = dram_at(1.0, nvm, 16 << 10);
+        assert_eq!(odd.bytes() % (16 << 10), 0);
+        assert!(odd.bytes() <= nvm.bytes() / 100);
+    }
+
+    #[test]
+    fn latency_profiles_keep_a_higher_write_latency_and_say_what_they_are() {
+        let base = DeviceProfile::preset("optane-dcpmm").unwrap();
+        let low = profile_at(&base, 50.0).unwrap();
+        assert_eq!((low.read_latency_ns, low.write_latency_ns), (50.0, base.write_latency_ns));
+        let high = profile_at(&base, 800.0).unwrap();
+        assert_eq!((high.read_latency_ns, high.write_latency_ns), (800.0, 800.0));
+        assert_eq!(high.name, "optane-dcpmm@800ns");
+        assert_eq!(high.persist_ns, base.persist_ns);
+    }
 }

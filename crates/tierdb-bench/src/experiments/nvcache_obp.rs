@@ -1,8 +1,9 @@
 //! Table 1 of `tierdb nvcache-obp` (the NVCache paper's admission experiment): a workload
 //! on `nvcache` under one admission mode, run `--runs` times, and the medians of its
-//! throughput, NVM writes and NVM cache counters ([`table1_row`]).
+//! throughput, NVM writes and NVM cache counters ([`table1_row`]); every workload under
+//! every admission mode ([`table1`]).
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use serde::Serialize;
 use tierdb::ByteSize;
 use tierdb::arch::Architecture;
@@ -88,4 +89,34 @@ pub fn table1_row(
         nvm_cache,
         runs,
     })
+}
+
+/// Table 1: every workload of `workloads` under every admission mode
+/// ([`ObpMode::ALL`]), in that order; and the setup of the first row (none without
+/// rows).
+///
+/// # Errors
+/// A bad workload; a run that fails, naming the workload and the mode.
+pub fn table1(
+    engine: &EngineArgs,
+    workloads: &[String],
+    runs_n: usize,
+    sizes: (ByteSize, ByteSize, ByteSize),
+    progress: &Progress,
+) -> Result<(Vec<Row>, Option<Setup>)> {
+    let mut rows = Vec::new();
+    let mut first_setup = None;
+    for w in workloads {
+        let base = engine.setup(w)?;
+        for obp in ObpMode::ALL {
+            let mut setup = base.clone();
+            setup.nvcache.obp_mode = obp;
+            rows.push(
+                table1_row(engine, &setup, w, runs_n, sizes, progress)
+                    .with_context(|| format!("workload {w}, OBP {}", obp.name()))?,
+            );
+            first_setup.get_or_insert(setup);
+        }
+    }
+    Ok((rows, first_setup))
 }

@@ -16,9 +16,10 @@ use tierdb::buffer::TierStats;
 use tierdb::device::DeviceProfile;
 use tierdb::device::double_write::{NVM_SLOT_HEADER_BYTES, nvm_area_bytes};
 use tierdb::limits::DOUBLE_WRITE_SLOTS;
+use tierdb::wal::{self, Durability};
 
 use crate::drivers::tpcc::{self, TpccOptions, TpccReport};
-use crate::drivers::ycsb_txn::TxnSetup;
+use crate::drivers::ycsb_txn::{LogPlace, TxnSetup};
 use crate::harness::{EngineArgs, Middle, Progress, RunReport, Setup, median, run_one_txn};
 use crate::write_set::WriteSet;
 
@@ -378,6 +379,103 @@ pub fn ycsb_point(
         runs,
         write_set: None,
     })
+}
+
+/// The default memory budget: the estimated TPC-C database over `data_ratio`, never so
+/// small that a configuration has fewer than [`DRAM_FRAMES_MIN`] DRAM pages (the tiny
+/// scale), in whole pages; `budget` instead when given.
+#[allow(clippy::too_many_arguments)]
+pub fn budget_bytes(
+    budget: Option<ByteSize>,
+    warehouses: u32,
+    tiny: bool,
+    data_ratio: f64,
+    units: u32,
+    nvm_units: &[u32],
+    page: u64,
+    dram: &DeviceProfile,
+    nvm: &DeviceProfile,
+) -> u64 {
+    let (per_wh, items) = if tiny {
+        (TPCC_TINY_WAREHOUSE_BYTES_EST, TPCC_TINY_ITEM_BYTES_EST)
+    } else {
+        (TPCC_WAREHOUSE_BYTES_EST, TPCC_ITEM_BYTES_EST)
+    };
+    let estimate = u64::from(warehouses) * per_wh + items;
+    let price = nvm.cost_per_gb_usd / dram.cost_per_gb_usd.max(f64::MIN_POSITIVE);
+    let k_max = f64::from(nvm_units.iter().copied().max().unwrap_or(0));
+    let left = 1.0 - price * k_max / f64::from(units.max(1));
+    let floor = if left > 0.0 { (2 * DRAM_FRAMES_MIN * page) as f64 / left } else { 0.0 };
+    budget.map_or((estimate as f64 / data_ratio).max(floor) as u64 / page * page, ByteSize::bytes)
+}
+
+impl TpccPlan<'_> {
+    /// One point per configuration (tags `nvt{i}r`), with a crash and recovery after
+    /// each run when `crash`.
+    ///
+    /// # Errors
+    /// As [`TpccPlan::run`].
+    pub fn points(&self, configs: &[MemConfig], crash: bool) -> Result<Vec<Point>> {
+        configs.iter().enumerate().map(|(i, c)| self.point(c, None, crash, &format!("nvt{i}r"))).collect()
+    }
+
+    /// NV-SQL's Table 4: the first nvsql configuration (`configs[1]`) under each of
+    /// `policies`; the first policy's point is `tpcc_points[1]` (the tpcc part's run
+    /// with the default policy) when there is one. No write sets.
+    ///
+    /// # Errors
+    /// No nvsql configuration; as [`TpccPlan::run`].
+    pub fn table4(&self, configs: &[MemConfig], tpcc_points: &[Point], policies: &[&str]) -> Result<Vec<Point>> {
+        let Some(c) = configs.get(1) else { bail!("table4 needs an nvsql configuration (--nvm-units)") };
+        let mut points = Vec::new();
+        for (i, policy) in policies.iter().enumerate() {
+            match tpcc_points.get(1).filter(|_| i == 0) {
+                Some(p) => points.push(Point {
+                    config: p.config.clone(),
+                    policy: (*policy).to_string(),
+                    median: p.median.clone(),
+                    runs: p.runs.clone(),
+                    write_set: None,
+                }),
+                None => {
+                    let mut p = self.point(c, Some(policy), false, &format!("nv4{i}r"))?;
+                    p.write_set = None;
+                    points.push(p);
+                }
+            }
+        }
+        Ok(points)
+    }
+}
+
+/// One YCSB point per configuration (tags `nvy{i}r`): `workload` through transactions
+/// with `durability` and the log buffer in DRAM, every architecture's own policy.
+///
+/// # Errors
+/// A bad workload; a run that fails.
+pub fn ycsb_points(
+    engine: &EngineArgs,
+    workload: &str,
+    durability: Durability,
+    configs: &[MemConfig],
+    data: ByteSize,
+    runs_n: usize,
+    progress: &Progress,
+) -> Result<Vec<Point>> {
+    let mut e = engine.clone();
+    e.policy = None;
+    let ys = e.setup(workload)?;
+    let txn = TxnSetup {
+        durability,
+        log_buffer: LogPlace::Dram,
+        log_buffer_bytes: wal::BUFFER_BYTES_DEFAULT as u64,
+        flush_interval_us: wal::FLUSH_INTERVAL_DEFAULT.as_micros() as u64,
+    };
+    configs
+        .iter()
+        .enumerate()
+        .map(|(i, c)| ycsb_point(&e, &ys, &txn, c, data, runs_n, &format!("nvy{i}r"), progress))
+        .collect()
 }
 
 #[cfg(test)]

@@ -1,7 +1,8 @@
 //! The restart experiment behind `tierdb restart-bench` (Figure 17 of van Renen et al.,
 //! SIGMOD 2018): per series, create an engine, load, close cleanly, reopen the same
 //! files and count the lookups that complete in each bucket of time from the reopen
-//! on ([`run_series`]); the timeline's summary ([`Timeline`], [`SeriesReport`]).
+//! on ([`run_series`], every series: [`run_all`]); the lookups' setup
+//! ([`workload_setup`]); the timeline's summary ([`Timeline`], [`SeriesReport`]).
 //!
 //! Invariants: a timeline has at least one bucket, every bucket is one interval long,
 //! from t = 0 (the reopen's start). Concurrency: a series' lookup threads are joined
@@ -179,6 +180,51 @@ pub struct Plan<'a> {
     pub data: ByteSize,
     /// Width of a timeline bucket, milliseconds.
     pub interval_ms: u64,
+}
+
+/// The lookups: the built-in `ro` (one random field per lookup) with uniform requests,
+/// unless `--set requestdistribution=…` says otherwise. Only reads are allowed.
+///
+/// # Errors
+/// A bad engine option or workload setting; a mix with anything but reads.
+pub fn workload_setup(engine: &EngineArgs) -> Result<Setup> {
+    let mut setup = engine.setup("ro")?;
+    let chosen =
+        engine.overrides.iter().any(|o| o.split_once('=').is_some_and(|(k, _)| k.trim() == "requestdistribution"));
+    if !chosen {
+        setup.workload.set("requestdistribution", "uniform")?;
+    }
+    let mix = setup.workload.mix();
+    if mix.read < 1.0 {
+        bail!(
+            "restart-bench runs lookups only (Figure 17), and --set gives a mix of {:.0}% reads; leave the proportions as they are",
+            100.0 * mix.read
+        );
+    }
+    Ok(setup)
+}
+
+/// One run per series, in order, a progress line before each unless `quiet`.
+///
+/// # Errors
+/// As [`run_series`], naming the series.
+pub fn run_all(
+    plan: &Plan<'_>,
+    setup: &Setup,
+    subjects: &[Subject],
+    quiet: bool,
+    progress: &Progress,
+) -> Result<Vec<SeriesReport>> {
+    let mut reports = Vec::new();
+    for (i, &subject) in subjects.iter().enumerate() {
+        if !quiet {
+            progress.println(&format!("[{}/{}] {}", i + 1, subjects.len(), subject.label()));
+        }
+        let report = run_series(plan, setup, subject, progress).with_context(|| subject.name().to_string())?;
+        reports.push(report);
+    }
+    progress.finish();
+    Ok(reports)
 }
 
 /// Create, load, close; reopen, run.
