@@ -8,9 +8,13 @@
 //! step by bad luck, so the claims are over ten seeds: how many reach, and the median
 //! tuning time they need, in full epochs (the funnel's short screen epochs count for
 //! what they ran).
+//!
+//! It lives in the benchmark crate, beside the experiments, so that it takes its medians
+//! from the harness like every report does.
 
 use tierdb::tune::landscape::{Landscape, drive, epochs_to_reach};
 use tierdb::tune::{Anneal, Coord, Funnel, Tuner, TunerConfig};
+use tierdb_bench::harness::{self, Middle};
 
 /// Epochs annealing may take: the paper's schedule has 153 temperature levels of at
 /// least γ = 10 candidates and at most 100.
@@ -24,9 +28,10 @@ const WITHIN_10PCT: f64 = 0.9;
 const NEAR: f64 = 0.98;
 const SEEDS: u64 = 10;
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
+/// The median of ten seeds' results (the upper middle), through the one `median` of the
+/// benchmark harness.
+fn median(v: Vec<f64>) -> f64 {
+    harness::median(v, Middle::Upper).expect("a result for every seed")
 }
 
 /// Full epochs until the tuner's choice is within `fraction` of the peak; infinity if never.
