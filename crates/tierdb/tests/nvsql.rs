@@ -22,7 +22,7 @@ use tierdb::arch::{ArchConfig, Architecture, Engine};
 use tierdb::buffer::{BufferManager, Entry};
 use tierdb::db::{Db, DbConfig};
 use tierdb::device::FaultPlan;
-use tierdb::wal::Durability;
+use tierdb::wal::{Durability, Lsn};
 use tierdb::{ByteSize, Catalog, PageId};
 
 const PAGE: usize = 4096;
@@ -409,7 +409,7 @@ fn the_retained_log_stays_bounded_under_hot_pages() {
             // Pinned at the hot pages' first change ever.
             assert!(first.is_some() && last == first, "{policy}: {first:?} then {last:?}");
         } else {
-            assert!(last.is_none_or(|l| l > first.unwrap_or(0)), "{policy}: {first:?} then {last:?}");
+            assert!(last.is_none_or(|l| l > first.unwrap_or(Lsn::NONE)), "{policy}: {first:?} then {last:?}");
         }
         // The hot pages are still in NVM.
         let (only, _) = residency(db.buffer());
@@ -562,7 +562,7 @@ fn recovery_lsns_of_dirty_nvm_frames_are_record_starts() {
     let mut checked = 0;
     for n in (0..nvm.len() as u32).filter(|&n| nvm.is_dirty(n)) {
         let r = nvm.rec_lsn(n);
-        if r == 0 || r < db.wal().start_lsn() {
+        if r.is_none() || r < db.wal().start_lsn() {
             continue;
         }
         let rec = db.wal().read(r).unwrap_or_else(|e| panic!("frame {n}: recovery LSN {r} is no record's start: {e}"));
@@ -592,17 +592,17 @@ fn a_recovery_lsn_inside_a_record_is_scanned_from_a_record_start() {
         let nvm = bm.nvm().unwrap();
         // The dirty frames the last checkpoint kept: the log is retained from the oldest
         // of their recovery LSNs, and the redo point lies past all of them.
-        let dirty: Vec<(u32, u64)> = (0..nvm.len() as u32)
+        let dirty: Vec<(u32, Lsn)> = (0..nvm.len() as u32)
             .filter(|&n| nvm.is_dirty(n) && nvm.pid(n).is_some_and(|p| bm.location(p).unwrap() == Entry::Nvm(n)))
             .map(|n| (n, nvm.rec_lsn(n)))
             .collect();
         let oldest = dirty.iter().map(|&(_, r)| r).min().expect("dirty NVM frames");
         let &(n, r) = dirty.iter().max_by_key(|&&(_, r)| r).unwrap();
-        assert!(r > oldest + 1, "{dirty:?}");
+        assert!(r > oldest.advance(1), "{dirty:?}");
         let pid = nvm.pid(n).unwrap();
         // One byte below its recovery LSN: inside the record before, which is on SSD for
         // this page (r is its first change that is not) and older than the redo point.
-        bound = r - 1;
+        bound = Lsn::new(r.get() - 1);
         assert!(db.wal().read(bound).is_err(), "LSN {bound} is inside a record");
         let mut page = vec![0u8; PAGE];
         nvm.read_page(n, pid, &mut page).unwrap();

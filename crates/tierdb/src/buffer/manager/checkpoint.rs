@@ -26,7 +26,7 @@ use crate::Result;
 use crate::buffer::nvm_pool::NvmPool;
 use crate::buffer::table::Entry;
 use crate::device::{AlignedBuf, SsdFile};
-use crate::ids::PageId;
+use crate::ids::{AtomicLsn, Lsn, PageId};
 use crate::limits::{DOUBLE_WRITE_SLOTS, EVICT_BATCH_VISITS_PER_PAGE};
 use crate::page::frame::{FrameId, FrameRead, FrameWrite, Mask};
 
@@ -54,7 +54,7 @@ struct Pending<'a> {
     /// (which refreshes the copy's CRC), not only marked clean.
     refresh_nvm: bool,
     /// The page's LSN: the log is forced up to it before the batch is written.
-    lsn: u64,
+    lsn: Lsn,
     hold: Hold<'a>,
 }
 
@@ -106,7 +106,7 @@ impl<'a> SsdBatch<'a> {
     /// double-write batch.
     fn write(&self, entries: &[Pending<'a>]) -> Result<()> {
         let bm = self.bm;
-        bm.force_log(entries.iter().map(|p| p.lsn).max().unwrap_or(0))?;
+        bm.force_log(entries.iter().map(|p| p.lsn).max().unwrap_or(Lsn::NONE))?;
         let last = entries.iter().map(|p| p.pid).max().expect("a batch is not empty");
         bm.ssd_reserve(self.ssd, last)?;
         let images: Vec<Cow<'_, [u8]>> = entries
@@ -135,7 +135,7 @@ impl<'a> SsdBatch<'a> {
                 }
                 g.meta().dirty.store(false, Ordering::Relaxed);
                 // On SSD now: the next change starts a new re-update interval (`nvsql`).
-                g.meta().first_lsn.store(0, Ordering::Relaxed);
+                g.meta().first_lsn.store_lsn(Lsn::NONE, Ordering::Relaxed);
                 bm.frames.clear_mask(Mask::Dirty, g.frame());
                 Ok(())
             }
@@ -218,7 +218,7 @@ impl BufferManager {
                     nvm: n,
                     bytes: Some(bytes),
                     refresh_nvm: false,
-                    lsn: 0,
+                    lsn: Lsn::NONE,
                     hold: Hold::Mini(i),
                 })?,
                 (pending, _) => {
@@ -269,7 +269,7 @@ impl BufferManager {
                 self.nvm_copy(pid, n, &batch)?
             };
             let Some(bytes) = bytes else { continue };
-            let lsn = g.meta().page_lsn.load(Ordering::Relaxed);
+            let lsn = g.meta().page_lsn.load_lsn(Ordering::Relaxed);
             let b = batch.as_mut().expect("checked above");
             b.push(Pending { pid, nvm: n, bytes: Some(bytes), refresh_nvm: whole, lsn, hold: Hold::Exclusive(g) })?;
         }
@@ -282,7 +282,7 @@ impl BufferManager {
         //    force first (`log_nvm_images`). Those the policy picks for checkpoint-based
         //    admission (`nvsql`, NV-SQL §4.3; only with an SSD) move to NVM instead, where
         //    they are durable.
-        let mut to_nvm: Vec<(FrameRead<'_>, PageId, u32, u64)> = Vec::new();
+        let mut to_nvm: Vec<(FrameRead<'_>, PageId, u32, Lsn)> = Vec::new();
         let admit = self.checkpoint_admissions();
         for i in 0..self.frames.len() {
             let f = FrameId::from_index(i);
@@ -318,7 +318,7 @@ impl BufferManager {
                 continue;
             }
             let pid = PageId(pid);
-            let lsn = meta.page_lsn.load(Ordering::Relaxed);
+            let lsn = meta.page_lsn.load_lsn(Ordering::Relaxed);
             if let Some(b) = &mut batch {
                 b.push(Pending { pid, nvm: nvm_frame, bytes: None, refresh_nvm: true, lsn, hold: Hold::Shared(g) })?;
             } else if self.nvm.is_some() {
@@ -356,17 +356,18 @@ impl BufferManager {
             }
         } else if let Some(nvm) = &self.nvm {
             // Every dirty page in NVM: a recovery LSN is always below the largest one.
-            self.write_nvm_pages(nvm, ssd, u64::MAX, false)?;
+            self.write_nvm_pages(nvm, ssd, Lsn::MAX, false)?;
         }
         // 5. The free-page list, the sync, and the superblock that names them.
         self.write_free_list(ssd)
     }
 
     /// Step 4 of a checkpoint: writes to SSD the dirty pages in NVM only whose recovery
-    /// LSN is below `bound` (0, unknown, counts as the oldest); they stay in NVM, clean.
+    /// LSN is below `bound` ([`Lsn::NONE`], unknown, counts as the oldest); they stay in
+    /// NVM, clean.
     /// `count`: a durable cache's bound moves them out of its care
     /// ([`Count::NvmToSsd`](super::Count::NvmToSsd)).
-    fn write_nvm_pages(&self, nvm: &NvmPool, ssd: &SsdFile, bound: u64, count: bool) -> Result<()> {
+    fn write_nvm_pages(&self, nvm: &NvmPool, ssd: &SsdFile, bound: Lsn, count: bool) -> Result<()> {
         let mut batch = SsdBatch::new(self, ssd, DOUBLE_WRITE_SLOTS);
         let due = |n: u32| nvm.is_dirty(n) && nvm.rec_lsn(n) < bound;
         for n in 0..nvm.len() as u32 {
@@ -375,7 +376,14 @@ impl BufferManager {
             if count {
                 self.counters.bump(super::Count::NvmToSsd);
             }
-            batch.push(Pending { pid, nvm: n, bytes: Some(bytes), refresh_nvm: false, lsn: 0, hold: Hold::Table })?;
+            batch.push(Pending {
+                pid,
+                nvm: n,
+                bytes: Some(bytes),
+                refresh_nvm: false,
+                lsn: Lsn::NONE,
+                hold: Hold::Table,
+            })?;
         }
         batch.flush()
     }
@@ -414,7 +422,7 @@ impl BufferManager {
                 continue;
             }
             let pid = PageId(g.meta().pid());
-            let lsn = g.meta().page_lsn.load(Ordering::Relaxed);
+            let lsn = g.meta().page_lsn.load_lsn(Ordering::Relaxed);
             taken += 1;
             batch.push(Pending {
                 pid,
@@ -450,7 +458,14 @@ impl BufferManager {
             let Some((pid, bytes)) = self.claim_nvm_page(nvm, n, |n| nvm.is_dirty(n))? else { continue };
             self.counters.bump(super::Count::NvmToSsd);
             taken += 1;
-            batch.push(Pending { pid, nvm: n, bytes: Some(bytes), refresh_nvm: false, lsn: 0, hold: Hold::Table })?;
+            batch.push(Pending {
+                pid,
+                nvm: n,
+                bytes: Some(bytes),
+                refresh_nvm: false,
+                lsn: Lsn::NONE,
+                hold: Hold::Table,
+            })?;
         }
         batch.flush()
     }
@@ -479,12 +494,12 @@ impl BufferManager {
     /// shared (no writer can hold them, so the latch owns their NVM frames), into their
     /// NVM frames, after the log is forced up to their LSNs and their images are logged;
     /// empties `pages`.
-    fn flush_to_nvm(&self, pages: &mut Vec<(FrameRead<'_>, PageId, u32, u64)>) -> Result<()> {
+    fn flush_to_nvm(&self, pages: &mut Vec<(FrameRead<'_>, PageId, u32, Lsn)>) -> Result<()> {
         if pages.is_empty() {
             return Ok(());
         }
         let nvm = self.nvm.as_ref().expect("pages to NVM imply an NVM pool");
-        self.force_log(pages.iter().map(|p| p.3).max().unwrap_or(0))?;
+        self.force_log(pages.iter().map(|p| p.3).max().unwrap_or(Lsn::NONE))?;
         let images: Vec<(PageId, Cow<'_, [u8]>)> =
             pages.iter().map(|(g, pid, ..)| (*pid, self.stored_image(g.frame(), g))).collect();
         let refs: Vec<(PageId, &[u8])> = images.iter().map(|(pid, b)| (*pid, &b[..])).collect();
@@ -510,13 +525,13 @@ impl BufferManager {
     /// recovery LSN is below it are written to SSD (`Policy::nvm_keep_checkpoints`):
     /// the log's end at the start of the checkpoint `keep` before this one. `None`: no
     /// bound (another policy, an unbounded one, no log, or too few checkpoints yet).
-    fn nvm_flush_bound(&self) -> Option<u64> {
+    fn nvm_flush_bound(&self) -> Option<Lsn> {
         if self.nvm.is_none() || !self.shape.nvm_durable_cache {
             return None;
         }
         let keep = self.shape.nvm_keep_checkpoints? as usize;
-        let end = self.log.get().map_or(0, |l| l.end_lsn());
-        if end == 0 {
+        let end = self.log.get().map_or(Lsn::NONE, |l| l.end_lsn());
+        if end.is_none() {
             return None;
         }
         let mut starts = self.checkpoint_starts.lock();
@@ -535,7 +550,7 @@ impl BufferManager {
         if self.nvm.is_none() || self.ssd.is_none() {
             return Default::default();
         }
-        let dirty: Vec<(PageId, u64)> = (0..self.frames.len())
+        let dirty: Vec<(PageId, Lsn)> = (0..self.frames.len())
             .map(|i| self.frames.meta(FrameId::from_index(i)))
             .filter(|m| {
                 m.holds_page()
@@ -543,7 +558,7 @@ impl BufferManager {
                     && m.resident_all.load(Ordering::Relaxed)
                     && m.nvm.load(Ordering::Relaxed) == NO_NVM_FRAME
             })
-            .map(|m| (PageId(m.pid()), m.first_lsn.load(Ordering::Relaxed)))
+            .map(|m| (PageId(m.pid()), m.first_lsn.load_lsn(Ordering::Relaxed)))
             .collect();
         if dirty.is_empty() {
             return Default::default();

@@ -9,7 +9,7 @@ use crate::Result;
 use crate::buffer::BufferError;
 use crate::buffer::table::Entry;
 use crate::counters::Count;
-use crate::ids::PageId;
+use crate::ids::{AtomicLsn, Lsn, PageId};
 use crate::limits::CACHE_LINE_BYTES;
 use crate::limits::CLOCK_ROUNDS_MAX;
 use crate::limits::EVICT_BATCH_FRAMES_PER_PAGE;
@@ -121,9 +121,9 @@ impl BufferManager {
             dirty: meta.dirty.load(Ordering::Relaxed),
             nvm_copy: meta.nvm.load(Ordering::Relaxed) != NO_NVM_FRAME,
             referenced: meta.referenced.load(Ordering::Relaxed),
-            first_update_lsn: 0,
-            page_lsn: 0,
-            last_flush_lsn: 0,
+            first_update_lsn: Lsn::NONE,
+            page_lsn: Lsn::NONE,
+            last_flush_lsn: Lsn::NONE,
         };
         match self.policy.victim(Pool::Dram, &info, &self.tiers) {
             Victim::SecondChance => {
@@ -194,9 +194,9 @@ impl BufferManager {
                 dirty: d,
                 nvm_copy: false,
                 referenced: false,
-                first_update_lsn: meta.first_lsn.load(Ordering::Relaxed),
-                page_lsn: meta.page_lsn.load(Ordering::Relaxed),
-                last_flush_lsn: meta.flush_lsn.load(Ordering::Relaxed),
+                first_update_lsn: meta.first_lsn.load_lsn(Ordering::Relaxed),
+                page_lsn: meta.page_lsn.load_lsn(Ordering::Relaxed),
+                last_flush_lsn: meta.flush_lsn.load_lsn(Ordering::Relaxed),
             };
             // Asked as for every eviction; without NVM every page goes to SSD.
             let _ = self.policy.dram_eviction(&info, &self.tiers);
@@ -234,7 +234,7 @@ impl BufferManager {
             self.table.set(PageId(meta.pid()), Entry::Empty);
             meta.pid.store(NO_PAGE, Ordering::Relaxed);
             meta.dirty.store(false, Ordering::Relaxed);
-            meta.first_lsn.store(0, Ordering::Relaxed);
+            meta.first_lsn.store_lsn(Lsn::NONE, Ordering::Relaxed);
             g.clear_wrote();
             self.counters.bump(if d { Count::DramToSsd } else { Count::CleanDrops });
             self.counters.bump(Count::DramEvictions);
@@ -262,9 +262,9 @@ impl BufferManager {
                 dirty: m.dirty.load(Ordering::Relaxed) != 0,
                 nvm_copy: true,
                 referenced: m.referenced.load(Ordering::Relaxed),
-                first_update_lsn: 0,
-                page_lsn: 0,
-                last_flush_lsn: 0,
+                first_update_lsn: Lsn::NONE,
+                page_lsn: Lsn::NONE,
+                last_flush_lsn: Lsn::NONE,
             };
             match self.policy.victim(Pool::Dram, &info, &self.tiers) {
                 Victim::SecondChance => {
@@ -308,7 +308,7 @@ impl BufferManager {
             return Ok(());
         }
         let nvm = self.nvm.as_ref().expect("dirty lines imply an NVM copy");
-        let lsn = g.meta().page_lsn.load(Ordering::Relaxed);
+        let lsn = g.meta().page_lsn.load_lsn(Ordering::Relaxed);
         self.force_log(lsn)?;
         nvm.write_lines(n, pid, &runs, None, lsn)?;
         self.counters.add(Count::NvmLinesWritten, self.frames.count_set(Mask::Dirty, f) as u64);
@@ -339,9 +339,9 @@ impl BufferManager {
             nvm_copy: nvm_frame != NO_NVM_FRAME,
             referenced: false,
             // `nvsql`'s admission rule measures the re-update interval from these.
-            first_update_lsn: meta.first_lsn.load(Ordering::Relaxed),
-            page_lsn: meta.page_lsn.load(Ordering::Relaxed),
-            last_flush_lsn: meta.flush_lsn.load(Ordering::Relaxed),
+            first_update_lsn: meta.first_lsn.load_lsn(Ordering::Relaxed),
+            page_lsn: meta.page_lsn.load_lsn(Ordering::Relaxed),
+            last_flush_lsn: meta.flush_lsn.load_lsn(Ordering::Relaxed),
         };
         let mut to = match to {
             Some(to) => to,
@@ -372,7 +372,7 @@ impl BufferManager {
             self.clean_dram_ahead(ssd, ahead - 1)?;
         }
         if dirty {
-            self.force_log(meta.page_lsn.load(Ordering::Relaxed))?;
+            self.force_log(meta.page_lsn.load_lsn(Ordering::Relaxed))?;
         }
         // Fixers see BUSY (and fail on the latch anyway) until the page has landed.
         self.table.set(pid, Entry::Busy);
@@ -390,7 +390,7 @@ impl BufferManager {
                 meta.pid.store(NO_PAGE, Ordering::Relaxed);
                 meta.nvm.store(NO_NVM_FRAME, Ordering::Relaxed);
                 meta.dirty.store(false, Ordering::Relaxed);
-                meta.first_lsn.store(0, Ordering::Relaxed);
+                meta.first_lsn.store_lsn(Lsn::NONE, Ordering::Relaxed);
                 g.clear_wrote();
                 self.counters.bump(Count::DramEvictions);
                 Ok(())
@@ -411,7 +411,7 @@ impl BufferManager {
             if g.meta().dirty.load(Ordering::Relaxed) || g.wrote() {
                 debug_assert!(g.meta().resident_all.load(Ordering::Relaxed));
                 self.log_nvm_images(&[(pid, &g[..])])?;
-                nvm.write_page(nvm_frame, pid, g, true, g.meta().page_lsn.load(Ordering::Relaxed))?;
+                nvm.write_page(nvm_frame, pid, g, true, g.meta().page_lsn.load_lsn(Ordering::Relaxed))?;
                 self.count_page_to_nvm();
             } else if dirty {
                 self.write_back_lines(g, pid, nvm_frame)?;
@@ -426,7 +426,8 @@ impl BufferManager {
         };
         // The first-update LSN bounds the oldest change not on SSD (`nvsql` keeps the
         // log back to it while the page is dirty in NVM).
-        let (lsn, rec) = (g.meta().page_lsn.load(Ordering::Relaxed), g.meta().first_lsn.load(Ordering::Relaxed));
+        let (lsn, rec) =
+            (g.meta().page_lsn.load_lsn(Ordering::Relaxed), g.meta().first_lsn.load_lsn(Ordering::Relaxed));
         if let Err(e) = self.log_nvm_images(&[(pid, &g[..])]) {
             nvm.detach(n);
             return Err(e);
@@ -455,7 +456,7 @@ impl BufferManager {
         // 1. SSD first: the NVM copy is clean only once SSD holds the same bytes.
         self.ssd_write(pid, g)?;
         self.counters.bump(Count::DramToSsd);
-        let lsn = g.meta().page_lsn.load(Ordering::Relaxed);
+        let lsn = g.meta().page_lsn.load_lsn(Ordering::Relaxed);
         // 2. The page's own frame holds a stale copy: overwrite it.
         if nvm_frame != NO_NVM_FRAME {
             nvm.write_page(nvm_frame, pid, &self.stored_image(g.frame(), g), false, lsn)?;

@@ -11,7 +11,7 @@ use crate::buffer::nvm_pool::NvmPool;
 use crate::buffer::table::Entry;
 use crate::counters::Count;
 use crate::device::AlignedBuf;
-use crate::ids::PageId;
+use crate::ids::{AtomicLsn, Lsn, PageId};
 use crate::limits::CACHE_LINE_BYTES;
 use crate::limits::PAGE_BUSY_WAIT_MS_MAX;
 use crate::page::crc::NvmVerify;
@@ -278,7 +278,7 @@ impl BufferManager {
             } else {
                 self.ssd_read(ssd, pid, &mut buf).map(|_| ())
             };
-            if let Err(e) = read.and_then(|()| nvm.write_page(n, pid, &buf, false, 0).map_err(Into::into)) {
+            if let Err(e) = read.and_then(|()| nvm.write_page(n, pid, &buf, false, Lsn::NONE).map_err(Into::into)) {
                 nvm.detach(n);
                 return Err(e);
             }
@@ -360,9 +360,9 @@ impl BufferManager {
         meta.dirty.store(false, Ordering::Relaxed);
         meta.referenced.store(true, Ordering::Relaxed);
         meta.resident_all.store(resident_all, Ordering::Relaxed);
-        meta.page_lsn.store(0, Ordering::Relaxed);
-        meta.first_lsn.store(0, Ordering::Relaxed);
-        meta.flush_lsn.store(0, Ordering::Relaxed);
+        meta.page_lsn.store_lsn(Lsn::NONE, Ordering::Relaxed);
+        meta.first_lsn.store_lsn(Lsn::NONE, Ordering::Relaxed);
+        meta.flush_lsn.store_lsn(Lsn::NONE, Ordering::Relaxed);
         self.frames.clear_mask(Mask::Resident, f);
         self.frames.clear_mask(Mask::Dirty, f);
     }
@@ -419,7 +419,7 @@ impl LineHost for BufferManager {
         pid: PageId,
         runs: &[(usize, &[u8])],
         old: &[u8],
-        page_lsn: u64,
+        page_lsn: Lsn,
         lines: u64,
     ) -> Result<()> {
         let nvm = self.nvm.as_ref().expect("an in-place guard implies an NVM pool");

@@ -12,7 +12,7 @@ use crate::buffer::table::Entry;
 use crate::counters::Count;
 use crate::device::DeviceError;
 use crate::device::SsdFile;
-use crate::ids::PageId;
+use crate::ids::{AtomicLsn, Lsn, PageId};
 use crate::limits::SSD_GROW_PAGES_MIN;
 use crate::page::frame::FrameId;
 use crate::page::frame::FrameWrite;
@@ -84,9 +84,9 @@ impl BufferManager {
     pub(super) fn install<'a>(&'a self, pid: PageId, observed: Entry, g: FrameWrite<'a>) -> Result<FrameWrite<'a>> {
         let n = g.meta().nvm.load(Ordering::Relaxed);
         // What the SSD copy's seal said survives the reset.
-        let flushed = g.meta().flush_lsn.load(Ordering::Relaxed);
+        let flushed = g.meta().flush_lsn.load_lsn(Ordering::Relaxed);
         self.reset_frame(g.frame(), pid, n, true);
-        g.meta().flush_lsn.store(flushed, Ordering::Relaxed);
+        g.meta().flush_lsn.store_lsn(flushed, Ordering::Relaxed);
         if n != NO_NVM_FRAME
             && self.shape.nvm_disjoint
             && let Err(e) = self.leave_nvm(&g, pid, n)
@@ -130,7 +130,7 @@ impl BufferManager {
         miss: Option<MissTarget>,
     ) -> Result<()> {
         // Known only for a copy read from SSD (below).
-        g.meta().flush_lsn.store(0, Ordering::Relaxed);
+        g.meta().flush_lsn.store_lsn(Lsn::NONE, Ordering::Relaxed);
         let info = PageInfo::fixing(pid, matches!(from, Entry::Nvm(_)));
         match from {
             Entry::Nvm(n) => {
@@ -160,8 +160,8 @@ impl BufferManager {
                     // allocated with. (Only reachable after a failed write-back.)
                     g.bytes_for_load().fill(0);
                 } else {
-                    let flushed = self.ssd_read(ssd, pid, g.bytes_for_load())?;
-                    g.meta().flush_lsn.store(flushed, Ordering::Relaxed);
+                    let flushed = Lsn::new(self.ssd_read(ssd, pid, g.bytes_for_load())?);
+                    g.meta().flush_lsn.store_lsn(flushed, Ordering::Relaxed);
                 }
                 self.counters.bump(Count::SsdReads);
                 self.after_ssd_read(&info, g, miss)?;
@@ -186,7 +186,7 @@ impl BufferManager {
             && let Some(nvm) = &self.nvm
             && let Some(n) = self.nvm_frame()?
         {
-            if let Err(e) = nvm.write_page(n, pid, g, false, g.meta().page_lsn.load(Ordering::Relaxed)) {
+            if let Err(e) = nvm.write_page(n, pid, g, false, g.meta().page_lsn.load_lsn(Ordering::Relaxed)) {
                 nvm.detach(n);
                 return Err(e.into());
             }
@@ -214,7 +214,7 @@ impl BufferManager {
     /// Reads page `pid` from SSD and returns its last-flush LSN (0: unknown); a page
     /// that fails its seal is `Corrupted`, naming it and the file.
     pub(super) fn ssd_read(&self, ssd: &SsdFile, pid: PageId, buf: &mut [u8]) -> Result<u64> {
-        ssd.read_page_flushed(pid, buf).map_err(|e| match e {
+        ssd.read_page_flushed(pid, buf).map(Lsn::get).map_err(|e| match e {
             DeviceError::Corrupted { what: "page", detail, .. } => {
                 BufferError::Corrupted { pid, location: ssd.info().path.display().to_string(), detail }.into()
             }

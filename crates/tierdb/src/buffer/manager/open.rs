@@ -17,7 +17,7 @@ use crate::device::DramArena;
 use crate::device::NvmRegion;
 use crate::device::OpenMode;
 use crate::device::SsdFile;
-use crate::ids::PageId;
+use crate::ids::{AtomicLsn, Lsn, PageId};
 use crate::limits::EVICT_BATCH_FRAMES_PER_PAGE;
 use crate::limits::PAGE_SIZE_MAX_BYTES;
 use crate::limits::PAGE_SIZE_MIN_BYTES;
@@ -128,7 +128,7 @@ impl BufferManager {
                 // for the oldest change only NVM held (`docs/wal.md`, "Creation").
                 let formatted = |why: String| RestartInfo {
                     formatted_because: Some(format!("{}: {why}", n.path.display())),
-                    log_needed_from: durable_nvm.then_some(0),
+                    log_needed_from: durable_nvm.then_some(Lsn::NONE),
                     ..RestartInfo::default()
                 };
                 if existing && volatile_nvm {
@@ -333,14 +333,14 @@ impl BufferManager {
             if nvm_only && !info.frames_cleared.is_empty() {
                 // The page a cleared frame held has no other copy: redo rebuilds it from
                 // its last image in the log (`log_nvm_images`), found by scanning all of it.
-                info.log_needed_from = Some(0);
+                info.log_needed_from = Some(Lsn::NONE);
             }
             let freed: std::collections::HashSet<PageId> = bm.freed.lock().all().collect();
             let limit = bm.next_pid.load(Ordering::Relaxed);
             let nvm = bm.nvm.as_ref().expect("a restart info implies NVM");
             // Of two frames naming one page, only the one written last can be the
             // page's state: the other goes with the frames of pages not in it.
-            let mut newest: std::collections::HashMap<u64, (u64, u32)> = std::collections::HashMap::new();
+            let mut newest: std::collections::HashMap<u64, (Lsn, u32)> = std::collections::HashMap::new();
             for (n, h) in &nvm_pages {
                 let e = newest.entry(h.pid.0).or_insert((h.written_lsn, *n));
                 if h.written_lsn > e.0 {
@@ -409,13 +409,13 @@ impl BufferManager {
                 nvm.detach(n);
                 continue;
             }
-            let written = self.force_log(meta.page_lsn.load(Ordering::Relaxed)).and_then(|()| {
+            let written = self.force_log(meta.page_lsn.load_lsn(Ordering::Relaxed)).and_then(|()| {
                 Ok(nvm.write_page(
                     n,
                     PageId(pid),
                     &self.stored_image(f, &g),
                     true,
-                    meta.page_lsn.load(Ordering::Relaxed),
+                    meta.page_lsn.load_lsn(Ordering::Relaxed),
                 )?)
             });
             if let Err(e) = written {

@@ -70,7 +70,7 @@ use header::{HEADER_BYTES, HEADERS_OFFSET, NO_PAGE};
 
 use super::BufferError;
 use crate::device::{DeviceError, NvmRegion};
-use crate::ids::PageId;
+use crate::ids::{AtomicLsn, Lsn, PageId};
 use crate::limits::CACHE_LINE_BYTES;
 use crate::page::crc::NvmVerify;
 use crate::page::frame::cpu_cache::CpuCacheModel;
@@ -112,10 +112,10 @@ pub struct Reopened {
     pub pages: Vec<(u32, FrameHeader)>,
     /// Frames cleared, and why.
     pub cleared: Vec<(u32, String)>,
-    /// The oldest change a cleared frame held that SSD does not (`Some(0)`: unknown, as
+    /// The oldest change a cleared frame held that SSD does not (`Some(Lsn::NONE)`: unknown, as
     /// far back as the log goes; `None`: no cleared frame needs the log before the
     /// last checkpoint's redo point).
-    pub log_needed_from: Option<u64>,
+    pub log_needed_from: Option<Lsn>,
     /// Time to read and check the headers.
     pub scan_secs: f64,
 }
@@ -189,10 +189,10 @@ impl NvmPool {
         (p != NO_PAGE).then_some(PageId(p))
     }
 
-    /// Frame `n`'s recovery LSN while dirty (0: unknown; racy unless the caller owns
-    /// the frame).
-    pub fn rec_lsn(&self, n: u32) -> u64 {
-        self.metas[n as usize].rec_lsn.load(Ordering::Relaxed)
+    /// Frame `n`'s recovery LSN while dirty ([`Lsn::NONE`]: unknown; racy unless the
+    /// caller owns the frame).
+    pub fn rec_lsn(&self, n: u32) -> Lsn {
+        self.metas[n as usize].rec_lsn.load_lsn(Ordering::Relaxed)
     }
 
     /// Frame `n` was checked against its data CRC, or written, since the pool was opened.
@@ -372,9 +372,9 @@ impl NvmPool {
         let _ = self.lsn_clock.set(log);
     }
 
-    /// The log's end LSN now (0 without a log).
-    fn lsn_now(&self) -> u64 {
-        self.lsn_clock.get().map_or(0, |l| l.end_lsn())
+    /// The log's end LSN now ([`Lsn::NONE`] without a log).
+    fn lsn_now(&self) -> Lsn {
+        self.lsn_clock.get().map_or(Lsn::NONE, |l| l.end_lsn())
     }
 }
 

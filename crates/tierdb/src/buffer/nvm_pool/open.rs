@@ -17,6 +17,7 @@ use super::header::{
 use super::{NvmFrameMeta, NvmPool, Reopened, dev};
 use crate::buffer::error::BufferError;
 use crate::device::NvmRegion;
+use crate::ids::{AtomicLsn, Lsn};
 use crate::limits::IO_ALIGN_BYTES;
 use crate::page::crc::NvmVerify;
 use crate::page::latch::Latch;
@@ -170,23 +171,23 @@ impl NvmPool {
                     meta.no_crc.store(fh.flags & FLAG_NO_CRC != 0, Ordering::Relaxed);
                     meta.crc.store(fh.data_crc, Ordering::Relaxed);
                     meta.checked.store(!verify.any(), Ordering::Relaxed);
-                    meta.rec_lsn.store(fh.rec_lsn, Ordering::Relaxed);
+                    meta.rec_lsn.store_lsn(fh.rec_lsn, Ordering::Relaxed);
                     pages.push((n as u32, fh));
                 }
                 Ok(None) => {}
                 Ok(Some(fh)) => {
                     // A dirty frame's page is rebuilt from SSD with the changes since its
-                    // recovery LSN (0: unknown, the whole log kept); a clean one's SSD
+                    // recovery LSN (`Lsn::NONE`: unknown, the whole log kept); a clean one's SSD
                     // copy is the frame as it was, and its changes are newer than the
                     // last checkpoint (which waited for in-place writers).
                     if fh.flags & FLAG_DIRTY != 0 {
-                        let from = if fh.rec_lsn == 0 { 0 } else { fh.rec_lsn };
-                        log_needed_from = Some(log_needed_from.map_or(from, |l: u64| l.min(from)));
+                        let from = fh.rec_lsn;
+                        log_needed_from = Some(log_needed_from.map_or(from, |l: Lsn| l.min(from)));
                     }
                     cleared.push((n as u32, format!("{} was being written in place (IN_UPDATE)", fh.pid)));
                 }
                 Err(e) => {
-                    log_needed_from = Some(0);
+                    log_needed_from = Some(Lsn::NONE);
                     cleared.push((n as u32, format!("unreadable header: {e}")));
                 }
             }
@@ -231,14 +232,14 @@ impl NvmPool {
             // As a frame caught mid-write: a dirty one's page is rebuilt from SSD with
             // the changes since its recovery LSN; a clean one's SSD copy is the page.
             if dirty {
-                log_needed_from = Some(log_needed_from.map_or(fh.rec_lsn, |l: u64| l.min(fh.rec_lsn)));
+                log_needed_from = Some(log_needed_from.map_or(fh.rec_lsn, |l: Lsn| l.min(fh.rec_lsn)));
             }
             let m = &pool.metas[n as usize];
             m.pid.store(NO_PAGE, Ordering::Relaxed);
             m.dirty.store(false, Ordering::Relaxed);
             m.no_crc.store(false, Ordering::Relaxed);
             m.checked.store(true, Ordering::Relaxed);
-            m.rec_lsn.store(0, Ordering::Relaxed);
+            m.rec_lsn.store_lsn(Lsn::NONE, Ordering::Relaxed);
             cleared.push((n, why));
         }
         let pages = kept;
@@ -259,11 +260,11 @@ impl NvmPool {
     /// whole log); `None` if no frame is dirty. Racy against concurrent writers, which
     /// only add changes newer than the caller's bound (the checkpoint takes it after
     /// choosing its redo point).
-    pub fn oldest_dirty_rec_lsn(&self) -> Option<u64> {
+    pub fn oldest_dirty_rec_lsn(&self) -> Option<Lsn> {
         self.metas
             .iter()
             .filter(|m| m.pid.load(Ordering::Relaxed) != NO_PAGE && m.dirty.load(Ordering::Relaxed))
-            .map(|m| m.rec_lsn.load(Ordering::Relaxed).max(1))
+            .map(|m| m.rec_lsn.load_lsn(Ordering::Relaxed).max(Lsn::new(1)))
             .min()
     }
 

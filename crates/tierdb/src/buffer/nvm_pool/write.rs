@@ -16,7 +16,7 @@ use super::header::{
 };
 use super::{NvmPool, dev};
 use crate::buffer::error::BufferError;
-use crate::ids::PageId;
+use crate::ids::{AtomicLsn, Lsn, PageId};
 use crate::limits::CACHE_LINE_BYTES;
 use crate::page::crc::crc_after_runs;
 
@@ -35,7 +35,7 @@ impl NvmPool {
         pid: PageId,
         runs: &[(usize, &[u8])],
         old: Option<&[u8]>,
-        page_lsn: u64,
+        page_lsn: Lsn,
     ) -> Result<(), BufferError> {
         debug_assert_eq!(self.pid(n), Some(pid));
         debug_assert!(old.is_none_or(|o| o.len() == self.page_size));
@@ -67,7 +67,7 @@ impl NvmPool {
         let rec_lsn = match before {
             Some(h) if h.flags & FLAG_DIRTY != 0 => h.rec_lsn,
             Some(h) => h.page_lsn.max(h.written_lsn),
-            None => 0,
+            None => Lsn::NONE,
         };
         // 2. The new CRC: updated by the runs' change, or (a frame without one) computed
         //    over the whole page once written.
@@ -106,7 +106,7 @@ impl NvmPool {
         let flags = FLAG_VALID | FLAG_DIRTY;
         let h = FrameHeader { pid, page_lsn, flags, data_crc, rec_lsn, written_lsn: self.lsn_now() };
         self.write_header(n, &h)?;
-        m.rec_lsn.store(rec_lsn, Ordering::Relaxed);
+        m.rec_lsn.store_lsn(rec_lsn, Ordering::Relaxed);
         m.dirty.store(true, Ordering::Relaxed);
         m.crc.store(data_crc, Ordering::Relaxed);
         m.no_crc.store(false, Ordering::Relaxed);
@@ -162,12 +162,12 @@ impl NvmPool {
     ///
     /// # Errors
     /// Device errors.
-    pub fn write_page(&self, n: u32, pid: PageId, src: &[u8], dirty: bool, page_lsn: u64) -> Result<(), BufferError> {
-        self.write_page_rec(n, pid, src, dirty, page_lsn, 0)
+    pub fn write_page(&self, n: u32, pid: PageId, src: &[u8], dirty: bool, page_lsn: Lsn) -> Result<(), BufferError> {
+        self.write_page_rec(n, pid, src, dirty, page_lsn, Lsn::NONE)
     }
 
     /// [`write_page`](Self::write_page) with the recovery LSN of a dirty page: a lower
-    /// bound of its oldest change not on SSD (0: unknown). A frame that held the page
+    /// bound of its oldest change not on SSD ([`Lsn::NONE`]: unknown). A frame that held the page
     /// dirty already keeps the older of its bound and this one.
     ///
     /// # Errors
@@ -178,8 +178,8 @@ impl NvmPool {
         pid: PageId,
         src: &[u8],
         dirty: bool,
-        page_lsn: u64,
-        rec_lsn: u64,
+        page_lsn: Lsn,
+        rec_lsn: Lsn,
     ) -> Result<(), BufferError> {
         debug_assert_eq!(src.len(), self.page_size);
         // The caller owns the frame: empty, or holding this very page.
@@ -188,8 +188,8 @@ impl NvmPool {
         let before = if self.volatile { None } else { self.begin_update(n, pid)? };
         debug_assert!(!(self.volatile && dirty), "{pid}: a dirty page in volatile NVM frame {n}");
         let rec_lsn = match before {
-            _ if !dirty => 0,
-            Some(h) if h.flags & FLAG_DIRTY != 0 && (h.rec_lsn == 0 || rec_lsn == 0) => 0,
+            _ if !dirty => Lsn::NONE,
+            Some(h) if h.flags & FLAG_DIRTY != 0 && (h.rec_lsn.is_none() || rec_lsn.is_none()) => Lsn::NONE,
             Some(h) if h.flags & FLAG_DIRTY != 0 => h.rec_lsn.min(rec_lsn),
             _ => rec_lsn,
         };
@@ -209,7 +209,7 @@ impl NvmPool {
         let m = &self.metas[n as usize];
         m.crc.store(data_crc, Ordering::Relaxed);
         m.checked.store(true, Ordering::Relaxed);
-        m.rec_lsn.store(rec_lsn, Ordering::Relaxed);
+        m.rec_lsn.store_lsn(rec_lsn, Ordering::Relaxed);
         m.pid.store(pid.0, Ordering::Relaxed);
         m.dirty.store(dirty, Ordering::Relaxed);
         m.referenced.store(true, Ordering::Relaxed);
@@ -238,7 +238,7 @@ impl NvmPool {
             self.pid(n)
         );
         h.flags &= !FLAG_DIRTY;
-        h.rec_lsn = 0;
+        h.rec_lsn = Lsn::NONE;
         // After the page's SSD write, at or past its flush LSN: the frame stays trusted.
         h.written_lsn = self.lsn_now();
         self.write_header(n, &h)?;

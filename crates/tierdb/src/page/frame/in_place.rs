@@ -39,7 +39,7 @@ use crate::counters::Count;
 use crate::page::frame::lines::{LineGuard, LineHost, Place};
 use crate::page::source::LinePage;
 
-use crate::ids::PageId;
+use crate::ids::{Lsn, PageId};
 use crate::limits::{CACHE_LINE_BYTES, PAGE_SIZE_MAX_BYTES};
 
 const LINE: usize = CACHE_LINE_BYTES;
@@ -113,7 +113,7 @@ pub struct NvmLines<'a> {
     exclusive: bool,
     page_size: usize,
     shadow: Option<Box<Shadow>>,
-    page_lsn: u64,
+    page_lsn: Lsn,
     _not_send: PhantomData<*const u8>,
 }
 
@@ -131,7 +131,7 @@ impl<'a> NvmLines<'a> {
             exclusive,
             page_size: bm.page_size_bytes(),
             shadow: None,
-            page_lsn: 0,
+            page_lsn: Lsn::NONE,
             _not_send: PhantomData,
         }
     }
@@ -278,7 +278,7 @@ impl LinePage for NvmLines<'_> {
         Ok(&mut shadow.bytes[..])
     }
 
-    fn set_page_lsn(&mut self, lsn: u64) {
+    fn set_page_lsn(&mut self, lsn: Lsn) {
         self.page_lsn = self.page_lsn.max(lsn);
     }
 }
@@ -365,7 +365,7 @@ impl LinePage for BmLines<'_> {
     }
 
     #[inline]
-    fn set_page_lsn(&mut self, lsn: u64) {
+    fn set_page_lsn(&mut self, lsn: Lsn) {
         match self {
             BmLines::Dram(g) => g.set_page_lsn(lsn),
             BmLines::Nvm(g) => g.set_page_lsn(lsn),

@@ -38,7 +38,7 @@ use super::{FrameId, FramePool, FrameRead, FrameWrite, Mask};
 use crate::Result;
 use crate::buffer::error::BufferError;
 use crate::counters::Count;
-use crate::ids::PageId;
+use crate::ids::{AtomicLsn, Lsn, PageId};
 use crate::limits::CACHE_LINE_BYTES;
 use crate::page::latch::Latch;
 use crate::page::source::LinePage;
@@ -97,7 +97,7 @@ pub trait LineHost: Sync {
         pid: PageId,
         runs: &[(usize, &[u8])],
         old: &[u8],
-        page_lsn: u64,
+        page_lsn: Lsn,
         lines: u64,
     ) -> Result<()>;
     /// Stops the page source after a failure a guard's drop cannot report.
@@ -531,11 +531,11 @@ impl LinePage for LineGuard<'_> {
         Ok(unsafe { std::slice::from_raw_parts(self.pool.data(f).as_ptr(), self.page_bytes()) })
     }
 
-    fn set_page_lsn(&mut self, lsn: u64) {
+    fn set_page_lsn(&mut self, lsn: Lsn) {
         match self.place {
             Place::Full(f) => self.pool.meta(f).note_lsn(lsn),
             Place::Mini(i) => {
-                self.pool.minis().meta(i).page_lsn.fetch_max(lsn, Ordering::Relaxed);
+                self.pool.minis().meta(i).page_lsn.fetch_max_lsn(lsn, Ordering::Relaxed);
             }
         }
     }
@@ -646,7 +646,7 @@ impl LinePage for WholeLines<'_> {
         Ok(&mut **self.exclusive()?)
     }
 
-    fn set_page_lsn(&mut self, lsn: u64) {
+    fn set_page_lsn(&mut self, lsn: Lsn) {
         if let WholeLines::Exclusive(g) = self {
             crate::page::source::ExclusivePage::set_page_lsn(g, lsn);
         }

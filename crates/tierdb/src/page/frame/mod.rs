@@ -37,7 +37,7 @@ use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU32, AtomicU64, Ordering, f
 use super::latch::Latch;
 use super::source::{ExclusivePage, OptimisticPage, SharedPage};
 use crate::device::DramArena;
-use crate::ids::PageId;
+use crate::ids::{AtomicLsn, Lsn, PageId};
 use crate::limits::CACHE_LINE_BYTES;
 
 /// Index of a DRAM frame in its pool.
@@ -148,10 +148,11 @@ impl FrameMeta {
     /// A change logged at `lsn` was made to the page: raises the page LSN, and sets the
     /// first-update LSN if the page had none since it was last clean.
     #[inline]
-    pub fn note_lsn(&self, lsn: u64) {
-        self.page_lsn.fetch_max(lsn, Ordering::Relaxed);
-        if lsn != 0 && self.first_lsn.load(Ordering::Relaxed) == 0 {
-            let _ = self.first_lsn.compare_exchange(0, lsn, Ordering::Relaxed, Ordering::Relaxed);
+    pub fn note_lsn(&self, lsn: Lsn) {
+        self.page_lsn.fetch_max_lsn(lsn, Ordering::Relaxed);
+        if !lsn.is_none() && self.first_lsn.load_lsn(Ordering::Relaxed).is_none() {
+            let none = Lsn::NONE.get();
+            let _ = self.first_lsn.compare_exchange(none, lsn.get(), Ordering::Relaxed, Ordering::Relaxed);
         }
     }
 
@@ -706,7 +707,7 @@ impl ExclusivePage for FrameWrite<'_> {
     }
 
     #[inline]
-    fn set_page_lsn(&mut self, lsn: u64) {
+    fn set_page_lsn(&mut self, lsn: Lsn) {
         self.meta().note_lsn(lsn);
     }
 }
