@@ -118,6 +118,75 @@ impl std::fmt::LowerHex for TxnId {
     }
 }
 
+/// A frame of the NVM pool (`buffer::nvm_pool`): frame `n`'s header is the pool's
+/// `n`-th 64-byte header and its page the `n`-th page-sized block of data. Slots are
+/// never stored on media (a frame's header names its page, not its slot); in DRAM the
+/// page table packs one into a tagged word (`buffer::table`) and a DRAM frame's
+/// metadata keeps its page's slot in an `AtomicU32`, with `u32::MAX` for "none"
+/// ([`NvmSlot::from_raw`] / [`NvmSlot::raw`] convert there).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[repr(transparent)]
+pub struct NvmSlot(u32);
+
+impl NvmSlot {
+    /// The raw value that means "no slot" where a slot is kept as a `u32`.
+    pub const NONE_RAW: u32 = u32::MAX;
+
+    /// Slot `n` of the pool.
+    ///
+    /// # Panics
+    /// In debug builds, if `n` is [`NvmSlot::NONE_RAW`].
+    #[inline]
+    pub const fn new(n: u32) -> NvmSlot {
+        debug_assert!(n != Self::NONE_RAW, "u32::MAX is no NVM slot");
+        NvmSlot(n)
+    }
+
+    /// Slot `i` of the pool, from an index into it.
+    ///
+    /// # Panics
+    /// In debug builds, if `i` does not fit a slot.
+    #[inline]
+    pub fn from_index(i: usize) -> NvmSlot {
+        debug_assert!(i < Self::NONE_RAW as usize, "NVM frame index {i} does not fit a slot");
+        NvmSlot(i as u32)
+    }
+
+    /// The slot a raw `u32` names, `None` for [`NvmSlot::NONE_RAW`].
+    #[inline]
+    pub const fn from_raw(raw: u32) -> Option<NvmSlot> {
+        if raw == Self::NONE_RAW { None } else { Some(NvmSlot(raw)) }
+    }
+
+    /// `slot` as a raw `u32`, [`NvmSlot::NONE_RAW`] for `None`.
+    #[inline]
+    pub const fn raw(slot: Option<NvmSlot>) -> u32 {
+        match slot {
+            Some(s) => s.0,
+            None => Self::NONE_RAW,
+        }
+    }
+
+    /// The slot's number.
+    #[inline]
+    pub const fn get(self) -> u32 {
+        self.0
+    }
+
+    /// The slot's index into the pool.
+    #[inline]
+    pub const fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// The slot's number, as messages print it ("NVM frame 3").
+impl std::fmt::Display for NvmSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(&self.0, f)
+    }
+}
+
 /// A log sequence number: a byte position in the log stream. On media (log records,
 /// NVM frame headers, SSD page seals, the control file) it is 8 little-endian bytes
 /// ([`Lsn::to_le_bytes`]).
@@ -284,5 +353,15 @@ mod tests {
         assert_eq!(at.load_lsn(Ordering::Relaxed), b);
         at.store_lsn(a, Ordering::Relaxed);
         assert_eq!(at.load(Ordering::Relaxed), 4096);
+    }
+
+    #[test]
+    fn nvm_slot_index_raw_and_display() {
+        let s = NvmSlot::new(3);
+        assert_eq!((s.get(), s.index(), NvmSlot::from_index(3)), (3, 3, s));
+        assert_eq!((NvmSlot::from_raw(3), NvmSlot::from_raw(u32::MAX)), (Some(s), None));
+        assert_eq!((NvmSlot::raw(Some(s)), NvmSlot::raw(None)), (3, NvmSlot::NONE_RAW));
+        assert!(NvmSlot::new(0) < s && s < NvmSlot::new(4));
+        assert_eq!(format!("NVM frame {s}"), "NVM frame 3");
     }
 }

@@ -134,7 +134,8 @@ fn power_loss(arch: Architecture, seed: u64, tear: bool) {
             // the log the checkpoint kept), now in NVM only: the crash tears its frame.
             let bm = db.buffer();
             let nvm = bm.nvm().unwrap();
-            let n = (0..nvm.len() as u32)
+            let n = nvm
+                .slots()
                 .find(|&n| {
                     nvm.pid(n).is_some_and(|p| {
                         bm.location(p).unwrap() == Entry::Nvm(n)

@@ -65,7 +65,8 @@ fn evicted_pages_force_the_log_first_and_carry_their_lsn_to_nvm() {
         assert!(forced.contains(&(1000 + i as u64)), "{pid} was written out without forcing its LSN: {forced:?}");
     }
     let nvm = bm.nvm().unwrap();
-    let with_lsn = (0..nvm.len() as u32)
+    let with_lsn = nvm
+        .slots()
         .filter_map(|n| nvm.header(n).unwrap())
         .filter(|h| {
             h.page_lsn >= Lsn::new(1000)

@@ -30,7 +30,7 @@ use crate::device::{DoubleWriteMode, DramConfig, NvmConfig, OpenMode, SsdConfig,
 use crate::ids::{Lsn, PageId};
 use crate::limits::{CACHE_LINE_BYTES, EVICT_BATCH_DEFAULT, PAGE_TABLE_PAGES_DEFAULT, POLICY_SEED_DEFAULT};
 use crate::page::crc::NvmVerify;
-use crate::page::frame::{FrameId, FramePool, FrameWrite, Mask, NO_NVM_FRAME, NO_PAGE, NO_PARENT};
+use crate::page::frame::{FrameId, FramePool, FrameWrite, Mask, NO_PAGE, NO_PARENT};
 use crate::policy::{self, EvictTo, PageInfo, Policy, PolicyStats, Shape, Tiers};
 use crate::wal::LogForce;
 use crate::{ByteSize, Result};

@@ -9,7 +9,7 @@ use crate::buffer::table::Entry;
 use crate::counters::Count;
 use crate::device::AlignedBuf;
 use crate::device::SsdFile;
-use crate::ids::{AtomicLsn, Lsn, PageId};
+use crate::ids::{AtomicLsn, Lsn, NvmSlot, PageId};
 use crate::limits::CACHE_LINE_BYTES;
 use crate::limits::CLOCK_ROUNDS_MAX;
 use crate::limits::FLUSH_NOTES_PER_RECORD;
@@ -48,7 +48,7 @@ impl BufferManager {
     /// moves the page out (to NVM only) and clears the mini page. Held exclusive.
     pub(super) fn flush_mini(&self, i: u32, pid: PageId, drop_page: bool) -> Result<()> {
         let m = self.frames.minis().meta(i);
-        let n = m.nvm.load(Ordering::Relaxed);
+        let n = m.nvm_slot().expect("a mini page has an NVM frame");
         let dirty = m.dirty.load(Ordering::Relaxed);
         if drop_page {
             self.table.set(pid, Entry::Busy);
@@ -105,14 +105,14 @@ impl BufferManager {
             if self.provider_on.load(Ordering::Relaxed) && nvm.free_frames() < self.provider_nvm_target / 2 {
                 self.wake_provider();
             }
-            return Ok(Some(n));
+            return Ok(Some(n.get()));
         }
         if self.provider_on.load(Ordering::Relaxed) {
             self.wake_provider();
         }
         match self.nvm_evict_one(nvm.len() * CLOCK_ROUNDS_MAX)? {
             Some(n) => Ok(Some(n)),
-            None => Ok(nvm.pop_free()),
+            None => Ok(nvm.pop_free().map(NvmSlot::get)),
         }
     }
 
@@ -131,7 +131,7 @@ impl BufferManager {
                 return Ok(None);
             }
             self.evict_from_nvm(ssd, &sweep)?;
-            return Ok(nvm.pop_free());
+            return Ok(nvm.pop_free().map(NvmSlot::get));
         }
         for _ in 0..visits {
             let n = nvm.advance_hand();
@@ -167,7 +167,7 @@ impl BufferManager {
                 }
             }
             self.evict_claimed_nvm(ssd, pid, n, true)?;
-            return Ok(Some(n));
+            return Ok(Some(n.get()));
         }
         Ok(None)
     }
@@ -176,7 +176,7 @@ impl BufferManager {
     /// to SSD if dirty, clears the frame's header — so that a restart never takes its
     /// old bytes for the page — and keeps the frame for the caller (`keep_frame`) or
     /// frees it. On error the page stays in the frame, as it was.
-    pub(super) fn evict_claimed_nvm(&self, ssd: &SsdFile, pid: PageId, n: u32, keep_frame: bool) -> Result<()> {
+    pub(super) fn evict_claimed_nvm(&self, ssd: &SsdFile, pid: PageId, n: NvmSlot, keep_frame: bool) -> Result<()> {
         let nvm = self.nvm.as_ref().expect("an NVM entry implies an NVM pool");
         debug_assert_eq!(nvm.pid(n), Some(pid));
         debug_assert_eq!(self.table.get(pid)?, Entry::Busy, "{pid} is not claimed");

@@ -17,13 +17,12 @@ use crate::device::DramArena;
 use crate::device::NvmRegion;
 use crate::device::OpenMode;
 use crate::device::SsdFile;
-use crate::ids::{AtomicLsn, Lsn, PageId};
+use crate::ids::{AtomicLsn, Lsn, NvmSlot, PageId};
 use crate::limits::EVICT_BATCH_FRAMES_PER_PAGE;
 use crate::limits::PAGE_SIZE_MAX_BYTES;
 use crate::limits::PAGE_SIZE_MIN_BYTES;
 use crate::page::frame::FrameId;
 use crate::page::frame::FramePool;
-use crate::page::frame::NO_NVM_FRAME;
 use crate::page::source::{ExclusivePage, PageSource};
 use crate::policy;
 use crate::policy::Event;
@@ -340,7 +339,7 @@ impl BufferManager {
             let nvm = bm.nvm.as_ref().expect("a restart info implies NVM");
             // Of two frames naming one page, only the one written last can be the
             // page's state: the other goes with the frames of pages not in it.
-            let mut newest: std::collections::HashMap<u64, (Lsn, u32)> = std::collections::HashMap::new();
+            let mut newest: std::collections::HashMap<u64, (Lsn, NvmSlot)> = std::collections::HashMap::new();
             for (n, h) in &nvm_pages {
                 let e = newest.entry(h.pid.0).or_insert((h.written_lsn, *n));
                 if h.written_lsn > e.0 {
@@ -396,16 +395,13 @@ impl BufferManager {
         for i in 0..self.frames.len() {
             let f = FrameId::from_index(i);
             let meta = self.frames.meta(f);
-            if !meta.holds_page() || meta.nvm.load(Ordering::Relaxed) != NO_NVM_FRAME {
+            if !meta.holds_page() || meta.nvm_slot().is_some() {
                 continue;
             }
             let Some(n) = nvm.pop_free() else { break };
             let g = self.frames.write(f);
             let pid = g.meta().pid();
-            if !meta.holds_page()
-                || !meta.dirty.load(Ordering::Relaxed)
-                || meta.nvm.load(Ordering::Relaxed) != NO_NVM_FRAME
-            {
+            if !meta.holds_page() || !meta.dirty.load(Ordering::Relaxed) || meta.nvm_slot().is_some() {
                 nvm.detach(n);
                 continue;
             }
@@ -422,7 +418,7 @@ impl BufferManager {
                 nvm.detach(n);
                 return Err(e);
             }
-            meta.nvm.store(n, Ordering::Relaxed);
+            meta.set_nvm_slot(Some(n));
             meta.dirty.store(false, Ordering::Relaxed);
             self.count_page_to_nvm();
             self.counters.bump(Count::NvmAdmissions);

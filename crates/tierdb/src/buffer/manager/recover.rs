@@ -11,7 +11,6 @@ use crate::buffer::table::Entry;
 use crate::counters::Count;
 use crate::device::TornPageRecovery;
 use crate::ids::{Lsn, PageId};
-use crate::page::frame::NO_NVM_FRAME;
 use crate::page::source::PageSource;
 use crate::wal::LogForce;
 use std::sync::atomic::Ordering;
@@ -67,7 +66,7 @@ impl BufferManager {
             // that never left DRAM, or one whose NVM frame a crash tore: it starts
             // zeroed, as on an SSD past its end, and the log's images rebuild it.
             let mut g = self.free_frame()?;
-            self.reset_frame(g.frame(), pid, NO_NVM_FRAME, true);
+            self.reset_frame(g.frame(), pid, None, true);
             g.fill(0);
             self.table.set(pid, Entry::Dram(g.frame()));
             self.counters.bump(Count::Allocations);

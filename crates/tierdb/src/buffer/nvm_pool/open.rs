@@ -17,7 +17,7 @@ use super::header::{
 use super::{NvmFrameMeta, NvmPool, Reopened, dev};
 use crate::buffer::error::BufferError;
 use crate::device::NvmRegion;
-use crate::ids::{AtomicLsn, Lsn};
+use crate::ids::{AtomicLsn, Lsn, NvmSlot};
 use crate::limits::IO_ALIGN_BYTES;
 use crate::page::crc::NvmVerify;
 use crate::page::latch::Latch;
@@ -83,7 +83,7 @@ impl NvmPool {
             })
             .collect();
         // Hand frames out from index 0 upwards.
-        let free = Mutex::new((0..count as u32).rev().collect());
+        let free = Mutex::new((0..count).rev().map(NvmSlot::from_index).collect());
         Ok(NvmPool {
             region,
             page_size,
@@ -153,7 +153,7 @@ impl NvmPool {
         let mut pages = Vec::new();
         let mut cleared = Vec::new();
         let mut log_needed_from = None;
-        for (n, b) in headers.chunks_exact(HEADER_BYTES).enumerate() {
+        for (n, b) in headers.chunks_exact(HEADER_BYTES).enumerate().map(|(i, b)| (NvmSlot::from_index(i), b)) {
             let meta = NvmFrameMeta {
                 pid: AtomicU64::new(NO_PAGE),
                 dirty: AtomicBool::new(false),
@@ -172,7 +172,7 @@ impl NvmPool {
                     meta.crc.store(fh.data_crc, Ordering::Relaxed);
                     meta.checked.store(!verify.any(), Ordering::Relaxed);
                     meta.rec_lsn.store_lsn(fh.rec_lsn, Ordering::Relaxed);
-                    pages.push((n as u32, fh));
+                    pages.push((n, fh));
                 }
                 Ok(None) => {}
                 Ok(Some(fh)) => {
@@ -184,11 +184,11 @@ impl NvmPool {
                         let from = fh.rec_lsn;
                         log_needed_from = Some(log_needed_from.map_or(from, |l: Lsn| l.min(from)));
                     }
-                    cleared.push((n as u32, format!("{} was being written in place (IN_UPDATE)", fh.pid)));
+                    cleared.push((n, format!("{} was being written in place (IN_UPDATE)", fh.pid)));
                 }
                 Err(e) => {
                     log_needed_from = Some(Lsn::NONE);
-                    cleared.push((n as u32, format!("unreadable header: {e}")));
+                    cleared.push((n, format!("unreadable header: {e}")));
                 }
             }
             metas.push(meta);
@@ -234,7 +234,7 @@ impl NvmPool {
             if dirty {
                 log_needed_from = Some(log_needed_from.map_or(fh.rec_lsn, |l: Lsn| l.min(fh.rec_lsn)));
             }
-            let m = &pool.metas[n as usize];
+            let m = &pool.metas[n.index()];
             m.pid.store(NO_PAGE, Ordering::Relaxed);
             m.dirty.store(false, Ordering::Relaxed);
             m.no_crc.store(false, Ordering::Relaxed);
@@ -246,8 +246,8 @@ impl NvmPool {
         for (n, _) in &cleared {
             pool.write_header_bytes(*n, &[0u8; HEADER_BYTES])?;
         }
-        let used: std::collections::HashSet<u32> = pages.iter().map(|(n, _)| *n).collect();
-        *pool.free.lock() = (0..count as u32).rev().filter(|n| !used.contains(n)).collect();
+        let used: std::collections::HashSet<NvmSlot> = pages.iter().map(|(n, _)| *n).collect();
+        *pool.free.lock() = (0..count).rev().map(NvmSlot::from_index).filter(|n| !used.contains(n)).collect();
         // Every frame is either a kept page's or free, never both.
         assert_eq!(used.len(), pages.len(), "a frame listed twice among the pages found");
         assert_eq!(pool.free_frames() + pages.len(), count, "free frames and pages do not cover the pool");
@@ -273,7 +273,7 @@ impl NvmPool {
     ///
     /// # Errors
     /// Device errors.
-    pub fn discard(&self, n: u32) -> Result<(), BufferError> {
+    pub fn discard(&self, n: NvmSlot) -> Result<(), BufferError> {
         self.release(n)
     }
 }

@@ -3,7 +3,7 @@
 use super::*;
 use crate::ByteSize;
 use crate::device::NvmConfig;
-use crate::ids::{AtomicLsn, Lsn};
+use crate::ids::{AtomicLsn, Lsn, NvmSlot};
 
 fn pool(dir: &tempfile::TempDir, bytes: u64) -> NvmPool {
     let region = NvmRegion::open(&NvmConfig::new(dir.path().join("p.nvm"), ByteSize(bytes))).unwrap();
@@ -16,8 +16,8 @@ fn layout_fits_the_region() {
     let p = pool(&dir, 1 << 20);
     // (1 MiB - 4 KiB) / (4096 + 64) = 251, less the rounding of the header area.
     assert!(p.len() >= 245 && p.len() <= 251, "{}", p.len());
-    assert!(p.data_offset(p.len() as u32 - 1) + 4096 <= 1 << 20);
-    assert!(p.data_offset(0) >= HEADERS_OFFSET + p.len() as u64 * 64);
+    assert!(p.data_offset(NvmSlot::from_index(p.len() - 1)) + 4096 <= 1 << 20);
+    assert!(p.data_offset(NvmSlot::new(0)) >= HEADERS_OFFSET + p.len() as u64 * 64);
 }
 
 #[test]
@@ -87,7 +87,7 @@ fn reopen_finds_the_pages_and_clears_frames_caught_mid_write() {
     let dir = tempfile::tempdir().unwrap();
     let p = pool(&dir, 1 << 20);
     let page = vec![5u8; 4096];
-    let frames: Vec<u32> = (0..4).map(|_| p.pop_free().unwrap()).collect();
+    let frames: Vec<NvmSlot> = (0..4).map(|_| p.pop_free().unwrap()).collect();
     for (i, n) in frames.iter().enumerate() {
         p.write_page(*n, PageId(10 + i as u64), &page, i % 2 == 0, Lsn::NONE).unwrap();
     }
@@ -97,7 +97,8 @@ fn reopen_finds_the_pages_and_clears_frames_caught_mid_write() {
     drop(p);
     let open = || NvmRegion::open(&NvmConfig::new(dir.path().join("p.nvm"), ByteSize(1 << 20))).unwrap();
     let r = NvmPool::reopen(open(), 4096, 7, NvmVerify::Cheap, true).unwrap().ok().unwrap();
-    let pages: Vec<(u32, u64, bool)> = r.pages.iter().map(|(n, h)| (*n, h.pid.0, h.flags & FLAG_DIRTY != 0)).collect();
+    let pages: Vec<(NvmSlot, u64, bool)> =
+        r.pages.iter().map(|(n, h)| (*n, h.pid.0, h.flags & FLAG_DIRTY != 0)).collect();
     assert_eq!(pages, vec![(frames[0], 10, true), (frames[2], 12, true)]);
     assert_eq!(r.cleared.len(), 1);
     assert!(r.cleared[0].1.contains("IN_UPDATE"), "{:?}", r.cleared);
@@ -141,7 +142,7 @@ fn header_decoding_rejects_bad_crc() {
 }
 
 /// Flips byte `at` of frame `n`'s data behind the pool's back.
-fn flip(p: &NvmPool, n: u32, at: usize) {
+fn flip(p: &NvmPool, n: NvmSlot, at: usize) {
     let mut page = vec![0u8; p.page_size];
     p.region.copy_out(p.data_offset(n), &mut page).unwrap();
     page[at] ^= 0x20;
@@ -149,7 +150,7 @@ fn flip(p: &NvmPool, n: u32, at: usize) {
     unsafe { p.region.copy_in_shared(p.data_offset(n), &page) }.unwrap();
 }
 
-fn frame_bytes(p: &NvmPool, n: u32) -> Vec<u8> {
+fn frame_bytes(p: &NvmPool, n: NvmSlot) -> Vec<u8> {
     let mut page = vec![0u8; p.page_size];
     p.region.copy_out(p.data_offset(n), &mut page).unwrap();
     page
@@ -178,7 +179,7 @@ fn line_write_backs_keep_the_data_crc() {
     legacy.flags |= FLAG_NO_CRC;
     legacy.data_crc = 0;
     p.write_header(n, &legacy).unwrap();
-    p.metas[n as usize].no_crc.store(true, Ordering::Relaxed);
+    p.metas[n.index()].no_crc.store(true, Ordering::Relaxed);
     p.write_lines(n, PageId(4), &[(0, &b)], None, Lsn::new(4)).unwrap();
     let h = p.header(n).unwrap().unwrap();
     assert_eq!((h.flags & FLAG_NO_CRC, h.data_crc), (0, crc32c::crc32c(&frame_bytes(&p, n))));
