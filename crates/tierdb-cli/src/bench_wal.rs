@@ -15,7 +15,7 @@ use hdrhistogram::Histogram;
 use serde::Serialize;
 use tierdb::ByteSize;
 use tierdb::device::{DeviceProfile, EmulationMode, NvmConfig, clock};
-use tierdb::wal::{Durability, Kind, LogBuffer, RecordHead, Wal, WalConfig, WalStats};
+use tierdb::wal::{Durability, Kind, LogBuffer, Lsn, RecordHead, Wal, WalConfig, WalStats};
 
 const THREADS_MAX: u32 = 64;
 const DURATION_SECS_MAX: f64 = 3600.0;
@@ -220,13 +220,13 @@ fn measure(args: &WalArgs, cfg: &WalConfig) -> Result<Measured> {
                     while start.elapsed() < duration {
                         txn += 1;
                         let (t0, vs) = (clock::ticks(), clock::virtual_now_ps());
-                        let mut prev = 0;
+                        let mut prev = Lsn::NONE;
                         for u in 0..args.updates {
                             let head = RecordHead::new(Kind::Update, txn, prev).page(u as u64 + 1);
                             prev = wal.append(&head, payload)?;
                         }
                         let lsn = wal.append(&RecordHead::new(Kind::Commit, txn, prev), &[])?;
-                        wal.commit(lsn + 1, args.durability)?;
+                        wal.commit(lsn.advance(1), args.durability)?;
                         let wall_ns = rate.ns_from_ticks(clock::ticks() - t0);
                         let dev_ns = (clock::virtual_now_ps() - vs) as f64 / 1000.0;
                         hist.saturating_record((wall_ns + dev_ns).max(1.0) as u64);

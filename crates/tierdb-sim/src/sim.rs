@@ -16,7 +16,7 @@
 //! `measure` marker, else the second half of the accesses).
 
 use tierdb::counters::BufferStats;
-use tierdb::ids::PageId;
+use tierdb::ids::{Lsn, PageId};
 use tierdb::limits::{CACHE_LINE_BYTES, CLOCK_ROUNDS_MAX, POLICY_SEED_DEFAULT};
 use tierdb::policy::{
     self, Event, EvictTo, MissTarget, NvcacheConfig, NvmAccess, NvmCacheStats, PageInfo, Policy, PolicyStats, Pool,
@@ -226,9 +226,9 @@ impl Pools {
             dirty,
             nvm_copy,
             referenced,
-            first_update_lsn: 0,
-            page_lsn: 0,
-            last_flush_lsn: 0,
+            first_update_lsn: Lsn::NONE,
+            page_lsn: Lsn::NONE,
+            last_flush_lsn: Lsn::NONE,
         }
     }
 

@@ -8,6 +8,7 @@ use pages::fill;
 
 use tierdb::buffer::{BufferConfig, BufferManager, Entry};
 use tierdb::device::{NvmConfig, OpenMode, SsdConfig};
+use tierdb::ids::NvmSlot;
 use tierdb::{ByteSize, ExclusivePage, PageId, PageSource, SharedPage};
 
 const PS: usize = 4096;
@@ -53,7 +54,7 @@ fn hymem_admits_a_page_on_its_second_eviction() {
     let before = bm.stats().buffer;
     assert_eq!(before.ssd_reads, 1);
     let mut rounds = 0;
-    while bm.location(victim).unwrap() != Entry::Nvm(0) {
+    while bm.location(victim).unwrap() != Entry::Nvm(NvmSlot::new(0)) {
         fill(&bm, 1);
         rounds += 1;
         assert!(rounds < 64, "the page never reached NVM: {:?}", bm.location(victim));

@@ -72,7 +72,7 @@ fn check(db: &Db, n: u32, what: &str) {
 /// The control file's redo point (its second 16-byte entry).
 fn redo_point(dir: &Path) -> Lsn {
     let b = std::fs::read(dir.join("db").join("CHECKPOINT")).unwrap();
-    u64::from_le_bytes(b[16..24].try_into().unwrap())
+    Lsn::from_le_bytes(b[16..24].try_into().unwrap())
 }
 
 /// The log's segments: (first LSN, path), oldest first.
@@ -82,7 +82,7 @@ fn segments(dir: &Path) -> Vec<(Lsn, PathBuf)> {
         .map(|e| e.unwrap().path())
         .filter_map(|p| {
             let name = p.file_name()?.to_str()?.strip_suffix(".wal")?.to_string();
-            Some((u64::from_str_radix(&name, 16).ok()?, p))
+            Some((Lsn::new(u64::from_str_radix(&name, 16).ok()?), p))
         })
         .collect();
     v.sort();
@@ -95,9 +95,9 @@ fn records(dir: &Path) -> Vec<(Lsn, Kind, PathBuf, u64)> {
     for (start, path) in segments(dir) {
         let bytes = std::fs::read(&path).unwrap();
         let mut o = 0usize;
-        while let Ok(r) = record::decode(start + o as u64, &bytes[o..]) {
+        while let Ok(r) = record::decode(start.advance(o as u64), &bytes[o..]) {
             out.push((r.lsn, r.head.kind, path.clone(), o as u64));
-            o = (r.next_lsn() - start) as usize;
+            o = r.next_lsn().bytes_since(start) as usize;
         }
     }
     out
@@ -242,7 +242,7 @@ fn a_closed_database_with_a_damaged_log_hands_out_no_lsn_below_its_pages() {
     // The first update the log still holds: the further back, the more LSNs an open
     // that cut there would hand out again.
     let (lsn, _, path, offset) = records(tmp.path()).into_iter().find(|r| r.1 == Kind::Update).unwrap();
-    assert!(redo - lsn > 16 << 10, "{lsn} {redo}");
+    assert!(redo.bytes_since(lsn) > 16 << 10, "{lsn} {redo}");
     flip(&path, offset + 60);
     let plan = FaultPlan::new();
     for salvage in [false, true] {
@@ -273,7 +273,7 @@ fn salvage_opens_a_log_damaged_mid_way_and_reports_it() {
     let recs = records(tmp.path());
     let old_end = {
         let (start, last) = segments(tmp.path()).pop().unwrap();
-        start + std::fs::metadata(&last).unwrap().len()
+        start.advance(std::fs::metadata(&last).unwrap().len())
     };
     let after: Vec<_> = recs.iter().filter(|r| r.0 > redo && r.1 == Kind::Update).collect();
     let (lsn, _, path, offset) = after[after.len() / 2].clone();

@@ -22,7 +22,7 @@ use tierdb::arch::{ArchConfig, Architecture};
 use tierdb::buffer::Entry;
 use tierdb::db::{Db, DbConfig, DbStore};
 use tierdb::device::FaultPlan;
-use tierdb::wal::Durability;
+use tierdb::wal::{Durability, Lsn};
 use tierdb::{ByteSize, PageId};
 
 const PAGE: usize = 4096;
@@ -72,7 +72,7 @@ fn contents<S: DbStore>(db: &Db<S>) -> BTreeMap<Vec<u8>, Vec<u8>> {
 
 /// Runs 40 transactions (every fifth rolled back), a checkpoint after the 20th, and
 /// returns the committed state.
-fn workload<S: DbStore>(db: &Db<S>, seed: u64, cp_redo: &mut u64) -> BTreeMap<Vec<u8>, Vec<u8>> {
+fn workload<S: DbStore>(db: &Db<S>, seed: u64, cp_redo: &mut Lsn) -> BTreeMap<Vec<u8>, Vec<u8>> {
     let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
     let mut rng = SmallRng::seed_from_u64(seed);
     db.create_tree("t").unwrap();
@@ -99,7 +99,7 @@ fn workload<S: DbStore>(db: &Db<S>, seed: u64, cp_redo: &mut u64) -> BTreeMap<Ve
 fn power_loss(arch: Architecture, seed: u64, tear: bool) {
     let dir = tempfile::tempdir().unwrap();
     let plan = FaultPlan::new();
-    let mut cp_redo = 0;
+    let mut cp_redo = Lsn::NONE;
     let last = (b"zz-last".to_vec(), b"committed".to_vec());
     let mut torn: Option<PageId> = None;
     let model = if arch == Architecture::MainMemory {
@@ -134,7 +134,8 @@ fn power_loss(arch: Architecture, seed: u64, tear: bool) {
             // the log the checkpoint kept), now in NVM only: the crash tears its frame.
             let bm = db.buffer();
             let nvm = bm.nvm().unwrap();
-            let n = (0..nvm.len() as u32)
+            let n = nvm
+                .slots()
                 .find(|&n| {
                     nvm.pid(n).is_some_and(|p| {
                         bm.location(p).unwrap() == Entry::Nvm(n)

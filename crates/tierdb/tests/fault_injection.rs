@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use tierdb::device::{DeviceError, FaultError, FaultPlan, SsdConfig, SsdFile, page_seal};
 use tierdb::ids::PageId;
-use tierdb::wal::{Durability, Kind, RecordHead, Wal, WalConfig, WalError};
+use tierdb::wal::{Durability, Kind, Lsn, RecordHead, Wal, WalConfig, WalError};
 
 fn wal_config(dir: &Path, plan: Option<&std::sync::Arc<FaultPlan>>) -> WalConfig {
     let mut c = WalConfig::new(dir.join("wal"));
@@ -18,7 +18,7 @@ fn wal_config(dir: &Path, plan: Option<&std::sync::Arc<FaultPlan>>) -> WalConfig
 
 fn append(wal: &Wal, from: u64, to: u64) {
     for i in from..to {
-        wal.append(&RecordHead::new(Kind::Update, 1, 0).page(i), &[i as u8; 300]).unwrap();
+        wal.append(&RecordHead::new(Kind::Update, 1, Lsn::NONE).page(i), &[i as u8; 300]).unwrap();
     }
 }
 
@@ -43,7 +43,7 @@ fn a_failed_sync_poisons_the_log_and_a_power_loss_drops_the_unsynced_records() {
     append(&wal, 10, 15);
     let e = wal.commit(wal.next_lsn(), Durability::Sync).unwrap_err();
     assert!(matches!(e, WalError::Device(DeviceError::Io { .. })), "{e}");
-    let e = wal.append(&RecordHead::new(Kind::Commit, 1, 0), &[]).unwrap_err();
+    let e = wal.append(&RecordHead::new(Kind::Commit, 1, Lsn::NONE), &[]).unwrap_err();
     assert!(matches!(e, WalError::Poisoned { .. }), "{e}");
     drop(wal);
     assert!(plan.lose_unsynced().unwrap() >= 1);

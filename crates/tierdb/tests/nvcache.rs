@@ -72,7 +72,7 @@ fn check_nvm_clean(bm: &BufferManager) -> usize {
     let mut held = 0;
     let mut a = vec![0u8; PAGE];
     let mut b = tierdb::device::AlignedBuf::new(PAGE);
-    for n in 0..nvm.len() as u32 {
+    for n in nvm.slots() {
         let Some(pid) = nvm.pid(n) else { continue };
         held += 1;
         assert!(!nvm.is_dirty(n), "NVM frame {n} holds {pid} dirty");

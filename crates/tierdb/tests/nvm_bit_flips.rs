@@ -24,6 +24,7 @@ use files::copy_dir;
 use tierdb::buffer::{BufferManager, Entry, Techniques};
 use tierdb::db::{Db, DbConfig, DbStore};
 use tierdb::device::{DoubleWriteMode, DramConfig, NvmConfig, SsdConfig};
+use tierdb::ids::NvmSlot;
 use tierdb::page::NvmVerify;
 use tierdb::sources::DirectConfig;
 use tierdb::sources::NvmDirect;
@@ -296,7 +297,7 @@ fn open_and_read(arch: Arch, dir: &Path, verify: NvmVerify, model: &Model, at: u
             let reads = read_all(&db, model, arch.nvm_file());
             let bm: &BufferManager = db.buffer();
             let reported = db.recovery().nvm_frames_cleared + bm.stats().buffer.nvm_corrupt_dropped as usize;
-            let live = bm.nvm().unwrap().pid(frame).is_some();
+            let live = bm.nvm().unwrap().pid(NvmSlot::new(frame)).is_some();
             (reads, reported, live)
         })),
     }
@@ -356,9 +357,9 @@ fn flipped_nvm_bytes_of_a_crashed_database_are_reported_or_harmless() {
 fn pages_in_nvm_now(db: &Db<BufferManager>) -> Vec<(u64, u32)> {
     let bm = db.buffer();
     let nvm = bm.nvm().unwrap();
-    (0..nvm.len() as u32)
+    nvm.slots()
         .filter(|&n| nvm.pid(n).is_some_and(|p: PageId| bm.location(p).ok() == Some(Entry::Nvm(n))))
-        .map(|n| (nvm.frames_offset() + u64::from(n) * PS as u64, n))
+        .map(|n| (nvm.frames_offset() + u64::from(n.get()) * PS as u64, n.get()))
         .collect()
 }
 

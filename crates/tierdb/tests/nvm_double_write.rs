@@ -218,7 +218,7 @@ impl LogForce for ScriptedLog {
     }
 
     fn end_lsn(&self) -> Lsn {
-        self.0.load(Ordering::Relaxed)
+        Lsn::new(self.0.load(Ordering::Relaxed))
     }
 }
 
@@ -239,7 +239,7 @@ fn the_last_flush_lsn_of_a_checkpoint_write_comes_back_after_a_restart() {
         {
             let mut g = bm.fix_exclusive(hot).unwrap();
             g.copy_from_slice(&image(hot, 2));
-            g.set_page_lsn(4_000);
+            g.set_page_lsn(Lsn::new(4_000));
         }
         log.0.store(5_000, Ordering::Relaxed);
         bm.checkpoint().unwrap(); // writes `hot` at LSN 5000; it stays in DRAM
@@ -258,8 +258,8 @@ fn the_last_flush_lsn_of_a_checkpoint_write_comes_back_after_a_restart() {
     })
     .unwrap();
     let mut buf = vec![0u8; PS];
-    assert_eq!(f.read_page_flushed(hot, &mut buf).unwrap(), 5_000, "the checkpoint's write");
-    assert_eq!(f.read_page_flushed(pages[1], &mut buf).unwrap(), 9_000);
+    assert_eq!(f.read_page_flushed(hot, &mut buf).unwrap(), Lsn::new(5_000), "the checkpoint's write");
+    assert_eq!(f.read_page_flushed(pages[1], &mut buf).unwrap(), Lsn::new(9_000));
     drop(f);
     // After the restart the page read from SSD carries it into its frame.
     let bm = reopen(dir.path(), shm.path(), DoubleWriteMode::Nvm);

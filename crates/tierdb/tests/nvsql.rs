@@ -22,7 +22,8 @@ use tierdb::arch::{ArchConfig, Architecture, Engine};
 use tierdb::buffer::{BufferManager, Entry};
 use tierdb::db::{Db, DbConfig};
 use tierdb::device::FaultPlan;
-use tierdb::wal::Durability;
+use tierdb::ids::NvmSlot;
+use tierdb::wal::{Durability, Lsn};
 use tierdb::{ByteSize, Catalog, PageId};
 
 const PAGE: usize = 4096;
@@ -77,7 +78,7 @@ fn buffer(engine: &Engine) -> &BufferManager {
 fn residency(bm: &BufferManager) -> (usize, usize) {
     let nvm = bm.nvm().unwrap();
     let (mut only, mut both) = (0, 0);
-    for n in 0..nvm.len() as u32 {
+    for n in nvm.slots() {
         let Some(pid) = nvm.pid(n) else { continue };
         match bm.location(pid).unwrap() {
             Entry::Nvm(m) => {
@@ -245,7 +246,7 @@ fn power_loss(seed: u64, tear: bool) {
         cp_redo = db.wal().next_lsn();
         db.checkpoint().unwrap();
         let nvm = db.buffer().nvm().unwrap();
-        let dirty = (0..nvm.len() as u32).filter(|&n| nvm.pid(n).is_some() && nvm.is_dirty(n)).count();
+        let dirty = nvm.slots().filter(|&n| nvm.pid(n).is_some() && nvm.is_dirty(n)).count();
         assert!(dirty > 0, "no dirty page in NVM after a checkpoint");
         let oldest = db.buffer().oldest_unflushed_lsn().expect("dirty NVM pages need the log");
         assert!(oldest < db.wal().next_lsn());
@@ -262,7 +263,8 @@ fn power_loss(seed: u64, tear: bool) {
             // are being written in place.
             let bm = db.buffer();
             let nvm = bm.nvm().unwrap();
-            let n = (0..nvm.len() as u32)
+            let n = nvm
+                .slots()
                 .find(|&n| nvm.pid(n).is_some_and(|p| nvm.is_dirty(n) && bm.location(p).unwrap() == Entry::Nvm(n)))
                 .expect("a dirty page in NVM only");
             let pid = nvm.pid(n).unwrap();
@@ -320,9 +322,9 @@ fn commit_keys(db: &Db, from: u64, n: u64, version: u8) {
 }
 
 /// The dirty NVM frame (in NVM only) with the oldest recovery LSN.
-fn oldest_dirty_frame(bm: &BufferManager) -> (u32, PageId) {
+fn oldest_dirty_frame(bm: &BufferManager) -> (NvmSlot, PageId) {
     let nvm = bm.nvm().unwrap();
-    (0..nvm.len() as u32)
+    nvm.slots()
         .filter(|&n| nvm.pid(n).is_some_and(|p| nvm.is_dirty(n) && bm.location(p).unwrap() == Entry::Nvm(n)))
         .min_by_key(|&n| nvm.rec_lsn(n))
         .map(|n| (n, nvm.pid(n).unwrap()))
@@ -409,7 +411,7 @@ fn the_retained_log_stays_bounded_under_hot_pages() {
             // Pinned at the hot pages' first change ever.
             assert!(first.is_some() && last == first, "{policy}: {first:?} then {last:?}");
         } else {
-            assert!(last.is_none_or(|l| l > first.unwrap_or(0)), "{policy}: {first:?} then {last:?}");
+            assert!(last.is_none_or(|l| l > first.unwrap_or(Lsn::NONE)), "{policy}: {first:?} then {last:?}");
         }
         // The hot pages are still in NVM.
         let (only, _) = residency(db.buffer());
@@ -560,9 +562,9 @@ fn recovery_lsns_of_dirty_nvm_frames_are_record_starts() {
     let bm = db.buffer();
     let nvm = bm.nvm().unwrap();
     let mut checked = 0;
-    for n in (0..nvm.len() as u32).filter(|&n| nvm.is_dirty(n)) {
+    for n in nvm.slots().filter(|&n| nvm.is_dirty(n)) {
         let r = nvm.rec_lsn(n);
-        if r == 0 || r < db.wal().start_lsn() {
+        if r.is_none() || r < db.wal().start_lsn() {
             continue;
         }
         let rec = db.wal().read(r).unwrap_or_else(|e| panic!("frame {n}: recovery LSN {r} is no record's start: {e}"));
@@ -592,17 +594,18 @@ fn a_recovery_lsn_inside_a_record_is_scanned_from_a_record_start() {
         let nvm = bm.nvm().unwrap();
         // The dirty frames the last checkpoint kept: the log is retained from the oldest
         // of their recovery LSNs, and the redo point lies past all of them.
-        let dirty: Vec<(u32, u64)> = (0..nvm.len() as u32)
+        let dirty: Vec<(NvmSlot, Lsn)> = nvm
+            .slots()
             .filter(|&n| nvm.is_dirty(n) && nvm.pid(n).is_some_and(|p| bm.location(p).unwrap() == Entry::Nvm(n)))
             .map(|n| (n, nvm.rec_lsn(n)))
             .collect();
         let oldest = dirty.iter().map(|&(_, r)| r).min().expect("dirty NVM frames");
         let &(n, r) = dirty.iter().max_by_key(|&&(_, r)| r).unwrap();
-        assert!(r > oldest + 1, "{dirty:?}");
+        assert!(r > oldest.advance(1), "{dirty:?}");
         let pid = nvm.pid(n).unwrap();
         // One byte below its recovery LSN: inside the record before, which is on SSD for
         // this page (r is its first change that is not) and older than the redo point.
-        bound = r - 1;
+        bound = Lsn::new(r.get() - 1);
         assert!(db.wal().read(bound).is_err(), "LSN {bound} is inside a record");
         let mut page = vec![0u8; PAGE];
         nvm.read_page(n, pid, &mut page).unwrap();
@@ -646,7 +649,8 @@ fn redo_leaves_the_pages_nvm_holds_in_nvm() {
         }
         let bm = db.buffer();
         let nvm = bm.nvm().unwrap();
-        in_nvm = (0..nvm.len() as u32)
+        in_nvm = nvm
+            .slots()
             .filter_map(|n| nvm.pid(n).filter(|&p| nvm.is_dirty(n) && bm.location(p).unwrap() == Entry::Nvm(n)))
             .collect();
         assert!(!in_nvm.is_empty(), "no dirty page in NVM only: the test tests nothing");

@@ -14,7 +14,7 @@ use tierdb::ids::PageId;
 use tierdb::page::ExclusivePage;
 use tierdb::page::LinePage;
 use tierdb::page::PageSource;
-use tierdb::wal::LogForce;
+use tierdb::wal::{LogForce, Lsn};
 
 const PS: usize = 4096;
 
@@ -25,11 +25,11 @@ struct Recorder {
 }
 
 impl LogForce for Recorder {
-    fn force(&self, lsn: u64) -> tierdb::Result<()> {
+    fn force(&self, lsn: Lsn) -> tierdb::Result<()> {
         if self.fail.load(Ordering::Relaxed) {
             return Err(tierdb::buffer::BufferError::Config { what: "the log is gone".into() }.into());
         }
-        self.forced.lock().push(lsn);
+        self.forced.lock().push(lsn.get());
         Ok(())
     }
 }
@@ -54,8 +54,8 @@ fn evicted_pages_force_the_log_first_and_carry_their_lsn_to_nvm() {
     for i in 0..40u64 {
         let mut g = bm.allocate().unwrap();
         g[0] = i as u8;
-        g.set_page_lsn(1000 + i);
-        g.set_page_lsn(5); // smaller LSNs are ignored
+        g.set_page_lsn(Lsn::new(1000 + i));
+        g.set_page_lsn(Lsn::new(5)); // smaller LSNs are ignored
         pids.push(g.page_id());
     }
     // 40 pages through 8 DRAM frames: most were evicted, each after forcing its LSN.
@@ -65,9 +65,13 @@ fn evicted_pages_force_the_log_first_and_carry_their_lsn_to_nvm() {
         assert!(forced.contains(&(1000 + i as u64)), "{pid} was written out without forcing its LSN: {forced:?}");
     }
     let nvm = bm.nvm().unwrap();
-    let with_lsn = (0..nvm.len() as u32)
+    let with_lsn = nvm
+        .slots()
         .filter_map(|n| nvm.header(n).unwrap())
-        .filter(|h| h.page_lsn >= 1000 && pids.iter().position(|p| *p == h.pid) == Some(h.page_lsn as usize - 1000))
+        .filter(|h| {
+            h.page_lsn >= Lsn::new(1000)
+                && pids.iter().position(|p| *p == h.pid) == Some(h.page_lsn.get() as usize - 1000)
+        })
         .count();
     assert!(with_lsn >= 25, "NVM headers carry the page LSNs: {with_lsn}");
 }
@@ -89,7 +93,7 @@ fn line_grained_write_backs_force_the_log_too() {
     bm.set_log(rec.clone()).unwrap();
     let mut g = bm.fix_lines(pids[0], true).unwrap();
     g.write(100, 8).unwrap().copy_from_slice(b"changed!");
-    g.set_page_lsn(777);
+    g.set_page_lsn(Lsn::new(777));
     drop(g);
     for p in &pids[1..] {
         drop(bm.fix_shared(*p).unwrap());
@@ -108,7 +112,7 @@ fn a_log_that_cannot_be_forced_keeps_the_page_in_dram() {
     let mut pids: Vec<PageId> = Vec::new();
     for i in 0..7u64 {
         let mut g = bm.allocate().unwrap();
-        g.set_page_lsn(10 + i);
+        g.set_page_lsn(Lsn::new(10 + i));
         pids.push(g.page_id());
     }
     rec.fail.store(true, Ordering::Relaxed);

@@ -42,7 +42,7 @@ use tierdb::db::{Db, DbConfig, DbError, DbStore, MemoryStore, Txn};
 use tierdb::device::{NvmConfig, clock};
 use tierdb::sources::DirectConfig;
 use tierdb::sources::NvmDirect;
-use tierdb::wal::{Durability, LogBuffer, WalStats};
+use tierdb::wal::{Durability, LogBuffer, Lsn, WalStats};
 use tierdb::{ByteSize, PageSource};
 use tierdb_workload::tpcc::{
     self, ConsistencyReport, Kind, LoadCounts, Mix, Scale, Table, TpccTx, TxError, check_consistency,
@@ -614,7 +614,7 @@ impl RunCtx<'_> {
                 open_transactions += 1;
                 std::mem::forget(txn);
             }
-            db.wal().flush_until(u64::MAX).context("forcing the log before the crash")?;
+            db.wal().flush_until(Lsn::MAX).context("forcing the log before the crash")?;
             // No checkpoint, no close: what is on the devices now is what recovery gets.
             std::mem::forget(db);
             progress.update("recover", 0, 1);
@@ -888,7 +888,7 @@ mod tests {
             let mut txn = db.begin();
             let input = Mix::new(&scale, SEED + 1, 0, 1).input(Kind::NewOrder);
             let _ = tpcc::execute(&mut DbTx { txn: &mut txn }, &scale, &input).unwrap();
-            db.wal().flush_until(u64::MAX).unwrap();
+            db.wal().flush_until(Lsn::MAX).unwrap();
             std::mem::forget(txn);
             std::mem::forget(db);
         }

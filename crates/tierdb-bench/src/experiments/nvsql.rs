@@ -217,7 +217,7 @@ pub fn tpcc_metrics(r: &TpccReport) -> Metrics {
         m.insert("recovery_changes_skipped_in_nvm", rec.changes_skipped_in_nvm as f64);
         m.insert("recovery_images_skipped_unread", rec.images_skipped_unread as f64);
         m.insert("recovery_flush_records", rec.flush_records as f64);
-        m.insert("recovery_log_scanned_bytes", rec.log_end.saturating_sub(rec.redo_from) as f64);
+        m.insert("recovery_log_scanned_bytes", rec.log_end.saturating_bytes_since(rec.redo_from) as f64);
         m.insert("recovery_nvm_pages_reused", rec.nvm_pages_reused as f64);
         m.insert("recovery_consistent", f64::from(u8::from(c.consistency.ok())));
     }

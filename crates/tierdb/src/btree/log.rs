@@ -11,7 +11,7 @@
 use super::node::{self, NodeMut};
 use super::{BTree, Chain, Exclusive, Lines};
 use crate::Result;
-use crate::ids::PageId;
+use crate::ids::{Lsn, PageId};
 use crate::page::ExclusivePage;
 use crate::page::LinePage;
 use crate::page::PageSource;
@@ -112,7 +112,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
                 let id = log.smo_begin();
                 for (pid, page) in chain.iter_mut().chain(touched.iter_mut()) {
                     if page.wrote() {
-                        let lsn = log.smo_image(id, *pid, page)?;
+                        let lsn = Lsn::new(log.smo_image(id, *pid, page)?);
                         NodeMut::trusted(page, *pid).set_page_lsn(lsn);
                         // The frame learns the image's LSN too (the end's follows): its
                         // first-update LSN must not be past the record that redoes it
@@ -124,7 +124,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
                 for (pid, _) in &to_free {
                     log.smo_free(id, *pid)?;
                 }
-                let end = log.smo_end(id)?;
+                let end = Lsn::new(log.smo_end(id)?);
                 for (_, page) in chain.iter_mut().chain(touched.iter_mut()) {
                     if page.wrote() {
                         page.set_page_lsn(end);
@@ -151,7 +151,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
     /// Logs a leaf change made through a line guard and stamps its LSN on the leaf.
     pub(super) fn log_leaf_lines(&self, pid: PageId, leaf: &mut Lines<'_, S>, change: LeafChange<'_>) -> Result<()> {
         if let Some(log) = self.log {
-            let lsn = log.leaf_change(self.root, pid, change)?;
+            let lsn = Lsn::new(log.leaf_change(self.root, pid, change)?);
             leaf.write(node::OFF_PAGE_LSN, 8)?.copy_from_slice(&lsn.to_le_bytes());
             leaf.set_page_lsn(lsn);
         }
@@ -168,7 +168,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
         match self.log {
             Some(log) => {
                 let lsn = log.leaf_change(self.root, pid, change)?;
-                NodeMut::trusted(leaf, pid).set_page_lsn(lsn);
+                NodeMut::trusted(leaf, pid).set_page_lsn(Lsn::new(lsn));
                 Ok(lsn)
             }
             None => Ok(0),

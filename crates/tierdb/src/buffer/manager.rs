@@ -27,10 +27,10 @@ use super::table::{Entry, PageTable};
 use super::techniques::Techniques;
 use crate::counters::{BufferCounters, Count};
 use crate::device::{DoubleWriteMode, DramConfig, NvmConfig, OpenMode, SsdConfig, SsdFile};
-use crate::ids::PageId;
+use crate::ids::{Lsn, PageId};
 use crate::limits::{CACHE_LINE_BYTES, EVICT_BATCH_DEFAULT, PAGE_TABLE_PAGES_DEFAULT, POLICY_SEED_DEFAULT};
 use crate::page::crc::NvmVerify;
-use crate::page::frame::{FrameId, FramePool, FrameWrite, Mask, NO_NVM_FRAME, NO_PAGE, NO_PARENT};
+use crate::page::frame::{FrameId, FramePool, FrameWrite, Mask, NO_PAGE, NO_PARENT};
 use crate::policy::{self, EvictTo, PageInfo, Policy, PolicyStats, Shape, Tiers};
 use crate::wal::LogForce;
 use crate::{ByteSize, Result};
@@ -222,10 +222,10 @@ pub struct BufferManager {
     log: std::sync::OnceLock<std::sync::Arc<dyn LogForce>>,
     /// Pages written to SSD and their last-flush LSNs, not yet in a flush record
     /// ([`LogForce::note_flushed`], at most [`FLUSH_NOTES_PER_RECORD`] of them).
-    flush_notes: Mutex<Vec<(PageId, u64)>>,
+    flush_notes: Mutex<Vec<(PageId, Lsn)>>,
     /// The log's end at the start of the last checkpoints, oldest first (a durable NVM
     /// cache's bound on its dirty pages: [`Shape::nvm_keep_checkpoints`]).
-    checkpoint_starts: Mutex<std::collections::VecDeque<u64>>,
+    checkpoint_starts: Mutex<std::collections::VecDeque<Lsn>>,
     /// Set when a change could not be written back in place (an unfix cannot return the
     /// error): every later fix fails with `Stopped`, naming the first failure.
     stopped: std::sync::atomic::AtomicBool,
@@ -264,15 +264,15 @@ pub struct RestartInfo {
     /// unreadable header), with the reason.
     pub frames_cleared: Vec<String>,
     /// The oldest change a cleared frame held that SSD does not: recovery redoes from
-    /// there to rebuild its page (`Some(0)`: unknown, from the log's start; `None`: the
+    /// there to rebuild its page (`Some(Lsn::NONE)`: unknown, from the log's start; `None`: the
     /// checkpoint's redo point suffices).
-    pub log_needed_from: Option<u64>,
+    pub log_needed_from: Option<Lsn>,
     /// Frames naming pages the database does not have (freed, never allocated).
     pub frames_discarded: usize,
     /// The highest page LSN among the frames reused, and its page: a page reaches NVM
     /// only after the log is forced to its LSN, so the log must reach past it
     /// (`db::recovery` checks; a log that does not lost durable records).
-    pub page_lsn_max: Option<(PageId, u64)>,
+    pub page_lsn_max: Option<(PageId, Lsn)>,
     /// Time to read and check every frame header.
     pub scan_secs: f64,
     /// NVM frames covered per second of the scan (frames × page size / time).
@@ -330,9 +330,9 @@ impl BufferManager {
     /// The write-ahead rule: every record up to LSN `lsn` is durable before a page
     /// changed by it is written out.
     #[inline]
-    fn force_log(&self, lsn: u64) -> Result<()> {
+    fn force_log(&self, lsn: Lsn) -> Result<()> {
         match self.log.get() {
-            Some(log) if lsn != 0 => log.force(lsn),
+            Some(log) if !lsn.is_none() => log.force(lsn),
             _ => Ok(()),
         }
     }

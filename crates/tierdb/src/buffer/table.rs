@@ -33,7 +33,7 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::BufferError;
-use crate::ids::PageId;
+use crate::ids::{NvmSlot, PageId};
 use crate::limits::PAGE_TABLE_CHUNK_ENTRIES;
 use crate::page::frame::FrameId;
 
@@ -53,7 +53,7 @@ pub enum Entry {
     /// In this DRAM frame (its NVM copy, if any, is named in the frame's metadata).
     Dram(FrameId),
     /// In this NVM frame only.
-    Nvm(u32),
+    Nvm(NvmSlot),
     /// Claimed by a thread that is moving the page: wait and look again.
     Busy,
     /// In a mini page (a 16-line DRAM frame; see `frame::mini`).
@@ -67,7 +67,7 @@ impl Entry {
         match self {
             Entry::Empty => 0,
             Entry::Dram(f) => TAG_DRAM | f.get() as u64,
-            Entry::Nvm(n) => TAG_NVM | n as u64,
+            Entry::Nvm(n) => TAG_NVM | n.get() as u64,
             Entry::Busy => BUSY,
             Entry::Mini(i) => BUSY | (i as u64 + 1),
         }
@@ -79,7 +79,7 @@ impl Entry {
         match w & !INDEX_MASK {
             0 => Entry::Empty,
             TAG_DRAM => Entry::Dram(FrameId::new((w & INDEX_MASK) as u32)),
-            TAG_NVM => Entry::Nvm((w & INDEX_MASK) as u32),
+            TAG_NVM => Entry::Nvm(NvmSlot::new((w & INDEX_MASK) as u32)),
             _ if w == BUSY => Entry::Busy,
             _ => Entry::Mini(((w & INDEX_MASK) - 1) as u32),
         }
@@ -203,7 +203,7 @@ mod tests {
             Entry::Empty,
             Entry::Dram(FrameId::new(0)),
             Entry::Dram(FrameId::new(u32::MAX - 1)),
-            Entry::Nvm(7),
+            Entry::Nvm(NvmSlot::new(7)),
             Entry::Busy,
             Entry::Mini(0),
             Entry::Mini(u32::MAX),
@@ -220,8 +220,8 @@ mod tests {
         assert!(t.claim(far, Entry::Empty).unwrap());
         assert!(!t.claim(far, Entry::Empty).unwrap(), "a busy entry cannot be claimed again");
         assert_eq!(t.get(far).unwrap(), Entry::Busy);
-        t.set(far, Entry::Nvm(3));
-        assert_eq!(t.resident(), vec![(far, Entry::Nvm(3))]);
+        t.set(far, Entry::Nvm(NvmSlot::new(3)));
+        assert_eq!(t.resident(), vec![(far, Entry::Nvm(NvmSlot::new(3)))]);
         assert!(t.get(PageId(far.0 + 1)).is_err());
     }
 }

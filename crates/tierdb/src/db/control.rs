@@ -46,7 +46,7 @@ pub(super) struct Control {
     /// See `next_txn`.
     pub next_smo: u64,
     /// The log's end when the database was last closed cleanly, with every record in
-    /// the log file (0: not closed cleanly since the last open). Written only by
+    /// the log file ([`Lsn::NONE`]: not closed cleanly since the last open). Written only by
     /// [`Db::close`](super::Db::close) and cleared by the next open before it appends anything: while it
     /// is set, a lost NVM log ring held nothing the log file lacks
     /// ([`RingInit::ClosedAt`](crate::wal::RingInit::ClosedAt)).
@@ -62,9 +62,10 @@ pub(super) fn write_control(dir: &Path, c: Control) -> Result<()> {
     // A control file that breaks this is refused by the next open: never write one.
     assert!(c.retain <= c.redo, "control: retain {} after redo {}", c.retain, c.redo);
     let mut b = [0u8; 80];
-    let entries = if c.clean_end == 0 { 4 } else { 5 };
+    let entries = if c.clean_end.is_none() { 4 } else { 5 };
     let b = &mut b[..entries * 16];
-    for (i, v) in [c.retain, c.redo, c.next_txn, c.next_smo, c.clean_end].into_iter().take(entries).enumerate() {
+    let values = [c.retain.get(), c.redo.get(), c.next_txn, c.next_smo, c.clean_end.get()];
+    for (i, v) in values.into_iter().take(entries).enumerate() {
         let o = i * 16;
         b[o..o + 8].copy_from_slice(&v.to_le_bytes());
         let crc = crc32c::crc32c(&b[o..o + 8]);
@@ -101,13 +102,13 @@ pub(super) fn read_control(dir: &Path) -> Result<Option<Control>> {
             None
         }
     };
-    let retain = at(0).expect("16 bytes at least");
+    let retain = Lsn::new(at(0).expect("16 bytes at least"));
     let c = Control {
         retain,
-        redo: at(1).unwrap_or(retain),
+        redo: at(1).map_or(retain, Lsn::new),
         next_txn: at(2).unwrap_or(0),
         next_smo: at(3).unwrap_or(0),
-        clean_end: at(4).unwrap_or(0),
+        clean_end: at(4).map_or(Lsn::NONE, Lsn::new),
     };
     if c.redo < c.retain {
         return Err(DbError::Open {
@@ -266,17 +267,17 @@ mod tests {
     fn the_control_file_round_trips_and_older_layouts_read() {
         let d = dir("round-trip");
         assert_eq!(read_control(&d).unwrap(), None);
-        let c = Control { retain: 8, redo: 64, next_txn: 5, next_smo: 3, clean_end: 0 };
+        let c = Control { retain: Lsn::new(8), redo: Lsn::new(64), next_txn: 5, next_smo: 3, clean_end: Lsn::NONE };
         write_control(&d, c).unwrap();
         assert_eq!(std::fs::metadata(d.join(CONTROL_FILE)).unwrap().len(), 64);
         assert_eq!(read_control(&d).unwrap(), Some(c));
-        let closed = Control { clean_end: 128, ..c };
+        let closed = Control { clean_end: Lsn::new(128), ..c };
         write_control(&d, closed).unwrap();
         assert_eq!(read_control(&d).unwrap(), Some(closed));
         // A file of the first layout: one entry, redo = retain, ids unknown.
         let b = std::fs::read(d.join(CONTROL_FILE)).unwrap();
         std::fs::write(d.join(CONTROL_FILE), &b[..16]).unwrap();
-        let old = Control { retain: 8, redo: 8, next_txn: 0, next_smo: 0, clean_end: 0 };
+        let old = Control { retain: Lsn::new(8), redo: Lsn::new(8), next_txn: 0, next_smo: 0, clean_end: Lsn::NONE };
         assert_eq!(read_control(&d).unwrap(), Some(old));
         std::fs::remove_dir_all(&d).unwrap();
     }
@@ -284,7 +285,8 @@ mod tests {
     #[test]
     fn a_damaged_control_file_is_refused() {
         let d = dir("damaged");
-        write_control(&d, Control { retain: 8, redo: 64, next_txn: 5, next_smo: 3, clean_end: 0 }).unwrap();
+        let c = Control { retain: Lsn::new(8), redo: Lsn::new(64), next_txn: 5, next_smo: 3, clean_end: Lsn::NONE };
+        write_control(&d, c).unwrap();
         let mut b = std::fs::read(d.join(CONTROL_FILE)).unwrap();
         b[17] ^= 1;
         std::fs::write(d.join(CONTROL_FILE), &b).unwrap();
@@ -299,6 +301,7 @@ mod tests {
     fn a_control_file_with_its_bounds_crossed_is_never_written() {
         // The assertion comes before any file is made: the directory need not exist.
         let d = std::env::temp_dir().join(format!("tierdb-control-never-made-{}", std::process::id()));
-        let _ = write_control(&d, Control { retain: 9, redo: 8, next_txn: 1, next_smo: 1, clean_end: 0 });
+        let c = Control { retain: Lsn::new(9), redo: Lsn::new(8), next_txn: 1, next_smo: 1, clean_end: Lsn::NONE };
+        let _ = write_control(&d, c);
     }
 }

@@ -118,7 +118,7 @@ impl<S: DbStore> Db<S> {
             let mut pages = Vec::new();
             for pid in [tree.root(), self.store.catalog_page()] {
                 let mut page = self.store.fix_exclusive(pid)?;
-                let lsn = self.smo_image(smo, pid, &page)?;
+                let lsn = Lsn::new(self.smo_image(smo, pid, &page)?);
                 // The frame learns the image's LSN before the end's: its first-update
                 // LSN (`nvsql`'s recovery LSN) must not be past the record that redoes
                 // it, or a torn NVM frame of the catalog is rebuilt without the tree.
@@ -126,12 +126,12 @@ impl<S: DbStore> Db<S> {
                 crate::page::ExclusivePage::image_logged(&mut page);
                 pages.push(page);
             }
-            let end = self.wal.append(&RecordHead::new(Kind::SmoEnd, smo, 0), &[])?;
+            let end = self.wal.append(&RecordHead::new(Kind::SmoEnd, smo, Lsn::NONE), &[])?;
             for page in &mut pages {
                 crate::page::ExclusivePage::set_page_lsn(page, end);
             }
             drop(pages);
-            self.wal.flush_until(end + 1)?;
+            self.wal.flush_until(end.advance(1))?;
         }
         trees.insert(name.to_string(), tree.root());
         Ok(())
@@ -145,7 +145,7 @@ impl<S: DbStore> Db<S> {
     /// Logs the image of a page structure change `smo` wrote (redo only).
     pub(super) fn smo_image(&self, smo: TxnId, page: PageId, bytes: &[u8]) -> Result<u64> {
         debug_assert!(smo.is_smo(), "page image of {page} for {smo:#x}, not a structure change");
-        Ok(self.wal.append(&RecordHead::new(Kind::PageImage, smo, 0).page(page.0), bytes)?)
+        Ok(self.wal.append(&RecordHead::new(Kind::PageImage, smo, Lsn::NONE).page(page.0), bytes)?.get())
     }
 
     /// The names of the trees.
@@ -215,9 +215,10 @@ impl<S: DbStore> Db<S> {
         // Changes logged before `redo` are in pages written by the flush below.
         let redo = self.wal.next_lsn();
         self.store.flush_all()?;
-        let lsn =
-            self.wal.append(&RecordHead::new(Kind::CheckpointBegin, TxnId::NONE, 0), &encode_checkpoint_begin(redo))?;
-        self.wal.flush_until(lsn + 1)?;
+        let lsn = self
+            .wal
+            .append(&RecordHead::new(Kind::CheckpointBegin, TxnId::NONE, Lsn::NONE), &encode_checkpoint_begin(redo))?;
+        self.wal.flush_until(lsn.advance(1))?;
         let start = self.log_needed_from(redo);
         // A durable NVM cache's dirty pages keep older records (not scanned unless a
         // crash tears one of them).
@@ -226,7 +227,7 @@ impl<S: DbStore> Db<S> {
         // with a record before `start` began before this point.
         let (next_txn, next_smo) = (self.next_txn.load(Ordering::Relaxed), self.next_smo.load(Ordering::Relaxed));
         assert!(retain <= start && start <= redo, "checkpoint: retain {retain}, redo point {start}, flush from {redo}");
-        let control = Control { retain, redo: start, next_txn, next_smo, clean_end: 0 };
+        let control = Control { retain, redo: start, next_txn, next_smo, clean_end: Lsn::NONE };
         write_control(&self.dir, control)?;
         self.wal.truncate_before(retain)?;
         Ok(control)

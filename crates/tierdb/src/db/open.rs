@@ -20,7 +20,7 @@ use crate::catalog::Catalog;
 use crate::device::{ExistingLog, OpenMode, SsdConfig};
 use crate::sources::DirectConfig;
 use crate::sources::NvmDirect;
-use crate::wal::{RingInit, Wal};
+use crate::wal::{Lsn, RingInit, Wal};
 
 use super::config::{DbConfig, DbError, LOG_DIR, PAGE_FILE};
 use super::control::{Control, Opening, prepare_open, read_control, write_control};
@@ -167,17 +167,17 @@ impl<S: DbStore> Db<S> {
             // An existing database: no part of its log is made afresh. Commits of an
             // in-place store truncate the log behind the control file's bound.
             wc.file.existing = Some(ExistingLog { needed_from: (!store.in_place()).then_some(c.retain) });
-            wc.ring_init = if c.clean_end != 0 { RingInit::ClosedAt(c.clean_end) } else { RingInit::Existing };
+            wc.ring_init = if !c.clean_end.is_none() { RingInit::ClosedAt(c.clean_end) } else { RingInit::Existing };
         }
         // The record at the redo point was forced before the control file was written:
         // a log that ends before it is damaged, not torn (`wal::damage`).
-        wc.valid_past = control.map_or(0, |c| c.redo);
+        wc.valid_past = control.map_or(Lsn::NONE, |c| c.redo);
         let wal = Arc::new(Wal::open(&wc)?);
         // 2. The clean close's claim.
-        if let Some(c) = control.filter(|c| c.clean_end != 0) {
+        if let Some(c) = control.filter(|c| !c.clean_end.is_none()) {
             // From the first append on, the NVM ring may hold records the file lacks:
             // the clean close's claim goes before anything is appended.
-            write_control(&cfg.dir, Control { clean_end: 0, ..c })?;
+            write_control(&cfg.dir, Control { clean_end: Lsn::NONE, ..c })?;
         }
         let mut db = Db {
             log_on_drop: LogOnDrop { wal: Some(wal.clone()), dir: cfg.dir.clone() },

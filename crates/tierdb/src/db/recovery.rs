@@ -64,7 +64,7 @@ pub(super) fn recover<S: DbStore>(db: &Db<S>, started: Instant) -> Result<Recove
         redo: start,
         next_txn: 0,
         next_smo: 0,
-        clean_end: 0,
+        clean_end: Lsn::NONE,
     });
     let (retain, redo) = (control.retain, control.redo);
     // Redo scans from the checkpoint's redo point, or further back to rebuild a page
@@ -76,7 +76,7 @@ pub(super) fn recover<S: DbStore>(db: &Db<S>, started: Instant) -> Result<Recove
     let from = match db.store.log_needed_at_open() {
         _ if db.redo_from_retained => retain,
         None => redo,
-        Some(0) => retain,
+        Some(Lsn::NONE) => retain,
         Some(l) => redo.min(l).max(retain),
     }
     .max(start);
@@ -436,7 +436,7 @@ fn undo_loser<S: DbStore>(db: &Db<S>, id: TxnId, last: Lsn) -> Result<u64> {
     let mut n = 0;
     let mut lsn = last;
     let mut guard = 0u64;
-    while lsn != 0 {
+    while !lsn.is_none() {
         guard += 1;
         if guard > crate::limits::RECOVERY_UNDO_STEPS_MAX {
             return Err(DbError::BadRecord { lsn, what: "the undo chain does not end".into() }.into());

@@ -31,13 +31,13 @@ struct PageLog {
 
 impl crate::wal::LogForce for PageLog {
     fn force(&self, lsn: Lsn) -> Result<()> {
-        Ok(self.wal.flush_until(lsn + 1)?)
+        Ok(self.wal.flush_until(lsn.advance(1))?)
     }
 
     fn append_image(&self, pid: PageId, page: &[u8]) -> Result<Option<Lsn>> {
         let lines = page.len() / crate::limits::CACHE_LINE_BYTES;
         let payload = encode_lines(lines, &[(0, page)]);
-        Ok(Some(self.wal.append(&RecordHead::new(Kind::LineImage, TxnId::NONE, 0).page(pid.0), &payload)?))
+        Ok(Some(self.wal.append(&RecordHead::new(Kind::LineImage, TxnId::NONE, Lsn::NONE).page(pid.0), &payload)?))
     }
 
     fn end_lsn(&self) -> Lsn {
@@ -46,7 +46,7 @@ impl crate::wal::LogForce for PageLog {
 
     fn note_flushed(&self, pages: &[(PageId, Lsn)]) -> Result<()> {
         if self.flush_notes && !pages.is_empty() {
-            self.wal.append(&RecordHead::new(Kind::PagesFlushed, TxnId::NONE, 0), &encode_flushed(pages))?;
+            self.wal.append(&RecordHead::new(Kind::PagesFlushed, TxnId::NONE, Lsn::NONE), &encode_flushed(pages))?;
         }
         Ok(())
     }
@@ -95,7 +95,7 @@ impl DbStore for BufferManager {
     }
     fn log_needed_at_open(&self) -> Option<Lsn> {
         if self.double_write_lost().is_some() {
-            return Some(0);
+            return Some(Lsn::NONE);
         }
         self.restart_info().and_then(|r| r.log_needed_from)
     }
@@ -115,12 +115,12 @@ impl WriteBackLog for LineLog {
     fn log_lines(&self, pid: PageId, runs: &[(usize, &[u8])]) -> Result<u64> {
         let lines = runs.iter().map(|r| r.0 + r.1.len() / crate::limits::CACHE_LINE_BYTES).max().unwrap_or(0);
         let payload = encode_lines(lines, runs);
-        let lsn = self.0.append(&RecordHead::new(Kind::LineImage, TxnId::NONE, 0).page(pid.0), &payload)?;
-        self.0.commit(lsn + 1, Durability::Sync)?;
-        Ok(lsn)
+        let lsn = self.0.append(&RecordHead::new(Kind::LineImage, TxnId::NONE, Lsn::NONE).page(pid.0), &payload)?;
+        self.0.commit(lsn.advance(1), Durability::Sync)?;
+        Ok(lsn.get())
     }
 
-    fn next_lsn(&self) -> u64 {
+    fn next_lsn(&self) -> Lsn {
         self.0.next_lsn()
     }
 }

@@ -30,9 +30,10 @@ use super::undo::{Undo, UndoStep};
 /// What a transaction's log knows of it.
 #[derive(Default)]
 pub(super) struct TxnState {
-    /// A bound below its first record (0: none yet), registered in the active table.
+    /// A bound below its first record ([`Lsn::NONE`]: none yet), registered in the
+    /// active table.
     first: Lsn,
-    /// Its last record (0: none): the previous LSN of its next record.
+    /// Its last record ([`Lsn::NONE`]: none): the previous LSN of its next record.
     pub(super) last: Lsn,
     /// For rollback, in order of change.
     undo: Vec<UndoStep>,
@@ -63,9 +64,9 @@ impl<S: DbStore> TreeLog for TxnLog<'_, S> {
         let mut st = self.state.lock();
         let (kind, undo_next) = match st.compensating {
             Some(next) => (Kind::Compensation, next),
-            None => (Kind::Update, 0),
+            None => (Kind::Update, Lsn::NONE),
         };
-        if st.first == 0 {
+        if st.first.is_none() {
             // Registered before the append, at a bound below the record's LSN, so that
             // a truncation racing with it cannot drop the record.
             let bound = self.db.wal.next_lsn();
@@ -96,7 +97,7 @@ impl<S: DbStore> TreeLog for TxnLog<'_, S> {
             st.first
         );
         st.last = lsn;
-        Ok(lsn)
+        Ok(lsn.get())
     }
 
     // The tree names structure changes by the raw id (`TreeLog` is the B-tree's).
@@ -111,13 +112,13 @@ impl<S: DbStore> TreeLog for TxnLog<'_, S> {
     fn smo_free(&self, smo: u64, page: PageId) -> Result<u64> {
         let smo = TxnId::from_raw(smo);
         debug_assert!(smo.is_smo(), "free of {page} for {smo:#x}, not a structure change");
-        Ok(self.db.wal.append(&RecordHead::new(Kind::PageFree, smo, 0).page(page.0), &[])?)
+        Ok(self.db.wal.append(&RecordHead::new(Kind::PageFree, smo, Lsn::NONE).page(page.0), &[])?.get())
     }
 
     fn smo_end(&self, smo: u64) -> Result<u64> {
         let smo = TxnId::from_raw(smo);
         debug_assert!(smo.is_smo(), "end of {smo:#x}, not a structure change");
-        Ok(self.db.wal.append(&RecordHead::new(Kind::SmoEnd, smo, 0), &[])?)
+        Ok(self.db.wal.append(&RecordHead::new(Kind::SmoEnd, smo, Lsn::NONE), &[])?.get())
     }
 }
 
@@ -248,9 +249,9 @@ impl<S: DbStore> Txn<'_, S> {
         };
         let result = (|| -> Result<()> {
             self.db.check_alive()?;
-            if last != 0 {
+            if !last.is_none() {
                 let lsn = self.db.wal.append(&RecordHead::new(Kind::Commit, self.log.id, last), &[])?;
-                self.db.wal.commit(lsn + 1, self.db.durability)?;
+                self.db.wal.commit(lsn.advance(1), self.db.durability)?;
                 self.db.wal.append(&RecordHead::new(Kind::End, self.log.id, lsn), &[])?;
             }
             Ok(())
@@ -297,7 +298,7 @@ impl<S: DbStore> Txn<'_, S> {
                 assert!(applied, "{}: undo of a patch of {key:?}, a key that is gone", self.log.id);
             }
             let last = self.log.state.lock().last;
-            if last != 0 {
+            if !last.is_none() {
                 self.db.wal.append(&RecordHead::new(Kind::End, self.log.id, last), &[])?;
             }
             Ok(())
@@ -323,7 +324,7 @@ impl<S: DbStore> Txn<'_, S> {
         let registered = self.db.active.lock().remove(&self.log.id);
         assert_eq!(
             registered,
-            (first != 0).then_some(first),
+            (!first.is_none()).then_some(first),
             "{}: active-table entry {registered:?}, first record bound {first}",
             self.log.id
         );

@@ -67,7 +67,7 @@ use serde::Serialize;
 use super::aligned::AlignedBuf;
 use super::page_seal::{self, Sealed};
 use super::{DeviceCore, DeviceError, FaultPlan, NvmConfig, NvmRegion, OpKind, OpenMode};
-use crate::ids::PageId;
+use crate::ids::{Lsn, PageId};
 use crate::limits::{
     CACHE_LINE_BYTES, DOUBLE_WRITE_SLOT_HEADER_BYTES, DOUBLE_WRITE_SLOTS, IO_ALIGN_BYTES, OS_PAGE_BYTES,
     SUPERBLOCK_SLOT_BYTES,
@@ -528,7 +528,7 @@ impl DoubleWrite {
     ///
     /// # Panics
     /// If a page's seal bytes are not zero (see [`page_seal::seal`]).
-    pub(crate) fn write(&self, st: &mut State, pages: &[(PageId, &[u8])], flush_lsn: u64) -> Result<(), DeviceError> {
+    pub(crate) fn write(&self, st: &mut State, pages: &[(PageId, &[u8])], flush_lsn: Lsn) -> Result<(), DeviceError> {
         let k = pages.len();
         assert!(k >= 1 && k <= self.free_slots(st), "a batch of {k} pages, {} slots free", self.free_slots(st));
         let hdr = self.slot_header;
@@ -834,9 +834,9 @@ mod tests {
         {
             let mut st = dwa.lock();
             let (a, b) = (page(1), page(2));
-            dwa.write(&mut st, &[(PageId(3), &a), (PageId(4), &b)], 0).unwrap();
+            dwa.write(&mut st, &[(PageId(3), &a), (PageId(4), &b)], Lsn::NONE).unwrap();
             assert_eq!(page_seal::check(dwa.staged(&st, 1), PageId(4)), Ok(Sealed::Valid));
-            dwa.write(&mut st, &[(PageId(3), &b)], 0).unwrap();
+            dwa.write(&mut st, &[(PageId(3), &b)], Lsn::NONE).unwrap();
             assert_eq!(dwa.free_slots(&st), DOUBLE_WRITE_SLOTS - 3);
         }
         drop(dwa);
@@ -848,7 +848,7 @@ mod tests {
         let (dwa, copies) = open(&path, 7).unwrap();
         assert!(copies.is_empty(), "the old period's slots are below the floor");
         // A new period overwrites slot 0 only: slots 1 and 2 of the old one stay out.
-        dwa.write(&mut dwa.lock(), &[(PageId(9), &page(9))], 0).unwrap();
+        dwa.write(&mut dwa.lock(), &[(PageId(9), &page(9))], Lsn::NONE).unwrap();
         drop(dwa);
         let (_, copies) = open(&path, 7).unwrap();
         assert_eq!(copies.iter().map(|c| c.pid.0).collect::<Vec<_>>(), [9]);
@@ -879,7 +879,7 @@ mod tests {
         let batch: Vec<(PageId, &[u8])> =
             pages.iter().enumerate().map(|(i, p)| (PageId(i as u64 + 1), &p[..])).collect();
         plan.tear_nth_write(1);
-        assert!(dwa.write(&mut dwa.lock(), &batch, 0).is_err());
+        assert!(dwa.write(&mut dwa.lock(), &batch, Lsn::NONE).is_err());
         drop(dwa);
         // Half of 4 slots of 8 KiB: slots 0 and 1 whole, the rest never written.
         let (_, copies) = open(&path, 7).unwrap();
@@ -899,8 +899,8 @@ mod tests {
         assert_eq!(std::fs::metadata(&cfg.path).unwrap().len(), nvm_area_bytes(4, PS));
         {
             let mut st = dwa.lock();
-            dwa.write(&mut st, &[(PageId(3), &page(1)), (PageId(4), &page(2))], 900).unwrap();
-            assert_eq!(page_seal::flush_lsn(dwa.staged(&st, 1)), 900);
+            dwa.write(&mut st, &[(PageId(3), &page(1)), (PageId(4), &page(2))], Lsn::new(900)).unwrap();
+            assert_eq!(page_seal::flush_lsn(dwa.staged(&st, 1)), Lsn::new(900));
         }
         let s = dwa.core().stats().snapshot();
         // The header at creation, then the batch: one copy and one persist each.
@@ -908,7 +908,7 @@ mod tests {
         drop(dwa);
         let (dwa, copies) = DoubleWrite::open_nvm(&cfg, 4, PS, 7).unwrap().unwrap();
         let got: Vec<(u64, u8, u64)> =
-            copies.iter().map(|c| (c.pid.0, c.page[0], page_seal::flush_lsn(&c.page))).collect();
+            copies.iter().map(|c| (c.pid.0, c.page[0], page_seal::flush_lsn(&c.page).get())).collect();
         assert_eq!(got, [(3, 1, 900), (4, 2, 900)]);
         dwa.end_period(&mut dwa.lock()).unwrap();
         drop(dwa);

@@ -23,11 +23,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use parking_lot::Mutex;
 
 use super::{DeviceCore, DeviceError, DeviceProfile, EmulationMode, OpKind, Tier};
+use crate::ids::Lsn;
 
 const DEVICE: &str = "log";
 
 /// LSN of the first byte of a new log stream.
-pub const LOG_STREAM_START: u64 = 64;
+pub const LOG_STREAM_START: Lsn = Lsn::new(64);
 
 /// Smallest segment size, bytes.
 pub const LOG_SEGMENT_BYTES_MIN: u64 = 64 * 1024;
@@ -62,7 +63,7 @@ pub struct ExistingLog {
     /// segment must start at or before it. `None`: not known (a store whose commits
     /// truncate the log behind the control file, `nvm-direct`); only the presence of
     /// segments and their continuity are checked.
-    pub needed_from: Option<u64>,
+    pub needed_from: Option<Lsn>,
 }
 
 impl LogFileConfig {
@@ -181,7 +182,7 @@ impl LogFile {
             let Some(first) = segments.first() else {
                 return Err(lost("it holds no log segment (*.wal): the log was deleted".into()));
             };
-            if let Some(needed) = existing.needed_from.filter(|&n| first.start > n) {
+            if let Some(needed) = existing.needed_from.filter(|&n| first.start > n.get()) {
                 return Err(lost(format!(
                     "recovery needs the log from LSN {needed}, but the first segment {} starts at {}: \
                      a segment before it was deleted",
@@ -192,9 +193,9 @@ impl LogFile {
         }
         let mut dir_dirty = false;
         if segments.is_empty() {
-            let path = dir.join(segment_name(LOG_STREAM_START));
+            let path = dir.join(segment_name(LOG_STREAM_START.get()));
             File::create(&path).map_err(|e| DeviceError::Create { path: path.clone(), source: e })?;
-            segments.push(Segment { start: LOG_STREAM_START, path });
+            segments.push(Segment { start: LOG_STREAM_START.get(), path });
             dir_dirty = true;
         }
         for w in segments.windows(2) {
@@ -242,13 +243,13 @@ impl LogFile {
     }
 
     /// LSN of the oldest byte still held.
-    pub fn start(&self) -> u64 {
-        self.state.lock().segments[0].start
+    pub fn start(&self) -> Lsn {
+        Lsn::new(self.state.lock().segments[0].start)
     }
 
     /// LSN of the next byte appended.
-    pub fn end(&self) -> u64 {
-        self.state.lock().end
+    pub fn end(&self) -> Lsn {
+        Lsn::new(self.state.lock().end)
     }
 
     fn check_poison(&self) -> Result<(), DeviceError> {
@@ -264,7 +265,8 @@ impl LogFile {
     /// # Errors
     /// `Config` if `at` is not the end; `Io`/`Full` (the handle is then poisoned);
     /// `Poisoned`.
-    pub fn append(&self, at: u64, bytes: &[u8]) -> Result<(), DeviceError> {
+    pub fn append(&self, at: Lsn, bytes: &[u8]) -> Result<(), DeviceError> {
+        let at = at.get();
         self.check_poison()?;
         let mut st = self.state.lock();
         if at != st.end {
@@ -347,7 +349,8 @@ impl LogFile {
     ///
     /// # Errors
     /// `OutOfRange` below the start; `Io`.
-    pub fn read(&self, at: u64, buf: &mut [u8]) -> Result<usize, DeviceError> {
+    pub fn read(&self, at: Lsn, buf: &mut [u8]) -> Result<usize, DeviceError> {
+        let at = at.get();
         let st = self.state.lock();
         let start = st.segments[0].start;
         if at < start {
@@ -384,7 +387,8 @@ impl LogFile {
     /// `Io` from the file system: the segments before the failing one are gone, the
     /// failing one and those after it are still part of the stream (a later call tries
     /// them again).
-    pub fn truncate_before(&self, lsn: u64) -> Result<usize, DeviceError> {
+    pub fn truncate_before(&self, lsn: Lsn) -> Result<usize, DeviceError> {
+        let lsn = lsn.get();
         let mut st = self.state.lock();
         let mut n = 0;
         while st.segments.len() > 1 && st.segments[1].start <= lsn {
@@ -405,7 +409,8 @@ impl LogFile {
     ///
     /// # Errors
     /// `OutOfRange` outside the stream; `Io`.
-    pub fn cut(&self, at: u64) -> Result<(), DeviceError> {
+    pub fn cut(&self, at: Lsn) -> Result<(), DeviceError> {
+        let at = at.get();
         let mut st = self.state.lock();
         if at < st.segments[0].start || at > st.end {
             return Err(DeviceError::OutOfRange { device: DEVICE, offset: at, len: 0, size: st.end });
@@ -434,7 +439,7 @@ impl LogFile {
     /// # Errors
     /// As [`cut`](Self::cut), [`append`](Self::append) and [`sync`](Self::sync); the
     /// handle is poisoned again by a failed write or sync.
-    pub fn rewrite(&self, at: u64, bytes: &[u8]) -> Result<(), DeviceError> {
+    pub fn rewrite(&self, at: Lsn, bytes: &[u8]) -> Result<(), DeviceError> {
         self.cut(at)?;
         self.poisoned.store(false, Ordering::Release);
         self.append(at, bytes)?;
@@ -443,7 +448,8 @@ impl LogFile {
 
     /// The segment file that holds stream byte `lsn` and the byte's offset in it (the
     /// last segment for the end of the stream); `None` below the start or past the end.
-    pub fn locate(&self, lsn: u64) -> Option<(PathBuf, u64)> {
+    pub fn locate(&self, lsn: Lsn) -> Option<(PathBuf, u64)> {
+        let lsn = lsn.get();
         let st = self.state.lock();
         if lsn < st.segments[0].start || lsn > st.end {
             return None;
@@ -453,8 +459,8 @@ impl LogFile {
     }
 
     /// LSN of the first byte of the last segment (the one appended to).
-    pub fn last_segment_start(&self) -> u64 {
-        self.state.lock().segments.last().expect("a segment").start
+    pub fn last_segment_start(&self) -> Lsn {
+        Lsn::new(self.state.lock().segments.last().expect("a segment").start)
     }
 
     /// The segment files, oldest first (for tests and tools).
@@ -492,31 +498,31 @@ mod tests {
         let mut at = log.end();
         for _ in 0..5 {
             log.append(at, &chunk).unwrap();
-            at += chunk.len() as u64;
+            at = at.advance(chunk.len() as u64);
         }
         log.sync().unwrap();
-        assert!(log.append(at + 1, b"x").is_err(), "appends only at the end");
+        assert!(log.append(at.advance(1), b"x").is_err(), "appends only at the end");
         let segs = log.segment_paths();
         assert_eq!(segs.len(), 3, "{segs:?}");
         // Read across a segment boundary.
         let mut buf = vec![0u8; 100_000];
-        assert_eq!(log.read(LOG_STREAM_START + 30_000, &mut buf).unwrap(), 100_000);
+        assert_eq!(log.read(LOG_STREAM_START.advance(30_000), &mut buf).unwrap(), 100_000);
         for (i, b) in buf.iter().enumerate() {
             assert_eq!(*b, ((30_000 + i) % 40_000 % 251) as u8, "byte {i}");
         }
-        assert_eq!(log.read(at - 10, &mut buf).unwrap(), 10, "short read at the end");
+        assert_eq!(log.read(Lsn::new(at.get() - 10), &mut buf).unwrap(), 10, "short read at the end");
         drop(log);
         // Reopen: the same stream.
         let log = LogFile::open(&config(tmp.path())).unwrap();
         assert_eq!(log.end(), at);
-        assert_eq!(log.truncate_before(LOG_STREAM_START + 90_000).unwrap(), 1);
+        assert_eq!(log.truncate_before(LOG_STREAM_START.advance(90_000)).unwrap(), 1);
         assert!(log.read(LOG_STREAM_START, &mut buf).is_err(), "truncated bytes are gone");
-        log.cut(LOG_STREAM_START + 150_000).unwrap();
-        assert_eq!(log.end(), LOG_STREAM_START + 150_000);
+        log.cut(LOG_STREAM_START.advance(150_000)).unwrap();
+        assert_eq!(log.end(), LOG_STREAM_START.advance(150_000));
         log.append(log.end(), b"after the cut").unwrap();
         drop(log);
         let log = LogFile::open(&config(tmp.path())).unwrap();
-        assert_eq!(log.end(), LOG_STREAM_START + 150_000 + 13);
+        assert_eq!(log.end(), LOG_STREAM_START.advance(150_000 + 13));
     }
 
     /// A segment whose file cannot be removed stays in the stream (before, it left the
@@ -530,7 +536,7 @@ mod tests {
         let mut at = log.end();
         for _ in 0..5 {
             log.append(at, &chunk).unwrap();
-            at += chunk.len() as u64;
+            at = at.advance(chunk.len() as u64);
         }
         log.sync().unwrap();
         let segs = log.segment_paths();
@@ -542,20 +548,20 @@ mod tests {
             std::fs::write(p.join("x"), b"x").unwrap();
         };
         block(&segs[0]);
-        assert!(log.truncate_before(LOG_STREAM_START + 90_000).is_err());
+        assert!(log.truncate_before(LOG_STREAM_START.advance(90_000)).is_err());
         assert_eq!(log.start(), LOG_STREAM_START, "the failed segment is still the stream's first");
         assert_eq!(log.segment_paths().len(), 3);
         std::fs::remove_dir_all(&segs[0]).unwrap();
-        assert_eq!(log.truncate_before(LOG_STREAM_START + 90_000).unwrap(), 1, "tried again, counted once gone");
+        assert_eq!(log.truncate_before(LOG_STREAM_START.advance(90_000)).unwrap(), 1, "tried again, counted once gone");
         assert_eq!(log.segment_paths(), segs[1..].to_vec());
         block(&segs[2]);
         // Inside the middle segment: the last one must go, and cannot.
-        let e = log.cut(log.last_segment_start() - 1).unwrap_err().to_string();
+        let e = log.cut(Lsn::new(log.last_segment_start().get() - 1)).unwrap_err().to_string();
         assert!(e.contains("remove"), "{e}");
         assert_eq!(log.segment_paths(), segs[1..].to_vec(), "the cut's failed segment is still listed");
         std::fs::remove_dir_all(&segs[2]).unwrap();
-        log.cut(LOG_STREAM_START + 150_000).unwrap();
-        assert_eq!((log.end(), log.segment_paths()), (LOG_STREAM_START + 150_000, segs[1..2].to_vec()));
+        log.cut(LOG_STREAM_START.advance(150_000)).unwrap();
+        assert_eq!((log.end(), log.segment_paths()), (LOG_STREAM_START.advance(150_000), segs[1..2].to_vec()));
     }
 
     #[test]
@@ -564,7 +570,7 @@ mod tests {
         let log = LogFile::open(&config(tmp.path())).unwrap();
         log.append(LOG_STREAM_START, &[1; 100]).unwrap();
         drop(log);
-        std::fs::write(tmp.path().join("log").join(segment_name(LOG_STREAM_START + 5000)), b"x").unwrap();
+        std::fs::write(tmp.path().join("log").join(segment_name(LOG_STREAM_START.get() + 5000)), b"x").unwrap();
         let e = LogFile::open(&config(tmp.path())).unwrap_err().to_string();
         assert!(e.contains("starts at"), "{e}");
     }
@@ -585,7 +591,7 @@ mod tests {
         let log = LogFile::open(&fresh).unwrap();
         let chunk = vec![7u8; 40_000];
         for i in 0..3 {
-            log.append(LOG_STREAM_START + i * 40_000, &chunk).unwrap();
+            log.append(LOG_STREAM_START.advance(i * 40_000), &chunk).unwrap();
         }
         log.sync().unwrap();
         let first = log.segment_paths()[0].clone();

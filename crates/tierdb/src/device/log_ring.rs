@@ -21,6 +21,7 @@
 #![allow(unsafe_code)]
 
 use super::{DeviceError, NvmRegion};
+use crate::ids::Lsn;
 use crate::limits::{CACHE_LINE_BYTES, IO_ALIGN_BYTES};
 
 const MAGIC: &[u8; 8] = b"TDBLOGNV";
@@ -90,7 +91,7 @@ impl NvmRing {
     ///
     /// # Errors
     /// `Config` for a region too small for a ring; device errors.
-    pub fn format(region: NvmRegion, start: u64) -> Result<NvmRing, DeviceError> {
+    pub fn format(region: NvmRegion, start: Lsn) -> Result<NvmRing, DeviceError> {
         let ring = Self::over(region)?;
         ring.write_header(start)?;
         Ok(ring)
@@ -102,7 +103,7 @@ impl NvmRing {
     ///
     /// # Errors
     /// As [`open`](Self::open).
-    pub fn open_or_format(region: NvmRegion, start: u64) -> Result<NvmRing, DeviceError> {
+    pub fn open_or_format(region: NvmRegion, start: Lsn) -> Result<NvmRing, DeviceError> {
         let mut magic = [0u8; CACHE_LINE_BYTES];
         region.read_lines(0, &mut magic)?;
         if &magic[0..8] == MAGIC { Self::open(region) } else { Self::format(region, start) }
@@ -124,7 +125,7 @@ impl NvmRing {
         Ok(NvmRing { region, capacity })
     }
 
-    fn write_header(&self, flushed: u64) -> Result<(), DeviceError> {
+    fn write_header(&self, flushed: Lsn) -> Result<(), DeviceError> {
         let mut h = [0u8; CACHE_LINE_BYTES];
         h[0..8].copy_from_slice(MAGIC);
         h[8..12].copy_from_slice(&VERSION.to_le_bytes());
@@ -147,26 +148,26 @@ impl NvmRing {
     ///
     /// # Errors
     /// Device errors.
-    pub fn flushed(&self) -> Result<u64, DeviceError> {
+    pub fn flushed(&self) -> Result<Lsn, DeviceError> {
         let mut h = [0u8; CACHE_LINE_BYTES];
         self.region.read_lines(0, &mut h)?;
-        Ok(u64::from_le_bytes(h[OFF_FLUSHED..OFF_FLUSHED + 8].try_into().expect("8 bytes")))
+        Ok(Lsn::from_le_bytes(h[OFF_FLUSHED..OFF_FLUSHED + 8].try_into().expect("8 bytes")))
     }
 
     /// Records durably that every byte below `lsn` is in the log file.
     ///
     /// # Errors
     /// Device errors.
-    pub fn set_flushed(&self, lsn: u64) -> Result<(), DeviceError> {
+    pub fn set_flushed(&self, lsn: Lsn) -> Result<(), DeviceError> {
         self.write_header(lsn)
     }
 
     /// The ring's pieces holding stream bytes `at..at + len`: one or two `(region
     /// offset, length)` (two where they wrap).
-    fn pieces(&self, at: u64, len: usize) -> [(u64, usize); 2] {
+    fn pieces(&self, at: Lsn, len: usize) -> [(u64, usize); 2] {
         // Longer than the ring, the second piece would wrap onto the first.
         debug_assert!(len as u64 <= self.capacity, "{len} bytes at LSN {at} in a ring of {}", self.capacity);
-        let off = at % self.capacity;
+        let off = at.get() % self.capacity;
         let first = (len as u64).min(self.capacity - off) as usize;
         [(DATA_OFFSET + off, first), (DATA_OFFSET, len - first)]
     }
@@ -176,7 +177,7 @@ impl NvmRing {
     ///
     /// # Errors
     /// Device errors.
-    pub fn write(&self, at: u64, bytes: &[u8]) -> Result<(), DeviceError> {
+    pub fn write(&self, at: Lsn, bytes: &[u8]) -> Result<(), DeviceError> {
         let mut done = 0;
         for (off, len) in self.pieces(at, bytes.len()) {
             if len == 0 {
@@ -197,7 +198,7 @@ impl NvmRing {
     ///
     /// # Errors
     /// Device errors.
-    pub fn read(&self, at: u64, buf: &mut [u8]) -> Result<(), DeviceError> {
+    pub fn read(&self, at: Lsn, buf: &mut [u8]) -> Result<(), DeviceError> {
         let mut done = 0;
         for (off, len) in self.pieces(at, buf.len()) {
             if len > 0 {

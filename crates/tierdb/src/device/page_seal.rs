@@ -31,7 +31,7 @@
 
 use std::ops::Range;
 
-use crate::ids::PageId;
+use crate::ids::{Lsn, PageId};
 use crate::limits::{PAGE_SEAL_BYTES, PAGE_SEAL_OFFSET, PAGE_SIZE_MIN_BYTES, SSD_PAGES_MAX};
 
 /// The bytes of a page that hold its seal.
@@ -44,7 +44,7 @@ const OFF_CRC: usize = PAGE_SEAL_OFFSET + 8;
 const OFF_LSN_LOW: usize = PAGE_SEAL_OFFSET + 12;
 /// The largest last-flush LSN a seal holds (56 bits); a larger one is stored as this,
 /// a lower bound.
-pub const FLUSH_LSN_MAX: u64 = (1 << 56) - 1;
+pub const FLUSH_LSN_MAX: Lsn = Lsn::new((1 << 56) - 1);
 
 const _: () = assert!(OFF_LSN_HIGH + LSN_HIGH_BYTES == OFF_CRC);
 const _: () = assert!(OFF_LSN_LOW + 4 == PAGE_SEAL_OFFSET + PAGE_SEAL_BYTES);
@@ -107,15 +107,15 @@ fn checksum(page: &[u8]) -> u32 {
 /// If the seal's bytes are not zero: the caller's page format wrote into them, and
 /// the seal would silently destroy those bytes.
 pub fn seal(page: &mut [u8], pid: PageId) {
-    seal_flushed(page, pid, 0);
+    seal_flushed(page, pid, Lsn::NONE);
 }
 
-/// Seals `page` as page `pid` written when the log's LSN was `flush_lsn` (0: unknown;
+/// Seals `page` as page `pid` written when the log's LSN was `flush_lsn` ([`Lsn::NONE`]: unknown;
 /// above [`FLUSH_LSN_MAX`] stored as that).
 ///
 /// # Panics
 /// As [`seal`].
-pub fn seal_flushed(page: &mut [u8], pid: PageId, flush_lsn: u64) {
+pub fn seal_flushed(page: &mut [u8], pid: PageId, flush_lsn: Lsn) {
     assert!(
         is_clear(page),
         "{pid}: bytes {}..{} are reserved for the page seal but hold {:02x?}",
@@ -156,13 +156,14 @@ pub fn check(page: &[u8], pid: PageId) -> Result<Sealed, SealError> {
     Ok(Sealed::Valid)
 }
 
-/// The last-flush LSN in the seal of a checked page (0: unknown, or a page of format 3).
+/// The last-flush LSN in the seal of a checked page ([`Lsn::NONE`]: unknown, or a page
+/// of format 3).
 #[inline]
-pub fn flush_lsn(page: &[u8]) -> u64 {
+pub fn flush_lsn(page: &[u8]) -> Lsn {
     let mut b = [0u8; 8];
     b[..4].copy_from_slice(&page[OFF_LSN_LOW..OFF_LSN_LOW + 4]);
     b[4..4 + LSN_HIGH_BYTES].copy_from_slice(&page[OFF_LSN_HIGH..OFF_LSN_HIGH + LSN_HIGH_BYTES]);
-    u64::from_le_bytes(b)
+    Lsn::from_le_bytes(b)
 }
 
 /// Clears the seal of a checked page, giving back the bytes that were sealed.
@@ -196,14 +197,15 @@ mod tests {
 
     #[test]
     fn the_last_flush_lsn_round_trips_and_a_format_3_seal_reads_as_unknown() {
-        for lsn in [0u64, 1, 0xffff_ffff, 0x1_0000_0000, 0x12_3456_789a_bcde, FLUSH_LSN_MAX] {
+        for lsn in [0u64, 1, 0xffff_ffff, 0x1_0000_0000, 0x12_3456_789a_bcde, FLUSH_LSN_MAX.get()] {
+            let lsn = Lsn::new(lsn);
             let mut p = page(0x33);
             seal_flushed(&mut p, PageId((1 << 36) - 1), lsn);
             assert_eq!(check(&p, PageId((1 << 36) - 1)), Ok(Sealed::Valid), "{lsn:#x}");
             assert_eq!(flush_lsn(&p), lsn);
         }
         let mut p = page(0x33);
-        seal_flushed(&mut p, PageId(5), u64::MAX);
+        seal_flushed(&mut p, PageId(5), Lsn::MAX);
         assert_eq!(flush_lsn(&p), FLUSH_LSN_MAX, "saturates: a lower bound");
         // Format 3: page id in 8 bytes, CRC, zeros.
         let mut old = page(0x44);
@@ -211,7 +213,7 @@ mod tests {
         let crc = checksum(&old);
         old[56..60].copy_from_slice(&crc.to_le_bytes());
         assert_eq!(check(&old, PageId(77)), Ok(Sealed::Valid));
-        assert_eq!(flush_lsn(&old), 0);
+        assert_eq!(flush_lsn(&old), Lsn::NONE);
     }
 
     #[test]

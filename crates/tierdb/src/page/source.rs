@@ -18,7 +18,7 @@
 use std::ops::{Deref, DerefMut};
 
 use crate::Result;
-use crate::ids::PageId;
+use crate::ids::{Lsn, PageId};
 
 /// A page fixed shared: read-only bytes of exactly [`PageSource::page_size`] length.
 pub trait SharedPage: Deref<Target = [u8]> {
@@ -49,7 +49,7 @@ pub trait ExclusivePage: DerefMut<Target = [u8]> {
     /// Records that the log record at `lsn` describes a change to this page: the
     /// source forces the log up to it before the page is written out (the write-ahead
     /// rule). LSNs only grow; a smaller one is ignored.
-    fn set_page_lsn(&mut self, lsn: u64);
+    fn set_page_lsn(&mut self, lsn: Lsn);
 
     /// Tells the source that a full image of the page as it is now was logged (a
     /// structure change's). A source that logs its own write-backs (`nvm-direct`) then
@@ -102,7 +102,7 @@ pub trait LinePage {
     fn whole_mut(&mut self) -> Result<&mut [u8]>;
 
     /// As [`ExclusivePage::set_page_lsn`].
-    fn set_page_lsn(&mut self, lsn: u64);
+    fn set_page_lsn(&mut self, lsn: Lsn);
 }
 
 /// What [`PageSource::peek_child`] found.

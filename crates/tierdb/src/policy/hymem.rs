@@ -122,6 +122,7 @@ impl Policy for Hymem {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ids::Lsn;
 
     const TIERS: Tiers = Tiers { has_nvm: true, has_ssd: true, dram_frames: 4, nvm_frames: 8 };
 
@@ -131,9 +132,9 @@ mod tests {
             dirty: false,
             nvm_copy: false,
             referenced: false,
-            first_update_lsn: 0,
-            page_lsn: 0,
-            last_flush_lsn: 0,
+            first_update_lsn: Lsn::NONE,
+            page_lsn: Lsn::NONE,
+            last_flush_lsn: Lsn::NONE,
         }
     }
 

@@ -50,7 +50,7 @@ pub use spitfire::Spitfire;
 
 use std::sync::Arc;
 
-use crate::ids::PageId;
+use crate::ids::{Lsn, PageId};
 
 /// Errors of the policy layer: a policy name or parameters that do not parse.
 #[derive(Debug, thiserror::Error)]
@@ -75,24 +75,32 @@ pub struct PageInfo {
     pub nvm_copy: bool,
     /// Touched since the clock hand last passed.
     pub referenced: bool,
-    /// LSN of the first logged change since the page was last clean in DRAM (0:
-    /// unknown, or no change). Set only where a policy decides on it
+    /// LSN of the first logged change since the page was last clean in DRAM
+    /// ([`Lsn::NONE`]: unknown, or no change). Set only where a policy decides on it
     /// (`dram_eviction`); `nvsql`'s re-update interval starts here.
-    pub first_update_lsn: u64,
-    /// LSN of the page's last logged change in DRAM (0: unknown). As above.
-    pub page_lsn: u64,
+    pub first_update_lsn: Lsn,
+    /// LSN of the page's last logged change in DRAM ([`Lsn::NONE`]: unknown). As above.
+    pub page_lsn: Lsn,
     /// The last-flush LSN the page's SSD copy carried when it was read into this frame
-    /// (the log's LSN when it was written to SSD, kept in its seal; 0: unknown, or not
+    /// (the log's LSN when it was written to SSD, kept in its seal; [`Lsn::NONE`]: unknown, or not
     /// read from SSD). As above; `nvsql` also records later flushes itself
     /// ([`Event::Flushed`]).
-    pub last_flush_lsn: u64,
+    pub last_flush_lsn: Lsn,
 }
 
 impl PageInfo {
     /// A page a fix is about to bring into DRAM: clean, referenced, with an NVM copy if
     /// `nvm_copy` (it comes from NVM), and no LSNs known.
     pub fn fixing(pid: PageId, nvm_copy: bool) -> PageInfo {
-        PageInfo { pid, dirty: false, nvm_copy, referenced: true, first_update_lsn: 0, page_lsn: 0, last_flush_lsn: 0 }
+        PageInfo {
+            pid,
+            dirty: false,
+            nvm_copy,
+            referenced: true,
+            first_update_lsn: Lsn::NONE,
+            page_lsn: Lsn::NONE,
+            last_flush_lsn: Lsn::NONE,
+        }
     }
 }
 
@@ -211,14 +219,14 @@ pub enum Event {
     },
     /// The page was freed.
     Freed(PageId),
-    /// The page was written to SSD when the log's LSN was `flush_lsn` (0: no log):
+    /// The page was written to SSD when the log's LSN was `flush_lsn` ([`Lsn::NONE`]: no log):
     /// every write — a DRAM eviction, an NVM eviction, a checkpoint, a page leaving NVM.
     /// `nvsql`'s last-flush LSN.
     Flushed {
         /// The page.
         pid: PageId,
         /// The log's LSN at the write.
-        flush_lsn: u64,
+        flush_lsn: Lsn,
     },
     /// The database spans this many pages (its file's size): at open and whenever it
     /// grows.
@@ -283,7 +291,7 @@ pub trait Policy: Send + Sync {
     /// The checkpoint's question: of the dirty DRAM pages (page, first-update LSN) a
     /// checkpoint is about to write to SSD, those it moves to NVM instead (durable
     /// there; NV-SQL §4.3's checkpoint-based admission). Empty (the default): none.
-    fn checkpoint_to_nvm(&self, _dirty: &[(PageId, u64)]) -> Vec<PageId> {
+    fn checkpoint_to_nvm(&self, _dirty: &[(PageId, Lsn)]) -> Vec<PageId> {
         Vec::new()
     }
 

@@ -650,6 +650,7 @@ impl Nvcache {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ids::Lsn;
 
     /// 16 DRAM frames, 64 NVM frames.
     const TIERS: Tiers = Tiers { has_nvm: true, has_ssd: true, dram_frames: 16, nvm_frames: 64 };
@@ -660,9 +661,9 @@ mod tests {
             dirty,
             nvm_copy,
             referenced: false,
-            first_update_lsn: 0,
-            page_lsn: 0,
-            last_flush_lsn: 0,
+            first_update_lsn: Lsn::NONE,
+            page_lsn: Lsn::NONE,
+            last_flush_lsn: Lsn::NONE,
         }
     }
 

@@ -45,7 +45,7 @@ use serde::Serialize;
 
 use super::PolicyError;
 use super::{Event, EvictTo, MissTarget, NvmAccess, PageInfo, Policy, PolicyStats, Pool, Shape, Tiers, Victim};
-use crate::ids::PageId;
+use crate::ids::{Lsn, PageId};
 use crate::limits::{
     NVSQL_INTERVAL_PERCENT_DEFAULT, NVSQL_KEEP_CHECKPOINTS_DEFAULT, NVSQL_NEW_SUBLIST_PERCENT,
     NVSQL_SKETCH_MIN_SAMPLES, NVSQL_SKETCH_WINDOW,
@@ -484,8 +484,8 @@ impl Nvsql {
 
     fn interval_locked(st: &State, page: &PageInfo) -> u64 {
         // Without a log the clock is the count of dirty evictions.
-        let first = if page.first_update_lsn == 0 { st.dirty_evictions } else { page.first_update_lsn };
-        let last = st.last_flush.get(&page.pid).copied().unwrap_or(0).max(page.last_flush_lsn);
+        let first = if page.first_update_lsn.is_none() { st.dirty_evictions } else { page.first_update_lsn.get() };
+        let last = st.last_flush.get(&page.pid).copied().unwrap_or(0).max(page.last_flush_lsn.get());
         first.saturating_sub(last)
     }
 
@@ -519,7 +519,7 @@ impl Nvsql {
     /// Checkpoint-based admission: of the dirty pages `(pid, first-update LSN)`, those
     /// to move to NVM instead of writing to SSD — the oldest first-update LSNs, the
     /// configured share of them. Empty for the other admission modes.
-    pub fn checkpoint_selection(&self, dirty: &[(PageId, u64)]) -> Vec<PageId> {
+    pub fn checkpoint_selection(&self, dirty: &[(PageId, Lsn)]) -> Vec<PageId> {
         let NvsqlAdmission::Checkpoint { percent } = self.cfg.admission else { return Vec::new() };
         let mut v = dirty.to_vec();
         v.sort_by_key(|&(pid, lsn)| (lsn, pid));
@@ -564,7 +564,7 @@ impl Policy for Nvsql {
         }
     }
 
-    fn checkpoint_to_nvm(&self, dirty: &[(PageId, u64)]) -> Vec<PageId> {
+    fn checkpoint_to_nvm(&self, dirty: &[(PageId, Lsn)]) -> Vec<PageId> {
         self.checkpoint_selection(dirty)
     }
 
@@ -634,10 +634,10 @@ impl Nvsql {
         st.list.forget(pid);
     }
 
-    fn flushed(&self, pid: PageId, flush_lsn: u64) {
+    fn flushed(&self, pid: PageId, flush_lsn: Lsn) {
         let mut st = self.state.lock();
-        // Without a log (LSN 0) the clock is the count of dirty evictions.
-        let now = if flush_lsn == 0 { st.dirty_evictions } else { flush_lsn };
+        // Without a log (`Lsn::NONE`) the clock is the count of dirty evictions.
+        let now = if flush_lsn.is_none() { st.dirty_evictions } else { flush_lsn.get() };
         st.last_flush.entry(pid).and_modify(|l| *l = (*l).max(now)).or_insert(now);
     }
 
@@ -659,9 +659,9 @@ mod tests {
             dirty: true,
             nvm_copy: false,
             referenced: false,
-            first_update_lsn: first,
-            page_lsn: last,
-            last_flush_lsn: 0,
+            first_update_lsn: Lsn::new(first),
+            page_lsn: Lsn::new(last),
+            last_flush_lsn: Lsn::NONE,
         }
     }
 
@@ -724,9 +724,9 @@ mod tests {
         // First stays: never flushed before, interval = first-update LSN (long). The
         // buffer manager then writes them and reports the log's LSN at the write.
         assert_eq!(p.dram_eviction(&dirty(1, 1000, 1010), &tiers()), EvictTo::Ssd);
-        p.observe(Event::Flushed { pid: PageId(1), flush_lsn: 1010 });
+        p.observe(Event::Flushed { pid: PageId(1), flush_lsn: Lsn::new(1010) });
         assert_eq!(p.dram_eviction(&dirty(2, 1005, 1020), &tiers()), EvictTo::Ssd);
-        p.observe(Event::Flushed { pid: PageId(2), flush_lsn: 1020 });
+        p.observe(Event::Flushed { pid: PageId(2), flush_lsn: Lsn::new(1020) });
         // Page 1 updated again at 1040 (interval 30), page 2 at 1500 (interval 480).
         assert_eq!(p.dram_eviction(&dirty(1, 1040, 1045), &tiers()), EvictTo::Nvm);
         assert_eq!(p.dram_eviction(&dirty(2, 1500, 1501), &tiers()), EvictTo::Ssd);
@@ -758,7 +758,7 @@ mod tests {
         assert!(!p.admit(&dirty(501, lsn + 900, lsn + 900)));
         // A rejection records nothing: the write that follows does.
         assert_eq!(p.state.lock().last_flush[&PageId(501)], lsn);
-        p.observe(Event::Flushed { pid: PageId(501), flush_lsn: lsn + 950 });
+        p.observe(Event::Flushed { pid: PageId(501), flush_lsn: Lsn::new(lsn + 950) });
         assert_eq!(p.state.lock().last_flush[&PageId(501)], lsn + 950);
     }
 
@@ -768,18 +768,18 @@ mod tests {
     fn a_checkpoint_write_moves_the_last_flush() {
         let p =
             Nvsql::new(NvsqlConfig { admission: NvsqlAdmission::FixedInterval { lsns: 50 }, ..Default::default() }, 8);
-        p.observe(Event::Flushed { pid: PageId(1), flush_lsn: 1_000 }); // evicted to SSD at log LSN 1000
+        p.observe(Event::Flushed { pid: PageId(1), flush_lsn: Lsn::new(1_000) }); // evicted to SSD at log LSN 1000
         // Re-updated at 5000 without a checkpoint in between: interval 4000, rejected.
         assert_eq!(p.interval(&dirty(1, 5_000, 5_010)), 4_000);
         // A checkpoint wrote it at 4980 (the page stayed in DRAM, clean): interval 20.
-        p.observe(Event::Flushed { pid: PageId(1), flush_lsn: 4_980 });
+        p.observe(Event::Flushed { pid: PageId(1), flush_lsn: Lsn::new(4_980) });
         assert_eq!(p.interval(&dirty(1, 5_000, 5_010)), 20);
         assert_eq!(p.dram_eviction(&dirty(1, 5_000, 5_010), &tiers()), EvictTo::Nvm);
         // An older report (a write racing the checkpoint's) does not move it back.
-        p.observe(Event::Flushed { pid: PageId(1), flush_lsn: 3_000 });
+        p.observe(Event::Flushed { pid: PageId(1), flush_lsn: Lsn::new(3_000) });
         assert_eq!(p.interval(&dirty(1, 5_000, 5_010)), 20);
         // An NVM eviction writes it at 9000: the next interval runs from there.
-        p.observe(Event::Flushed { pid: PageId(1), flush_lsn: 9_000 });
+        p.observe(Event::Flushed { pid: PageId(1), flush_lsn: Lsn::new(9_000) });
         assert_eq!(p.interval(&dirty(1, 9_030, 9_040)), 30);
     }
 
@@ -790,18 +790,18 @@ mod tests {
     fn after_a_restart_the_seal_gives_the_last_flush() {
         let before =
             Nvsql::new(NvsqlConfig { admission: NvsqlAdmission::FixedInterval { lsns: 50 }, ..Default::default() }, 8);
-        before.observe(Event::Flushed { pid: PageId(7), flush_lsn: 70_000 });
+        before.observe(Event::Flushed { pid: PageId(7), flush_lsn: Lsn::new(70_000) });
         drop(before); // the restart: the DRAM map is gone
         let after =
             Nvsql::new(NvsqlConfig { admission: NvsqlAdmission::FixedInterval { lsns: 50 }, ..Default::default() }, 8);
         let unknown = dirty(7, 70_040, 70_041);
         assert_eq!(after.interval(&unknown), 70_040, "no seal value: from 0");
-        let sealed = PageInfo { last_flush_lsn: 70_000, ..unknown };
+        let sealed = PageInfo { last_flush_lsn: Lsn::new(70_000), ..unknown };
         assert_eq!(after.interval(&sealed), 40);
         assert_eq!(after.dram_eviction(&sealed, &tiers()), EvictTo::Nvm);
         assert_eq!(after.dram_eviction(&unknown, &tiers()), EvictTo::Ssd);
         // A flush in this run that is newer than the seal's wins.
-        after.observe(Event::Flushed { pid: PageId(7), flush_lsn: 70_030 });
+        after.observe(Event::Flushed { pid: PageId(7), flush_lsn: Lsn::new(70_030) });
         assert_eq!(after.interval(&sealed), 10);
     }
 
@@ -811,7 +811,7 @@ mod tests {
             NvsqlConfig { admission: NvsqlAdmission::Checkpoint { percent: 50.0 }, ..Default::default() },
             8,
         );
-        let dirty = [(PageId(1), 40), (PageId(2), 10), (PageId(3), 30), (PageId(4), 20)];
+        let dirty = [(PageId(1), 40), (PageId(2), 10), (PageId(3), 30), (PageId(4), 20)].map(|(p, l)| (p, Lsn::new(l)));
         assert_eq!(p.checkpoint_selection(&dirty), vec![PageId(2), PageId(4)]);
         // Nothing is admitted at eviction in this mode.
         assert_eq!(p.dram_eviction(&super::tests::dirty(9, 5, 5), &tiers()), EvictTo::Ssd);

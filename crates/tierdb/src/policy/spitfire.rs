@@ -95,6 +95,7 @@ impl Policy for Spitfire {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ids::Lsn;
     use crate::ids::PageId;
 
     const TIERS: Tiers = Tiers { has_nvm: true, has_ssd: true, dram_frames: 8, nvm_frames: 64 };
@@ -105,9 +106,9 @@ mod tests {
             dirty: true,
             nvm_copy,
             referenced: false,
-            first_update_lsn: 0,
-            page_lsn: 0,
-            last_flush_lsn: 0,
+            first_update_lsn: Lsn::NONE,
+            page_lsn: Lsn::NONE,
+            last_flush_lsn: Lsn::NONE,
         }
     }
 

@@ -13,6 +13,7 @@ use super::error::WalError;
 use super::record::{self, Lsn, RecordHead};
 use super::state::{By, Inner};
 use crate::device::DeviceError;
+use crate::ids::AtomicLsn;
 
 impl Inner {
     pub(super) fn append(&self, head: &RecordHead, payload: &[u8]) -> Result<Lsn, WalError> {
@@ -33,10 +34,10 @@ impl Inner {
                 let at = t.pending.len();
                 t.pending.resize(at + len, 0);
                 record::encode_into(lsn, head, payload, &mut t.pending[at..]);
-                t.next += len as u64;
+                t.next = t.next.advance(len as u64);
                 // The DRAM buffer holds exactly the stream bytes `pending_start..next`.
                 debug_assert_eq!(
-                    t.pending_start + t.pending.len() as u64,
+                    t.pending_start.advance(t.pending.len() as u64),
                     t.next,
                     "pending bytes from LSN {} do not end at the next LSN",
                     t.pending_start
@@ -47,14 +48,15 @@ impl Inner {
                 let mut t = self.tail.lock();
                 let lsn = t.next;
                 // Room: the ring holds the stream from the flushed LSN on.
-                if lsn + len as u64 > self.ring_flushed.load(Ordering::Acquire) + ring.capacity() {
+                if lsn.advance(len as u64) > self.ring_flushed.load_lsn(Ordering::Acquire).advance(ring.capacity()) {
                     self.flush_ring(By::Waiter)?;
                 }
                 // Ring wrap: the record must not overwrite bytes not yet in the log file
                 // (unless a flush failed meanwhile: the log is poisoned, and says so).
-                let flushed = self.ring_flushed.load(Ordering::Acquire);
+                let flushed = self.ring_flushed.load_lsn(Ordering::Acquire);
                 assert!(
-                    lsn + len as u64 <= flushed + ring.capacity() || self.is_poisoned.load(Ordering::Acquire),
+                    lsn.advance(len as u64) <= flushed.advance(ring.capacity())
+                        || self.is_poisoned.load(Ordering::Acquire),
                     "record at LSN {lsn} of {len} bytes would overwrite ring bytes from LSN {flushed} not yet flushed \
                      (ring of {} bytes)",
                     ring.capacity()
@@ -72,24 +74,24 @@ impl Inner {
                 if let Err(e) = ring.write(lsn, buf) {
                     return self.poison(e);
                 }
-                t.next += len as u64;
-                debug_assert!(self.appended.load(Ordering::Relaxed) == lsn, "ring append at {lsn} not at the end");
-                self.appended.store(t.next, Ordering::Release);
-                self.durable.store(t.next, Ordering::Release);
+                t.next = t.next.advance(len as u64);
+                debug_assert!(self.appended.load_lsn(Ordering::Relaxed) == lsn, "ring append at {lsn} not at the end");
+                self.appended.store_lsn(t.next, Ordering::Release);
+                self.durable.store_lsn(t.next, Ordering::Release);
                 (lsn, false)
             }
         };
         self.stats.records.fetch_add(1, Ordering::Relaxed);
         self.stats.bytes.fetch_add(len as u64, Ordering::Relaxed);
         if flush {
-            self.flush_until(lsn + len as u64, By::Waiter)?;
+            self.flush_until(lsn.advance(len as u64), By::Waiter)?;
         }
         Ok(lsn)
     }
 
     pub(super) fn flush_until(&self, lsn: Lsn, by: By) -> Result<(), WalError> {
         self.check_poison()?;
-        if self.durable.load(Ordering::Acquire) >= lsn {
+        if self.durable.load_lsn(Ordering::Acquire) >= lsn {
             return Ok(());
         }
         if self.ring.is_some() {
@@ -101,7 +103,7 @@ impl Inner {
             self.stats.waits.fetch_add(1, Ordering::Relaxed);
         }
         let _f = self.flush_lock.lock();
-        if self.durable.load(Ordering::Acquire) >= lsn {
+        if self.durable.load_lsn(Ordering::Acquire) >= lsn {
             return Ok(()); // a flush that ran while we waited covered us
         }
         self.check_poison()?;
@@ -115,7 +117,7 @@ impl Inner {
         };
         // What the flush writes continues the durable stream and ends at the tail.
         assert!(
-            start + bytes.len() as u64 == end && start == self.durable.load(Ordering::Acquire),
+            start.advance(bytes.len() as u64) == end && start == self.durable.load_lsn(Ordering::Acquire),
             "flush of LSN {start}..{end} with {} bytes, the log durable to {}",
             bytes.len(),
             self.durable.load(Ordering::Acquire)
@@ -134,7 +136,7 @@ impl Inner {
             }
             self.stats.flushed(by);
         }
-        self.durable.store(end, Ordering::Release);
+        self.durable.store_lsn(end, Ordering::Release);
         bytes.clear();
         self.tail.lock().spare = bytes;
         Ok(())
@@ -151,15 +153,19 @@ impl Inner {
         let _f = self.flush_lock.lock();
         let mut t = self.tail.lock();
         let (from, to) = (t.pending_start, t.next);
-        debug_assert_eq!(from, self.durable.load(Ordering::Acquire), "retained records start where the log is durable");
+        debug_assert_eq!(
+            from,
+            self.durable.load_lsn(Ordering::Acquire),
+            "retained records start where the log is durable"
+        );
         if from == to {
             return Ok(None);
         }
-        assert_eq!(from + t.pending.len() as u64, to, "retained bytes from LSN {from} do not end at {to}");
+        assert_eq!(from.advance(t.pending.len() as u64), to, "retained bytes from LSN {from} do not end at {to}");
         self.file.rewrite(from, &t.pending)?;
         t.pending.clear();
         t.pending_start = to;
-        self.durable.store(to, Ordering::Release);
+        self.durable.store_lsn(to, Ordering::Release);
         Ok(Some((from, to)))
     }
 
@@ -168,26 +174,27 @@ impl Inner {
         let ring = self.ring.as_ref().expect("flush_ring needs the ring");
         let _f = self.flush_lock.lock();
         let from = self.file.end();
-        let to = self.appended.load(Ordering::Acquire);
+        let to = self.appended.load_lsn(Ordering::Acquire);
         if to <= from {
             return Ok(());
         }
         // The ring holds the stream from its flushed LSN on, at most one ring's worth.
-        let ring_flushed = self.ring_flushed.load(Ordering::Acquire);
+        let ring_flushed = self.ring_flushed.load_lsn(Ordering::Acquire);
         assert!(
-            ring_flushed <= from && to - ring_flushed <= ring.capacity() || self.is_poisoned.load(Ordering::Acquire),
+            ring_flushed <= from && to.bytes_since(ring_flushed) <= ring.capacity()
+                || self.is_poisoned.load(Ordering::Acquire),
             "ring flush of LSN {from}..{to}: the ring holds the stream from {ring_flushed}, {} bytes",
             ring.capacity()
         );
-        let mut buf = vec![0u8; (to - from).min(SCAN_CHUNK_BYTES as u64 * 4) as usize];
+        let mut buf = vec![0u8; to.bytes_since(from).min(SCAN_CHUNK_BYTES as u64 * 4) as usize];
         let mut at = from;
         while at < to {
-            let n = ((to - at) as usize).min(buf.len());
+            let n = (to.bytes_since(at) as usize).min(buf.len());
             ring.read(at, &mut buf[..n])?;
             if let Err(e) = self.file.append(at, &buf[..n]) {
                 return self.poison(e);
             }
-            at += n as u64;
+            at = at.advance(n as u64);
         }
         if let Err(e) = self.file.sync() {
             return self.poison(e);
@@ -195,7 +202,7 @@ impl Inner {
         if let Err(e) = ring.set_flushed(to) {
             return self.poison(e);
         }
-        self.ring_flushed.store(to, Ordering::Release);
+        self.ring_flushed.store_lsn(to, Ordering::Release);
         self.stats.flushed(by);
         Ok(())
     }

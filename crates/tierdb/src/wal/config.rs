@@ -137,7 +137,7 @@ impl WalConfig {
             buffer: LogBuffer::Dram,
             buffer_bytes: BUFFER_BYTES_DEFAULT,
             flush_interval: FLUSH_INTERVAL_DEFAULT,
-            valid_past: 0,
+            valid_past: Lsn::NONE,
             salvage_damaged_log: false,
             ring_init: RingInit::New,
         }

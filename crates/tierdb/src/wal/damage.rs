@@ -54,7 +54,7 @@ pub(super) struct LogEnd<'a> {
     /// After the last valid record of the file and then of the NVM ring: where the log
     /// ends if nothing is wrong.
     pub end: Lsn,
-    /// A record starts at this LSN (0: none known): the log must end past it.
+    /// A record starts at this LSN ([`Lsn::NONE`]: none known): the log must end past it.
     pub valid_past: Lsn,
     /// The NVM ring's flushed LSN: every byte below it was synced to the log file.
     pub ring_flushed: Option<Lsn>,
@@ -85,7 +85,7 @@ pub(super) fn assess(file: &LogFile, e: &LogEnd<'_>) -> Result<Option<Damage>, D
     if lost_from < e.file_end {
         // 1. A valid record further on. At `file_valid` itself the record is invalid;
         //    where the ring supplied records past it, the file may hold one at `end`.
-        let from = if e.end > e.file_valid { e.end } else { e.file_valid + ALIGN as u64 };
+        let from = if e.end > e.file_valid { e.end } else { e.file_valid.advance(ALIGN as u64) };
         if let Some(lsn) = valid_record_at_or_after(file, from, e.file_end)? {
             let (path, offset) = file.locate(lsn).unwrap_or_default();
             why.push(format!(
@@ -102,7 +102,7 @@ pub(super) fn assess(file: &LogFile, e: &LogEnd<'_>) -> Result<Option<Damage>, D
         }
     }
     // 3. The bounds of what the log held durably.
-    if e.valid_past != 0 && e.end <= e.valid_past {
+    if !e.valid_past.is_none() && e.end <= e.valid_past {
         why.push(format!(
             "the log held a record at LSN {}, the control file's redo point, durably before the control file was written",
             e.valid_past
@@ -136,19 +136,19 @@ pub(super) fn assess(file: &LogFile, e: &LogEnd<'_>) -> Result<Option<Damage>, D
 /// # Errors
 /// Device errors reading the file.
 pub(super) fn valid_record_at_or_after(file: &LogFile, from: Lsn, to: Lsn) -> Result<Option<Lsn>, DeviceError> {
-    let mut at = from.next_multiple_of(ALIGN as u64);
+    let mut at = Lsn::new(from.get().next_multiple_of(ALIGN as u64));
     let mut buf = vec![0u8; CHUNK_BYTES + RECORD_BYTES_MAX];
     while at < to {
         // Candidates `at..at + CHUNK_BYTES`; the bytes read after them let a record that
         // begins near the chunk's end decode whole.
-        let want = ((to - at) as usize).min(buf.len());
+        let want = (to.bytes_since(at) as usize).min(buf.len());
         let n = file.read(at, &mut buf[..want])?;
         let bytes = &buf[..n];
         for o in (0..n.min(CHUNK_BYTES)).step_by(ALIGN) {
             if o + HEADER_BYTES > n {
                 break;
             }
-            let lsn = at + o as u64;
+            let lsn = at.advance(o as u64);
             // Cheap test first: the LSN field must name this position.
             if bytes[o + 8..o + 16] == lsn.to_le_bytes() && record::decode(lsn, &bytes[o..]).is_ok() {
                 return Ok(Some(lsn));
@@ -157,7 +157,7 @@ pub(super) fn valid_record_at_or_after(file: &LogFile, from: Lsn, to: Lsn) -> Re
         if n <= CHUNK_BYTES {
             break; // every candidate up to `to` was tried
         }
-        at += CHUNK_BYTES as u64;
+        at = at.advance(CHUNK_BYTES as u64);
     }
     Ok(None)
 }
@@ -169,17 +169,17 @@ pub(super) fn valid_record_at_or_after(file: &LogFile, from: Lsn, to: Lsn) -> Re
 /// Device errors.
 pub(super) fn fill(file: &LogFile, from: Lsn, to: Lsn) -> Result<Lsn, DeviceError> {
     debug_assert_eq!(file.end(), from);
-    debug_assert!(from.is_multiple_of(ALIGN as u64), "LSN {from}");
+    debug_assert!(from.get().is_multiple_of(ALIGN as u64), "LSN {from}");
     if to <= from {
         return Ok(from);
     }
     // A filler is at least a header: a gap shorter than that grows to one.
-    let gap = (to - from).next_multiple_of(ALIGN as u64).max(HEADER_BYTES as u64);
-    let end = from + gap;
+    let gap = to.bytes_since(from).next_multiple_of(ALIGN as u64).max(HEADER_BYTES as u64);
+    let end = from.advance(gap);
     let mut chunk = Vec::with_capacity(CHUNK_BYTES + RECORD_BYTES_MAX);
     let mut at = from;
     while at < end {
-        let left = end - at;
+        let left = end.bytes_since(at);
         let max = RECORD_BYTES_MAX as u64;
         // Leave no remainder too short to be a record.
         let len = if left <= max {
@@ -192,10 +192,10 @@ pub(super) fn fill(file: &LogFile, from: Lsn, to: Lsn) -> Result<Lsn, DeviceErro
         let o = chunk.len();
         chunk.resize(o + len, 0);
         let payload = vec![0u8; len - HEADER_BYTES];
-        record::encode_into(at, &RecordHead::new(Kind::Filler, 0, 0), &payload, &mut chunk[o..]);
-        at += len as u64;
+        record::encode_into(at, &RecordHead::new(Kind::Filler, 0, Lsn::NONE), &payload, &mut chunk[o..]);
+        at = at.advance(len as u64);
         if chunk.len() >= CHUNK_BYTES || at == end {
-            file.append(at - chunk.len() as u64, &chunk)?;
+            file.append(Lsn::new(at.get() - chunk.len() as u64), &chunk)?;
             chunk.clear();
         }
     }
@@ -216,12 +216,12 @@ mod tests {
     }
 
     fn records(file: &LogFile, from: Lsn, to: Lsn) -> Vec<Lsn> {
-        let mut buf = vec![0u8; (to - from) as usize];
+        let mut buf = vec![0u8; to.bytes_since(from) as usize];
         assert_eq!(file.read(from, &mut buf).unwrap(), buf.len());
         let mut at = from;
         let mut out = Vec::new();
         while at < to {
-            let r = record::decode(at, &buf[(at - from) as usize..]).unwrap();
+            let r = record::decode(at, &buf[at.bytes_since(from) as usize..]).unwrap();
             assert_eq!(r.head.kind, Kind::Filler);
             out.push(at);
             at = r.next_lsn();
@@ -236,8 +236,11 @@ mod tests {
         let file = log(tmp.path());
         let mut at = LOG_STREAM_START;
         for gap in [1u64, 8, 56, 64, RECORD_BYTES_MAX as u64 + 8, RECORD_BYTES_MAX as u64 + 80, 3 << 20] {
-            let end = fill(&file, at, at + gap).unwrap();
-            assert!(end >= at + gap && end - (at + gap) < HEADER_BYTES as u64 + ALIGN as u64, "gap {gap}: {end}");
+            let end = fill(&file, at, at.advance(gap)).unwrap();
+            assert!(
+                end >= at.advance(gap) && end.bytes_since(at.advance(gap)) < HEADER_BYTES as u64 + ALIGN as u64,
+                "gap {gap}: {end}"
+            );
             assert!(!records(&file, at, end).is_empty());
             at = end;
         }
@@ -250,13 +253,13 @@ mod tests {
         let file = log(tmp.path());
         let start = LOG_STREAM_START;
         file.append(start, &[0xA5; 3000]).unwrap();
-        let end = fill(&file, start + 3000, start + 3000 + 100).unwrap();
-        assert_eq!(valid_record_at_or_after(&file, start, end).unwrap(), Some(start + 3000));
-        assert_eq!(valid_record_at_or_after(&file, start + 3001, end).unwrap(), None);
+        let end = fill(&file, start.advance(3000), start.advance(3000 + 100)).unwrap();
+        assert_eq!(valid_record_at_or_after(&file, start, end).unwrap(), Some(start.advance(3000)));
+        assert_eq!(valid_record_at_or_after(&file, start.advance(3001), end).unwrap(), None);
         // Far past the first chunk.
         let far = file.end();
         file.append(far, &vec![0u8; 3 << 20]).unwrap();
-        let after = fill(&file, file.end(), file.end() + 1).unwrap();
-        assert_eq!(valid_record_at_or_after(&file, far, after).unwrap(), Some(far + (3 << 20)));
+        let after = fill(&file, file.end(), file.end().advance(1)).unwrap();
+        assert_eq!(valid_record_at_or_after(&file, far, after).unwrap(), Some(far.advance(3 << 20)));
     }
 }

@@ -19,6 +19,7 @@ use super::record::{self, Kind, Lsn, Record, RecordHead};
 use super::recover::{Recovered, open_ring, recover};
 use super::state::{By, Counters, Inner, Tail, WalStats};
 use crate::device::LogFile;
+use crate::ids::AtomicLsn;
 
 /// The write-ahead log.
 pub struct Wal {
@@ -82,9 +83,9 @@ impl Wal {
             buffer_bytes: cfg.buffer_bytes,
             tail: Mutex::new(Tail { next: end, pending: Vec::new(), pending_start: end, spare: Vec::new() }),
             flush_lock: Mutex::new(()),
-            durable: AtomicU64::new(end),
-            appended: AtomicU64::new(end),
-            ring_flushed: AtomicU64::new(end),
+            durable: AtomicU64::new(end.get()),
+            appended: AtomicU64::new(end.get()),
+            ring_flushed: AtomicU64::new(end.get()),
             poisoned: Mutex::new(None),
             is_poisoned: AtomicBool::new(false),
             stop: AtomicBool::new(false),
@@ -123,7 +124,7 @@ impl Wal {
 
     /// Every record below this LSN is durable.
     pub fn durable_lsn(&self) -> Lsn {
-        self.inner.durable.load(Ordering::Acquire)
+        self.inner.durable.load_lsn(Ordering::Acquire)
     }
 
     /// LSN of the oldest record held.
@@ -195,7 +196,7 @@ impl Wal {
     /// `SkipTooFar` past [`SKIP_BYTES_MAX`]; as [`append`](Self::append) and
     /// [`flush_until`](Self::flush_until).
     pub fn skip_past(&self, lsn: Lsn) -> Result<(), WalError> {
-        let gap = lsn.saturating_sub(self.next_lsn());
+        let gap = lsn.saturating_bytes_since(self.next_lsn());
         if gap > SKIP_BYTES_MAX {
             return Err(WalError::SkipTooFar { lsn, gap, max: SKIP_BYTES_MAX });
         }
@@ -204,9 +205,9 @@ impl Wal {
             if next > lsn {
                 break;
             }
-            let gap = (lsn + 1 - next) as usize;
+            let gap = lsn.advance(1).bytes_since(next) as usize;
             let payload = gap.saturating_sub(record::HEADER_BYTES).min(record::PAYLOAD_BYTES_MAX);
-            self.append(&RecordHead::new(Kind::Filler, 0, 0), &vec![0u8; payload])?;
+            self.append(&RecordHead::new(Kind::Filler, 0, Lsn::NONE), &vec![0u8; payload])?;
             debug_assert!(self.next_lsn() > next, "a filler record at LSN {next} did not move the log");
         }
         self.flush_until(self.next_lsn())
@@ -260,7 +261,7 @@ impl Wal {
     /// `Poisoned` if the log failed, saying whether the records held in memory were
     /// written now or are lost; device errors of the flush.
     pub fn finish(&self) -> Result<(), WalError> {
-        let r = self.inner.flush_until(u64::MAX, By::Waiter);
+        let r = self.inner.flush_until(Lsn::MAX, By::Waiter);
         let Err(WalError::Poisoned { cause }) = self.inner.check_poison() else { return r };
         let cause = match self.inner.write_retained() {
             Ok(None) => cause,

@@ -74,9 +74,9 @@ pub trait LogForce: Send + Sync {
     }
 
     /// The log's LSN now: the next record's. A page written to SSD records it as its
-    /// last-flush LSN (0: unknown, the default).
+    /// last-flush LSN ([`Lsn::NONE`]: unknown, the default).
     fn end_lsn(&self) -> Lsn {
-        0
+        Lsn::NONE
     }
 
     /// Records that `pages` were written to SSD, each with its last-flush LSN (taken
@@ -95,7 +95,7 @@ pub trait LogForce: Send + Sync {
 
 impl LogForce for Wal {
     fn force(&self, lsn: Lsn) -> crate::Result<()> {
-        Ok(self.flush_until(lsn + 1)?)
+        Ok(self.flush_until(lsn.advance(1))?)
     }
 
     fn end_lsn(&self) -> Lsn {

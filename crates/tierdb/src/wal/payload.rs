@@ -216,7 +216,7 @@ pub fn decode_flushed(lsn: Lsn, p: &[u8]) -> Result<impl Iterator<Item = (PageId
     }
     Ok(p.chunks_exact(16).map(|c| {
         let pid = u64::from_le_bytes(c[..8].try_into().expect("8 bytes"));
-        (PageId(pid), u64::from_le_bytes(c[8..].try_into().expect("8 bytes")))
+        (PageId(pid), Lsn::from_le_bytes(c[8..].try_into().expect("8 bytes")))
     }))
 }
 
@@ -242,7 +242,7 @@ mod tests {
             (ChangeOp::Patch, Some(3), b"ab", Some(b"xy")),
         ];
         for (op, offset, value, old) in cases {
-            let c = decode_change(8, &encode_change(root, op, b"key", offset, value, old)).unwrap();
+            let c = decode_change(Lsn::new(8), &encode_change(root, op, b"key", offset, value, old)).unwrap();
             let want = Change {
                 root,
                 delete: op == ChangeOp::Delete,
@@ -260,19 +260,21 @@ mod tests {
         let line = [7u8; CACHE_LINE_BYTES];
         let two = [[1u8; CACHE_LINE_BYTES], [2u8; CACHE_LINE_BYTES]].concat();
         let p = encode_lines(64, &[(0, &line), (10, &two)]);
-        let lines = decode_lines(16, &p).unwrap();
+        let lines = decode_lines(Lsn::new(16), &p).unwrap();
         assert_eq!(lines.iter().map(|l| l.0).collect::<Vec<_>>(), [0, 10, 11]);
         assert_eq!(lines[2].1, &[2u8; CACHE_LINE_BYTES][..]);
-        assert!(decode_lines(16, &p[..p.len() - 1]).is_err());
-        let pages = [(PageId(3), 100), (PageId(4), 200)];
+        assert!(decode_lines(Lsn::new(16), &p[..p.len() - 1]).is_err());
+        let pages = [(PageId(3), Lsn::new(100)), (PageId(4), Lsn::new(200))];
         let p = encode_flushed(&pages);
-        assert_eq!(decode_flushed(24, &p).unwrap().collect::<Vec<_>>(), pages);
-        assert_eq!(decode_flushed(24, &p[..15]).err().map(|e| e.lsn), Some(24));
+        assert_eq!(&p[8..16], &100u64.to_le_bytes(), "an LSN is stored as a little-endian u64");
+        assert_eq!(decode_flushed(Lsn::new(24), &p).unwrap().collect::<Vec<_>>(), pages);
+        assert_eq!(decode_flushed(Lsn::new(24), &p[..15]).err().map(|e| e.lsn), Some(Lsn::new(24)));
     }
 
     proptest! {
         #[test]
         fn decoding_arbitrary_payloads_never_panics(lsn in any::<u64>(), p in proptest::collection::vec(any::<u8>(), 0..300)) {
+            let lsn = Lsn::new(lsn);
             let _ = decode_change(lsn, &p);
             let _ = decode_lines(lsn, &p);
             let _ = decode_flushed(lsn, &p).map(Iterator::count);

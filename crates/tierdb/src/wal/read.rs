@@ -60,27 +60,27 @@ impl FileScan {
         at: Lsn,
         file_end: Lsn,
     ) -> Result<Result<Record, record::Invalid>, DeviceError> {
-        if at < self.buf_at || at > self.buf_at + self.buf.len() as u64 {
+        if at < self.buf_at || at > self.buf_at.advance(self.buf.len() as u64) {
             self.buf.clear();
             self.buf_at = at;
         }
         debug_assert!(
-            at >= self.buf_at && at <= self.buf_at + self.buf.len() as u64,
+            at >= self.buf_at && at <= self.buf_at.advance(self.buf.len() as u64),
             "scan at LSN {at} outside its buffer"
         );
         loop {
-            let off = (at - self.buf_at) as usize;
+            let off = at.bytes_since(self.buf_at) as usize;
             match record::decode(at, &self.buf[off..]) {
                 Err(record::Invalid::Short { .. } | record::Invalid::Truncated { .. })
-                    if self.buf_at + (self.buf.len() as u64) < file_end =>
+                    if self.buf_at.advance(self.buf.len() as u64) < file_end =>
                 {
                     // Read more: keep the unread rest, append the next chunk.
                     self.buf.drain(..off);
                     self.buf_at = at;
                     let have = self.buf.len();
-                    let want = (file_end - (at + have as u64)).min(SCAN_CHUNK_BYTES as u64) as usize;
+                    let want = file_end.bytes_since(at.advance(have as u64)).min(SCAN_CHUNK_BYTES as u64) as usize;
                     self.buf.resize(have + want, 0);
-                    let n = file.read(at + have as u64, &mut self.buf[have..])?;
+                    let n = file.read(at.advance(have as u64), &mut self.buf[have..])?;
                     self.buf.truncate(have + n);
                     if n == 0 {
                         return Ok(record::decode(at, &self.buf));
@@ -129,7 +129,7 @@ impl Inner {
         let mut head = [0u8; record::HEADER_BYTES];
         let file_end = self.file.end();
         let fetch = |at: Lsn, buf: &mut [u8]| -> Result<(), WalError> {
-            if at + buf.len() as u64 <= file_end {
+            if at.advance(buf.len() as u64) <= file_end {
                 let n = self.file.read(at, buf)?;
                 if n < buf.len() {
                     return Err(WalError::NoRecord { lsn, why: "past the end of the log file".into() });
@@ -140,7 +140,7 @@ impl Inner {
                 Some(ring) => Ok(ring.read(at, buf)?),
                 None => {
                     let t = self.tail.lock();
-                    let s = at.checked_sub(t.pending_start).map(|s| s as usize);
+                    let s = at.checked_bytes_since(t.pending_start).map(|s| s as usize);
                     match s.filter(|s| s + buf.len() <= t.pending.len()) {
                         Some(s) => {
                             buf.copy_from_slice(&t.pending[s..s + buf.len()]);

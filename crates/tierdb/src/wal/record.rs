@@ -25,8 +25,7 @@
 use crate::ids::TxnId;
 use crate::limits::CACHE_LINE_BYTES;
 
-/// A log sequence number: a byte position in the log stream.
-pub type Lsn = u64;
+pub use crate::ids::Lsn;
 
 /// Bytes of the fixed record header (table above); the payload starts here.
 pub const HEADER_BYTES: usize = 56;
@@ -105,7 +104,7 @@ impl Kind {
 /// A record's fields other than its LSN, for appending.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RecordHead {
-    /// The previous record of the same transaction (0: this is its first, or the
+    /// The previous record of the same transaction ([`Lsn::NONE`]: this is its first, or the
     /// record belongs to no transaction).
     pub prev: Lsn,
     /// The transaction id ([`TxnId::NONE`]: none, e.g. a checkpoint; the top bit set,
@@ -113,7 +112,7 @@ pub struct RecordHead {
     pub txn: TxnId,
     /// The page the record is about, as a raw page id (0: not about one page).
     pub page: u64,
-    /// Compensation records: the next record of the transaction to undo (0: none, or
+    /// Compensation records: the next record of the transaction to undo ([`Lsn::NONE`]: none, or
     /// not a compensation record).
     pub undo_next: Lsn,
     /// What the record says.
@@ -124,7 +123,7 @@ impl RecordHead {
     /// A record of `kind` for transaction `txn` following its record `prev` (a raw
     /// `u64` converts as [`TxnId::from_raw`]).
     pub fn new(kind: Kind, txn: impl Into<TxnId>, prev: Lsn) -> RecordHead {
-        RecordHead { prev, txn: txn.into(), page: 0, undo_next: 0, kind }
+        RecordHead { prev, txn: txn.into(), page: 0, undo_next: Lsn::NONE, kind }
     }
 
     /// This head, about page `page` (a raw page id).
@@ -154,7 +153,7 @@ pub struct Record {
 impl Record {
     /// The LSN of the record after this one.
     pub fn next_lsn(&self) -> Lsn {
-        self.lsn + encoded_len(self.payload.len()) as u64
+        self.lsn.advance(encoded_len(self.payload.len()) as u64)
     }
 }
 
@@ -262,7 +261,7 @@ pub fn decode(at: Lsn, bytes: &[u8]) -> Result<Record, Invalid> {
     if stored != found {
         return Err(Invalid::BadCrc { found, stored });
     }
-    let lsn = u64_at(8);
+    let lsn = Lsn::new(u64_at(8));
     if lsn != at {
         return Err(Invalid::WrongLsn { stored: lsn, at });
     }
@@ -274,10 +273,10 @@ pub fn decode(at: Lsn, bytes: &[u8]) -> Result<Record, Invalid> {
     Ok(Record {
         lsn,
         head: RecordHead {
-            prev: u64_at(16),
+            prev: Lsn::new(u64_at(16)),
             txn: TxnId::from_raw(u64_at(24)),
             page: u64_at(32),
-            undo_next: u64_at(40),
+            undo_next: Lsn::new(u64_at(40)),
             kind: kind.expect("checked"),
         },
         payload: bytes[HEADER_BYTES..HEADER_BYTES + payload_len].to_vec(),
@@ -298,30 +297,39 @@ mod tests {
 
     #[test]
     fn round_trip_and_each_kind_of_damage() {
-        let head = RecordHead::new(Kind::Update, 7, 128).page(42).undo_next(0);
-        let b = encode(4096, &head, b"hello, log");
+        let lsn = |n| Lsn::new(n);
+        let head = RecordHead::new(Kind::Update, 7, lsn(128)).page(42).undo_next(Lsn::NONE);
+        let b = encode(lsn(4096), &head, b"hello, log");
         assert_eq!(b.len(), 72);
-        let r = decode(4096, &b).unwrap();
-        assert_eq!((r.lsn, r.head, r.payload.as_slice(), r.next_lsn()), (4096, head, &b"hello, log"[..], 4168));
-        assert_eq!(decode(4104, &b), Err(Invalid::WrongLsn { stored: 4096, at: 4104 }));
-        assert!(matches!(decode(4096, &b[..60]), Err(Invalid::Truncated { len: 72, have: 60 })));
-        assert!(matches!(decode(4096, &b[..20]), Err(Invalid::Short { .. })));
+        assert_eq!(
+            (&b[8..16], &b[16..24], &b[40..48]),
+            (&4096u64.to_le_bytes()[..], &128u64.to_le_bytes()[..], &[0u8; 8][..])
+        );
+        let r = decode(lsn(4096), &b).unwrap();
+        assert_eq!(
+            (r.lsn, r.head, r.payload.as_slice(), r.next_lsn()),
+            (lsn(4096), head, &b"hello, log"[..], lsn(4168))
+        );
+        assert_eq!(decode(lsn(4104), &b), Err(Invalid::WrongLsn { stored: lsn(4096), at: lsn(4104) }));
+        assert!(matches!(decode(lsn(4096), &b[..60]), Err(Invalid::Truncated { len: 72, have: 60 })));
+        assert!(matches!(decode(lsn(4096), &b[..20]), Err(Invalid::Short { .. })));
         let mut bad = b.clone();
         bad[60] ^= 1;
-        assert!(matches!(decode(4096, &bad), Err(Invalid::BadCrc { .. })));
-        assert!(matches!(decode(4096, &[0u8; 64]), Err(Invalid::BadLength { len: 0 })));
+        assert!(matches!(decode(lsn(4096), &bad), Err(Invalid::BadCrc { .. })));
+        assert!(matches!(decode(lsn(4096), &[0u8; 64]), Err(Invalid::BadLength { len: 0 })));
     }
 
     proptest! {
         #[test]
         fn decoding_arbitrary_bytes_never_panics(at in any::<u64>(), bytes in proptest::collection::vec(any::<u8>(), 0..300)) {
-            let _ = decode(at, &bytes);
+            let _ = decode(Lsn::new(at), &bytes);
         }
 
         #[test]
         fn any_record_round_trips(lsn in any::<u64>(), txn in any::<u64>(), prev in any::<u64>(), page in any::<u64>(),
                                    kind in 1u8..=14, payload in proptest::collection::vec(any::<u8>(), 0..500)) {
-            let head = RecordHead::new(Kind::from_u8(kind).unwrap(), txn, prev).page(page);
+            let head = RecordHead::new(Kind::from_u8(kind).unwrap(), txn, Lsn::new(prev)).page(page);
+            let lsn = Lsn::new(lsn);
             let r = decode(lsn, &encode(lsn, &head, &payload)).unwrap();
             prop_assert_eq!(r.head, head);
             prop_assert_eq!(r.payload, payload);

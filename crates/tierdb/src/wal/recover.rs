@@ -123,7 +123,7 @@ pub(super) fn recover(file: &LogFile, ring: Option<&NvmRing>, cfg: &WalConfig) -
             ring.read(at, &mut head)?;
             let len = u32::from_le_bytes(head[4..8].try_into().expect("4 bytes")) as usize;
             if !(record::HEADER_BYTES..=record::RECORD_BYTES_MAX).contains(&len)
-                || at + len as u64 > file_valid + ring.capacity()
+                || at.advance(len as u64) > file_valid.advance(ring.capacity())
             {
                 break;
             }
@@ -133,11 +133,11 @@ pub(super) fn recover(file: &LogFile, ring: Option<&NvmRing>, cfg: &WalConfig) -
                 break;
             }
             copy.extend_from_slice(&rec);
-            at += len as u64;
+            at = at.advance(len as u64);
             from_ring += 1;
         }
     }
-    debug_assert!(at >= file_valid && at - file_valid == copy.len() as u64, "ring records end at {at}");
+    debug_assert!(at >= file_valid && at.bytes_since(file_valid) == copy.len() as u64, "ring records end at {at}");
     // 3. May the log end there? Nothing is changed before this is decided.
     let end =
         damage::LogEnd { file_valid, invalid: &invalid, file_end, end: at, valid_past: cfg.valid_past, ring_flushed };
@@ -170,7 +170,7 @@ pub(super) fn recover(file: &LogFile, ring: Option<&NvmRing>, cfg: &WalConfig) -
     //    out again below a page's LSN (`wal::damage`).
     let salvaged = damage.is_some();
     if let Some(d) = damage {
-        let past = file_end.max(cfg.valid_past + 1).max(ring_flushed.unwrap_or(0));
+        let past = file_end.max(cfg.valid_past.advance(1)).max(ring_flushed.unwrap_or(Lsn::NONE));
         let resumed = damage::fill(file, at, past)?;
         tail = Some(format!(
             "salvaged: log file {} damaged at byte {} (LSN {}): {}; cut, {} bytes of the log dropped, the stream \
@@ -179,7 +179,7 @@ pub(super) fn recover(file: &LogFile, ring: Option<&NvmRing>, cfg: &WalConfig) -
             d.offset,
             d.lsn,
             d.detail,
-            file_end.saturating_sub(at),
+            file_end.saturating_bytes_since(at),
         ));
         at = resumed;
     }

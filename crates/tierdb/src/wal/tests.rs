@@ -24,7 +24,7 @@ fn payload(i: u64) -> Vec<u8> {
 }
 
 fn head(i: u64) -> RecordHead {
-    RecordHead::new(if i % 10 == 9 { Kind::Commit } else { Kind::Update }, 1 + i % 3, 0).page(i)
+    RecordHead::new(if i % 10 == 9 { Kind::Commit } else { Kind::Update }, 1 + i % 3, Lsn::NONE).page(i)
 }
 
 /// Appends records `from..to`, returning their LSNs.
@@ -80,8 +80,9 @@ fn a_torn_or_corrupt_tail_is_cut_at_the_last_valid_record() {
     wal.flush_until(wal.next_lsn()).unwrap();
     let end = wal.next_lsn();
     let last = wal.file().segment_paths().pop().unwrap();
-    let seg_start =
-        u64::from_str_radix(last.file_name().unwrap().to_str().unwrap().trim_end_matches(".wal"), 16).unwrap();
+    let seg_start = Lsn::new(
+        u64::from_str_radix(last.file_name().unwrap().to_str().unwrap().trim_end_matches(".wal"), 16).unwrap(),
+    );
     wal.close().unwrap();
     // 1. A torn write: half a record's bytes after the end.
     let mut f = std::fs::OpenOptions::new().append(true).open(&last).unwrap();
@@ -95,7 +96,7 @@ fn a_torn_or_corrupt_tail_is_cut_at_the_last_valid_record() {
     wal.close().unwrap();
     // 2. A flipped bit inside the last record, 39: as a torn write would leave it.
     let mut bytes = std::fs::read(&last).unwrap();
-    bytes[(lsns[39] - seg_start + 70) as usize] ^= 0x10;
+    bytes[(lsns[39].bytes_since(seg_start) + 70) as usize] ^= 0x10;
     std::fs::write(&last, &bytes).unwrap();
     let wal = Wal::open(&config(tmp.path(), None)).unwrap();
     assert_eq!((wal.recovered().end, wal.recovered().records), (lsns[39], 39));
@@ -104,13 +105,13 @@ fn a_torn_or_corrupt_tail_is_cut_at_the_last_valid_record() {
     wal.close().unwrap();
     // 3. A flipped bit inside record 35, with records 36..39 after it: not a torn
     //    tail, so an error naming the file and the byte, and nothing is cut.
-    let damaged = (lsns[35] - seg_start + 70) as usize;
+    let damaged = (lsns[35].bytes_since(seg_start) + 70) as usize;
     let mut bytes = std::fs::read(&last).unwrap();
     bytes[damaged] ^= 0x10;
     std::fs::write(&last, &bytes).unwrap();
     let e = Wal::open(&config(tmp.path(), None)).unwrap_err();
     let WalError::Corrupted { file, offset, lsn, detail } = &e else { panic!("{e}") };
-    assert_eq!((file, *offset, *lsn), (&last, lsns[35] - seg_start, lsns[35]), "{e}");
+    assert_eq!((file, *offset, *lsn), (&last, lsns[35].bytes_since(seg_start), lsns[35]), "{e}");
     assert!(detail.contains("CRC") && detail.contains("a valid record follows"), "{e}");
     assert_eq!(std::fs::read(&last).unwrap(), bytes, "nothing cut");
     // 4. Salvage cuts there and moves the next LSN past every byte the log held.
@@ -140,8 +141,8 @@ fn group_commit_shares_syncs_between_threads() {
             let wal = &wal;
             s.spawn(move || {
                 for i in 0..200u64 {
-                    let lsn = wal.append(&RecordHead::new(Kind::Commit, t, 0), &i.to_le_bytes()).unwrap();
-                    wal.commit(lsn + 1, Durability::Sync).unwrap();
+                    let lsn = wal.append(&RecordHead::new(Kind::Commit, t, Lsn::NONE), &i.to_le_bytes()).unwrap();
+                    wal.commit(lsn.advance(1), Durability::Sync).unwrap();
                     assert!(wal.durable_lsn() > lsn);
                 }
             });
@@ -252,7 +253,7 @@ fn a_scan_reads_the_file_ahead_in_chunks() {
     let reads = || wal.file().core().stats().snapshot().reads;
     let before = reads();
     check(&wal, 3_200);
-    let bytes = wal.next_lsn() - wal.start_lsn();
+    let bytes = wal.next_lsn().bytes_since(wal.start_lsn());
     let chunked = reads() - before;
     assert!(chunked <= bytes / SCAN_CHUNK_BYTES as u64 + 4, "{chunked} device reads for a {bytes}-byte scan");
     // Record by record: two reads each (header, then the record).
@@ -292,7 +293,7 @@ fn a_lost_nvm_ring_of_an_existing_log_is_an_error_unless_the_file_holds_everythi
             None => std::fs::remove_file(&ring_path).unwrap(),
             Some(b) => std::fs::write(&ring_path, b).unwrap(),
         }
-        for init in [RingInit::Existing, RingInit::ClosedAt(LOG_STREAM_START + 1)] {
+        for init in [RingInit::Existing, RingInit::ClosedAt(LOG_STREAM_START.advance(1))] {
             cfg.ring_init = init;
             let e = Wal::open(&cfg).map(|_| ()).unwrap_err();
             let msg = e.to_string();
@@ -322,12 +323,12 @@ fn skip_past_moves_the_log_with_fillers_up_to_a_bound() {
     let tmp = tempfile::tempdir().unwrap();
     let wal = Wal::open(&config(tmp.path(), None)).unwrap();
     append(&wal, 0, 3);
-    let target = wal.next_lsn() + 200_000;
+    let target = wal.next_lsn().advance(200_000);
     wal.skip_past(target).unwrap();
     assert!(wal.next_lsn() > target && wal.durable_lsn() == wal.next_lsn());
     let recs: Vec<Record> = wal.records_from(wal.start_lsn()).map(Result::unwrap).collect();
     assert!(recs[3..].iter().all(|r| r.head.kind == Kind::Filler), "{}", recs.len());
-    let far = wal.next_lsn() + SKIP_BYTES_MAX + 1;
+    let far = wal.next_lsn().advance(SKIP_BYTES_MAX + 1);
     assert!(matches!(wal.skip_past(far), Err(WalError::SkipTooFar { .. })));
     wal.close().unwrap();
 }

@@ -8,7 +8,7 @@
 use std::cmp::Ordering;
 
 use crate::btree::error::BTreeError;
-use crate::ids::PageId;
+use crate::ids::{Lsn, PageId};
 use crate::limits::{BTREE_HEIGHT_MAX, BTREE_KEY_BYTES_MAX, PAGE_SIZE_MAX_BYTES, PAGE_SIZE_MIN_BYTES};
 
 use super::format::{
@@ -67,7 +67,7 @@ impl<'a> NodeMut<'a> {
     }
 
     /// Records the LSN of the log record that describes the node's latest change.
-    pub fn set_page_lsn(&mut self, lsn: u64) {
+    pub fn set_page_lsn(&mut self, lsn: Lsn) {
         self.b[OFF_PAGE_LSN..OFF_PAGE_LSN + 8].copy_from_slice(&lsn.to_le_bytes());
     }
 

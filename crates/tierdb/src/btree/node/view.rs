@@ -8,7 +8,7 @@
 //! trusts nothing it read until the page validates.
 
 use crate::btree::error::BTreeError;
-use crate::ids::PageId;
+use crate::ids::{Lsn, PageId};
 use crate::limits::BTREE_UNDERFULL_DIVISOR;
 
 use super::format::{
@@ -127,9 +127,9 @@ impl<'a> NodeRef<'a> {
         rd_u64(self.b, OFF_LINK)
     }
 
-    /// The LSN of the node's last logged change (0: none).
-    pub fn page_lsn(&self) -> u64 {
-        rd_u64(self.b, OFF_PAGE_LSN)
+    /// The LSN of the node's last logged change ([`Lsn::NONE`]: none).
+    pub fn page_lsn(&self) -> Lsn {
+        Lsn::new(rd_u64(self.b, OFF_PAGE_LSN))
     }
 
     pub(super) fn heap_start(&self) -> usize {

@@ -21,12 +21,12 @@
 use std::borrow::Cow;
 use std::sync::atomic::Ordering;
 
-use super::{BufferManager, NO_NVM_FRAME, NO_PAGE};
+use super::{BufferManager, NO_PAGE};
 use crate::Result;
 use crate::buffer::nvm_pool::NvmPool;
 use crate::buffer::table::Entry;
 use crate::device::{AlignedBuf, SsdFile};
-use crate::ids::PageId;
+use crate::ids::{AtomicLsn, Lsn, NvmSlot, PageId};
 use crate::limits::{DOUBLE_WRITE_SLOTS, EVICT_BATCH_VISITS_PER_PAGE};
 use crate::page::frame::{FrameId, FrameRead, FrameWrite, Mask};
 
@@ -45,16 +45,15 @@ enum Hold<'a> {
 /// One page of a batch.
 struct Pending<'a> {
     pid: PageId,
-    /// The page's NVM frame, whose copy is clean once the page is on SSD
-    /// (`NO_NVM_FRAME`: none).
-    nvm: u32,
+    /// The page's NVM frame, whose copy is clean once the page is on SSD.
+    nvm: Option<NvmSlot>,
     /// The bytes to write; `None` for [`Hold::Shared`], whose frame holds them.
     bytes: Option<AlignedBuf>,
     /// `bytes` are the whole page as DRAM holds it: its NVM copy is rewritten from them
     /// (which refreshes the copy's CRC), not only marked clean.
     refresh_nvm: bool,
     /// The page's LSN: the log is forced up to it before the batch is written.
-    lsn: u64,
+    lsn: Lsn,
     hold: Hold<'a>,
 }
 
@@ -106,7 +105,7 @@ impl<'a> SsdBatch<'a> {
     /// double-write batch.
     fn write(&self, entries: &[Pending<'a>]) -> Result<()> {
         let bm = self.bm;
-        bm.force_log(entries.iter().map(|p| p.lsn).max().unwrap_or(0))?;
+        bm.force_log(entries.iter().map(|p| p.lsn).max().unwrap_or(Lsn::NONE))?;
         let last = entries.iter().map(|p| p.pid).max().expect("a batch is not empty");
         bm.ssd_reserve(self.ssd, last)?;
         let images: Vec<Cow<'_, [u8]>> = entries
@@ -130,31 +129,33 @@ impl<'a> SsdBatch<'a> {
         let nvm = || bm.nvm.as_ref().expect("an NVM frame implies an NVM pool");
         match p.hold {
             Hold::Shared(g) => {
-                if p.nvm != NO_NVM_FRAME {
-                    nvm().write_page(p.nvm, p.pid, &bm.stored_image(g.frame(), &g), false, p.lsn)?;
+                if let Some(n) = p.nvm {
+                    nvm().write_page(n, p.pid, &bm.stored_image(g.frame(), &g), false, p.lsn)?;
                 }
                 g.meta().dirty.store(false, Ordering::Relaxed);
                 // On SSD now: the next change starts a new re-update interval (`nvsql`).
-                g.meta().first_lsn.store(0, Ordering::Relaxed);
+                g.meta().first_lsn.store_lsn(Lsn::NONE, Ordering::Relaxed);
                 bm.frames.clear_mask(Mask::Dirty, g.frame());
                 Ok(())
             }
             Hold::Exclusive(g) => {
+                let n = p.nvm.expect("a line-grained page has an NVM copy");
                 let done = match &p.bytes {
-                    Some(b) if p.refresh_nvm => nvm().write_page(p.nvm, p.pid, b, false, p.lsn),
-                    _ => nvm().mark_clean(p.nvm),
+                    Some(b) if p.refresh_nvm => nvm().write_page(n, p.pid, b, false, p.lsn),
+                    _ => nvm().mark_clean(n),
                 };
                 drop(g);
                 Ok(done?)
             }
             Hold::Mini(i) => {
-                let done = nvm().mark_clean(p.nvm);
+                let done = nvm().mark_clean(p.nvm.expect("a mini page has an NVM frame"));
                 bm.frames.unlock_mini(i);
                 Ok(done?)
             }
             Hold::Table => {
-                let done = nvm().mark_clean(p.nvm);
-                bm.table.set(p.pid, Entry::Nvm(p.nvm));
+                let n = p.nvm.expect("a page in NVM only has an NVM frame");
+                let done = nvm().mark_clean(n);
+                bm.table.set(p.pid, Entry::Nvm(n));
                 Ok(done?)
             }
         }
@@ -165,7 +166,7 @@ impl<'a> SsdBatch<'a> {
         match p.hold {
             Hold::Shared(_) | Hold::Exclusive(_) => {} // the guard unlatches
             Hold::Mini(i) => self.bm.frames.unlock_mini(i),
-            Hold::Table => self.bm.table.set(p.pid, Entry::Nvm(p.nvm)),
+            Hold::Table => self.bm.table.set(p.pid, Entry::Nvm(p.nvm.expect("a page in NVM only has an NVM frame"))),
         }
     }
 }
@@ -206,10 +207,11 @@ impl BufferManager {
                 m.latch.exclusive();
             }
             let pid = m.pid();
-            let n = m.nvm.load(Ordering::Relaxed);
+            let n = m.nvm_slot();
             let pending = if pid == NO_PAGE {
                 Ok(None)
             } else {
+                let n = n.expect("a mini page has an NVM frame");
                 self.flush_mini(i, PageId(pid), false).and_then(|()| self.nvm_copy(PageId(pid), n, &batch))
             };
             match (pending, &mut batch) {
@@ -218,7 +220,7 @@ impl BufferManager {
                     nvm: n,
                     bytes: Some(bytes),
                     refresh_nvm: false,
-                    lsn: 0,
+                    lsn: Lsn::NONE,
                     hold: Hold::Mini(i),
                 })?,
                 (pending, _) => {
@@ -235,7 +237,7 @@ impl BufferManager {
             let f = FrameId::from_index(i);
             let meta = self.frames.meta(f);
             if !meta.holds_page()
-                || meta.nvm.load(Ordering::Relaxed) == NO_NVM_FRAME
+                || meta.nvm_slot().is_none()
                 || (meta.resident_all.load(Ordering::Relaxed) && self.frames.count_set(Mask::Dirty, f) == 0)
             {
                 continue;
@@ -253,7 +255,7 @@ impl BufferManager {
                 continue; // gone, or dirty as a whole (and fully resident): step 3
             }
             let pid = PageId(g.meta().pid());
-            let n = g.meta().nvm.load(Ordering::Relaxed);
+            let n = g.meta().nvm_slot().expect("a line-grained page has an NVM copy");
             self.write_back_lines(&g, pid, n)?;
             if batch.is_none() {
                 continue;
@@ -269,9 +271,10 @@ impl BufferManager {
                 self.nvm_copy(pid, n, &batch)?
             };
             let Some(bytes) = bytes else { continue };
-            let lsn = g.meta().page_lsn.load(Ordering::Relaxed);
+            let lsn = g.meta().page_lsn.load_lsn(Ordering::Relaxed);
             let b = batch.as_mut().expect("checked above");
-            b.push(Pending { pid, nvm: n, bytes: Some(bytes), refresh_nvm: whole, lsn, hold: Hold::Exclusive(g) })?;
+            let nvm = Some(n);
+            b.push(Pending { pid, nvm, bytes: Some(bytes), refresh_nvm: whole, lsn, hold: Hold::Exclusive(g) })?;
         }
         if let Some(b) = &mut batch {
             b.flush()?;
@@ -282,7 +285,7 @@ impl BufferManager {
         //    force first (`log_nvm_images`). Those the policy picks for checkpoint-based
         //    admission (`nvsql`, NV-SQL §4.3; only with an SSD) move to NVM instead, where
         //    they are durable.
-        let mut to_nvm: Vec<(FrameRead<'_>, PageId, u32, u64)> = Vec::new();
+        let mut to_nvm: Vec<(FrameRead<'_>, PageId, Option<NvmSlot>, Lsn)> = Vec::new();
         let admit = self.checkpoint_admissions();
         for i in 0..self.frames.len() {
             let f = FrameId::from_index(i);
@@ -312,13 +315,13 @@ impl BufferManager {
             if !meta.holds_page() || !meta.resident_all.load(Ordering::Relaxed) {
                 continue; // a partly resident page was handled above
             }
-            let nvm_frame = meta.nvm.load(Ordering::Relaxed);
-            let nvm_dirty = nvm_frame != NO_NVM_FRAME && self.nvm.as_ref().is_some_and(|n| n.is_dirty(nvm_frame));
+            let nvm_frame = meta.nvm_slot();
+            let nvm_dirty = nvm_frame.is_some_and(|f| self.nvm.as_ref().is_some_and(|n| n.is_dirty(f)));
             if pid == NO_PAGE || !(meta.dirty.load(Ordering::Relaxed) || (nvm_dirty && self.ssd.is_some())) {
                 continue;
             }
             let pid = PageId(pid);
-            let lsn = meta.page_lsn.load(Ordering::Relaxed);
+            let lsn = meta.page_lsn.load_lsn(Ordering::Relaxed);
             if let Some(b) = &mut batch {
                 b.push(Pending { pid, nvm: nvm_frame, bytes: None, refresh_nvm: true, lsn, hold: Hold::Shared(g) })?;
             } else if self.nvm.is_some() {
@@ -346,7 +349,7 @@ impl BufferManager {
         if let Some(nvm) = &self.nvm
             && self.shape.nvm_durable_cache
         {
-            for n in 0..nvm.len() as u32 {
+            for n in nvm.slots() {
                 let latch = nvm.latch(n);
                 latch.shared();
                 latch.unlock_shared();
@@ -356,26 +359,33 @@ impl BufferManager {
             }
         } else if let Some(nvm) = &self.nvm {
             // Every dirty page in NVM: a recovery LSN is always below the largest one.
-            self.write_nvm_pages(nvm, ssd, u64::MAX, false)?;
+            self.write_nvm_pages(nvm, ssd, Lsn::MAX, false)?;
         }
         // 5. The free-page list, the sync, and the superblock that names them.
         self.write_free_list(ssd)
     }
 
     /// Step 4 of a checkpoint: writes to SSD the dirty pages in NVM only whose recovery
-    /// LSN is below `bound` (0, unknown, counts as the oldest); they stay in NVM, clean.
-    /// `count`: a durable cache's bound moves them out of its care
+    /// LSN is below `bound` ([`Lsn::NONE`], unknown, counts as the oldest); they stay in
+    /// NVM, clean. `count`: a durable cache's bound moves them out of its care
     /// ([`Count::NvmToSsd`](super::Count::NvmToSsd)).
-    fn write_nvm_pages(&self, nvm: &NvmPool, ssd: &SsdFile, bound: u64, count: bool) -> Result<()> {
+    fn write_nvm_pages(&self, nvm: &NvmPool, ssd: &SsdFile, bound: Lsn, count: bool) -> Result<()> {
         let mut batch = SsdBatch::new(self, ssd, DOUBLE_WRITE_SLOTS);
-        let due = |n: u32| nvm.is_dirty(n) && nvm.rec_lsn(n) < bound;
-        for n in 0..nvm.len() as u32 {
+        let due = |n: NvmSlot| nvm.is_dirty(n) && nvm.rec_lsn(n) < bound;
+        for n in nvm.slots() {
             // Clean or new enough, or in DRAM / moving (written by whoever has it): passed by.
             let Some((pid, bytes)) = self.claim_nvm_page(nvm, n, due)? else { continue };
             if count {
                 self.counters.bump(super::Count::NvmToSsd);
             }
-            batch.push(Pending { pid, nvm: n, bytes: Some(bytes), refresh_nvm: false, lsn: 0, hold: Hold::Table })?;
+            batch.push(Pending {
+                pid,
+                nvm: Some(n),
+                bytes: Some(bytes),
+                refresh_nvm: false,
+                lsn: Lsn::NONE,
+                hold: Hold::Table,
+            })?;
         }
         batch.flush()
     }
@@ -404,7 +414,7 @@ impl BufferManager {
                 m.holds_page()
                     && m.dirty.load(Ordering::Relaxed)
                     && m.resident_all.load(Ordering::Relaxed)
-                    && m.nvm.load(Ordering::Relaxed) == NO_NVM_FRAME
+                    && m.nvm_slot().is_none()
             };
             if !wanted(self.frames.meta(f)) {
                 continue;
@@ -414,16 +424,9 @@ impl BufferManager {
                 continue;
             }
             let pid = PageId(g.meta().pid());
-            let lsn = g.meta().page_lsn.load(Ordering::Relaxed);
+            let lsn = g.meta().page_lsn.load_lsn(Ordering::Relaxed);
             taken += 1;
-            batch.push(Pending {
-                pid,
-                nvm: NO_NVM_FRAME,
-                bytes: None,
-                refresh_nvm: false,
-                lsn,
-                hold: Hold::Shared(g),
-            })?;
+            batch.push(Pending { pid, nvm: None, bytes: None, refresh_nvm: false, lsn, hold: Hold::Shared(g) })?;
         }
         batch.flush()
     }
@@ -437,7 +440,7 @@ impl BufferManager {
     ///
     /// # Errors
     /// As a checkpoint's batch (the pages not written stay dirty).
-    pub(super) fn clean_nvm_ahead(&self, nvm: &NvmPool, ssd: &SsdFile, victim: u32, pages: usize) -> Result<()> {
+    pub(super) fn clean_nvm_ahead(&self, nvm: &NvmPool, ssd: &SsdFile, victim: NvmSlot, pages: usize) -> Result<()> {
         let mut batch = SsdBatch::new(self, ssd, pages.min(DOUBLE_WRITE_SLOTS));
         let len = nvm.len() as u32;
         let mut taken = 0;
@@ -445,12 +448,19 @@ impl BufferManager {
             if taken >= pages {
                 break;
             }
-            let n = (victim + k) % len;
+            let n = NvmSlot::new((victim.get() + k) % len);
             // Clean, or in DRAM / moving: passed by.
             let Some((pid, bytes)) = self.claim_nvm_page(nvm, n, |n| nvm.is_dirty(n))? else { continue };
             self.counters.bump(super::Count::NvmToSsd);
             taken += 1;
-            batch.push(Pending { pid, nvm: n, bytes: Some(bytes), refresh_nvm: false, lsn: 0, hold: Hold::Table })?;
+            batch.push(Pending {
+                pid,
+                nvm: Some(n),
+                bytes: Some(bytes),
+                refresh_nvm: false,
+                lsn: Lsn::NONE,
+                hold: Hold::Table,
+            })?;
         }
         batch.flush()
     }
@@ -458,7 +468,12 @@ impl BufferManager {
     /// The page in NVM frame `n`, in NVM only, claimed (its entry BUSY) and read, if
     /// `due(n)` holds before and after the claim; `None` (nothing held) if the frame is
     /// empty, not due, or its page is in DRAM or moving. On an error the claim is undone.
-    fn claim_nvm_page(&self, nvm: &NvmPool, n: u32, due: impl Fn(u32) -> bool) -> Result<Option<(PageId, AlignedBuf)>> {
+    fn claim_nvm_page(
+        &self,
+        nvm: &NvmPool,
+        n: NvmSlot,
+        due: impl Fn(NvmSlot) -> bool,
+    ) -> Result<Option<(PageId, AlignedBuf)>> {
         let Some(pid) = nvm.pid(n) else { return Ok(None) };
         if !due(n) || !self.claim(pid, Entry::Nvm(n))? {
             return Ok(None);
@@ -479,25 +494,24 @@ impl BufferManager {
     /// shared (no writer can hold them, so the latch owns their NVM frames), into their
     /// NVM frames, after the log is forced up to their LSNs and their images are logged;
     /// empties `pages`.
-    fn flush_to_nvm(&self, pages: &mut Vec<(FrameRead<'_>, PageId, u32, u64)>) -> Result<()> {
+    fn flush_to_nvm(&self, pages: &mut Vec<(FrameRead<'_>, PageId, Option<NvmSlot>, Lsn)>) -> Result<()> {
         if pages.is_empty() {
             return Ok(());
         }
         let nvm = self.nvm.as_ref().expect("pages to NVM imply an NVM pool");
-        self.force_log(pages.iter().map(|p| p.3).max().unwrap_or(0))?;
+        self.force_log(pages.iter().map(|p| p.3).max().unwrap_or(Lsn::NONE))?;
         let images: Vec<(PageId, Cow<'_, [u8]>)> =
             pages.iter().map(|(g, pid, ..)| (*pid, self.stored_image(g.frame(), g))).collect();
         let refs: Vec<(PageId, &[u8])> = images.iter().map(|(pid, b)| (*pid, &b[..])).collect();
         self.log_nvm_images(&refs)?;
         for ((g, pid, nvm_frame, lsn), (_, bytes)) in pages.iter().zip(&images) {
             let meta = g.meta();
-            let n = if *nvm_frame != NO_NVM_FRAME {
-                *nvm_frame
-            } else {
-                self.nvm_frame()?.ok_or_else(|| self.full_error())?
+            let n = match *nvm_frame {
+                Some(n) => n,
+                None => NvmSlot::new(self.nvm_frame()?.ok_or_else(|| self.full_error())?),
             };
             nvm.write_page(n, *pid, bytes, true, *lsn)?;
-            meta.nvm.store(n, Ordering::Relaxed);
+            meta.set_nvm_slot(Some(n));
             meta.dirty.store(false, Ordering::Relaxed);
             self.frames.clear_mask(Mask::Dirty, g.frame());
         }
@@ -510,13 +524,13 @@ impl BufferManager {
     /// recovery LSN is below it are written to SSD (`Policy::nvm_keep_checkpoints`):
     /// the log's end at the start of the checkpoint `keep` before this one. `None`: no
     /// bound (another policy, an unbounded one, no log, or too few checkpoints yet).
-    fn nvm_flush_bound(&self) -> Option<u64> {
+    fn nvm_flush_bound(&self) -> Option<Lsn> {
         if self.nvm.is_none() || !self.shape.nvm_durable_cache {
             return None;
         }
         let keep = self.shape.nvm_keep_checkpoints? as usize;
-        let end = self.log.get().map_or(0, |l| l.end_lsn());
-        if end == 0 {
+        let end = self.log.get().map_or(Lsn::NONE, |l| l.end_lsn());
+        if end.is_none() {
             return None;
         }
         let mut starts = self.checkpoint_starts.lock();
@@ -535,15 +549,15 @@ impl BufferManager {
         if self.nvm.is_none() || self.ssd.is_none() {
             return Default::default();
         }
-        let dirty: Vec<(PageId, u64)> = (0..self.frames.len())
+        let dirty: Vec<(PageId, Lsn)> = (0..self.frames.len())
             .map(|i| self.frames.meta(FrameId::from_index(i)))
             .filter(|m| {
                 m.holds_page()
                     && m.dirty.load(Ordering::Relaxed)
                     && m.resident_all.load(Ordering::Relaxed)
-                    && m.nvm.load(Ordering::Relaxed) == NO_NVM_FRAME
+                    && m.nvm_slot().is_none()
             })
-            .map(|m| (PageId(m.pid()), m.first_lsn.load(Ordering::Relaxed)))
+            .map(|m| (PageId(m.pid()), m.first_lsn.load_lsn(Ordering::Relaxed)))
             .collect();
         if dirty.is_empty() {
             return Default::default();
@@ -565,7 +579,7 @@ impl BufferManager {
         if !m.holds_page()
             || !m.dirty.load(Ordering::Relaxed)
             || !m.resident_all.load(Ordering::Relaxed)
-            || m.nvm.load(Ordering::Relaxed) != NO_NVM_FRAME
+            || m.nvm_slot().is_some()
             || m.swizzled_children.load(Ordering::Relaxed) > 0
             || !self.unswizzle_victim(&g)
         {
@@ -579,7 +593,7 @@ impl BufferManager {
     /// The bytes of page `pid`'s NVM copy (frame `n`, owned by the caller through the
     /// DRAM latch it holds) if it is newer than SSD and there is an SSD batch to take
     /// them; `None` otherwise.
-    fn nvm_copy(&self, pid: PageId, n: u32, batch: &Option<SsdBatch<'_>>) -> Result<Option<AlignedBuf>> {
+    fn nvm_copy(&self, pid: PageId, n: NvmSlot, batch: &Option<SsdBatch<'_>>) -> Result<Option<AlignedBuf>> {
         let Some(nvm) = &self.nvm else { return Ok(None) };
         if batch.is_none() || !nvm.is_dirty(n) {
             return Ok(None);

@@ -9,7 +9,7 @@ use crate::Result;
 use crate::buffer::BufferError;
 use crate::buffer::table::Entry;
 use crate::counters::Count;
-use crate::ids::PageId;
+use crate::ids::{AtomicLsn, Lsn, NvmSlot, PageId};
 use crate::limits::CACHE_LINE_BYTES;
 use crate::limits::CLOCK_ROUNDS_MAX;
 use crate::limits::EVICT_BATCH_FRAMES_PER_PAGE;
@@ -18,7 +18,6 @@ use crate::page::frame::FrameId;
 use crate::page::frame::FrameWrite;
 use crate::page::frame::MINI_BLOCK;
 use crate::page::frame::Mask;
-use crate::page::frame::NO_NVM_FRAME;
 use crate::page::frame::NO_PAGE;
 use crate::policy::Event;
 use crate::policy::EvictTo;
@@ -42,7 +41,7 @@ impl BufferManager {
     pub(super) fn return_frame(&self, mut g: FrameWrite<'_>) {
         let meta = g.meta();
         meta.pid.store(NO_PAGE, Ordering::Relaxed);
-        meta.nvm.store(NO_NVM_FRAME, Ordering::Relaxed);
+        meta.set_nvm_slot(None);
         meta.dirty.store(false, Ordering::Relaxed);
         g.clear_wrote();
         let f = g.frame();
@@ -119,11 +118,11 @@ impl BufferManager {
         let info = PageInfo {
             pid: PageId(pid),
             dirty: meta.dirty.load(Ordering::Relaxed),
-            nvm_copy: meta.nvm.load(Ordering::Relaxed) != NO_NVM_FRAME,
+            nvm_copy: meta.nvm_slot().is_some(),
             referenced: meta.referenced.load(Ordering::Relaxed),
-            first_update_lsn: 0,
-            page_lsn: 0,
-            last_flush_lsn: 0,
+            first_update_lsn: Lsn::NONE,
+            page_lsn: Lsn::NONE,
+            last_flush_lsn: Lsn::NONE,
         };
         match self.policy.victim(Pool::Dram, &info, &self.tiers) {
             Victim::SecondChance => {
@@ -186,7 +185,7 @@ impl BufferManager {
             let meta = g.meta();
             let pid = PageId(meta.pid());
             debug_assert_eq!(self.table.get(pid)?, Entry::Dram(g.frame()), "frame {:?} holds {pid}", g.frame());
-            debug_assert_eq!(meta.nvm.load(Ordering::Relaxed), NO_NVM_FRAME, "{pid} has an NVM copy");
+            debug_assert_eq!(meta.nvm_slot(), None, "{pid} has an NVM copy");
             debug_assert!(meta.resident_all.load(Ordering::Relaxed), "{pid} is partly resident without NVM");
             let d = meta.dirty.load(Ordering::Relaxed) || g.wrote();
             let info = PageInfo {
@@ -194,9 +193,9 @@ impl BufferManager {
                 dirty: d,
                 nvm_copy: false,
                 referenced: false,
-                first_update_lsn: meta.first_lsn.load(Ordering::Relaxed),
-                page_lsn: meta.page_lsn.load(Ordering::Relaxed),
-                last_flush_lsn: meta.flush_lsn.load(Ordering::Relaxed),
+                first_update_lsn: meta.first_lsn.load_lsn(Ordering::Relaxed),
+                page_lsn: meta.page_lsn.load_lsn(Ordering::Relaxed),
+                last_flush_lsn: meta.flush_lsn.load_lsn(Ordering::Relaxed),
             };
             // Asked as for every eviction; without NVM every page goes to SSD.
             let _ = self.policy.dram_eviction(&info, &self.tiers);
@@ -234,7 +233,7 @@ impl BufferManager {
             self.table.set(PageId(meta.pid()), Entry::Empty);
             meta.pid.store(NO_PAGE, Ordering::Relaxed);
             meta.dirty.store(false, Ordering::Relaxed);
-            meta.first_lsn.store(0, Ordering::Relaxed);
+            meta.first_lsn.store_lsn(Lsn::NONE, Ordering::Relaxed);
             g.clear_wrote();
             self.counters.bump(if d { Count::DramToSsd } else { Count::CleanDrops });
             self.counters.bump(Count::DramEvictions);
@@ -262,9 +261,9 @@ impl BufferManager {
                 dirty: m.dirty.load(Ordering::Relaxed) != 0,
                 nvm_copy: true,
                 referenced: m.referenced.load(Ordering::Relaxed),
-                first_update_lsn: 0,
-                page_lsn: 0,
-                last_flush_lsn: 0,
+                first_update_lsn: Lsn::NONE,
+                page_lsn: Lsn::NONE,
+                last_flush_lsn: Lsn::NONE,
             };
             match self.policy.victim(Pool::Dram, &info, &self.tiers) {
                 Victim::SecondChance => {
@@ -295,7 +294,7 @@ impl BufferManager {
 
     /// Writes the dirty lines of frame `g` (exclusive; its page has NVM frame `n`)
     /// back to NVM and clears its dirty mask.
-    pub(super) fn write_back_lines(&self, g: &FrameWrite<'_>, pid: PageId, n: u32) -> Result<()> {
+    pub(super) fn write_back_lines(&self, g: &FrameWrite<'_>, pid: PageId, n: NvmSlot) -> Result<()> {
         let f = g.frame();
         let last = self.frames.lines() - 1;
         let runs: Vec<(usize, &[u8])> = self
@@ -308,7 +307,7 @@ impl BufferManager {
             return Ok(());
         }
         let nvm = self.nvm.as_ref().expect("dirty lines imply an NVM copy");
-        let lsn = g.meta().page_lsn.load(Ordering::Relaxed);
+        let lsn = g.meta().page_lsn.load_lsn(Ordering::Relaxed);
         self.force_log(lsn)?;
         nvm.write_lines(n, pid, &runs, None, lsn)?;
         self.counters.add(Count::NvmLinesWritten, self.frames.count_set(Mask::Dirty, f) as u64);
@@ -327,21 +326,21 @@ impl BufferManager {
         let meta = g.meta();
         let pid = PageId(meta.pid());
         debug_assert_eq!(self.table.get(pid)?, Entry::Dram(g.frame()), "frame {:?} holds {pid}", g.frame());
-        let nvm_frame = meta.nvm.load(Ordering::Relaxed);
+        let nvm_frame = meta.nvm_slot();
         let partial = !meta.resident_all.load(Ordering::Relaxed);
-        debug_assert!(!partial || nvm_frame != NO_NVM_FRAME, "{pid} is partly resident without an NVM copy");
+        debug_assert!(!partial || nvm_frame.is_some(), "{pid} is partly resident without an NVM copy");
         let dirty = meta.dirty.load(Ordering::Relaxed)
             || g.wrote()
-            || (nvm_frame != NO_NVM_FRAME && self.frames.count_set(Mask::Dirty, g.frame()) > 0);
+            || (nvm_frame.is_some() && self.frames.count_set(Mask::Dirty, g.frame()) > 0);
         let info = PageInfo {
             pid,
             dirty,
-            nvm_copy: nvm_frame != NO_NVM_FRAME,
+            nvm_copy: nvm_frame.is_some(),
             referenced: false,
             // `nvsql`'s admission rule measures the re-update interval from these.
-            first_update_lsn: meta.first_lsn.load(Ordering::Relaxed),
-            page_lsn: meta.page_lsn.load(Ordering::Relaxed),
-            last_flush_lsn: meta.flush_lsn.load(Ordering::Relaxed),
+            first_update_lsn: meta.first_lsn.load_lsn(Ordering::Relaxed),
+            page_lsn: meta.page_lsn.load_lsn(Ordering::Relaxed),
+            last_flush_lsn: meta.flush_lsn.load_lsn(Ordering::Relaxed),
         };
         let mut to = match to {
             Some(to) => to,
@@ -363,7 +362,7 @@ impl BufferManager {
         let ahead = self.nvm_clean_batch.min(self.frames.len() / EVICT_BATCH_FRAMES_PER_PAGE);
         if dirty
             && to == EvictTo::Ssd
-            && nvm_frame == NO_NVM_FRAME
+            && nvm_frame.is_none()
             && ahead > 1
             && !self.shape.nvm_durable_cache
             && let Some(ssd) = &self.ssd
@@ -372,7 +371,7 @@ impl BufferManager {
             self.clean_dram_ahead(ssd, ahead - 1)?;
         }
         if dirty {
-            self.force_log(meta.page_lsn.load(Ordering::Relaxed))?;
+            self.force_log(meta.page_lsn.load_lsn(Ordering::Relaxed))?;
         }
         // Fixers see BUSY (and fail on the latch anyway) until the page has landed.
         self.table.set(pid, Entry::Busy);
@@ -388,9 +387,9 @@ impl BufferManager {
             Ok(entry) => {
                 self.table.set(pid, entry);
                 meta.pid.store(NO_PAGE, Ordering::Relaxed);
-                meta.nvm.store(NO_NVM_FRAME, Ordering::Relaxed);
+                meta.set_nvm_slot(None);
                 meta.dirty.store(false, Ordering::Relaxed);
-                meta.first_lsn.store(0, Ordering::Relaxed);
+                meta.first_lsn.store_lsn(Lsn::NONE, Ordering::Relaxed);
                 g.clear_wrote();
                 self.counters.bump(Count::DramEvictions);
                 Ok(())
@@ -402,16 +401,22 @@ impl BufferManager {
         }
     }
 
-    pub(super) fn evict_to_nvm(&self, g: &FrameWrite<'_>, pid: PageId, dirty: bool, nvm_frame: u32) -> Result<Entry> {
+    pub(super) fn evict_to_nvm(
+        &self,
+        g: &FrameWrite<'_>,
+        pid: PageId,
+        dirty: bool,
+        nvm_frame: Option<NvmSlot>,
+    ) -> Result<Entry> {
         let nvm = self.nvm.as_ref().expect("evict_to_nvm needs NVM");
-        if nvm_frame != NO_NVM_FRAME {
+        if let Some(nvm_frame) = nvm_frame {
             // Back to its own frame: write only if DRAM holds newer bytes (only the
             // dirty lines, unless the page was written as a whole); the NVM copy stays
             // dirty (newer than SSD) if it was.
             if g.meta().dirty.load(Ordering::Relaxed) || g.wrote() {
                 debug_assert!(g.meta().resident_all.load(Ordering::Relaxed));
                 self.log_nvm_images(&[(pid, &g[..])])?;
-                nvm.write_page(nvm_frame, pid, g, true, g.meta().page_lsn.load(Ordering::Relaxed))?;
+                nvm.write_page(nvm_frame, pid, g, true, g.meta().page_lsn.load_lsn(Ordering::Relaxed))?;
                 self.count_page_to_nvm();
             } else if dirty {
                 self.write_back_lines(g, pid, nvm_frame)?;
@@ -420,13 +425,14 @@ impl BufferManager {
             }
             return Ok(Entry::Nvm(nvm_frame));
         }
-        let Some(n) = self.nvm_frame()? else {
+        let Some(n) = self.nvm_frame()?.map(NvmSlot::new) else {
             // NVM has no victim to give (all its pages are in DRAM or moving).
-            return self.evict_to_ssd(g, pid, dirty, NO_NVM_FRAME);
+            return self.evict_to_ssd(g, pid, dirty, None);
         };
         // The first-update LSN bounds the oldest change not on SSD (`nvsql` keeps the
         // log back to it while the page is dirty in NVM).
-        let (lsn, rec) = (g.meta().page_lsn.load(Ordering::Relaxed), g.meta().first_lsn.load(Ordering::Relaxed));
+        let (lsn, rec) =
+            (g.meta().page_lsn.load_lsn(Ordering::Relaxed), g.meta().first_lsn.load_lsn(Ordering::Relaxed));
         if let Err(e) = self.log_nvm_images(&[(pid, &g[..])]) {
             nvm.detach(n);
             return Err(e);
@@ -444,27 +450,33 @@ impl BufferManager {
     /// [`EvictTo::SsdAndNvm`]: writes a dirty page to SSD, then keeps a clean copy in
     /// NVM — its own frame, rewritten if the page changed, else a new frame if
     /// [`nvm_frame`](Self::nvm_frame) can give one (else the page lives on SSD only).
-    pub(super) fn evict_through(&self, g: &FrameWrite<'_>, pid: PageId, dirty: bool, nvm_frame: u32) -> Result<Entry> {
+    pub(super) fn evict_through(
+        &self,
+        g: &FrameWrite<'_>,
+        pid: PageId,
+        dirty: bool,
+        nvm_frame: Option<NvmSlot>,
+    ) -> Result<Entry> {
         let nvm = self.nvm.as_ref().expect("evict_through needs NVM");
         debug_assert!(g.meta().resident_all.load(Ordering::Relaxed), "{pid}: write-through of a partial page");
-        debug_assert!(nvm_frame == NO_NVM_FRAME || !nvm.is_dirty(nvm_frame), "{pid}: a dirty copy in a clean cache");
+        debug_assert!(nvm_frame.is_none_or(|n| !nvm.is_dirty(n)), "{pid}: a dirty copy in a clean cache");
         if !dirty {
             self.counters.bump(Count::CleanDrops);
-            return Ok(if nvm_frame == NO_NVM_FRAME { Entry::Empty } else { Entry::Nvm(nvm_frame) });
+            return Ok(nvm_frame.map_or(Entry::Empty, Entry::Nvm));
         }
         // 1. SSD first: the NVM copy is clean only once SSD holds the same bytes.
         self.ssd_write(pid, g)?;
         self.counters.bump(Count::DramToSsd);
-        let lsn = g.meta().page_lsn.load(Ordering::Relaxed);
+        let lsn = g.meta().page_lsn.load_lsn(Ordering::Relaxed);
         // 2. The page's own frame holds a stale copy: overwrite it.
-        if nvm_frame != NO_NVM_FRAME {
+        if let Some(nvm_frame) = nvm_frame {
             nvm.write_page(nvm_frame, pid, &self.stored_image(g.frame(), g), false, lsn)?;
             self.count_page_to_nvm();
             self.policy.observe(Event::NvmAdmitted { pid, on_eviction: true });
             return Ok(Entry::Nvm(nvm_frame));
         }
         // 3. Else a new frame, if there is one to have.
-        let Some(n) = self.nvm_frame()? else { return Ok(Entry::Empty) };
+        let Some(n) = self.nvm_frame()?.map(NvmSlot::new) else { return Ok(Entry::Empty) };
         if let Err(e) = nvm.write_page(n, pid, &self.stored_image(g.frame(), g), false, lsn) {
             nvm.detach(n);
             return Err(e.into());
@@ -475,14 +487,20 @@ impl BufferManager {
         Ok(Entry::Nvm(n))
     }
 
-    pub(super) fn evict_to_ssd(&self, g: &FrameWrite<'_>, pid: PageId, dirty: bool, nvm_frame: u32) -> Result<Entry> {
+    pub(super) fn evict_to_ssd(
+        &self,
+        g: &FrameWrite<'_>,
+        pid: PageId,
+        dirty: bool,
+        nvm_frame: Option<NvmSlot>,
+    ) -> Result<Entry> {
         if dirty {
             self.ssd_write(pid, g)?;
             self.counters.bump(Count::DramToSsd);
         } else {
             self.counters.bump(Count::CleanDrops);
         }
-        if nvm_frame != NO_NVM_FRAME {
+        if let Some(nvm_frame) = nvm_frame {
             let nvm = self.nvm.as_ref().expect("an NVM frame implies an NVM pool");
             // The SSD copy is current now; the NVM copy must not come back after a
             // restart, so its header is cleared (not in a volatile pool, which no

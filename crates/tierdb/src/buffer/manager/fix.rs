@@ -14,7 +14,6 @@ use crate::limits::PAGE_BUSY_WAIT_MS_MAX;
 use crate::page::frame::FrameId;
 use crate::page::frame::FramePool;
 use crate::page::frame::FrameWrite;
-use crate::page::frame::NO_NVM_FRAME;
 use crate::page::frame::NO_PAGE;
 use crate::page::frame::NO_PARENT;
 use crate::page::frame::in_place::BmLines;
@@ -348,7 +347,7 @@ impl PageSource for BufferManager {
         };
         debug_assert_eq!(self.table.get(pid)?, Entry::Empty, "allocating {pid} that is resident");
         self.record(crate::recorder::AccessKind::Alloc, pid);
-        self.reset_frame(g.frame(), pid, NO_NVM_FRAME, true);
+        self.reset_frame(g.frame(), pid, None, true);
         g.fill(0); // marks the frame dirty: a new page must reach a lower tier
         self.table.set(pid, Entry::Dram(g.frame()));
         self.counters.bump(Count::Allocations);
@@ -365,8 +364,7 @@ impl PageSource for BufferManager {
         debug_assert_eq!(meta.parent.load(Ordering::Relaxed), NO_PARENT, "{pid} freed while swizzled");
         debug_assert_eq!(meta.swizzled_children.load(Ordering::Relaxed), 0, "{pid} freed with swizzled children");
         self.table.set(pid, Entry::Busy);
-        let n = meta.nvm.load(Ordering::Relaxed);
-        if n != NO_NVM_FRAME {
+        if let Some(n) = meta.nvm_slot() {
             let nvm = self.nvm.as_ref().expect("an NVM frame implies an NVM pool");
             if let Err(e) = nvm.release(n) {
                 self.table.set(pid, Entry::Dram(page.frame()));
@@ -375,7 +373,7 @@ impl PageSource for BufferManager {
         }
         self.policy.observe(Event::Freed(pid));
         meta.pid.store(NO_PAGE, Ordering::Relaxed);
-        meta.nvm.store(NO_NVM_FRAME, Ordering::Relaxed);
+        meta.set_nvm_slot(None);
         meta.dirty.store(false, Ordering::Relaxed);
         page.clear_wrote();
         let f = page.frame();

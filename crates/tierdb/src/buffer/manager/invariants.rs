@@ -6,7 +6,6 @@ use crate::buffer::table::Entry;
 use crate::ids::PageId;
 use crate::page::frame::FrameId;
 use crate::page::frame::MINI_BLOCK;
-use crate::page::frame::NO_NVM_FRAME;
 use crate::page::frame::NO_PAGE;
 use std::sync::atomic::Ordering;
 
@@ -21,7 +20,7 @@ impl BufferManager {
     pub fn check_invariants(&self) {
         let mut in_nvm = std::collections::HashMap::new();
         if let Some(nvm) = &self.nvm {
-            for n in 0..nvm.len() as u32 {
+            for n in nvm.slots() {
                 if let Some(pid) = nvm.pid(n) {
                     assert!(in_nvm.insert(pid, n).is_none(), "{pid} in two NVM frames");
                 }
@@ -41,8 +40,8 @@ impl BufferManager {
             let pid = PageId(m.pid());
             assert!(in_mini.insert(pid, i).is_none(), "{pid} in two mini pages");
             assert_eq!(self.table.get(pid).unwrap(), Entry::Mini(i), "table entry of {pid}");
-            let n = m.nvm.load(Ordering::Relaxed);
-            assert_eq!(in_nvm.get(&pid), Some(&n), "mini page {i} of {pid} names NVM frame {n}");
+            let n = m.nvm_slot();
+            assert!(n.is_some() && in_nvm.get(&pid) == n.as_ref(), "mini page {i} of {pid} names NVM frame {n:?}");
             let lines = m.lines();
             assert!(lines.windows(2).all(|w| w[0] < w[1]), "mini page {i}: slot map {lines:?} not sorted");
         }
@@ -54,14 +53,13 @@ impl BufferManager {
                 continue;
             }
             assert!(
-                meta.resident_all.load(Ordering::Relaxed) || meta.nvm.load(Ordering::Relaxed) != NO_NVM_FRAME,
+                meta.resident_all.load(Ordering::Relaxed) || meta.nvm_slot().is_some(),
                 "frame {i} is partly resident without an NVM copy"
             );
             let pid = PageId(pid);
             assert!(in_dram.insert(pid, i).is_none(), "{pid} in two DRAM frames");
             assert_eq!(self.table.get(pid).unwrap(), Entry::Dram(FrameId::from_index(i)), "table entry of {pid}");
-            let n = meta.nvm.load(Ordering::Relaxed);
-            if n != NO_NVM_FRAME {
+            if let Some(n) = meta.nvm_slot() {
                 assert_eq!(in_nvm.get(&pid), Some(&n), "DRAM frame {i} of {pid} names NVM frame {n}");
             }
         }

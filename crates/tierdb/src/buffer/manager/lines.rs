@@ -11,7 +11,7 @@ use crate::buffer::nvm_pool::NvmPool;
 use crate::buffer::table::Entry;
 use crate::counters::Count;
 use crate::device::AlignedBuf;
-use crate::ids::PageId;
+use crate::ids::{AtomicLsn, Lsn, NvmSlot, PageId};
 use crate::limits::CACHE_LINE_BYTES;
 use crate::limits::PAGE_BUSY_WAIT_MS_MAX;
 use crate::page::crc::NvmVerify;
@@ -20,7 +20,6 @@ use crate::page::frame::FramePool;
 use crate::page::frame::FrameWrite;
 use crate::page::frame::MINI_BLOCK;
 use crate::page::frame::Mask;
-use crate::page::frame::NO_NVM_FRAME;
 use crate::page::frame::NO_PAGE;
 use crate::page::frame::in_place;
 use crate::page::frame::in_place::BmLines;
@@ -130,6 +129,7 @@ impl BufferManager {
     #[inline(never)]
     pub(super) fn shared_in_place(&self, pid: PageId) -> Result<Option<NvmRead<'_>>> {
         let Some((nvm, n)) = self.read_in_place(pid)? else { return Ok(None) };
+        let n = NvmSlot::new(n);
         let latch = nvm.latch(n);
         if !latch.try_shared() {
             return Ok(None);
@@ -154,6 +154,7 @@ impl BufferManager {
     #[inline(never)]
     pub(super) fn optimistic_in_place(&self, pid: PageId) -> Result<Option<NvmOptimistic<'_>>> {
         let Some((nvm, n)) = self.read_in_place(pid)? else { return Ok(None) };
+        let n = NvmSlot::new(n);
         if nvm.verify() == NvmVerify::Every || !nvm.is_checked(n) {
             // The check reads the page under the shared latch, as a shared fix would.
             let latch = nvm.latch(n);
@@ -188,7 +189,7 @@ impl BufferManager {
         if self.policy.nvm_access(&info, false, &self.tiers) == policy::NvmAccess::Migrate {
             return Ok(None);
         }
-        Ok(self.nvm.as_ref().map(|nvm| (nvm, n)))
+        Ok(self.nvm.as_ref().map(|nvm| (nvm, n.get())))
     }
 
     /// Latches NVM frame `n` for in-place access to `pid` (shared, or exclusive to
@@ -198,7 +199,7 @@ impl BufferManager {
     ///
     /// # Errors
     /// `Corrupted` for a dirty frame that fails the check.
-    pub(super) fn fix_in_place(&self, pid: PageId, n: u32, exclusive: bool) -> Result<Option<NvmLines<'_>>> {
+    pub(super) fn fix_in_place(&self, pid: PageId, n: NvmSlot, exclusive: bool) -> Result<Option<NvmLines<'_>>> {
         let nvm = self.nvm.as_ref().expect("an NVM entry implies an NVM pool");
         let latch = nvm.latch(n);
         if !(if exclusive { latch.try_exclusive() } else { latch.try_shared() }) {
@@ -235,7 +236,7 @@ impl BufferManager {
     /// # Errors
     /// `e`, for a dirty frame or without SSD; device errors clearing the frame.
     #[cold]
-    pub(super) fn drop_corrupt_frame(&self, pid: PageId, n: u32, e: BufferError) -> Result<()> {
+    pub(super) fn drop_corrupt_frame(&self, pid: PageId, n: NvmSlot, e: BufferError) -> Result<()> {
         let nvm = self.nvm.as_ref().expect("an NVM entry implies an NVM pool");
         if self.ssd.is_none() || nvm.is_dirty(n) {
             return Err(e.into());
@@ -270,7 +271,7 @@ impl BufferManager {
             return Ok(true);
         }
         let installed = (|| {
-            let Some(n) = self.nvm_frame()? else { return Ok(None) };
+            let Some(n) = self.nvm_frame()?.map(NvmSlot::new) else { return Ok(None) };
             let mut buf = AlignedBuf::new(self.page_size);
             let read = if pid.0 >= ssd.page_count() {
                 buf.fill(0); // allocated but never written back, as in `fill`
@@ -278,7 +279,7 @@ impl BufferManager {
             } else {
                 self.ssd_read(ssd, pid, &mut buf).map(|_| ())
             };
-            if let Err(e) = read.and_then(|()| nvm.write_page(n, pid, &buf, false, 0).map_err(Into::into)) {
+            if let Err(e) = read.and_then(|()| nvm.write_page(n, pid, &buf, false, Lsn::NONE).map_err(Into::into)) {
                 nvm.detach(n);
                 return Err(e);
             }
@@ -323,7 +324,7 @@ impl BufferManager {
                     let m = self.frames.minis().meta(i);
                     m.clear();
                     m.pid.store(pid.0, Ordering::Relaxed);
-                    m.nvm.store(n, Ordering::Relaxed);
+                    m.set_nvm_slot(Some(n));
                     m.referenced.store(true, Ordering::Relaxed);
                     self.table.set(pid, Entry::Mini(i));
                     Place::Mini(i)
@@ -337,7 +338,7 @@ impl BufferManager {
             match self.free_frame() {
                 Ok(g) => {
                     let f = g.frame();
-                    self.reset_frame(f, pid, n, false);
+                    self.reset_frame(f, pid, Some(n), false);
                     self.table.set(pid, Entry::Dram(f));
                     Place::Full(g.into_held())
                 }
@@ -353,16 +354,16 @@ impl BufferManager {
     }
 
     /// Sets up frame `f` (held exclusive) for page `pid` with NVM copy `n`.
-    pub(super) fn reset_frame(&self, f: FrameId, pid: PageId, n: u32, resident_all: bool) {
+    pub(super) fn reset_frame(&self, f: FrameId, pid: PageId, n: Option<NvmSlot>, resident_all: bool) {
         let meta = self.frames.meta(f);
         meta.pid.store(pid.0, Ordering::Relaxed);
-        meta.nvm.store(n, Ordering::Relaxed);
+        meta.set_nvm_slot(n);
         meta.dirty.store(false, Ordering::Relaxed);
         meta.referenced.store(true, Ordering::Relaxed);
         meta.resident_all.store(resident_all, Ordering::Relaxed);
-        meta.page_lsn.store(0, Ordering::Relaxed);
-        meta.first_lsn.store(0, Ordering::Relaxed);
-        meta.flush_lsn.store(0, Ordering::Relaxed);
+        meta.page_lsn.store_lsn(Lsn::NONE, Ordering::Relaxed);
+        meta.first_lsn.store_lsn(Lsn::NONE, Ordering::Relaxed);
+        meta.flush_lsn.store_lsn(Lsn::NONE, Ordering::Relaxed);
         self.frames.clear_mask(Mask::Resident, f);
         self.frames.clear_mask(Mask::Dirty, f);
     }
@@ -376,7 +377,7 @@ impl BufferManager {
             None => {
                 let g = self.free_frame()?;
                 // A block is no page's frame: nothing of its last page may linger.
-                self.reset_frame(g.frame(), PageId(MINI_BLOCK), NO_NVM_FRAME, true);
+                self.reset_frame(g.frame(), PageId(MINI_BLOCK), None, true);
                 g.meta().dirty.store(false, Ordering::Relaxed);
                 minis.add_block(g.frame())
             }
@@ -415,11 +416,11 @@ impl LineHost for BufferManager {
 
     fn write_in_place(
         &self,
-        n: u32,
+        n: NvmSlot,
         pid: PageId,
         runs: &[(usize, &[u8])],
         old: &[u8],
-        page_lsn: u64,
+        page_lsn: Lsn,
         lines: u64,
     ) -> Result<()> {
         let nvm = self.nvm.as_ref().expect("an in-place guard implies an NVM pool");
@@ -429,8 +430,7 @@ impl LineHost for BufferManager {
         Ok(())
     }
 
-    fn load_lines(&self, n: u32, pid: PageId, off: usize, dst: &mut [u8]) -> Result<()> {
-        debug_assert_ne!(n, NO_NVM_FRAME, "{pid}: lines missing from a page without an NVM copy");
+    fn load_lines(&self, n: NvmSlot, pid: PageId, off: usize, dst: &mut [u8]) -> Result<()> {
         let nvm = self.nvm.as_ref().expect("a partly resident page has an NVM copy");
         nvm.read_lines(n, pid, off, dst)?;
         self.counters.add(Count::NvmLinesLoaded, (dst.len() / CACHE_LINE_BYTES) as u64);

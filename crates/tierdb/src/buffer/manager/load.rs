@@ -12,11 +12,10 @@ use crate::buffer::table::Entry;
 use crate::counters::Count;
 use crate::device::DeviceError;
 use crate::device::SsdFile;
-use crate::ids::PageId;
+use crate::ids::{AtomicLsn, Lsn, NvmSlot, PageId};
 use crate::limits::SSD_GROW_PAGES_MIN;
 use crate::page::frame::FrameId;
 use crate::page::frame::FrameWrite;
-use crate::page::frame::NO_NVM_FRAME;
 use crate::policy::Event;
 use crate::policy::MissTarget;
 use crate::policy::PageInfo;
@@ -82,12 +81,12 @@ impl BufferManager {
     /// claimed) becomes the page's DRAM frame: set up, and published in the page table.
     /// On an error the entry is `observed` again and the frame free.
     pub(super) fn install<'a>(&'a self, pid: PageId, observed: Entry, g: FrameWrite<'a>) -> Result<FrameWrite<'a>> {
-        let n = g.meta().nvm.load(Ordering::Relaxed);
+        let n = g.meta().nvm_slot();
         // What the SSD copy's seal said survives the reset.
-        let flushed = g.meta().flush_lsn.load(Ordering::Relaxed);
+        let flushed = g.meta().flush_lsn.load_lsn(Ordering::Relaxed);
         self.reset_frame(g.frame(), pid, n, true);
-        g.meta().flush_lsn.store(flushed, Ordering::Relaxed);
-        if n != NO_NVM_FRAME
+        g.meta().flush_lsn.store_lsn(flushed, Ordering::Relaxed);
+        if let Some(n) = n
             && self.shape.nvm_disjoint
             && let Err(e) = self.leave_nvm(&g, pid, n)
         {
@@ -106,7 +105,7 @@ impl BufferManager {
     /// is in no NVM frame (the log before that point is scanned only to rebuild a frame
     /// caught mid-write). Its log records were forced before they reached NVM. Then the
     /// header is cleared durably; the DRAM copy is clean.
-    pub(super) fn leave_nvm(&self, g: &FrameWrite<'_>, pid: PageId, n: u32) -> Result<()> {
+    pub(super) fn leave_nvm(&self, g: &FrameWrite<'_>, pid: PageId, n: NvmSlot) -> Result<()> {
         let nvm = self.nvm.as_ref().expect("an NVM frame implies an NVM pool");
         if nvm.is_dirty(n) {
             self.ssd_write(pid, &self.stored_image(g.frame(), g))?;
@@ -114,7 +113,7 @@ impl BufferManager {
         }
         nvm.release(n)?;
         self.policy.observe(Event::NvmLeft(pid));
-        g.meta().nvm.store(NO_NVM_FRAME, Ordering::Relaxed);
+        g.meta().set_nvm_slot(None);
         Ok(())
     }
 
@@ -130,7 +129,7 @@ impl BufferManager {
         miss: Option<MissTarget>,
     ) -> Result<()> {
         // Known only for a copy read from SSD (below).
-        g.meta().flush_lsn.store(0, Ordering::Relaxed);
+        g.meta().flush_lsn.store_lsn(Lsn::NONE, Ordering::Relaxed);
         let info = PageInfo::fixing(pid, matches!(from, Entry::Nvm(_)));
         match from {
             Entry::Nvm(n) => {
@@ -148,7 +147,7 @@ impl BufferManager {
                     Err(e) => return Err(e.into()),
                 }
                 nvm.touch(n);
-                g.meta().nvm.store(n, Ordering::Relaxed);
+                g.meta().set_nvm_slot(Some(n));
                 self.counters.bump(Count::NvmHits);
                 self.counters.bump(Count::NvmToDram);
                 self.counters.add(Count::NvmLinesLoaded, self.lines_per_page());
@@ -160,8 +159,8 @@ impl BufferManager {
                     // allocated with. (Only reachable after a failed write-back.)
                     g.bytes_for_load().fill(0);
                 } else {
-                    let flushed = self.ssd_read(ssd, pid, g.bytes_for_load())?;
-                    g.meta().flush_lsn.store(flushed, Ordering::Relaxed);
+                    let flushed = Lsn::new(self.ssd_read(ssd, pid, g.bytes_for_load())?);
+                    g.meta().flush_lsn.store_lsn(flushed, Ordering::Relaxed);
                 }
                 self.counters.bump(Count::SsdReads);
                 self.after_ssd_read(&info, g, miss)?;
@@ -180,17 +179,17 @@ impl BufferManager {
         miss: Option<MissTarget>,
     ) -> Result<()> {
         let pid = info.pid;
-        g.meta().nvm.store(NO_NVM_FRAME, Ordering::Relaxed);
+        g.meta().set_nvm_slot(None);
         let miss = miss.unwrap_or_else(|| self.policy.ssd_miss(info, &self.tiers));
         if matches!(miss, MissTarget::DramAndNvm | MissTarget::Nvm)
             && let Some(nvm) = &self.nvm
-            && let Some(n) = self.nvm_frame()?
+            && let Some(n) = self.nvm_frame()?.map(NvmSlot::new)
         {
-            if let Err(e) = nvm.write_page(n, pid, g, false, g.meta().page_lsn.load(Ordering::Relaxed)) {
+            if let Err(e) = nvm.write_page(n, pid, g, false, g.meta().page_lsn.load_lsn(Ordering::Relaxed)) {
                 nvm.detach(n);
                 return Err(e.into());
             }
-            g.meta().nvm.store(n, Ordering::Relaxed);
+            g.meta().set_nvm_slot(Some(n));
             self.count_page_to_nvm();
             self.counters.bump(Count::NvmAdmissions);
             self.policy.observe(Event::NvmAdmitted { pid, on_eviction: false });
@@ -214,7 +213,7 @@ impl BufferManager {
     /// Reads page `pid` from SSD and returns its last-flush LSN (0: unknown); a page
     /// that fails its seal is `Corrupted`, naming it and the file.
     pub(super) fn ssd_read(&self, ssd: &SsdFile, pid: PageId, buf: &mut [u8]) -> Result<u64> {
-        ssd.read_page_flushed(pid, buf).map_err(|e| match e {
+        ssd.read_page_flushed(pid, buf).map(Lsn::get).map_err(|e| match e {
             DeviceError::Corrupted { what: "page", detail, .. } => {
                 BufferError::Corrupted { pid, location: ssd.info().path.display().to_string(), detail }.into()
             }

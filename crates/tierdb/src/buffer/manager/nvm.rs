@@ -9,7 +9,7 @@ use crate::buffer::table::Entry;
 use crate::counters::Count;
 use crate::device::AlignedBuf;
 use crate::device::SsdFile;
-use crate::ids::PageId;
+use crate::ids::{AtomicLsn, Lsn, NvmSlot, PageId};
 use crate::limits::CACHE_LINE_BYTES;
 use crate::limits::CLOCK_ROUNDS_MAX;
 use crate::limits::FLUSH_NOTES_PER_RECORD;
@@ -31,14 +31,14 @@ impl BufferManager {
             return Ok(());
         }
         let Some(log) = self.log.get() else { return Ok(()) };
-        let mut last = 0;
+        let mut last = Lsn::NONE;
         for &(pid, bytes) in pages {
             debug_assert_eq!(bytes.len(), self.page_size, "{pid}: an image of a part of the page");
             if let Some(lsn) = log.append_image(pid, bytes)? {
                 last = last.max(lsn);
             }
         }
-        if last != 0 {
+        if !last.is_none() {
             log.force(last)?;
         }
         Ok(())
@@ -48,7 +48,7 @@ impl BufferManager {
     /// moves the page out (to NVM only) and clears the mini page. Held exclusive.
     pub(super) fn flush_mini(&self, i: u32, pid: PageId, drop_page: bool) -> Result<()> {
         let m = self.frames.minis().meta(i);
-        let n = m.nvm.load(Ordering::Relaxed);
+        let n = m.nvm_slot().expect("a mini page has an NVM frame");
         let dirty = m.dirty.load(Ordering::Relaxed);
         if drop_page {
             self.table.set(pid, Entry::Busy);
@@ -71,8 +71,8 @@ impl BufferManager {
             let runs: Vec<(usize, &[u8])> = bufs.iter().map(|(o, b)| (*o, b.as_slice())).collect();
             let nvm = self.nvm.as_ref().expect("a mini page has an NVM copy");
             written = self
-                .force_log(m.page_lsn.load(Ordering::Relaxed))
-                .and_then(|()| Ok(nvm.write_lines(n, pid, &runs, None, m.page_lsn.load(Ordering::Relaxed))?));
+                .force_log(m.page_lsn.load_lsn(Ordering::Relaxed))
+                .and_then(|()| Ok(nvm.write_lines(n, pid, &runs, None, m.page_lsn.load_lsn(Ordering::Relaxed))?));
             if written.is_ok() {
                 m.dirty.store(0, Ordering::Relaxed);
                 self.counters.add(Count::NvmLinesWritten, dirty.count_ones() as u64);
@@ -105,14 +105,14 @@ impl BufferManager {
             if self.provider_on.load(Ordering::Relaxed) && nvm.free_frames() < self.provider_nvm_target / 2 {
                 self.wake_provider();
             }
-            return Ok(Some(n));
+            return Ok(Some(n.get()));
         }
         if self.provider_on.load(Ordering::Relaxed) {
             self.wake_provider();
         }
         match self.nvm_evict_one(nvm.len() * CLOCK_ROUNDS_MAX)? {
             Some(n) => Ok(Some(n)),
-            None => Ok(nvm.pop_free()),
+            None => Ok(nvm.pop_free().map(NvmSlot::get)),
         }
     }
 
@@ -131,7 +131,7 @@ impl BufferManager {
                 return Ok(None);
             }
             self.evict_from_nvm(ssd, &sweep)?;
-            return Ok(nvm.pop_free());
+            return Ok(nvm.pop_free().map(NvmSlot::get));
         }
         for _ in 0..visits {
             let n = nvm.advance_hand();
@@ -144,9 +144,9 @@ impl BufferManager {
                 dirty: nvm.is_dirty(n),
                 nvm_copy: true,
                 referenced: nvm.is_referenced(n),
-                first_update_lsn: 0,
-                page_lsn: 0,
-                last_flush_lsn: 0,
+                first_update_lsn: Lsn::NONE,
+                page_lsn: Lsn::NONE,
+                last_flush_lsn: Lsn::NONE,
             };
             match self.policy.victim(Pool::Nvm, &info, &self.tiers) {
                 Victim::SecondChance => {
@@ -167,7 +167,7 @@ impl BufferManager {
                 }
             }
             self.evict_claimed_nvm(ssd, pid, n, true)?;
-            return Ok(Some(n));
+            return Ok(Some(n.get()));
         }
         Ok(None)
     }
@@ -176,7 +176,7 @@ impl BufferManager {
     /// to SSD if dirty, clears the frame's header — so that a restart never takes its
     /// old bytes for the page — and keeps the frame for the caller (`keep_frame`) or
     /// frees it. On error the page stays in the frame, as it was.
-    pub(super) fn evict_claimed_nvm(&self, ssd: &SsdFile, pid: PageId, n: u32, keep_frame: bool) -> Result<()> {
+    pub(super) fn evict_claimed_nvm(&self, ssd: &SsdFile, pid: PageId, n: NvmSlot, keep_frame: bool) -> Result<()> {
         let nvm = self.nvm.as_ref().expect("an NVM entry implies an NVM pool");
         debug_assert_eq!(nvm.pid(n), Some(pid));
         debug_assert_eq!(self.table.get(pid)?, Entry::Busy, "{pid} is not claimed");
@@ -226,10 +226,11 @@ impl BufferManager {
         self.note_flushed([pid], lsn)
     }
 
-    /// The log's LSN now (0 without a log): the last-flush LSN of a page written now.
-    /// Taken after the write-ahead force, so it is past every change the page holds.
-    pub(crate) fn log_end_lsn(&self) -> u64 {
-        self.log.get().map_or(0, |l| l.end_lsn())
+    /// The log's LSN now ([`Lsn::NONE`] without a log): the last-flush LSN of a page
+    /// written now. Taken after the write-ahead force, so it is past every change the
+    /// page holds.
+    pub(crate) fn log_end_lsn(&self) -> Lsn {
+        self.log.get().map_or(Lsn::NONE, |l| l.end_lsn())
     }
 
     /// `pids` were written to SSD at log LSN `lsn` (taken while they could not change,
@@ -241,9 +242,11 @@ impl BufferManager {
     ///
     /// # Errors
     /// The log's, appending a flush record.
-    pub(crate) fn note_flushed(&self, pids: impl IntoIterator<Item = PageId>, lsn: u64) -> Result<()> {
-        let log =
-            self.log.get().filter(|_| lsn != 0 && self.ssd.as_ref().is_some_and(|s| s.double_write_core().is_some()));
+    pub(crate) fn note_flushed(&self, pids: impl IntoIterator<Item = PageId>, lsn: Lsn) -> Result<()> {
+        let log = self
+            .log
+            .get()
+            .filter(|_| !lsn.is_none() && self.ssd.as_ref().is_some_and(|s| s.double_write_core().is_some()));
         let mut full = None;
         {
             let mut notes = log.map(|_| self.flush_notes.lock());
@@ -275,7 +278,7 @@ impl BufferManager {
     /// `NoSuchPage` for a page id past the page table.
     pub fn loaded_flush_lsn(&self, pid: PageId) -> Result<Option<u64>> {
         Ok(match self.table.get(pid)? {
-            Entry::Dram(f) => Some(self.frames.meta(f).flush_lsn.load(Ordering::Relaxed)),
+            Entry::Dram(f) => Some(self.frames.meta(f).flush_lsn.load_lsn(Ordering::Relaxed).get()),
             _ => None,
         })
     }

@@ -17,13 +17,12 @@ use crate::device::DramArena;
 use crate::device::NvmRegion;
 use crate::device::OpenMode;
 use crate::device::SsdFile;
-use crate::ids::PageId;
+use crate::ids::{AtomicLsn, Lsn, NvmSlot, PageId};
 use crate::limits::EVICT_BATCH_FRAMES_PER_PAGE;
 use crate::limits::PAGE_SIZE_MAX_BYTES;
 use crate::limits::PAGE_SIZE_MIN_BYTES;
 use crate::page::frame::FrameId;
 use crate::page::frame::FramePool;
-use crate::page::frame::NO_NVM_FRAME;
 use crate::page::source::{ExclusivePage, PageSource};
 use crate::policy;
 use crate::policy::Event;
@@ -128,7 +127,7 @@ impl BufferManager {
                 // for the oldest change only NVM held (`docs/wal.md`, "Creation").
                 let formatted = |why: String| RestartInfo {
                     formatted_because: Some(format!("{}: {why}", n.path.display())),
-                    log_needed_from: durable_nvm.then_some(0),
+                    log_needed_from: durable_nvm.then_some(Lsn::NONE),
                     ..RestartInfo::default()
                 };
                 if existing && volatile_nvm {
@@ -333,14 +332,14 @@ impl BufferManager {
             if nvm_only && !info.frames_cleared.is_empty() {
                 // The page a cleared frame held has no other copy: redo rebuilds it from
                 // its last image in the log (`log_nvm_images`), found by scanning all of it.
-                info.log_needed_from = Some(0);
+                info.log_needed_from = Some(Lsn::NONE);
             }
             let freed: std::collections::HashSet<PageId> = bm.freed.lock().all().collect();
             let limit = bm.next_pid.load(Ordering::Relaxed);
             let nvm = bm.nvm.as_ref().expect("a restart info implies NVM");
             // Of two frames naming one page, only the one written last can be the
             // page's state: the other goes with the frames of pages not in it.
-            let mut newest: std::collections::HashMap<u64, (u64, u32)> = std::collections::HashMap::new();
+            let mut newest: std::collections::HashMap<u64, (Lsn, NvmSlot)> = std::collections::HashMap::new();
             for (n, h) in &nvm_pages {
                 let e = newest.entry(h.pid.0).or_insert((h.written_lsn, *n));
                 if h.written_lsn > e.0 {
@@ -396,33 +395,30 @@ impl BufferManager {
         for i in 0..self.frames.len() {
             let f = FrameId::from_index(i);
             let meta = self.frames.meta(f);
-            if !meta.holds_page() || meta.nvm.load(Ordering::Relaxed) != NO_NVM_FRAME {
+            if !meta.holds_page() || meta.nvm_slot().is_some() {
                 continue;
             }
             let Some(n) = nvm.pop_free() else { break };
             let g = self.frames.write(f);
             let pid = g.meta().pid();
-            if !meta.holds_page()
-                || !meta.dirty.load(Ordering::Relaxed)
-                || meta.nvm.load(Ordering::Relaxed) != NO_NVM_FRAME
-            {
+            if !meta.holds_page() || !meta.dirty.load(Ordering::Relaxed) || meta.nvm_slot().is_some() {
                 nvm.detach(n);
                 continue;
             }
-            let written = self.force_log(meta.page_lsn.load(Ordering::Relaxed)).and_then(|()| {
+            let written = self.force_log(meta.page_lsn.load_lsn(Ordering::Relaxed)).and_then(|()| {
                 Ok(nvm.write_page(
                     n,
                     PageId(pid),
                     &self.stored_image(f, &g),
                     true,
-                    meta.page_lsn.load(Ordering::Relaxed),
+                    meta.page_lsn.load_lsn(Ordering::Relaxed),
                 )?)
             });
             if let Err(e) = written {
                 nvm.detach(n);
                 return Err(e);
             }
-            meta.nvm.store(n, Ordering::Relaxed);
+            meta.set_nvm_slot(Some(n));
             meta.dirty.store(false, Ordering::Relaxed);
             self.count_page_to_nvm();
             self.counters.bump(Count::NvmAdmissions);

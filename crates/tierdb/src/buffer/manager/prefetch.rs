@@ -24,7 +24,7 @@ use std::sync::atomic::Ordering;
 
 use super::{BufferManager, Count, Entry, FrameId, FrameWrite, PageInfo};
 use crate::Result;
-use crate::ids::PageId;
+use crate::ids::{AtomicLsn, PageId};
 use crate::limits::PREFETCH_PAGES_MAX;
 use crate::page::Swip;
 use crate::page::frame::FrameMeta;
@@ -146,7 +146,7 @@ impl BufferManager {
             for ((pid, mut g), r) in frames.into_iter().zip(results) {
                 let info = PageInfo::fixing(pid, false);
                 let done = r.map_err(Into::into).and_then(|flushed| {
-                    g.meta().flush_lsn.store(flushed, Ordering::Relaxed);
+                    g.meta().flush_lsn.store_lsn(flushed, Ordering::Relaxed);
                     self.after_ssd_read(&info, &mut g, None)
                 });
                 match done {

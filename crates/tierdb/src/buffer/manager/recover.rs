@@ -10,8 +10,7 @@ use crate::buffer::nvm_pool::NvmPool;
 use crate::buffer::table::Entry;
 use crate::counters::Count;
 use crate::device::TornPageRecovery;
-use crate::ids::PageId;
-use crate::page::frame::NO_NVM_FRAME;
+use crate::ids::{Lsn, PageId};
 use crate::page::source::PageSource;
 use crate::wal::LogForce;
 use std::sync::atomic::Ordering;
@@ -67,7 +66,7 @@ impl BufferManager {
             // that never left DRAM, or one whose NVM frame a crash tore: it starts
             // zeroed, as on an SSD past its end, and the log's images rebuild it.
             let mut g = self.free_frame()?;
-            self.reset_frame(g.frame(), pid, NO_NVM_FRAME, true);
+            self.reset_frame(g.frame(), pid, None, true);
             g.fill(0);
             self.table.set(pid, Entry::Dram(g.frame()));
             self.counters.bump(Count::Allocations);
@@ -86,14 +85,14 @@ impl BufferManager {
     ///
     /// # Errors
     /// `NoSuchPage` past the page table; an unreadable header.
-    pub fn recover_nvm_holds(&self, pid: PageId, lsn: u64) -> Result<bool> {
+    pub fn recover_nvm_holds(&self, pid: PageId, lsn: Lsn) -> Result<bool> {
         let Some(nvm) = &self.nvm else { return Ok(false) };
         let Entry::Nvm(n) = self.table.get(pid)? else { return Ok(false) };
         let Some(h) = nvm.header(n)? else { return Ok(false) };
         Ok(h.pid == pid
             && h.flags & crate::buffer::nvm_pool::FLAG_IN_UPDATE == 0
             && h.page_lsn >= lsn
-            && h.page_lsn != 0)
+            && !h.page_lsn.is_none())
     }
 
     /// Stamps the NVM frames written from now on with `log`'s end LSN (their written
@@ -112,7 +111,7 @@ impl BufferManager {
     ///
     /// # Errors
     /// `NoSuchPage` past the page table; device errors reading or clearing a header.
-    pub fn recover_drop_stale_nvm(&self, flushed: impl IntoIterator<Item = (PageId, u64)>) -> Result<usize> {
+    pub fn recover_drop_stale_nvm(&self, flushed: impl IntoIterator<Item = (PageId, Lsn)>) -> Result<usize> {
         let Some(nvm) = &self.nvm else { return Ok(0) };
         let mut dropped = 0;
         for (pid, flush_lsn) in flushed {
@@ -161,7 +160,7 @@ impl BufferManager {
     /// checkpoint), which the log must keep for recovery to rebuild a frame a crash
     /// caught mid-write; `None` for other policies or with no dirty frame. Call it
     /// after a [`checkpoint`](Self::checkpoint) that followed the redo point.
-    pub fn oldest_unflushed_lsn(&self) -> Option<u64> {
+    pub fn oldest_unflushed_lsn(&self) -> Option<Lsn> {
         if !self.shape.nvm_durable_cache {
             return None;
         }

@@ -6,7 +6,7 @@
 //! on media without 64-byte atomicity. All-zero is "no page", the state `format` and
 //! every release leave.
 
-use crate::ids::PageId;
+use crate::ids::{Lsn, PageId};
 use crate::limits::{CACHE_LINE_BYTES, IO_ALIGN_BYTES};
 
 pub(super) const MAGIC: &[u8; 8] = b"TIERDBNV";
@@ -39,19 +39,19 @@ const _: () = assert!(FLAG_VALID | FLAG_DIRTY | FLAG_IN_UPDATE | FLAG_NO_CRC == 
 pub struct FrameHeader {
     /// The page the frame holds.
     pub pid: PageId,
-    /// LSN of the page's last logged change that the frame's bytes include (0: unknown).
-    pub page_lsn: u64,
+    /// LSN of the page's last logged change that the frame's bytes include ([`Lsn::NONE`]: unknown).
+    pub page_lsn: Lsn,
     /// `FLAG_*` bits: [`FLAG_VALID`], [`FLAG_DIRTY`], [`FLAG_IN_UPDATE`], [`FLAG_NO_CRC`].
     pub flags: u32,
     /// CRC-32C of the frame's page bytes (not kept if [`FLAG_NO_CRC`] is set).
     pub data_crc: u32,
     /// While DIRTY: a lower bound of the LSN of the oldest change the frame holds that
-    /// SSD does not (0: unknown). `nvsql` keeps dirty pages in NVM across checkpoints,
+    /// SSD does not ([`Lsn::NONE`]: unknown). `nvsql` keeps dirty pages in NVM across checkpoints,
     /// so the log must reach back to it (`NvmPool::oldest_dirty_rec_lsn`).
-    pub rec_lsn: u64,
-    /// The log's end LSN when the frame's bytes or flags were last set (0: unknown);
-    /// see the module doc.
-    pub written_lsn: u64,
+    pub rec_lsn: Lsn,
+    /// The log's end LSN when the frame's bytes or flags were last set ([`Lsn::NONE`]:
+    /// unknown); see the module doc.
+    pub written_lsn: Lsn,
 }
 
 impl FrameHeader {
@@ -87,11 +87,11 @@ impl FrameHeader {
         }
         Ok(Some(FrameHeader {
             pid: PageId(u64_at(0)),
-            page_lsn: u64_at(8),
+            page_lsn: Lsn::new(u64_at(8)),
             flags: u32_at(16),
             data_crc: u32_at(20),
-            rec_lsn: u64_at(24),
-            written_lsn: u64_at(32),
+            rec_lsn: Lsn::new(u64_at(24)),
+            written_lsn: Lsn::new(u64_at(32)),
         }))
     }
 }

@@ -70,7 +70,7 @@ use header::{HEADER_BYTES, HEADERS_OFFSET, NO_PAGE};
 
 use super::BufferError;
 use crate::device::{DeviceError, NvmRegion};
-use crate::ids::PageId;
+use crate::ids::{AtomicLsn, Lsn, NvmSlot, PageId};
 use crate::limits::CACHE_LINE_BYTES;
 use crate::page::crc::NvmVerify;
 use crate::page::frame::cpu_cache::CpuCacheModel;
@@ -109,13 +109,13 @@ pub struct Reopened {
     /// The pool, its frames' metadata rebuilt from their headers.
     pub pool: NvmPool,
     /// Frames holding a page: frame and header.
-    pub pages: Vec<(u32, FrameHeader)>,
+    pub pages: Vec<(NvmSlot, FrameHeader)>,
     /// Frames cleared, and why.
-    pub cleared: Vec<(u32, String)>,
-    /// The oldest change a cleared frame held that SSD does not (`Some(0)`: unknown, as
+    pub cleared: Vec<(NvmSlot, String)>,
+    /// The oldest change a cleared frame held that SSD does not (`Some(Lsn::NONE)`: unknown, as
     /// far back as the log goes; `None`: no cleared frame needs the log before the
     /// last checkpoint's redo point).
-    pub log_needed_from: Option<u64>,
+    pub log_needed_from: Option<Lsn>,
     /// Time to read and check the headers.
     pub scan_secs: f64,
 }
@@ -126,7 +126,7 @@ pub struct NvmPool {
     page_size: usize,
     data_offset: u64,
     metas: Box<[NvmFrameMeta]>,
-    free: Mutex<Vec<u32>>,
+    free: Mutex<Vec<NvmSlot>>,
     hand: AtomicUsize,
     verify: NvmVerify,
     /// Whole pages move with `pread`/`pwrite` on the file instead of `memcpy` on the
@@ -152,6 +152,11 @@ impl NvmPool {
         self.metas.len()
     }
 
+    /// Every frame of the pool, in order.
+    pub fn slots(&self) -> impl Iterator<Item = NvmSlot> + use<> {
+        (0..self.metas.len()).map(NvmSlot::from_index)
+    }
+
     /// True if the pool has no frame (never: `format` and `reopen` refuse zero frames).
     pub fn is_empty(&self) -> bool {
         self.metas.is_empty()
@@ -172,58 +177,58 @@ impl NvmPool {
         self.free.lock().len()
     }
 
-    fn header_offset(&self, n: u32) -> u64 {
-        debug_assert!((n as usize) < self.metas.len(), "NVM frame {n} of {}", self.metas.len());
-        HEADERS_OFFSET + n as u64 * HEADER_BYTES as u64
+    fn header_offset(&self, n: NvmSlot) -> u64 {
+        debug_assert!(n.index() < self.metas.len(), "NVM frame {n} of {}", self.metas.len());
+        HEADERS_OFFSET + n.get() as u64 * HEADER_BYTES as u64
     }
 
-    fn data_offset(&self, n: u32) -> u64 {
-        debug_assert!((n as usize) < self.metas.len(), "NVM frame {n} of {}", self.metas.len());
-        self.data_offset + n as u64 * self.page_size as u64
+    fn data_offset(&self, n: NvmSlot) -> u64 {
+        debug_assert!(n.index() < self.metas.len(), "NVM frame {n} of {}", self.metas.len());
+        self.data_offset + n.get() as u64 * self.page_size as u64
     }
 
     /// The page frame `n` holds, if any (racy unless the caller owns the frame).
     #[inline]
-    pub fn pid(&self, n: u32) -> Option<PageId> {
-        let p = self.metas[n as usize].pid.load(Ordering::Relaxed);
+    pub fn pid(&self, n: NvmSlot) -> Option<PageId> {
+        let p = self.metas[n.index()].pid.load(Ordering::Relaxed);
         (p != NO_PAGE).then_some(PageId(p))
     }
 
-    /// Frame `n`'s recovery LSN while dirty (0: unknown; racy unless the caller owns
-    /// the frame).
-    pub fn rec_lsn(&self, n: u32) -> u64 {
-        self.metas[n as usize].rec_lsn.load(Ordering::Relaxed)
+    /// Frame `n`'s recovery LSN while dirty ([`Lsn::NONE`]: unknown; racy unless the
+    /// caller owns the frame).
+    pub fn rec_lsn(&self, n: NvmSlot) -> Lsn {
+        self.metas[n.index()].rec_lsn.load_lsn(Ordering::Relaxed)
     }
 
     /// Frame `n` was checked against its data CRC, or written, since the pool was opened.
     #[inline]
-    pub fn is_checked(&self, n: u32) -> bool {
-        self.metas[n as usize].checked.load(Ordering::Relaxed)
+    pub fn is_checked(&self, n: NvmSlot) -> bool {
+        self.metas[n.index()].checked.load(Ordering::Relaxed)
     }
 
     /// Frame `n` holds a copy newer than SSD's (its header's DIRTY flag; racy unless the
     /// caller owns the frame).
-    pub fn is_dirty(&self, n: u32) -> bool {
-        self.metas[n as usize].dirty.load(Ordering::Relaxed)
+    pub fn is_dirty(&self, n: NvmSlot) -> bool {
+        self.metas[n.index()].dirty.load(Ordering::Relaxed)
     }
 
     /// Frame `n`'s reference bit, for the NVM clock's second chance (racy).
-    pub fn is_referenced(&self, n: u32) -> bool {
-        self.metas[n as usize].referenced.load(Ordering::Relaxed)
+    pub fn is_referenced(&self, n: NvmSlot) -> bool {
+        self.metas[n.index()].referenced.load(Ordering::Relaxed)
     }
 
     /// Sets frame `n`'s reference bit, writing only when it is clear.
     #[inline]
-    pub fn touch(&self, n: u32) {
-        let r = &self.metas[n as usize].referenced;
+    pub fn touch(&self, n: NvmSlot) {
+        let r = &self.metas[n.index()].referenced;
         if !r.load(Ordering::Relaxed) {
             r.store(true, Ordering::Relaxed);
         }
     }
 
     /// Clears frame `n`'s reference bit (the clock hand passing it).
-    pub fn clear_referenced(&self, n: u32) {
-        self.metas[n as usize].referenced.store(false, Ordering::Relaxed);
+    pub fn clear_referenced(&self, n: NvmSlot) {
+        self.metas[n.index()].referenced.store(false, Ordering::Relaxed);
     }
 
     /// Runs the pool as a volatile cache (the `nvcache` policy's clean copies): the
@@ -244,15 +249,15 @@ impl NvmPool {
 
     /// The in-place latch of frame `n` (see [`NvmFrameMeta`]).
     #[inline]
-    pub fn latch(&self, n: u32) -> &Latch {
-        &self.metas[n as usize].latch
+    pub fn latch(&self, n: NvmSlot) -> &Latch {
+        &self.metas[n.index()].latch
     }
 
     /// Where frame `n`'s page starts in the mapping, for in-place access by a guard
     /// that holds [`latch`](Self::latch)`(n)`.
     #[inline]
-    pub fn page_ptr(&self, n: u32) -> std::ptr::NonNull<u8> {
-        debug_assert!((n as usize) < self.metas.len());
+    pub fn page_ptr(&self, n: NvmSlot) -> std::ptr::NonNull<u8> {
+        debug_assert!(n.index() < self.metas.len());
         // SAFETY: `data_offset(n) + page_size` lies inside the mapping (checked when the
         // pool was formatted or reopened), so the pointer is in bounds and not null.
         unsafe { std::ptr::NonNull::new_unchecked(self.region.base_ptr().add(self.data_offset(n) as usize)) }
@@ -285,7 +290,7 @@ impl NvmPool {
 
     /// Charges a read made in place of bytes `off..off + len` of frame `n`.
     #[inline]
-    pub fn charge_in_place(&self, n: u32, off: usize, len: usize) {
+    pub fn charge_in_place(&self, n: NvmSlot, off: usize, len: usize) {
         let at = self.data_offset(n) + off as u64;
         match self.cpu_cache.get() {
             Some(m) => m.charge(&self.region, at, len as u64),
@@ -297,7 +302,7 @@ impl NvmPool {
     /// software prefetch of the `ahead` bytes after it (`CpuCacheModel::charge_with_prefetch`;
     /// without a model, only the read is charged).
     #[inline]
-    pub fn charge_in_place_prefetched(&self, n: u32, off: usize, len: usize, ahead: usize) {
+    pub fn charge_in_place_prefetched(&self, n: NvmSlot, off: usize, len: usize, ahead: usize) {
         let at = self.data_offset(n) + off as u64;
         match self.cpu_cache.get() {
             Some(m) => m.charge_with_prefetch(&self.region, at, len as u64, ahead as u64),
@@ -306,7 +311,7 @@ impl NvmPool {
     }
 
     /// Charges the loads of a binary search made in place in frame `n`'s node.
-    pub fn charge_search_in_place(&self, n: u32) {
+    pub fn charge_search_in_place(&self, n: NvmSlot) {
         let at = self.data_offset(n);
         match self.cpu_cache.get() {
             Some(m) => m.charge_search(&self.region, at, self.page_size),
@@ -333,9 +338,9 @@ impl NvmPool {
         assert!(free.len() <= self.metas.len(), "{} free frames of {}", free.len(), self.metas.len());
         let mut seen = vec![false; self.metas.len()];
         for &n in free.iter() {
-            assert!((n as usize) < self.metas.len(), "free frame {n} of {}", self.metas.len());
-            assert!(!seen[n as usize], "NVM frame {n} is on the free list twice");
-            seen[n as usize] = true;
+            assert!(n.index() < self.metas.len(), "free frame {n} of {}", self.metas.len());
+            assert!(!seen[n.index()], "NVM frame {n} is on the free list twice");
+            seen[n.index()] = true;
             assert!(self.pid(n).is_none(), "free NVM frame {n} holds {:?}", self.pid(n));
         }
     }
@@ -350,7 +355,7 @@ impl NvmPool {
     }
 
     /// Takes a free frame, if any.
-    pub fn pop_free(&self) -> Option<u32> {
+    pub fn pop_free(&self) -> Option<NvmSlot> {
         let n = self.free.lock().pop()?;
         // Free-list membership: a free frame holds no page (two pages in one frame
         // would overwrite each other).
@@ -359,9 +364,9 @@ impl NvmPool {
     }
 
     /// The next frame under the clock hand.
-    pub fn advance_hand(&self) -> u32 {
+    pub fn advance_hand(&self) -> NvmSlot {
         debug_assert!(!self.metas.is_empty(), "a clock hand over no frame");
-        (self.hand.fetch_add(1, Ordering::Relaxed) % self.metas.len()) as u32
+        NvmSlot::from_index(self.hand.fetch_add(1, Ordering::Relaxed) % self.metas.len())
     }
 
     /// Stamps every header written from now on with `log`'s end LSN (see the module
@@ -372,9 +377,9 @@ impl NvmPool {
         let _ = self.lsn_clock.set(log);
     }
 
-    /// The log's end LSN now (0 without a log).
-    fn lsn_now(&self) -> u64 {
-        self.lsn_clock.get().map_or(0, |l| l.end_lsn())
+    /// The log's end LSN now ([`Lsn::NONE`] without a log).
+    fn lsn_now(&self) -> Lsn {
+        self.lsn_clock.get().map_or(Lsn::NONE, |l| l.end_lsn())
     }
 }
 

@@ -17,6 +17,7 @@ use super::header::{
 use super::{NvmFrameMeta, NvmPool, Reopened, dev};
 use crate::buffer::error::BufferError;
 use crate::device::NvmRegion;
+use crate::ids::{AtomicLsn, Lsn, NvmSlot};
 use crate::limits::IO_ALIGN_BYTES;
 use crate::page::crc::NvmVerify;
 use crate::page::latch::Latch;
@@ -82,7 +83,7 @@ impl NvmPool {
             })
             .collect();
         // Hand frames out from index 0 upwards.
-        let free = Mutex::new((0..count as u32).rev().collect());
+        let free = Mutex::new((0..count).rev().map(NvmSlot::from_index).collect());
         Ok(NvmPool {
             region,
             page_size,
@@ -152,7 +153,7 @@ impl NvmPool {
         let mut pages = Vec::new();
         let mut cleared = Vec::new();
         let mut log_needed_from = None;
-        for (n, b) in headers.chunks_exact(HEADER_BYTES).enumerate() {
+        for (n, b) in headers.chunks_exact(HEADER_BYTES).enumerate().map(|(i, b)| (NvmSlot::from_index(i), b)) {
             let meta = NvmFrameMeta {
                 pid: AtomicU64::new(NO_PAGE),
                 dirty: AtomicBool::new(false),
@@ -170,24 +171,24 @@ impl NvmPool {
                     meta.no_crc.store(fh.flags & FLAG_NO_CRC != 0, Ordering::Relaxed);
                     meta.crc.store(fh.data_crc, Ordering::Relaxed);
                     meta.checked.store(!verify.any(), Ordering::Relaxed);
-                    meta.rec_lsn.store(fh.rec_lsn, Ordering::Relaxed);
-                    pages.push((n as u32, fh));
+                    meta.rec_lsn.store_lsn(fh.rec_lsn, Ordering::Relaxed);
+                    pages.push((n, fh));
                 }
                 Ok(None) => {}
                 Ok(Some(fh)) => {
                     // A dirty frame's page is rebuilt from SSD with the changes since its
-                    // recovery LSN (0: unknown, the whole log kept); a clean one's SSD
+                    // recovery LSN (`Lsn::NONE`: unknown, the whole log kept); a clean one's SSD
                     // copy is the frame as it was, and its changes are newer than the
                     // last checkpoint (which waited for in-place writers).
                     if fh.flags & FLAG_DIRTY != 0 {
-                        let from = if fh.rec_lsn == 0 { 0 } else { fh.rec_lsn };
-                        log_needed_from = Some(log_needed_from.map_or(from, |l: u64| l.min(from)));
+                        let from = fh.rec_lsn;
+                        log_needed_from = Some(log_needed_from.map_or(from, |l: Lsn| l.min(from)));
                     }
-                    cleared.push((n as u32, format!("{} was being written in place (IN_UPDATE)", fh.pid)));
+                    cleared.push((n, format!("{} was being written in place (IN_UPDATE)", fh.pid)));
                 }
                 Err(e) => {
-                    log_needed_from = Some(0);
-                    cleared.push((n as u32, format!("unreadable header: {e}")));
+                    log_needed_from = Some(Lsn::NONE);
+                    cleared.push((n, format!("unreadable header: {e}")));
                 }
             }
             metas.push(meta);
@@ -231,22 +232,22 @@ impl NvmPool {
             // As a frame caught mid-write: a dirty one's page is rebuilt from SSD with
             // the changes since its recovery LSN; a clean one's SSD copy is the page.
             if dirty {
-                log_needed_from = Some(log_needed_from.map_or(fh.rec_lsn, |l: u64| l.min(fh.rec_lsn)));
+                log_needed_from = Some(log_needed_from.map_or(fh.rec_lsn, |l: Lsn| l.min(fh.rec_lsn)));
             }
-            let m = &pool.metas[n as usize];
+            let m = &pool.metas[n.index()];
             m.pid.store(NO_PAGE, Ordering::Relaxed);
             m.dirty.store(false, Ordering::Relaxed);
             m.no_crc.store(false, Ordering::Relaxed);
             m.checked.store(true, Ordering::Relaxed);
-            m.rec_lsn.store(0, Ordering::Relaxed);
+            m.rec_lsn.store_lsn(Lsn::NONE, Ordering::Relaxed);
             cleared.push((n, why));
         }
         let pages = kept;
         for (n, _) in &cleared {
             pool.write_header_bytes(*n, &[0u8; HEADER_BYTES])?;
         }
-        let used: std::collections::HashSet<u32> = pages.iter().map(|(n, _)| *n).collect();
-        *pool.free.lock() = (0..count as u32).rev().filter(|n| !used.contains(n)).collect();
+        let used: std::collections::HashSet<NvmSlot> = pages.iter().map(|(n, _)| *n).collect();
+        *pool.free.lock() = (0..count).rev().map(NvmSlot::from_index).filter(|n| !used.contains(n)).collect();
         // Every frame is either a kept page's or free, never both.
         assert_eq!(used.len(), pages.len(), "a frame listed twice among the pages found");
         assert_eq!(pool.free_frames() + pages.len(), count, "free frames and pages do not cover the pool");
@@ -259,11 +260,11 @@ impl NvmPool {
     /// whole log); `None` if no frame is dirty. Racy against concurrent writers, which
     /// only add changes newer than the caller's bound (the checkpoint takes it after
     /// choosing its redo point).
-    pub fn oldest_dirty_rec_lsn(&self) -> Option<u64> {
+    pub fn oldest_dirty_rec_lsn(&self) -> Option<Lsn> {
         self.metas
             .iter()
             .filter(|m| m.pid.load(Ordering::Relaxed) != NO_PAGE && m.dirty.load(Ordering::Relaxed))
-            .map(|m| m.rec_lsn.load(Ordering::Relaxed).max(1))
+            .map(|m| m.rec_lsn.load_lsn(Ordering::Relaxed).max(Lsn::new(1)))
             .min()
     }
 
@@ -272,7 +273,7 @@ impl NvmPool {
     ///
     /// # Errors
     /// Device errors.
-    pub fn discard(&self, n: u32) -> Result<(), BufferError> {
+    pub fn discard(&self, n: NvmSlot) -> Result<(), BufferError> {
         self.release(n)
     }
 }

@@ -12,7 +12,7 @@ use std::sync::atomic::Ordering;
 use super::header::{FLAG_NO_CRC, FLAG_VALID, FrameHeader, HEADER_BYTES};
 use super::{NvmPool, dev};
 use crate::buffer::error::BufferError;
-use crate::ids::PageId;
+use crate::ids::{NvmSlot, PageId};
 use crate::page::crc::NvmVerify;
 
 impl NvmPool {
@@ -22,7 +22,7 @@ impl NvmPool {
     /// # Errors
     /// Device errors; `Corrupted` on a header or data CRC mismatch or a header that
     /// names another page.
-    pub fn read_page(&self, n: u32, expect: PageId, dst: &mut [u8]) -> Result<(), BufferError> {
+    pub fn read_page(&self, n: NvmSlot, expect: PageId, dst: &mut [u8]) -> Result<(), BufferError> {
         debug_assert_eq!(dst.len(), self.page_size);
         debug_assert_eq!(self.pid(n), Some(expect), "reading NVM frame {n} that does not hold {expect}");
         if self.file_io.load(Ordering::Relaxed) {
@@ -48,7 +48,7 @@ impl NvmPool {
                     format!("data CRC-32C {crc:#010x}, header says {:#010x}", h.data_crc),
                 ));
             }
-            self.metas[n as usize].checked.store(true, Ordering::Relaxed);
+            self.metas[n.index()].checked.store(true, Ordering::Relaxed);
         }
         Ok(())
     }
@@ -60,7 +60,7 @@ impl NvmPool {
     /// # Errors
     /// Device errors; `Corrupted` if the page fails its check.
     #[inline]
-    pub fn read_lines(&self, n: u32, pid: PageId, off: usize, dst: &mut [u8]) -> Result<(), BufferError> {
+    pub fn read_lines(&self, n: NvmSlot, pid: PageId, off: usize, dst: &mut [u8]) -> Result<(), BufferError> {
         debug_assert!(off + dst.len() <= self.page_size);
         self.check_before_read(n, pid)?;
         self.region.read_lines(self.data_offset(n) + off as u64, dst).map_err(dev)
@@ -75,10 +75,10 @@ impl NvmPool {
     /// # Errors
     /// `Corrupted` naming the file, frame and page.
     #[inline]
-    pub fn check_before_read(&self, n: u32, pid: PageId) -> Result<(), BufferError> {
+    pub fn check_before_read(&self, n: NvmSlot, pid: PageId) -> Result<(), BufferError> {
         let due = match self.verify {
             NvmVerify::Off => false,
-            NvmVerify::Cheap => !self.metas[n as usize].checked.load(Ordering::Relaxed),
+            NvmVerify::Cheap => !self.metas[n.index()].checked.load(Ordering::Relaxed),
             NvmVerify::Every => true,
         };
         if due { self.check_page(n, pid) } else { Ok(()) }
@@ -91,8 +91,8 @@ impl NvmPool {
     /// # Errors
     /// `Corrupted` naming the file, frame and page.
     #[cold]
-    pub fn check_page(&self, n: u32, pid: PageId) -> Result<(), BufferError> {
-        let m = &self.metas[n as usize];
+    pub fn check_page(&self, n: NvmSlot, pid: PageId) -> Result<(), BufferError> {
+        let m = &self.metas[n.index()];
         if m.no_crc.load(Ordering::Relaxed) {
             m.checked.store(true, Ordering::Relaxed);
             return Ok(());
@@ -118,7 +118,7 @@ impl NvmPool {
         self.verify
     }
 
-    fn corrupted(&self, n: u32, pid: PageId, detail: String) -> BufferError {
+    fn corrupted(&self, n: NvmSlot, pid: PageId, detail: String) -> BufferError {
         BufferError::Corrupted {
             pid,
             location: format!("NVM frame {n} of {}", self.region.info().path.display()),
@@ -130,12 +130,12 @@ impl NvmPool {
     ///
     /// # Errors
     /// Device errors; `Corrupted` on a header CRC mismatch.
-    pub fn header(&self, n: u32) -> Result<Option<FrameHeader>, BufferError> {
-        debug_assert!((n as usize) < self.metas.len(), "NVM frame {n} of {}", self.metas.len());
+    pub fn header(&self, n: NvmSlot) -> Result<Option<FrameHeader>, BufferError> {
+        debug_assert!(n.index() < self.metas.len(), "NVM frame {n} of {}", self.metas.len());
         let mut b = [0u8; HEADER_BYTES];
         self.region.read_lines(self.header_offset(n), &mut b).map_err(dev)?;
         FrameHeader::decode(&b).map_err(|detail| BufferError::Corrupted {
-            pid: PageId(self.metas[n as usize].pid.load(Ordering::Relaxed)),
+            pid: PageId(self.metas[n.index()].pid.load(Ordering::Relaxed)),
             location: format!("NVM frame header {n} of {}", self.region.info().path.display()),
             detail,
         })

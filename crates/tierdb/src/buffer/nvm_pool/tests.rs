@@ -3,6 +3,7 @@
 use super::*;
 use crate::ByteSize;
 use crate::device::NvmConfig;
+use crate::ids::{AtomicLsn, Lsn, NvmSlot};
 
 fn pool(dir: &tempfile::TempDir, bytes: u64) -> NvmPool {
     let region = NvmRegion::open(&NvmConfig::new(dir.path().join("p.nvm"), ByteSize(bytes))).unwrap();
@@ -15,8 +16,8 @@ fn layout_fits_the_region() {
     let p = pool(&dir, 1 << 20);
     // (1 MiB - 4 KiB) / (4096 + 64) = 251, less the rounding of the header area.
     assert!(p.len() >= 245 && p.len() <= 251, "{}", p.len());
-    assert!(p.data_offset(p.len() as u32 - 1) + 4096 <= 1 << 20);
-    assert!(p.data_offset(0) >= HEADERS_OFFSET + p.len() as u64 * 64);
+    assert!(p.data_offset(NvmSlot::from_index(p.len() - 1)) + 4096 <= 1 << 20);
+    assert!(p.data_offset(NvmSlot::new(0)) >= HEADERS_OFFSET + p.len() as u64 * 64);
 }
 
 #[test]
@@ -28,18 +29,18 @@ fn a_volatile_pool_frees_frames_without_writing_nvm() {
     let n = p.pop_free().unwrap();
     let page = vec![5u8; 4096];
     let before = lines(&p);
-    p.write_page(n, PageId(3), &page, false, 0).unwrap();
+    p.write_page(n, PageId(3), &page, false, Lsn::NONE).unwrap();
     // Data and header, nothing more.
     assert_eq!(lines(&p) - before, 4096 / 64 + 1);
     // Rewriting its own page sets no in-update flag first.
     let before = lines(&p);
-    p.write_page(n, PageId(3), &page, false, 0).unwrap();
+    p.write_page(n, PageId(3), &page, false, Lsn::NONE).unwrap();
     assert_eq!(lines(&p) - before, 4096 / 64 + 1);
     let before = lines(&p);
     p.release(n).unwrap();
     let m = p.pop_free().unwrap();
     assert_eq!(m, n);
-    p.write_page(m, PageId(4), &page, false, 0).unwrap();
+    p.write_page(m, PageId(4), &page, false, Lsn::NONE).unwrap();
     p.clear_owner(m).unwrap();
     assert_eq!(lines(&p) - before, 4096 / 64 + 1, "release and clear_owner wrote NVM");
     assert_eq!((p.pid(n), p.pid(m)), (None, None));
@@ -48,7 +49,7 @@ fn a_volatile_pool_frees_frames_without_writing_nvm() {
     let dir2 = tempfile::tempdir().unwrap();
     let q = pool(&dir2, 1 << 20);
     let n = q.pop_free().unwrap();
-    q.write_page(n, PageId(3), &page, false, 0).unwrap();
+    q.write_page(n, PageId(3), &page, false, Lsn::NONE).unwrap();
     let before = lines(&q);
     q.release(n).unwrap();
     assert_eq!(lines(&q) - before, 1);
@@ -60,7 +61,7 @@ fn write_read_and_corruption_is_caught() {
     let p = pool(&dir, 1 << 20);
     let n = p.pop_free().unwrap();
     let page: Vec<u8> = (0..4096).map(|i| (i % 251) as u8).collect();
-    p.write_page(n, PageId(9), &page, true, 0).unwrap();
+    p.write_page(n, PageId(9), &page, true, Lsn::NONE).unwrap();
     assert_eq!(p.pid(n), Some(PageId(9)));
     assert!(p.is_dirty(n));
     let h = p.header(n).unwrap().unwrap();
@@ -86,9 +87,9 @@ fn reopen_finds_the_pages_and_clears_frames_caught_mid_write() {
     let dir = tempfile::tempdir().unwrap();
     let p = pool(&dir, 1 << 20);
     let page = vec![5u8; 4096];
-    let frames: Vec<u32> = (0..4).map(|_| p.pop_free().unwrap()).collect();
+    let frames: Vec<NvmSlot> = (0..4).map(|_| p.pop_free().unwrap()).collect();
     for (i, n) in frames.iter().enumerate() {
-        p.write_page(*n, PageId(10 + i as u64), &page, i % 2 == 0, 0).unwrap();
+        p.write_page(*n, PageId(10 + i as u64), &page, i % 2 == 0, Lsn::NONE).unwrap();
     }
     p.begin_update(frames[1], PageId(11)).unwrap(); // a crash in the middle of a rewrite
     p.release(frames[3]).unwrap();
@@ -96,7 +97,8 @@ fn reopen_finds_the_pages_and_clears_frames_caught_mid_write() {
     drop(p);
     let open = || NvmRegion::open(&NvmConfig::new(dir.path().join("p.nvm"), ByteSize(1 << 20))).unwrap();
     let r = NvmPool::reopen(open(), 4096, 7, NvmVerify::Cheap, true).unwrap().ok().unwrap();
-    let pages: Vec<(u32, u64, bool)> = r.pages.iter().map(|(n, h)| (*n, h.pid.0, h.flags & FLAG_DIRTY != 0)).collect();
+    let pages: Vec<(NvmSlot, u64, bool)> =
+        r.pages.iter().map(|(n, h)| (*n, h.pid.0, h.flags & FLAG_DIRTY != 0)).collect();
     assert_eq!(pages, vec![(frames[0], 10, true), (frames[2], 12, true)]);
     assert_eq!(r.cleared.len(), 1);
     assert!(r.cleared[0].1.contains("IN_UPDATE"), "{:?}", r.cleared);
@@ -125,7 +127,14 @@ fn too_small_a_region_is_a_config_error() {
 
 #[test]
 fn header_decoding_rejects_bad_crc() {
-    let h = FrameHeader { pid: PageId(3), page_lsn: 5, flags: FLAG_VALID, data_crc: 11, rec_lsn: 4, written_lsn: 9 };
+    let h = FrameHeader {
+        pid: PageId(3),
+        page_lsn: Lsn::new(5),
+        flags: FLAG_VALID,
+        data_crc: 11,
+        rec_lsn: Lsn::new(4),
+        written_lsn: Lsn::new(9),
+    };
     let mut b = h.encode();
     assert_eq!(FrameHeader::decode(&b).unwrap(), Some(h));
     b[3] ^= 0x10;
@@ -133,7 +142,7 @@ fn header_decoding_rejects_bad_crc() {
 }
 
 /// Flips byte `at` of frame `n`'s data behind the pool's back.
-fn flip(p: &NvmPool, n: u32, at: usize) {
+fn flip(p: &NvmPool, n: NvmSlot, at: usize) {
     let mut page = vec![0u8; p.page_size];
     p.region.copy_out(p.data_offset(n), &mut page).unwrap();
     page[at] ^= 0x20;
@@ -141,7 +150,7 @@ fn flip(p: &NvmPool, n: u32, at: usize) {
     unsafe { p.region.copy_in_shared(p.data_offset(n), &page) }.unwrap();
 }
 
-fn frame_bytes(p: &NvmPool, n: u32) -> Vec<u8> {
+fn frame_bytes(p: &NvmPool, n: NvmSlot) -> Vec<u8> {
     let mut page = vec![0u8; p.page_size];
     p.region.copy_out(p.data_offset(n), &mut page).unwrap();
     page
@@ -153,13 +162,13 @@ fn line_write_backs_keep_the_data_crc() {
     let p = pool(&dir, 1 << 20);
     let n = p.pop_free().unwrap();
     let page: Vec<u8> = (0..4096).map(|i| (i * 7 % 253) as u8).collect();
-    p.write_page(n, PageId(4), &page, false, 1).unwrap();
+    p.write_page(n, PageId(4), &page, false, Lsn::new(1)).unwrap();
     // Lines read back from the frame for the CRC, then with the caller's old copy.
     let (a, b) = (vec![1u8; 128], vec![2u8; 64]);
-    p.write_lines(n, PageId(4), &[(64, &a), (4032, &b)], None, 2).unwrap();
+    p.write_lines(n, PageId(4), &[(64, &a), (4032, &b)], None, Lsn::new(2)).unwrap();
     let old = frame_bytes(&p, n);
     let c = vec![3u8; 192];
-    p.write_lines(n, PageId(4), &[(1024, &c)], Some(&old), 3).unwrap();
+    p.write_lines(n, PageId(4), &[(1024, &c)], Some(&old), Lsn::new(3)).unwrap();
     let h = p.header(n).unwrap().unwrap();
     assert_eq!(h.flags, FLAG_VALID | FLAG_DIRTY, "no NO_CRC flag");
     assert_eq!(h.data_crc, crc32c::crc32c(&frame_bytes(&p, n)));
@@ -170,8 +179,8 @@ fn line_write_backs_keep_the_data_crc() {
     legacy.flags |= FLAG_NO_CRC;
     legacy.data_crc = 0;
     p.write_header(n, &legacy).unwrap();
-    p.metas[n as usize].no_crc.store(true, Ordering::Relaxed);
-    p.write_lines(n, PageId(4), &[(0, &b)], None, 4).unwrap();
+    p.metas[n.index()].no_crc.store(true, Ordering::Relaxed);
+    p.write_lines(n, PageId(4), &[(0, &b)], None, Lsn::new(4)).unwrap();
     let h = p.header(n).unwrap().unwrap();
     assert_eq!((h.flags & FLAG_NO_CRC, h.data_crc), (0, crc32c::crc32c(&frame_bytes(&p, n))));
 }
@@ -180,11 +189,11 @@ fn line_write_backs_keep_the_data_crc() {
 struct Clock(AtomicU64);
 
 impl crate::wal::LogForce for Clock {
-    fn force(&self, _lsn: u64) -> crate::Result<()> {
+    fn force(&self, _lsn: Lsn) -> crate::Result<()> {
         Ok(())
     }
-    fn end_lsn(&self) -> u64 {
-        self.0.load(Ordering::Relaxed)
+    fn end_lsn(&self) -> Lsn {
+        self.0.load_lsn(Ordering::Relaxed)
     }
 }
 
@@ -197,19 +206,19 @@ fn a_clean_frame_changed_in_place_is_bound_by_when_it_was_last_clean() {
     let n = p.pop_free().unwrap();
     // The page's last change (LSN 7) is on SSD; the frame is written clean when the
     // log is at 1,000 (a checkpoint may delete the log before that).
-    p.write_page(n, PageId(4), &vec![5u8; 4096], false, 7).unwrap();
+    p.write_page(n, PageId(4), &vec![5u8; 4096], false, Lsn::new(7)).unwrap();
     clock.0.store(2_000, Ordering::Relaxed);
-    p.write_lines(n, PageId(4), &[(64, &[1u8; 64])], None, 1_500).unwrap();
+    p.write_lines(n, PageId(4), &[(64, &[1u8; 64])], None, Lsn::new(1_500)).unwrap();
     let h = p.header(n).unwrap().unwrap();
-    assert_eq!((h.flags & FLAG_DIRTY, h.rec_lsn), (FLAG_DIRTY, 1_000), "not the page LSN 7");
-    assert_eq!(p.rec_lsn(n), 1_000);
+    assert_eq!((h.flags & FLAG_DIRTY, h.rec_lsn), (FLAG_DIRTY, Lsn::new(1_000)), "not the page LSN 7");
+    assert_eq!(p.rec_lsn(n), Lsn::new(1_000));
     // Dirty, it keeps its bound through later changes; clean again, a new one.
-    p.write_lines(n, PageId(4), &[(128, &[2u8; 64])], None, 2_100).unwrap();
-    assert_eq!(p.header(n).unwrap().unwrap().rec_lsn, 1_000);
+    p.write_lines(n, PageId(4), &[(128, &[2u8; 64])], None, Lsn::new(2_100)).unwrap();
+    assert_eq!(p.header(n).unwrap().unwrap().rec_lsn, Lsn::new(1_000));
     clock.0.store(3_000, Ordering::Relaxed);
     p.mark_clean(n).unwrap();
-    p.write_lines(n, PageId(4), &[(192, &[3u8; 64])], None, 3_100).unwrap();
-    assert_eq!(p.header(n).unwrap().unwrap().rec_lsn, 3_000);
+    p.write_lines(n, PageId(4), &[(192, &[3u8; 64])], None, Lsn::new(3_100)).unwrap();
+    assert_eq!(p.header(n).unwrap().unwrap().rec_lsn, Lsn::new(3_000));
 }
 
 #[test]
@@ -219,8 +228,8 @@ fn reads_check_once_after_a_reopen_or_every_time() {
     let p = NvmPool::format(open(), 4096, 7, NvmVerify::Cheap).unwrap();
     let page = vec![9u8; 4096];
     let (clean, dirty) = (p.pop_free().unwrap(), p.pop_free().unwrap());
-    p.write_page(clean, PageId(5), &page, false, 0).unwrap();
-    p.write_page_rec(dirty, PageId(6), &page, true, 40, 33).unwrap();
+    p.write_page(clean, PageId(5), &page, false, Lsn::NONE).unwrap();
+    p.write_page_rec(dirty, PageId(6), &page, true, Lsn::new(40), Lsn::new(33)).unwrap();
     flip(&p, clean, 100);
     flip(&p, dirty, 4000);
     // Written by this process: checked already, so the cheap mode does not look.
@@ -232,7 +241,7 @@ fn reads_check_once_after_a_reopen_or_every_time() {
     let r = NvmPool::reopen(open(), 4096, 7, NvmVerify::Cheap, true).unwrap().ok().unwrap();
     assert_eq!(r.pages.iter().map(|(n, _)| *n).collect::<Vec<_>>(), vec![clean]);
     assert!(r.cleared.len() == 1 && r.cleared[0].1.contains("fails its data CRC"), "{:?}", r.cleared);
-    assert_eq!(r.log_needed_from, Some(33));
+    assert_eq!(r.log_needed_from, Some(Lsn::new(33)));
     let e = r.pool.read_lines(clean, PageId(5), 0, &mut line).unwrap_err();
     assert!(e.to_string().contains("p.nvm") && e.to_string().contains("NVM frame"), "{e}");
     flip(&r.pool, clean, 100);
@@ -244,7 +253,7 @@ fn reads_check_once_after_a_reopen_or_every_time() {
     let r = NvmPool::reopen(open(), 4096, 7, NvmVerify::Every, true).unwrap().ok().unwrap();
     assert!(r.pages.is_empty() && r.cleared.len() == 1, "{:?}", r.cleared);
     let n = r.pool.pop_free().unwrap();
-    r.pool.write_page(n, PageId(5), &page, false, 0).unwrap();
+    r.pool.write_page(n, PageId(5), &page, false, Lsn::NONE).unwrap();
     r.pool.read_lines(n, PageId(5), 0, &mut line).unwrap();
     flip(&r.pool, n, 7);
     assert!(matches!(r.pool.read_lines(n, PageId(5), 0, &mut line), Err(BufferError::Corrupted { .. })));

@@ -16,7 +16,7 @@ use super::header::{
 };
 use super::{NvmPool, dev};
 use crate::buffer::error::BufferError;
-use crate::ids::PageId;
+use crate::ids::{AtomicLsn, Lsn, NvmSlot, PageId};
 use crate::limits::CACHE_LINE_BYTES;
 use crate::page::crc::crc_after_runs;
 
@@ -31,16 +31,16 @@ impl NvmPool {
     /// Device errors.
     pub fn write_lines(
         &self,
-        n: u32,
+        n: NvmSlot,
         pid: PageId,
         runs: &[(usize, &[u8])],
         old: Option<&[u8]>,
-        page_lsn: u64,
+        page_lsn: Lsn,
     ) -> Result<(), BufferError> {
         debug_assert_eq!(self.pid(n), Some(pid));
         debug_assert!(old.is_none_or(|o| o.len() == self.page_size));
         let base = self.data_offset(n);
-        let m = &self.metas[n as usize];
+        let m = &self.metas[n.index()];
         // 1. The lines' bytes before the change, for the CRC (not needed for a frame
         //    that has none: its CRC is computed from the whole page below).
         let mut read_old = Vec::new();
@@ -67,7 +67,7 @@ impl NvmPool {
         let rec_lsn = match before {
             Some(h) if h.flags & FLAG_DIRTY != 0 => h.rec_lsn,
             Some(h) => h.page_lsn.max(h.written_lsn),
-            None => 0,
+            None => Lsn::NONE,
         };
         // 2. The new CRC: updated by the runs' change, or (a frame without one) computed
         //    over the whole page once written.
@@ -106,7 +106,7 @@ impl NvmPool {
         let flags = FLAG_VALID | FLAG_DIRTY;
         let h = FrameHeader { pid, page_lsn, flags, data_crc, rec_lsn, written_lsn: self.lsn_now() };
         self.write_header(n, &h)?;
-        m.rec_lsn.store(rec_lsn, Ordering::Relaxed);
+        m.rec_lsn.store_lsn(rec_lsn, Ordering::Relaxed);
         m.dirty.store(true, Ordering::Relaxed);
         m.crc.store(data_crc, Ordering::Relaxed);
         m.no_crc.store(false, Ordering::Relaxed);
@@ -123,7 +123,13 @@ impl NvmPool {
     /// # Errors
     /// Device errors.
     #[doc(hidden)]
-    pub fn crash_inside_write_lines(&self, n: u32, pid: PageId, off: usize, bytes: &[u8]) -> Result<(), BufferError> {
+    pub fn crash_inside_write_lines(
+        &self,
+        n: NvmSlot,
+        pid: PageId,
+        off: usize,
+        bytes: &[u8],
+    ) -> Result<(), BufferError> {
         debug_assert!(off + bytes.len() <= self.page_size && bytes.len().is_multiple_of(CACHE_LINE_BYTES));
         self.begin_update(n, pid)?;
         let at = self.data_offset(n) + off as u64;
@@ -137,8 +143,8 @@ impl NvmPool {
     /// restart discards instead of a valid header over torn bytes. A frame being
     /// filled for a new page has an empty header already.
     /// Returns the header as it was before (`None` for a frame filled for a new page).
-    pub(super) fn begin_update(&self, n: u32, pid: PageId) -> Result<Option<FrameHeader>, BufferError> {
-        if self.metas[n as usize].pid.load(Ordering::Relaxed) != pid.0 {
+    pub(super) fn begin_update(&self, n: NvmSlot, pid: PageId) -> Result<Option<FrameHeader>, BufferError> {
+        if self.metas[n.index()].pid.load(Ordering::Relaxed) != pid.0 {
             return Ok(None);
         }
         let Some(before) = self.header(n)? else { return Ok(None) };
@@ -162,24 +168,31 @@ impl NvmPool {
     ///
     /// # Errors
     /// Device errors.
-    pub fn write_page(&self, n: u32, pid: PageId, src: &[u8], dirty: bool, page_lsn: u64) -> Result<(), BufferError> {
-        self.write_page_rec(n, pid, src, dirty, page_lsn, 0)
+    pub fn write_page(
+        &self,
+        n: NvmSlot,
+        pid: PageId,
+        src: &[u8],
+        dirty: bool,
+        page_lsn: Lsn,
+    ) -> Result<(), BufferError> {
+        self.write_page_rec(n, pid, src, dirty, page_lsn, Lsn::NONE)
     }
 
     /// [`write_page`](Self::write_page) with the recovery LSN of a dirty page: a lower
-    /// bound of its oldest change not on SSD (0: unknown). A frame that held the page
+    /// bound of its oldest change not on SSD ([`Lsn::NONE`]: unknown). A frame that held the page
     /// dirty already keeps the older of its bound and this one.
     ///
     /// # Errors
     /// Device errors.
     pub fn write_page_rec(
         &self,
-        n: u32,
+        n: NvmSlot,
         pid: PageId,
         src: &[u8],
         dirty: bool,
-        page_lsn: u64,
-        rec_lsn: u64,
+        page_lsn: Lsn,
+        rec_lsn: Lsn,
     ) -> Result<(), BufferError> {
         debug_assert_eq!(src.len(), self.page_size);
         // The caller owns the frame: empty, or holding this very page.
@@ -188,8 +201,8 @@ impl NvmPool {
         let before = if self.volatile { None } else { self.begin_update(n, pid)? };
         debug_assert!(!(self.volatile && dirty), "{pid}: a dirty page in volatile NVM frame {n}");
         let rec_lsn = match before {
-            _ if !dirty => 0,
-            Some(h) if h.flags & FLAG_DIRTY != 0 && (h.rec_lsn == 0 || rec_lsn == 0) => 0,
+            _ if !dirty => Lsn::NONE,
+            Some(h) if h.flags & FLAG_DIRTY != 0 && (h.rec_lsn.is_none() || rec_lsn.is_none()) => Lsn::NONE,
             Some(h) if h.flags & FLAG_DIRTY != 0 => h.rec_lsn.min(rec_lsn),
             _ => rec_lsn,
         };
@@ -206,10 +219,10 @@ impl NvmPool {
         let data_crc = crc32c::crc32c(src);
         let h = FrameHeader { pid, page_lsn, flags, data_crc, rec_lsn, written_lsn: self.lsn_now() };
         self.write_header(n, &h)?;
-        let m = &self.metas[n as usize];
+        let m = &self.metas[n.index()];
         m.crc.store(data_crc, Ordering::Relaxed);
         m.checked.store(true, Ordering::Relaxed);
-        m.rec_lsn.store(rec_lsn, Ordering::Relaxed);
+        m.rec_lsn.store_lsn(rec_lsn, Ordering::Relaxed);
         m.pid.store(pid.0, Ordering::Relaxed);
         m.dirty.store(dirty, Ordering::Relaxed);
         m.referenced.store(true, Ordering::Relaxed);
@@ -222,10 +235,10 @@ impl NvmPool {
     ///
     /// # Errors
     /// Device errors; `Corrupted` if the header does not decode.
-    pub fn mark_clean(&self, n: u32) -> Result<(), BufferError> {
+    pub fn mark_clean(&self, n: NvmSlot) -> Result<(), BufferError> {
         let Some(mut h) = self.header(n)? else {
             return Err(BufferError::Corrupted {
-                pid: PageId(self.metas[n as usize].pid.load(Ordering::Relaxed)),
+                pid: PageId(self.metas[n.index()].pid.load(Ordering::Relaxed)),
                 location: format!("NVM frame header {n} of {}", self.region.info().path.display()),
                 detail: "the header of a frame in use is empty".into(),
             });
@@ -238,11 +251,11 @@ impl NvmPool {
             self.pid(n)
         );
         h.flags &= !FLAG_DIRTY;
-        h.rec_lsn = 0;
+        h.rec_lsn = Lsn::NONE;
         // After the page's SSD write, at or past its flush LSN: the frame stays trusted.
         h.written_lsn = self.lsn_now();
         self.write_header(n, &h)?;
-        self.metas[n as usize].dirty.store(false, Ordering::Relaxed);
+        self.metas[n.index()].dirty.store(false, Ordering::Relaxed);
         Ok(())
     }
 
@@ -251,7 +264,7 @@ impl NvmPool {
     ///
     /// # Errors
     /// Device errors (the frame then stays owned by the caller's page).
-    pub fn release(&self, n: u32) -> Result<(), BufferError> {
+    pub fn release(&self, n: NvmSlot) -> Result<(), BufferError> {
         if !self.volatile {
             self.write_header_bytes(n, &[0u8; HEADER_BYTES])?;
         }
@@ -262,9 +275,9 @@ impl NvmPool {
     /// Forgets frame `n`'s page in DRAM metadata and frees it without touching its
     /// persistent header: for a frame whose header is empty already (popped from the
     /// free list, or cleared) after a write into it failed or was not needed.
-    pub fn detach(&self, n: u32) {
-        debug_assert!((n as usize) < self.metas.len(), "NVM frame {n} of {}", self.metas.len());
-        let m = &self.metas[n as usize];
+    pub fn detach(&self, n: NvmSlot) {
+        debug_assert!(n.index() < self.metas.len(), "NVM frame {n} of {}", self.metas.len());
+        let m = &self.metas[n.index()];
         m.pid.store(NO_PAGE, Ordering::Relaxed);
         m.dirty.store(false, Ordering::Relaxed);
         m.referenced.store(false, Ordering::Relaxed);
@@ -279,22 +292,22 @@ impl NvmPool {
     ///
     /// # Errors
     /// Device errors (the frame then still holds its page).
-    pub fn clear_owner(&self, n: u32) -> Result<(), BufferError> {
+    pub fn clear_owner(&self, n: NvmSlot) -> Result<(), BufferError> {
         if !self.volatile {
             self.write_header_bytes(n, &[0u8; HEADER_BYTES])?;
         }
-        let m = &self.metas[n as usize];
+        let m = &self.metas[n.index()];
         m.pid.store(NO_PAGE, Ordering::Relaxed);
         m.dirty.store(false, Ordering::Relaxed);
         m.no_crc.store(false, Ordering::Relaxed);
         Ok(())
     }
 
-    pub(super) fn write_header(&self, n: u32, h: &FrameHeader) -> Result<(), BufferError> {
+    pub(super) fn write_header(&self, n: NvmSlot, h: &FrameHeader) -> Result<(), BufferError> {
         self.write_header_bytes(n, &h.encode())
     }
 
-    pub(super) fn write_header_bytes(&self, n: u32, b: &[u8; HEADER_BYTES]) -> Result<(), BufferError> {
+    pub(super) fn write_header_bytes(&self, n: NvmSlot, b: &[u8; HEADER_BYTES]) -> Result<(), BufferError> {
         let off = self.header_offset(n);
         // Slot bounds: a frame header never reaches into the frames (or the pool header).
         assert!(

@@ -13,7 +13,7 @@ use crate::device::aligned::{AlignedBuf, is_io_aligned};
 use crate::device::double_write::{self, DoubleWrite};
 use crate::device::page_seal::{self, Sealed};
 use crate::device::{DeviceError, EmulationMode, OpKind};
-use crate::ids::PageId;
+use crate::ids::{Lsn, PageId};
 use crate::limits::{SSD_WRITE_BATCH_BYTES_MAX, SSD_WRITE_RUN_BYTES_MAX, SSD_WRITES_IN_FLIGHT_MAX};
 
 impl SsdFile {
@@ -36,7 +36,7 @@ impl SsdFile {
     ///
     /// # Errors
     /// As [`read_page`](Self::read_page).
-    pub fn read_page_flushed(&self, id: PageId, buf: &mut [u8]) -> Result<u64, DeviceError> {
+    pub fn read_page_flushed(&self, id: PageId, buf: &mut [u8]) -> Result<Lsn, DeviceError> {
         self.read_raw(id, buf)?;
         self.check_sealed(id, buf)
     }
@@ -49,8 +49,8 @@ impl SsdFile {
     /// submission (up to [`SSD_WRITES_IN_FLIGHT_MAX`] in flight); else, or without
     /// io_uring, one after another, each charged as a read is. A failed batch is read
     /// again one page after another, so each page gets its own error.
-    pub fn read_pages_flushed(&self, pages: &mut [(PageId, &mut [u8])]) -> Vec<Result<u64, DeviceError>> {
-        let mut results: Vec<Result<u64, DeviceError>> = Vec::with_capacity(pages.len());
+    pub fn read_pages_flushed(&self, pages: &mut [(PageId, &mut [u8])]) -> Vec<Result<Lsn, DeviceError>> {
+        let mut results: Vec<Result<Lsn, DeviceError>> = Vec::with_capacity(pages.len());
         let mut offsets = Vec::with_capacity(pages.len());
         for (id, buf) in pages.iter() {
             match self.check_page(*id, buf.len()) {
@@ -85,7 +85,7 @@ impl SsdFile {
 
     /// `buf`, just read as page `id`: its last-flush LSN if its seal holds (the seal's
     /// bytes then cleared), else `Corrupted` naming the page and the file.
-    fn check_sealed(&self, id: PageId, buf: &mut [u8]) -> Result<u64, DeviceError> {
+    fn check_sealed(&self, id: PageId, buf: &mut [u8]) -> Result<Lsn, DeviceError> {
         match page_seal::check(buf, id) {
             Ok(_) => {
                 let lsn = page_seal::flush_lsn(buf);
@@ -142,7 +142,7 @@ impl SsdFile {
     /// format leaves them free (a page format that does not is a bug that would lose
     /// those bytes).
     pub fn write_pages(&self, pages: &[(PageId, &[u8])]) -> Result<(), DeviceError> {
-        self.write_pages_flushed(pages, 0)
+        self.write_pages_flushed(pages, Lsn::NONE)
     }
 
     /// [`write_pages`](Self::write_pages), recording `flush_lsn` (the log's LSN at this
@@ -153,7 +153,7 @@ impl SsdFile {
     ///
     /// # Panics
     /// As [`write_pages`](Self::write_pages).
-    pub fn write_pages_flushed(&self, pages: &[(PageId, &[u8])], flush_lsn: u64) -> Result<(), DeviceError> {
+    pub fn write_pages_flushed(&self, pages: &[(PageId, &[u8])], flush_lsn: Lsn) -> Result<(), DeviceError> {
         self.check_poison()?;
         for (id, buf) in pages {
             self.check_page(*id, buf.len())?;

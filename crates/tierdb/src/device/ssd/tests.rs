@@ -5,6 +5,7 @@ use std::path::Path;
 use super::*;
 use crate::device::page_seal;
 use crate::device::superblock::FORMAT_VERSION;
+use crate::ids::Lsn;
 use crate::limits::DOUBLE_WRITE_SLOTS;
 use crate::limits::SSD_WRITE_RUN_BYTES_MAX;
 
@@ -333,10 +334,10 @@ fn a_format_3_file_is_read_and_upgraded() {
     let f = SsdFile::open(&c).unwrap();
     assert_eq!(f.superblock().format_version, FORMAT_VERSION);
     let mut buf = vec![0u8; 4096];
-    assert_eq!(f.read_page_flushed(PageId(1), &mut buf).unwrap(), 0);
+    assert_eq!(f.read_page_flushed(PageId(1), &mut buf).unwrap(), Lsn::NONE);
     assert_eq!(buf, unaligned_page(5));
-    f.write_pages_flushed(&[(PageId(2), &unaligned_page(6))], 1 << 40).unwrap();
-    assert_eq!(f.read_page_flushed(PageId(2), &mut buf).unwrap(), 1 << 40);
+    f.write_pages_flushed(&[(PageId(2), &unaligned_page(6))], Lsn::new(1 << 40)).unwrap();
+    assert_eq!(f.read_page_flushed(PageId(2), &mut buf).unwrap(), Lsn::new(1 << 40));
     drop(f);
     assert_eq!(SsdFile::read_superblock(&c.path).unwrap().0.format_version, FORMAT_VERSION);
 }

@@ -39,7 +39,7 @@ use crate::counters::Count;
 use crate::page::frame::lines::{LineGuard, LineHost, Place};
 use crate::page::source::LinePage;
 
-use crate::ids::PageId;
+use crate::ids::{Lsn, NvmSlot, PageId};
 use crate::limits::{CACHE_LINE_BYTES, PAGE_SIZE_MAX_BYTES};
 
 const LINE: usize = CACHE_LINE_BYTES;
@@ -88,7 +88,7 @@ impl Shadow {
 
 /// Software prefetch of bytes `from..until` of frame `n`'s page, one hint per line.
 #[inline]
-fn prefetch(nvm: &NvmPool, n: u32, from: usize, until: usize) {
+fn prefetch(nvm: &NvmPool, n: NvmSlot, from: usize, until: usize) {
     debug_assert!(from <= until && until <= nvm.page_size(), "{from}..{until}");
     let base = nvm.page_ptr(n).as_ptr();
     for at in (from..until).step_by(LINE) {
@@ -108,19 +108,25 @@ fn prefetch(nvm: &NvmPool, n: u32, from: usize, until: usize) {
 pub struct NvmLines<'a> {
     bm: &'a dyn LineHost,
     nvm: &'a NvmPool,
-    n: u32,
+    n: NvmSlot,
     pid: PageId,
     exclusive: bool,
     page_size: usize,
     shadow: Option<Box<Shadow>>,
-    page_lsn: u64,
+    page_lsn: Lsn,
     _not_send: PhantomData<*const u8>,
 }
 
 impl<'a> NvmLines<'a> {
     /// Wraps the in-place latch of frame `n`, which the caller holds (exclusive if
     /// `exclusive`) and under which it checked that the frame holds `pid`.
-    pub(crate) fn new(bm: &'a dyn LineHost, nvm: &'a NvmPool, n: u32, pid: PageId, exclusive: bool) -> NvmLines<'a> {
+    pub(crate) fn new(
+        bm: &'a dyn LineHost,
+        nvm: &'a NvmPool,
+        n: NvmSlot,
+        pid: PageId,
+        exclusive: bool,
+    ) -> NvmLines<'a> {
         debug_assert_eq!(nvm.pid(n), Some(pid));
         debug_assert!(if exclusive { nvm.latch(n).is_exclusive() } else { nvm.latch(n).is_held() });
         NvmLines {
@@ -131,13 +137,13 @@ impl<'a> NvmLines<'a> {
             exclusive,
             page_size: bm.page_size_bytes(),
             shadow: None,
-            page_lsn: 0,
+            page_lsn: Lsn::NONE,
             _not_send: PhantomData,
         }
     }
 
     /// The NVM frame the guard holds.
-    pub fn nvm_frame(&self) -> u32 {
+    pub fn nvm_frame(&self) -> NvmSlot {
         self.n
     }
 
@@ -278,7 +284,7 @@ impl LinePage for NvmLines<'_> {
         Ok(&mut shadow.bytes[..])
     }
 
-    fn set_page_lsn(&mut self, lsn: u64) {
+    fn set_page_lsn(&mut self, lsn: Lsn) {
         self.page_lsn = self.page_lsn.max(lsn);
     }
 }
@@ -365,7 +371,7 @@ impl LinePage for BmLines<'_> {
     }
 
     #[inline]
-    fn set_page_lsn(&mut self, lsn: u64) {
+    fn set_page_lsn(&mut self, lsn: Lsn) {
         match self {
             BmLines::Dram(g) => g.set_page_lsn(lsn),
             BmLines::Nvm(g) => g.set_page_lsn(lsn),
@@ -376,7 +382,7 @@ impl LinePage for BmLines<'_> {
 /// A page fixed shared in place in NVM frame `n`: its bytes are the NVM bytes.
 pub struct NvmRead<'a> {
     nvm: &'a NvmPool,
-    n: u32,
+    n: NvmSlot,
     pid: PageId,
     page_size: usize,
     _not_send: PhantomData<*const u8>,
@@ -385,7 +391,7 @@ pub struct NvmRead<'a> {
 impl<'a> NvmRead<'a> {
     /// Wraps the in-place latch of frame `n`, held shared by the caller, which checked
     /// that the frame holds `pid`. Charges the read of the page.
-    pub(crate) fn new(nvm: &'a NvmPool, n: u32, pid: PageId, page_size: usize) -> NvmRead<'a> {
+    pub(crate) fn new(nvm: &'a NvmPool, n: NvmSlot, pid: PageId, page_size: usize) -> NvmRead<'a> {
         debug_assert_eq!(nvm.pid(n), Some(pid));
         nvm.charge_in_place(n, 0, page_size);
         // The whole page is charged already; the prefetch only starts the loads of its
@@ -426,7 +432,7 @@ impl Drop for NvmRead<'_> {
 /// unchanged and no in-place writer in it.
 pub struct NvmOptimistic<'a> {
     nvm: &'a NvmPool,
-    n: u32,
+    n: NvmSlot,
     version: u64,
     page_size: usize,
     _not_send: PhantomData<*const u8>,
@@ -434,7 +440,7 @@ pub struct NvmOptimistic<'a> {
 
 impl<'a> NvmOptimistic<'a> {
     /// Starts an optimistic read of frame `n`, or `None` if a writer is in it.
-    pub(crate) fn try_new(nvm: &'a NvmPool, n: u32, page_size: usize) -> Option<NvmOptimistic<'a>> {
+    pub(crate) fn try_new(nvm: &'a NvmPool, n: NvmSlot, page_size: usize) -> Option<NvmOptimistic<'a>> {
         let version = nvm.latch(n).optimistic()?;
         nvm.charge_search_in_place(n);
         Some(NvmOptimistic { nvm, n, version, page_size, _not_send: PhantomData })

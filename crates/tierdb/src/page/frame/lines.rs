@@ -38,7 +38,7 @@ use super::{FrameId, FramePool, FrameRead, FrameWrite, Mask};
 use crate::Result;
 use crate::buffer::error::BufferError;
 use crate::counters::Count;
-use crate::ids::PageId;
+use crate::ids::{AtomicLsn, Lsn, NvmSlot, PageId};
 use crate::limits::CACHE_LINE_BYTES;
 use crate::page::latch::Latch;
 use crate::page::source::LinePage;
@@ -74,7 +74,7 @@ pub trait LineHost: Sync {
     ///
     /// # Errors
     /// A device error or a corrupted line.
-    fn load_lines(&self, n: u32, pid: PageId, off: usize, dst: &mut [u8]) -> Result<()>;
+    fn load_lines(&self, n: NvmSlot, pid: PageId, off: usize, dst: &mut [u8]) -> Result<()>;
     /// A free full frame, held exclusive, to promote a mini page into.
     ///
     /// # Errors
@@ -93,11 +93,11 @@ pub trait LineHost: Sync {
     /// The log force or the NVM write failed.
     fn write_in_place(
         &self,
-        n: u32,
+        n: NvmSlot,
         pid: PageId,
         runs: &[(usize, &[u8])],
         old: &[u8],
-        page_lsn: u64,
+        page_lsn: Lsn,
         lines: u64,
     ) -> Result<()>;
     /// Stops the page source after a failure a guard's drop cannot report.
@@ -135,9 +135,7 @@ impl<'a> LineGuard<'a> {
             exclusive,
             wrote_whole: false,
             line_write_back: match place {
-                Place::Full(f) => {
-                    bm.cl_grained() && bm.frames().meta(f).nvm.load(Ordering::Relaxed) != super::NO_NVM_FRAME
-                }
+                Place::Full(f) => bm.cl_grained() && bm.frames().meta(f).nvm_slot().is_some(),
                 Place::Mini(_) => true,
             },
             debug: None,
@@ -236,7 +234,7 @@ impl<'a> LineGuard<'a> {
     fn load_full(&mut self, f: FrameId, first: usize, last: usize) -> Result<()> {
         debug_assert!(self.exclusive);
         let meta = self.pool.meta(f);
-        let n = meta.nvm.load(Ordering::Relaxed);
+        let n = meta.nvm_slot().expect("a partly resident page has an NVM copy");
         for (s, k) in self.pool.runs(Mask::Resident, f, first, last, false) {
             // SAFETY: the lines are inside frame `f`, which this guard holds exclusive.
             let dst = unsafe { std::slice::from_raw_parts_mut(self.pool.data(f).add(s * LINE).as_ptr(), k * LINE) };
@@ -289,7 +287,7 @@ impl<'a> LineGuard<'a> {
                 to_load.push(k);
             }
         }
-        let n = m.nvm.load(Ordering::Relaxed);
+        let n = m.nvm_slot();
         to_load.reverse();
         let mut at = 0;
         while at < to_load.len() {
@@ -304,6 +302,7 @@ impl<'a> LineGuard<'a> {
             let (k, l) = (to_load[at], want[to_load[at]]);
             // SAFETY: slots `k..k + run` are inside the mini page, held exclusive.
             let dst = unsafe { std::slice::from_raw_parts_mut(base.add(k * LINE).as_ptr(), run * LINE) };
+            let n = n.expect("lines missing from a mini page without an NVM copy");
             self.bm.load_lines(n, self.pid, l * LINE, dst)?;
             if let Some(d) = &mut self.debug {
                 d.extend((0..run).map(|r| (l + r, crc32c::crc32c(&dst[r * LINE..(r + 1) * LINE]))));
@@ -348,7 +347,7 @@ impl<'a> LineGuard<'a> {
             panic!("debug-lines: {} line {l} was resident in its mini page but not copied on promotion", self.pid);
         }
         fm.pid.store(self.pid.0, Ordering::Relaxed);
-        fm.nvm.store(m.nvm.load(Ordering::Relaxed), Ordering::Relaxed);
+        fm.set_nvm_slot(m.nvm_slot());
         fm.dirty.store(false, Ordering::Relaxed);
         fm.referenced.store(true, Ordering::Relaxed);
         fm.resident_all.store(self.pool.count_set(Mask::Resident, f) == self.pool.lines(), Ordering::Relaxed);
@@ -531,11 +530,11 @@ impl LinePage for LineGuard<'_> {
         Ok(unsafe { std::slice::from_raw_parts(self.pool.data(f).as_ptr(), self.page_bytes()) })
     }
 
-    fn set_page_lsn(&mut self, lsn: u64) {
+    fn set_page_lsn(&mut self, lsn: Lsn) {
         match self.place {
             Place::Full(f) => self.pool.meta(f).note_lsn(lsn),
             Place::Mini(i) => {
-                self.pool.minis().meta(i).page_lsn.fetch_max(lsn, Ordering::Relaxed);
+                self.pool.minis().meta(i).page_lsn.fetch_max_lsn(lsn, Ordering::Relaxed);
             }
         }
     }
@@ -646,7 +645,7 @@ impl LinePage for WholeLines<'_> {
         Ok(&mut **self.exclusive()?)
     }
 
-    fn set_page_lsn(&mut self, lsn: u64) {
+    fn set_page_lsn(&mut self, lsn: Lsn) {
         if let WholeLines::Exclusive(g) = self {
             crate::page::source::ExclusivePage::set_page_lsn(g, lsn);
         }

@@ -23,6 +23,7 @@ use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU16, AtomicU32, AtomicU64, O
 use parking_lot::Mutex;
 
 use super::{FrameId, NO_NVM_FRAME, NO_PAGE};
+use crate::ids::NvmSlot;
 use crate::limits::CACHE_LINE_BYTES;
 use crate::page::latch::Latch;
 
@@ -42,7 +43,9 @@ pub struct MiniMeta {
     /// LSN of the last logged change to the page (the WAL is forced up to it before
     /// the page's lines are written back).
     pub page_lsn: AtomicU64,
-    /// The NVM frame of the page (a mini page always has one).
+    /// The NVM frame of the page (a mini page always has one), as a raw [`NvmSlot`];
+    /// read and set through [`nvm_slot`](Self::nvm_slot) and
+    /// [`set_nvm_slot`](Self::set_nvm_slot).
     pub nvm: AtomicU32,
     /// Set on every fix; cleared by the clock hand when it visits the mini page's block
     /// (second chance).
@@ -58,6 +61,18 @@ pub struct MiniMeta {
 const _: () = assert!(std::mem::size_of::<MiniMeta>() == CACHE_LINE_BYTES);
 
 impl MiniMeta {
+    /// The NVM frame of the page ([`nvm`](Self::nvm)), if any.
+    #[inline]
+    pub fn nvm_slot(&self) -> Option<NvmSlot> {
+        NvmSlot::from_raw(self.nvm.load(Ordering::Relaxed))
+    }
+
+    /// Sets [`nvm`](Self::nvm): the NVM frame of the page, or none.
+    #[inline]
+    pub fn set_nvm_slot(&self, slot: Option<NvmSlot>) {
+        self.nvm.store(NvmSlot::raw(slot), Ordering::Relaxed);
+    }
+
     fn new() -> MiniMeta {
         MiniMeta {
             latch: Latch::new(),
@@ -107,7 +122,7 @@ impl MiniMeta {
     /// Forgets the page (under the exclusive latch, before the slot is freed).
     pub fn clear(&self) {
         self.pid.store(NO_PAGE, Ordering::Relaxed);
-        self.nvm.store(NO_NVM_FRAME, Ordering::Relaxed);
+        self.set_nvm_slot(None);
         self.count.store(0, Ordering::Relaxed);
         self.dirty.store(0, Ordering::Relaxed);
         self.referenced.store(false, Ordering::Relaxed);

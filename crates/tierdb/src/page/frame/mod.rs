@@ -37,7 +37,7 @@ use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU32, AtomicU64, Ordering, f
 use super::latch::Latch;
 use super::source::{ExclusivePage, OptimisticPage, SharedPage};
 use crate::device::DramArena;
-use crate::ids::PageId;
+use crate::ids::{AtomicLsn, Lsn, NvmSlot, PageId};
 use crate::limits::CACHE_LINE_BYTES;
 
 /// Index of a DRAM frame in its pool.
@@ -76,7 +76,7 @@ impl FrameId {
 /// `FrameMeta::pid` of a frame that holds no page.
 pub const NO_PAGE: u64 = u64::MAX;
 /// `FrameMeta::nvm` of a frame whose page has no NVM copy.
-pub const NO_NVM_FRAME: u32 = u32::MAX;
+pub const NO_NVM_FRAME: u32 = NvmSlot::NONE_RAW;
 /// `FrameMeta::pid` of a frame lent to mini pages (a block of them; see [`mini`]).
 pub const MINI_BLOCK: u64 = u64::MAX - 1;
 /// `FrameMeta::parent` of a frame whose page no inner node references by frame.
@@ -96,7 +96,9 @@ pub struct FrameMeta {
     pub dirty: AtomicBool,
     /// Set on every fix; cleared by the clock hand (second chance).
     pub referenced: AtomicBool,
-    /// The NVM frame holding this page's older copy, or [`NO_NVM_FRAME`].
+    /// The NVM frame holding this page's older copy, as a raw [`NvmSlot`], or
+    /// [`NO_NVM_FRAME`]; read and set through [`nvm_slot`](Self::nvm_slot) and
+    /// [`set_nvm_slot`](Self::set_nvm_slot).
     pub nvm: AtomicU32,
     /// Every line of the page is in the frame (the paper's `r` bit). Always true for
     /// pages that came from SSD or were allocated; an NVM-backed page loaded
@@ -148,11 +150,24 @@ impl FrameMeta {
     /// A change logged at `lsn` was made to the page: raises the page LSN, and sets the
     /// first-update LSN if the page had none since it was last clean.
     #[inline]
-    pub fn note_lsn(&self, lsn: u64) {
-        self.page_lsn.fetch_max(lsn, Ordering::Relaxed);
-        if lsn != 0 && self.first_lsn.load(Ordering::Relaxed) == 0 {
-            let _ = self.first_lsn.compare_exchange(0, lsn, Ordering::Relaxed, Ordering::Relaxed);
+    pub fn note_lsn(&self, lsn: Lsn) {
+        self.page_lsn.fetch_max_lsn(lsn, Ordering::Relaxed);
+        if !lsn.is_none() && self.first_lsn.load_lsn(Ordering::Relaxed).is_none() {
+            let none = Lsn::NONE.get();
+            let _ = self.first_lsn.compare_exchange(none, lsn.get(), Ordering::Relaxed, Ordering::Relaxed);
         }
+    }
+
+    /// The NVM frame holding this page's older copy ([`nvm`](Self::nvm)), if any.
+    #[inline]
+    pub fn nvm_slot(&self) -> Option<NvmSlot> {
+        NvmSlot::from_raw(self.nvm.load(Ordering::Relaxed))
+    }
+
+    /// Sets [`nvm`](Self::nvm): the NVM frame holding this page's older copy, or none.
+    #[inline]
+    pub fn set_nvm_slot(&self, slot: Option<NvmSlot>) {
+        self.nvm.store(NvmSlot::raw(slot), Ordering::Relaxed);
     }
 
     /// The raw page id held, or [`NO_PAGE`] or [`MINI_BLOCK`]; racy unless the latch
@@ -706,7 +721,7 @@ impl ExclusivePage for FrameWrite<'_> {
     }
 
     #[inline]
-    fn set_page_lsn(&mut self, lsn: u64) {
+    fn set_page_lsn(&mut self, lsn: Lsn) {
         self.meta().note_lsn(lsn);
     }
 }

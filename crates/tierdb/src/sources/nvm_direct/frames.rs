@@ -60,7 +60,7 @@ use parking_lot::{Mutex, RwLock};
 use crate::Result;
 use crate::buffer::error::BufferError;
 use crate::device::NvmRegion;
-use crate::ids::PageId;
+use crate::ids::{Lsn, PageId};
 use crate::limits::{CACHE_LINE_BYTES, PAGE_SIZE_MAX_BYTES};
 use crate::page::crc::{NvmVerify, crc_after_runs};
 use crate::page::latch::Latch;
@@ -151,7 +151,7 @@ pub trait WriteBackLog: Send + Sync {
     /// The LSN the next record will get: a guard that starts changing a page takes it
     /// as a bound below every record its changes will need (see
     /// [`DirectPages::oldest_pending`]).
-    fn next_lsn(&self) -> u64;
+    fn next_lsn(&self) -> Lsn;
 }
 
 /// Per-slot state. One cache line each.
@@ -201,7 +201,7 @@ pub struct DirectPages {
     meta_lock: Mutex<()>,
     /// Guards holding changes not yet written back, by the log's next LSN when each
     /// began changing its page → how many began there.
-    pending: Mutex<std::collections::BTreeMap<u64, u32>>,
+    pending: Mutex<std::collections::BTreeMap<Lsn, u32>>,
     poisoned: AtomicBool,
     poison_why: Mutex<Option<String>>,
     /// Counters of in-place writing, bumped with relaxed atomics.
@@ -301,17 +301,17 @@ impl DirectPages {
     /// The lowest LSN that a change not yet written back may need in the log: records
     /// below it describe only changes that are in NVM (the log may be truncated there).
     /// `None` when no guard holds unwritten changes.
-    pub fn oldest_pending(&self) -> Option<u64> {
+    pub fn oldest_pending(&self) -> Option<Lsn> {
         self.pending.lock().keys().next().copied()
     }
 
-    fn pending_begin(&self) -> Option<u64> {
+    fn pending_begin(&self) -> Option<Lsn> {
         let lsn = self.log.read().as_ref()?.next_lsn();
         *self.pending.lock().entry(lsn).or_insert(0) += 1;
         Some(lsn)
     }
 
-    fn pending_end(&self, lsn: u64) {
+    fn pending_end(&self, lsn: Lsn) {
         let mut p = self.pending.lock();
         if let Some(n) = p.get_mut(&lsn) {
             *n -= 1;

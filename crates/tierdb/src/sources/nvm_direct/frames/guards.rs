@@ -6,6 +6,7 @@
 #![allow(unsafe_code)]
 
 use super::*;
+use crate::ids::{AtomicLsn, Lsn};
 
 /// The first and last line of `off..off + len` in a page of `ps` bytes; `None` for an
 /// empty range inside the page.
@@ -85,7 +86,7 @@ pub struct DirectWrite<'a> {
     pub(super) wrote: bool,
     pub(super) lines: usize,
     /// Where this guard's registration in [`DirectPages::oldest_pending`] is.
-    pub(super) pending_since: Option<u64>,
+    pub(super) pending_since: Option<Lsn>,
     /// A full image of the page was logged during this hold: the write-back logs every
     /// dirty line (recovery installs the image first, so lines that changed back to
     /// what NVM holds must be logged too).
@@ -337,8 +338,8 @@ impl ExclusivePage for DirectWrite<'_> {
         self.wrote
     }
 
-    fn set_page_lsn(&mut self, lsn: u64) {
-        self.pages.meta(self.slot).page_lsn.fetch_max(lsn, Ordering::Relaxed);
+    fn set_page_lsn(&mut self, lsn: Lsn) {
+        self.pages.meta(self.slot).page_lsn.fetch_max_lsn(lsn, Ordering::Relaxed);
     }
 
     fn image_logged(&mut self) {
@@ -386,7 +387,7 @@ impl LinePage for DirectWrite<'_> {
         Ok(self.deref_mut())
     }
 
-    fn set_page_lsn(&mut self, lsn: u64) {
+    fn set_page_lsn(&mut self, lsn: Lsn) {
         ExclusivePage::set_page_lsn(self, lsn);
     }
 }
@@ -443,7 +444,7 @@ impl LinePage for DirectLines<'_> {
         }
     }
 
-    fn set_page_lsn(&mut self, lsn: u64) {
+    fn set_page_lsn(&mut self, lsn: Lsn) {
         if let DirectLines::Exclusive(w) = self {
             ExclusivePage::set_page_lsn(w, lsn);
         }
