@@ -213,7 +213,7 @@ fn a_bad_nvm_area_stops_the_open_with_a_typed_error() {
 struct ScriptedLog(AtomicU64);
 
 impl LogForce for ScriptedLog {
-    fn force(&self, _lsn: Lsn) -> tierdb::Result<()> {
+    fn force(&self, _lsn: Lsn) -> Result<(), tierdb::wal::WalError> {
         Ok(())
     }
 

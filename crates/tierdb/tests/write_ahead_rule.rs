@@ -25,9 +25,9 @@ struct Recorder {
 }
 
 impl LogForce for Recorder {
-    fn force(&self, lsn: u64) -> tierdb::Result<()> {
+    fn force(&self, lsn: u64) -> Result<(), tierdb::wal::WalError> {
         if self.fail.load(Ordering::Relaxed) {
-            return Err(tierdb::buffer::BufferError::Config { what: "the log is gone".into() }.into());
+            return Err(tierdb::wal::WalError::Config { what: "the log is gone".into() });
         }
         self.forced.lock().push(lsn);
         Ok(())

@@ -332,7 +332,7 @@ impl BufferManager {
     #[inline]
     fn force_log(&self, lsn: u64) -> Result<()> {
         match self.log.get() {
-            Some(log) if lsn != 0 => log.force(lsn),
+            Some(log) if lsn != 0 => Ok(log.force(lsn)?),
             _ => Ok(()),
         }
     }

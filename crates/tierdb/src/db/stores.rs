@@ -16,7 +16,7 @@ use crate::ids::{PageId, TxnId};
 use crate::sources::NvmDirect;
 use crate::sources::nvm_direct::frames::WriteBackLog;
 use crate::wal::payload::{encode_flushed, encode_lines};
-use crate::wal::{Durability, Kind, Lsn, RecordHead, Wal};
+use crate::wal::{Durability, Kind, Lsn, RecordHead, Wal, WalError};
 
 use super::store::DbStore;
 
@@ -30,11 +30,11 @@ struct PageLog {
 }
 
 impl crate::wal::LogForce for PageLog {
-    fn force(&self, lsn: Lsn) -> Result<()> {
-        Ok(self.wal.flush_until(lsn + 1)?)
+    fn force(&self, lsn: Lsn) -> Result<(), WalError> {
+        self.wal.flush_until(lsn + 1)
     }
 
-    fn append_image(&self, pid: PageId, page: &[u8]) -> Result<Option<Lsn>> {
+    fn append_image(&self, pid: PageId, page: &[u8]) -> Result<Option<Lsn>, WalError> {
         let lines = page.len() / crate::limits::CACHE_LINE_BYTES;
         let payload = encode_lines(lines, &[(0, page)]);
         Ok(Some(self.wal.append(&RecordHead::new(Kind::LineImage, TxnId::NONE, 0).page(pid.0), &payload)?))
@@ -44,7 +44,7 @@ impl crate::wal::LogForce for PageLog {
         self.wal.next_lsn()
     }
 
-    fn note_flushed(&self, pages: &[(PageId, Lsn)]) -> Result<()> {
+    fn note_flushed(&self, pages: &[(PageId, Lsn)]) -> Result<(), WalError> {
         if self.flush_notes && !pages.is_empty() {
             self.wal.append(&RecordHead::new(Kind::PagesFlushed, TxnId::NONE, 0), &encode_flushed(pages))?;
         }
