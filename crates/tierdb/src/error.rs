@@ -1,4 +1,10 @@
 //! The crate's error type: one enum per layer, converted into [`Error`].
+//!
+//! Each layer returns its own error; only the API (`db/`, the architecture's
+//! constructors) returns [`Error`]. An error that passed through layers on its way up
+//! (a device's inside a [`BufferError`]) converts into the variant of the layer where it
+//! arose (`Error::Device`), so callers match it there whichever layer returned it. The
+//! messages are the layers' own: every variant is transparent.
 
 use crate::btree::BTreeError;
 use crate::buffer::BufferError;
@@ -23,9 +29,11 @@ pub enum Error {
     /// A byte size could not be parsed.
     #[error(transparent)]
     Size(#[from] SizeError),
-    /// The buffer layer (page sources, buffer manager, policies) failed.
+    /// The buffer layer (page sources, buffer manager) failed. Errors of the layers
+    /// below that it passes on convert into their own variants (`Device`, `Wal`,
+    /// `Policy`).
     #[error(transparent)]
-    Buffer(#[from] BufferError),
+    Buffer(BufferError),
     /// A placement policy's name or parameters were refused.
     #[error(transparent)]
     Policy(#[from] PolicyError),
@@ -49,6 +57,22 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 impl Error {
     /// True for [`BufferError::NeedsExclusive`]: retry the access with an exclusive fix.
     pub fn needs_exclusive(&self) -> bool {
-        matches!(self, Error::Buffer(BufferError::NeedsExclusive { .. }))
+        matches!(self, Error::Buffer(e) if e.needs_exclusive())
+    }
+
+    /// True for [`BufferError::Full`]: a tier holds no more pages.
+    pub fn is_full(&self) -> bool {
+        matches!(self, Error::Buffer(e) if e.is_full())
+    }
+}
+
+impl From<BufferError> for Error {
+    fn from(e: BufferError) -> Self {
+        match e {
+            BufferError::Device(e) => Error::Device(*e),
+            BufferError::Wal(e) => Error::Wal(*e),
+            BufferError::Policy(e) => Error::Policy(e),
+            e => Error::Buffer(e),
+        }
     }
 }

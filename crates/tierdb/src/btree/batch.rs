@@ -108,7 +108,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
                 let child = match self.source.peek_child(&page, raw) {
                     Ok(c) => c,
                     Err(_) if !page.validate() => continue 'restart,
-                    Err(e) => return Err(e),
+                    Err(e) => return Err(e.into()),
                 };
                 match child {
                     Peek::Missing => {

@@ -163,7 +163,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
         if !(BTREE_BULK_FILL_MIN..=1.0).contains(&fill) {
             return Err(refuse(BTreeError::BulkLoadFill { fill, min: BTREE_BULK_FILL_MIN, max: 1.0 }));
         }
-        let root = self.source.fix_exclusive(self.root)?;
+        let root = self.source.fix_exclusive(self.root).map_err(crate::Error::from)?;
         {
             let node = NodeRef::parse(&root, self.root).map_err(refuse)?;
             if !node.is_leaf() || node.count() > 0 {

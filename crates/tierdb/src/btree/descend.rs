@@ -43,7 +43,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
     pub(super) fn descend_shared(&self, key: &[u8]) -> Result<(PageId, Shared<'s, S>)> {
         self.descend_with(
             key,
-            |_, raw| self.source.fix_shared(self.source.child_pid(raw)),
+            |_, raw| Ok(self.source.fix_shared(self.source.child_pid(raw))?),
             |leaf, pid| Ok(NodeRef::parse(leaf, pid)?.is_leaf()),
         )
     }
@@ -56,8 +56,8 @@ impl<'s, S: PageSource> BTree<'s, S> {
         self.descend_with(
             key,
             |parent, raw| match parent {
-                Some((parent, offset)) => self.source.fix_child_lines(parent, offset, raw, exclusive),
-                None => self.source.fix_lines(PageId(raw), exclusive),
+                Some((parent, offset)) => Ok(self.source.fix_child_lines(parent, offset, raw, exclusive)?),
+                None => Ok(self.source.fix_lines(PageId(raw), exclusive)?),
             },
             |leaf, _| Ok(lines::header(leaf, page_size)?.kind == Kind::Leaf),
         )
@@ -114,7 +114,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
                 let child = match self.source.fix_child_optimistic(&page, offset, raw) {
                     Ok(child) => child,
                     Err(_) if !page.validate() => continue 'restart,
-                    Err(e) => return Err(e),
+                    Err(e) => return Err(e.into()),
                 };
                 // (A swizzled reference names the child's frame: its page id is read
                 // from there, and counts only if the parent still validates.)

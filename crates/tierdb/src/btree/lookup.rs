@@ -188,7 +188,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
                     // latched lookup would fix it (no second descent).
                     Ok(None) => return self.copy_from_latched_leaf(&page, offset, raw, key, part, out),
                     Err(_) if !page.validate() => return Ok(Attempt::Restart),
-                    Err(e) => return Err(e),
+                    Err(e) => return Err(e.into()),
                 };
                 let next = self.source.child_pid(raw);
                 if !page.validate() {
@@ -199,7 +199,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
             let child = match self.source.fix_child_optimistic(&page, offset, raw) {
                 Ok(child) => child,
                 Err(_) if !page.validate() => return Ok(Attempt::Restart),
-                Err(e) => return Err(e),
+                Err(e) => return Err(e.into()),
             };
             pid = self.source.child_pid(raw);
             if !page.validate() {
@@ -228,7 +228,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
             Ok(leaf) => leaf,
             Err(_) if !parent.validate() => return Ok(Attempt::Restart),
             Err(e) if e.needs_exclusive() => return Ok(Attempt::Latched),
-            Err(e) => return Err(e),
+            Err(e) => return Err(e.into()),
         };
         if !parent.validate() {
             return Ok(Attempt::Restart);

@@ -133,7 +133,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
             Ok(r) => r,
             Err(e) => {
                 self.source.free(left)?;
-                return Err(e);
+                return Err(e.into());
             }
         };
         let (left_pid, right_pid) = (left.page_id(), right.page_id());
