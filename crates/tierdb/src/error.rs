@@ -37,9 +37,10 @@ pub enum Error {
     /// A placement policy's name or parameters were refused.
     #[error(transparent)]
     Policy(#[from] PolicyError),
-    /// A B+-tree or catalog operation failed.
+    /// A B+-tree or catalog operation failed. The page source's and the log's errors
+    /// that it passes on convert into their own variants (`Buffer`, `Wal`, ...).
     #[error(transparent)]
-    BTree(#[from] BTreeError),
+    BTree(BTreeError),
     /// The write-ahead log failed.
     #[error(transparent)]
     Wal(#[from] WalError),
@@ -73,6 +74,16 @@ impl From<BufferError> for Error {
             BufferError::Wal(e) => Error::Wal(*e),
             BufferError::Policy(e) => Error::Policy(e),
             e => Error::Buffer(e),
+        }
+    }
+}
+
+impl From<BTreeError> for Error {
+    fn from(e: BTreeError) -> Self {
+        match e {
+            BTreeError::Buffer(e) => Error::from(e),
+            BTreeError::Wal(e) => Error::Wal(*e),
+            e => Error::BTree(e),
         }
     }
 }
