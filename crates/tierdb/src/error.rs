@@ -87,3 +87,49 @@ impl From<BTreeError> for Error {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error as _;
+
+    use super::*;
+    use crate::ids::PageId;
+
+    fn device() -> DeviceError {
+        DeviceError::Io { op: "read", path: "data.db".into(), source: std::io::Error::from_raw_os_error(libc::EIO) }
+    }
+
+    #[test]
+    fn an_error_passed_on_by_layers_converts_into_the_variant_of_the_layer_where_it_arose() {
+        let e = Error::from(BTreeError::from(BufferError::from(device())));
+        assert!(matches!(&e, Error::Device(DeviceError::Io { op: "read", .. })), "{e}");
+        let e = Error::from(BTreeError::from(WalError::Config { what: "w".into() }));
+        assert!(matches!(&e, Error::Wal(WalError::Config { .. })), "{e}");
+        let e = Error::from(BufferError::from(WalError::Config { what: "w".into() }));
+        assert!(matches!(&e, Error::Wal(WalError::Config { .. })), "{e}");
+        let e = Error::from(BTreeError::from(BufferError::NeedsExclusive { pid: PageId(3) }));
+        assert!(e.needs_exclusive() && matches!(&e, Error::Buffer(BufferError::NeedsExclusive { .. })), "{e}");
+        let full = || BufferError::Full { tier: "dram", what: "64 frames".into() };
+        assert!(
+            full().is_full() && BTreeError::from(full()).is_full() && Error::from(BTreeError::from(full())).is_full()
+        );
+        let e = Error::from(BTreeError::CatalogFull { max: 8 });
+        assert!(matches!(&e, Error::BTree(BTreeError::CatalogFull { max: 8 })), "{e}");
+    }
+
+    #[test]
+    fn messages_and_sources_are_the_layers_own_whichever_layer_passed_the_error_on() {
+        let wrapped = [
+            Error::from(device()),
+            Error::from(BufferError::from(device())),
+            Error::from(BTreeError::from(BufferError::from(device()))),
+        ];
+        for e in &wrapped {
+            assert_eq!(e.to_string(), device().to_string());
+            assert_eq!(e.source().map(ToString::to_string), device().source().map(ToString::to_string), "{e}");
+        }
+        let layer = BTreeError::from(BufferError::from(device()));
+        assert_eq!(layer.to_string(), device().to_string());
+        assert_eq!(layer.source().map(ToString::to_string), device().source().map(ToString::to_string));
+    }
+}
