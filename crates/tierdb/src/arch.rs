@@ -476,7 +476,7 @@ impl Engine {
     pub fn close(self) -> Result<()> {
         match self {
             Engine::Memory(_) | Engine::Direct(_) => Ok(()),
-            Engine::Buffer(b) => b.close(),
+            Engine::Buffer(b) => Ok(b.close()?),
         }
     }
 

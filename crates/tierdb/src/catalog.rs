@@ -52,16 +52,16 @@ impl Catalog {
     /// `BadTreeName` (empty or longer than
     /// [`CATALOG_NAME_BYTES_MAX`]), `TreeExists`,
     /// `CatalogFull`, `CatalogCorrupted`; the source's errors.
-    pub fn create_tree<'s, S: PageSource>(source: &'s S, name: &str) -> Result<BTree<'s, S>> {
+    pub fn create_tree<'s, S: PageSource>(source: &'s S, name: &str) -> Result<BTree<'s, S>, BTreeError> {
         check_name(name)?;
         let pid = source.catalog_page();
         let mut page = source.fix_exclusive(pid)?;
         let mut entries = decode(&page, pid)?;
         if entries.iter().any(|e| e.name == name) {
-            return Err(BTreeError::TreeExists { name: name.into() }.into());
+            return Err(BTreeError::TreeExists { name: name.into() });
         }
         if entries.len() >= CATALOG_TREES_MAX {
-            return Err(BTreeError::CatalogFull { max: CATALOG_TREES_MAX }.into());
+            return Err(BTreeError::CatalogFull { max: CATALOG_TREES_MAX });
         }
         let tree = BTree::create(source)?;
         entries.push(CatalogEntry { name: name.into(), root: tree.root() });
@@ -75,7 +75,7 @@ impl Catalog {
     /// # Errors
     /// `NoSuchTree` listing the names the catalog holds; `CatalogCorrupted`; as
     /// [`BTree::open`].
-    pub fn open_tree<'s, S: PageSource>(source: &'s S, name: &str) -> Result<BTree<'s, S>> {
+    pub fn open_tree<'s, S: PageSource>(source: &'s S, name: &str) -> Result<BTree<'s, S>, BTreeError> {
         let root = Self::lookup(source, name)?;
         BTree::open(source, root)
     }
@@ -84,10 +84,10 @@ impl Catalog {
     ///
     /// # Errors
     /// `CatalogCorrupted`; the source's errors.
-    pub fn list<S: PageSource>(source: &S) -> Result<Vec<CatalogEntry>> {
+    pub fn list<S: PageSource>(source: &S) -> Result<Vec<CatalogEntry>, BTreeError> {
         let pid = source.catalog_page();
         let page = source.fix_shared(pid)?;
-        Ok(decode(&page, pid)?)
+        decode(&page, pid)
     }
 
     /// Removes `name` from the catalog and frees its tree's pages. The caller
@@ -96,7 +96,7 @@ impl Catalog {
     /// # Errors
     /// `NoSuchTree`, `CatalogCorrupted`; errors freeing the pages (the name is gone
     /// then, and pages not yet freed are lost).
-    pub fn drop_tree<S: PageSource>(source: &S, name: &str) -> Result<()> {
+    pub fn drop_tree<S: PageSource>(source: &S, name: &str) -> Result<(), BTreeError> {
         let pid = source.catalog_page();
         let root = {
             let mut page = source.fix_exclusive(pid)?;
@@ -111,7 +111,7 @@ impl Catalog {
         BTree::open(source, root)?.destroy()
     }
 
-    fn lookup<S: PageSource>(source: &S, name: &str) -> Result<PageId> {
+    fn lookup<S: PageSource>(source: &S, name: &str) -> Result<PageId, BTreeError> {
         let pid = source.catalog_page();
         let page = source.fix_shared(pid)?;
         let entries = decode(&page, pid)?;
@@ -122,8 +122,8 @@ impl Catalog {
     }
 }
 
-fn no_such_tree(name: &str, entries: &[CatalogEntry]) -> crate::Error {
-    BTreeError::NoSuchTree { name: name.into(), known: entries.iter().map(|e| e.name.clone()).collect() }.into()
+fn no_such_tree(name: &str, entries: &[CatalogEntry]) -> BTreeError {
+    BTreeError::NoSuchTree { name: name.into(), known: entries.iter().map(|e| e.name.clone()).collect() }
 }
 
 fn check_name(name: &str) -> Result<(), BTreeError> {

@@ -15,8 +15,8 @@ fn source(pages: u64) -> MemorySource {
     MemorySource::new(&cfg).unwrap()
 }
 
-fn btree_error(e: Error) -> BTreeError {
-    match e {
+fn btree_error(e: impl Into<Error>) -> BTreeError {
+    match e.into() {
         Error::BTree(e) => e,
         e => panic!("not a B+-tree error: {e}"),
     }

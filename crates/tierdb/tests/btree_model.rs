@@ -14,6 +14,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 
 use rand::prelude::*;
+use tierdb::ByteSize;
 use tierdb::btree::{BTree, BTreeError, value_bytes_max};
 use tierdb::buffer::{BufferConfig, BufferManager, Techniques};
 use tierdb::device::{DramConfig, NvmConfig};
@@ -22,7 +23,6 @@ use tierdb::page::PageSource;
 use tierdb::sources::DirectConfig;
 use tierdb::sources::MemorySource;
 use tierdb::sources::NvmDirect;
-use tierdb::{ByteSize, Error};
 
 const PAGE: usize = 4096;
 
@@ -141,7 +141,7 @@ fn step<S: PageSource>(t: &BTree<'_, S>, m: &mut Model, g: &mut Gen) {
             let bytes: Vec<u8> = (0..len).map(|_| g.rng.random()).collect();
             match t.update_in_place(&k, offset, &bytes) {
                 Ok(true) => old[offset..offset + len].copy_from_slice(&bytes),
-                Err(Error::BTree(BTreeError::OffsetOutOfRange { value_len, .. })) => {
+                Err(BTreeError::OffsetOutOfRange { value_len, .. }) => {
                     assert!(offset + len > old.len());
                     assert_eq!(value_len, old.len());
                 }

@@ -267,10 +267,7 @@ fn a_freed_page_is_not_loaded_by_a_stale_fix() {
     bm.free(bm.fix_exclusive(gone).unwrap()).unwrap();
     let freed = |bm: &BufferManager| {
         let e = bm.fix_shared(gone).map(|_| ()).unwrap_err();
-        assert!(
-            matches!(&e, tierdb::Error::Buffer(tierdb::buffer::BufferError::NoSuchPage { pid, why: "freed" }) if *pid == gone),
-            "{e}"
-        );
+        assert!(matches!(&e, tierdb::buffer::BufferError::NoSuchPage { pid, why: "freed" } if *pid == gone), "{e}");
         assert!(bm.fix_optimistic(gone).is_err() && bm.fix_lines(gone, false).is_err());
     };
     freed(&bm);

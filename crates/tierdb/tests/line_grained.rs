@@ -16,7 +16,7 @@ use tierdb::buffer::{BufferConfig, BufferError, BufferManager, Entry, Techniques
 use tierdb::counters::BufferStats;
 use tierdb::device::NvmConfig;
 use tierdb::page::LinePage;
-use tierdb::{BTree, ByteSize, Error, ExclusivePage, PageId, PageSource};
+use tierdb::{BTree, ByteSize, ExclusivePage, PageId, PageSource};
 
 const PS: usize = 4096;
 const LINE: usize = 64;
@@ -207,7 +207,7 @@ fn scripted_full_frame(debug: bool) {
     let (resident, dirty) = residency(&bm, pid);
     // An access past the page fails and changes nothing.
     let e = g.read(4090, 7).unwrap_err();
-    assert!(matches!(e, Error::Buffer(BufferError::OutOfPage { .. })), "{ctx}: {e}");
+    assert!(matches!(e, BufferError::OutOfPage { .. }), "{ctx}: {e}");
     assert!(g.write(usize::MAX, 2).is_err(), "{ctx}");
     assert_eq!(residency(&bm, pid), (resident.clone(), dirty.clone()), "{ctx}");
     drop(g);
@@ -471,7 +471,7 @@ fn shared_guards(tech: Techniques) {
     // the other guard lives.
     let e = a.read(10 * LINE, 10).unwrap_err();
     assert!(e.needs_exclusive(), "{ctx}: {e}");
-    assert!(matches!(e, Error::Buffer(BufferError::NeedsExclusive { pid: p }) if p == pid), "{ctx}: {e}");
+    assert!(matches!(e, BufferError::NeedsExclusive { pid: p } if p == pid), "{ctx}: {e}");
     let e = b.write(0, 1).unwrap_err();
     assert!(e.needs_exclusive(), "{ctx}: a write of a resident line: {e}");
     let e = b.whole().unwrap_err();
@@ -718,13 +718,13 @@ fn techniques_need_cache_lines_for_mini_pages_and_nvm_for_all() {
         let mut c = config(&dir, 8, 64, tech, false);
         c.nvm = None;
         let Err(e) = BufferManager::open(&c) else { panic!("{tech} without NVM opened") };
-        assert!(matches!(e, Error::Buffer(BufferError::Config { .. })), "{tech}: {e}");
+        assert!(matches!(e, BufferError::Config { .. }), "{tech}: {e}");
         assert!(e.to_string().contains("NVM"), "{tech}: {e}");
     }
     // Mini pages without cache-line-grained pages are refused even with NVM.
     let c = config(&dir, 8, 64, Techniques { mini_pages: true, ..Techniques::NONE }, false);
     let Err(e) = BufferManager::open(&c) else { panic!("mini pages without cl opened") };
-    assert!(matches!(e, Error::Buffer(BufferError::Config { .. })), "{e}");
+    assert!(matches!(e, BufferError::Config { .. }), "{e}");
     // The basic manager needs no NVM.
     let mut c = config(&dir, 8, 64, Techniques::NONE, false);
     c.nvm = None;

@@ -62,7 +62,7 @@ fn tear_eviction(bm: &BufferManager, plan: &FaultPlan, pages: &[PageId], victim:
     plan.tear_nth_write(nth_write);
     for (i, p) in pages.iter().filter(|p| **p != victim).cycle().enumerate() {
         assert!(i < 8 * pages.len(), "{victim} was never evicted");
-        match bm.fix_shared(*p) {
+        match bm.fix_shared(*p).map_err(Error::from) {
             Ok(_) => continue,
             Err(Error::Device(DeviceError::Io { op, path, .. })) => {
                 assert_eq!((op, path.file_name().unwrap().to_str()), ("write", Some("t.db")));
@@ -197,7 +197,7 @@ fn a_bad_nvm_area_stops_the_open_with_a_typed_error() {
     std::fs::write(&area, &bytes).unwrap();
     let mut c = config(dir.path(), shm.path(), None, DoubleWriteMode::Nvm);
     c.ssd_open_mode = OpenMode::Open;
-    let e = BufferManager::open(&c).err().unwrap();
+    let e = Error::from(BufferManager::open(&c).err().unwrap());
     assert!(
         matches!(&e, Error::Device(DeviceError::Corrupted { what: "NVM double-write area", location, .. }) if location.contains("t.dwa.nvm")),
         "{e}"
@@ -205,7 +205,7 @@ fn a_bad_nvm_area_stops_the_open_with_a_typed_error() {
     // An area that cannot hold a page: a configuration error naming it.
     std::fs::remove_file(&area).unwrap();
     c.ssd.as_mut().unwrap().nvm_double_write_slots = 0;
-    let e = BufferManager::open(&c).err().unwrap();
+    let e = Error::from(BufferManager::open(&c).err().unwrap());
     assert!(matches!(&e, Error::Device(DeviceError::Config { .. })) && e.to_string().contains("t.dwa.nvm"), "{e}");
 }
 
@@ -213,7 +213,7 @@ fn a_bad_nvm_area_stops_the_open_with_a_typed_error() {
 struct ScriptedLog(AtomicU64);
 
 impl LogForce for ScriptedLog {
-    fn force(&self, _lsn: Lsn) -> tierdb::Result<()> {
+    fn force(&self, _lsn: Lsn) -> Result<(), tierdb::wal::WalError> {
         Ok(())
     }
 

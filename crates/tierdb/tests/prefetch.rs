@@ -11,11 +11,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 mod pages;
 
 use rand::prelude::*;
+use tierdb::PageId;
 use tierdb::btree::BTree;
 use tierdb::buffer::{BufferConfig, BufferError, BufferManager, Techniques};
 use tierdb::catalog::Catalog;
 use tierdb::device::OpenMode;
-use tierdb::{Error, PageId};
 
 const PS: usize = 4096;
 
@@ -211,7 +211,7 @@ fn a_corrupt_page_fails_its_lookup_in_a_batch_naming_the_page() {
             answered += 1;
         })
         .unwrap_err();
-    assert!(matches!(&e, Error::Buffer(BufferError::Corrupted { pid, .. }) if *pid == bad), "{e}");
+    assert!(matches!(e.as_buffer(), Some(BufferError::Corrupted { pid, .. }) if *pid == bad), "{e}");
     assert!(answered < keys.len(), "{answered}");
     // Nothing of the batch is left half done: the bad page is on SSD as it was, every
     // other key reads.

@@ -66,7 +66,7 @@ fn tear_eviction(bm: &BufferManager, plan: &FaultPlan, pages: &[PageId], victim:
     plan.tear_nth_write(nth_write);
     for (i, p) in pages.iter().filter(|p| **p != victim).cycle().enumerate() {
         assert!(i < 8 * pages.len(), "{victim} was never evicted");
-        match bm.fix_shared(*p) {
+        match bm.fix_shared(*p).map_err(Error::from) {
             Ok(_) => continue,
             Err(Error::Device(DeviceError::Io { op, path, .. })) => {
                 assert_eq!((op, path.file_name().unwrap().to_str()), ("write", Some("t.db")));
@@ -131,7 +131,7 @@ fn with_the_double_write_area_off_the_same_tear_is_reported_naming_the_page() {
     assert!(bm.torn_pages().is_none());
     let e = bm.fix_shared(victim).map(|_| ()).unwrap_err();
     match &e {
-        Error::Buffer(BufferError::Corrupted { pid, location, detail }) => {
+        BufferError::Corrupted { pid, location, detail } => {
             assert_eq!(*pid, victim);
             assert!(location.ends_with("t.db") && detail.contains("checksum"), "{e}");
         }
@@ -139,7 +139,7 @@ fn with_the_double_write_area_off_the_same_tear_is_reported_naming_the_page() {
     }
     assert!(e.to_string().contains(&format!("{victim}")), "{e}");
     // Asked again, the same answer: nothing of the torn bytes was kept.
-    assert!(matches!(bm.fix_exclusive(victim).map(|_| ()), Err(Error::Buffer(BufferError::Corrupted { .. }))));
+    assert!(matches!(bm.fix_exclusive(victim).map(|_| ()), Err(BufferError::Corrupted { .. })));
     for p in pages.iter().filter(|p| **p != victim) {
         assert_version(&bm, *p, 1);
     }
@@ -164,7 +164,7 @@ fn a_page_corrupted_on_disk_is_reported_with_its_id() {
     let bm = reopen(dir.path(), true);
     assert_eq!(bm.torn_pages().map(|t| t.copies), Some(0), "a clean close leaves no copies to restore from");
     let e = bm.fix_shared(bad).map(|_| ()).unwrap_err();
-    assert!(matches!(&e, Error::Buffer(BufferError::Corrupted { pid, .. }) if *pid == bad), "{e}");
+    assert!(matches!(&e, BufferError::Corrupted { pid, .. } if *pid == bad), "{e}");
     assert!(e.to_string().contains(&format!("corrupted {bad} in ")), "{e}");
     for p in pages.iter().filter(|p| **p != bad) {
         assert_version(&bm, *p, 1);

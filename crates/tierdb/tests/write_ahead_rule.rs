@@ -25,9 +25,9 @@ struct Recorder {
 }
 
 impl LogForce for Recorder {
-    fn force(&self, lsn: Lsn) -> tierdb::Result<()> {
+    fn force(&self, lsn: Lsn) -> Result<(), tierdb::wal::WalError> {
         if self.fail.load(Ordering::Relaxed) {
-            return Err(tierdb::buffer::BufferError::Config { what: "the log is gone".into() }.into());
+            return Err(tierdb::wal::WalError::Config { what: "the log is gone".into() });
         }
         self.forced.lock().push(lsn.get());
         Ok(())

@@ -203,5 +203,6 @@ pub fn is_full(e: &anyhow::Error) -> bool {
             c.downcast_ref::<tierdb::Error>(),
             Some(tierdb::Error::Buffer(tierdb::buffer::BufferError::Full { .. }))
         ) || matches!(c.downcast_ref::<tierdb::buffer::BufferError>(), Some(tierdb::buffer::BufferError::Full { .. }))
+            || c.downcast_ref::<tierdb::btree::BTreeError>().is_some_and(tierdb::btree::BTreeError::is_full)
     })
 }

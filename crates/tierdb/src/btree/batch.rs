@@ -12,6 +12,7 @@
 //! error reported) by the lookup as if there had been no prefetch.
 
 use super::BTree;
+use super::BTreeError;
 use super::descend::inner_step;
 use crate::Result;
 use crate::ids::PageId;
@@ -36,7 +37,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
     ///
     /// # Errors
     /// The source's: stopped, no frame could be freed, a root that cannot be fixed.
-    pub fn prefetch<K: AsRef<[u8]>>(&self, keys: &[K]) -> Result<usize> {
+    pub fn prefetch<K: AsRef<[u8]>>(&self, keys: &[K]) -> Result<usize, BTreeError> {
         if !self.source.prefetches() {
             return Ok(0);
         }
@@ -75,7 +76,11 @@ impl<'s, S: PageSource> BTree<'s, S> {
     /// # Errors
     /// Those of [`get`](Self::get), for the first key that fails; `f` has then been
     /// called for the keys before it.
-    pub fn get_many<K: AsRef<[u8]>>(&self, keys: &[K], mut f: impl FnMut(usize, Option<&[u8]>)) -> Result<()> {
+    pub fn get_many<K: AsRef<[u8]>>(
+        &self,
+        keys: &[K],
+        mut f: impl FnMut(usize, Option<&[u8]>),
+    ) -> Result<(), BTreeError> {
         for (c, chunk) in keys.chunks(PREFETCH_PAGES_MAX).enumerate() {
             if chunk.len() > 1 {
                 self.prefetch(chunk)?;
@@ -93,7 +98,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
     /// Walks `key`'s path optimistically, without side effects, to where it leaves
     /// memory. A path that keeps changing, or a page that does not parse, is `Done`: its
     /// lookup finds out.
-    fn probe(&self, key: &[u8]) -> Result<Probe<S::Optimistic<'s>>> {
+    fn probe(&self, key: &[u8]) -> Result<Probe<S::Optimistic<'s>>, BTreeError> {
         'restart: for _ in 0..BTREE_OPTIMISTIC_RESTARTS_MAX {
             let mut pid = self.root;
             // (A root that is not in memory is left to the lookups: one read.)
@@ -108,7 +113,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
                 let child = match self.source.peek_child(&page, raw) {
                     Ok(c) => c,
                     Err(_) if !page.validate() => continue 'restart,
-                    Err(e) => return Err(e),
+                    Err(e) => return Err(e.into()),
                 };
                 match child {
                     Peek::Missing => {

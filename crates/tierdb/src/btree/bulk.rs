@@ -163,7 +163,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
         if !(BTREE_BULK_FILL_MIN..=1.0).contains(&fill) {
             return Err(refuse(BTreeError::BulkLoadFill { fill, min: BTREE_BULK_FILL_MIN, max: 1.0 }));
         }
-        let root = self.source.fix_exclusive(self.root)?;
+        let root = self.source.fix_exclusive(self.root).map_err(crate::Error::from)?;
         {
             let node = NodeRef::parse(&root, self.root).map_err(refuse)?;
             if !node.is_leaf() || node.count() > 0 {
@@ -200,6 +200,8 @@ impl<'s, S: PageSource> Load<'_, 's, S> {
         &mut self,
         next: &mut impl FnMut(&mut Vec<u8>, &mut Vec<u8>) -> Result<bool, E>,
     ) -> Result<u64, E> {
+        // The tree's errors reach the caller as the crate's, as `bulk_load` promises.
+        let lift = |e: BTreeError| E::from(crate::Error::from(e));
         let mut pending: Option<Item> = None;
         let mut records = 0u64;
         loop {
@@ -208,26 +210,26 @@ impl<'s, S: PageSource> Load<'_, 's, S> {
                 self.spare.push(y);
                 break;
             }
-            self.tree.check_key(&y.key)?;
-            self.tree.check_value(&y.value)?;
+            self.tree.check_key(&y.key).map_err(lift)?;
+            self.tree.check_value(&y.value).map_err(lift)?;
             if let Some(x) = pending.take() {
                 let cp = common_prefix_len(&x.key, &y.key);
                 // `y > x`: `y` goes on past their common prefix, which `x` ends or has a
                 // smaller byte next.
                 if cp == y.key.len() || (cp < x.key.len() && x.key[cp] > y.key[cp]) {
                     let e = BTreeError::BulkLoadUnsorted { position: records, key: y.key, previous: x.key };
-                    return Err(E::from(crate::Error::from(e)));
+                    return Err(lift(e));
                 }
                 let fits = self.fits(0, &x, Some(&y.key[..=cp]));
-                self.push(0, x, fits)?;
+                self.push(0, x, fits).map_err(lift)?;
             }
             pending = Some(y);
             records += 1;
         }
         if let Some(x) = pending {
             let fits = self.fits(0, &x, None);
-            self.push(0, x, fits)?;
-            self.finish(0)?;
+            self.push(0, x, fits).map_err(lift)?;
+            self.finish(0).map_err(lift)?;
         }
         // No records: the root stays the empty leaf it is.
         Ok(records)
@@ -241,7 +243,7 @@ impl<'s, S: PageSource> Load<'_, 's, S> {
     }
 
     /// Allocates a page and records it (to free it if the load fails).
-    fn allocate(&mut self) -> crate::Result<(PageId, Exclusive<'s, S>)> {
+    fn allocate(&mut self) -> Result<(PageId, Exclusive<'s, S>), BTreeError> {
         let page = self.tree.source.allocate()?;
         let pid = page.page_id();
         self.pages.push(pid);
@@ -273,7 +275,7 @@ impl<'s, S: PageSource> Load<'_, 's, S> {
 
     /// Adds `x` to level `l`'s open node if it `fits`, else closes the node before it
     /// (step 3) and opens the next one with it.
-    fn push(&mut self, l: usize, x: Item, fits: bool) -> crate::Result<()> {
+    fn push(&mut self, l: usize, x: Item, fits: bool) -> Result<(), BTreeError> {
         if !fits {
             let lv = &self.levels[l];
             let last = lv.items.last().expect("a node is closed only after its minimum of items");
@@ -288,7 +290,7 @@ impl<'s, S: PageSource> Load<'_, 's, S> {
 
     /// Closes level `l`'s open node with upper fence `upper`: it gets a page and becomes
     /// the held node, after the held node before it is written.
-    fn close(&mut self, l: usize, upper: Vec<u8>) -> crate::Result<()> {
+    fn close(&mut self, l: usize, upper: Vec<u8>) -> Result<(), BTreeError> {
         let (pid, page) = self.allocate()?;
         if let Some(held) = self.levels[l].held.take() {
             self.write_held(l, held, pid)?;
@@ -303,7 +305,7 @@ impl<'s, S: PageSource> Load<'_, 's, S> {
 
     /// Writes level `l`'s held node (its items are `items[..held_len]`), whose right
     /// neighbour is `next`, and posts it to the level above.
-    fn write_held(&mut self, l: usize, mut held: Held<'s, S>, next: PageId) -> crate::Result<()> {
+    fn write_held(&mut self, l: usize, mut held: Held<'s, S>, next: PageId) -> Result<(), BTreeError> {
         let lv = &mut self.levels[l];
         let n = lv.held_len;
         write_node(
@@ -324,7 +326,7 @@ impl<'s, S: PageSource> Load<'_, 's, S> {
 
     /// Gives level `l + 1` (created on the first call) the child `pid` of level `l`,
     /// whose upper fence is `upper` (`None`: the last child, which ends that level too).
-    fn post(&mut self, l: usize, upper: Option<Vec<u8>>, pid: PageId) -> crate::Result<()> {
+    fn post(&mut self, l: usize, upper: Option<Vec<u8>>, pid: PageId) -> Result<(), BTreeError> {
         if l + 1 == self.levels.len() {
             if self.levels.len() >= BTREE_HEIGHT_MAX {
                 return Err(corrupted(self.tree.root, format!("a bulk load beyond {BTREE_HEIGHT_MAX} levels")));
@@ -345,7 +347,7 @@ impl<'s, S: PageSource> Load<'_, 's, S> {
 
     /// Ends level `l`, whose last item it has: writes its last node(s) and posts the
     /// last to the level above, or writes its only node into the root page.
-    fn finish(&mut self, l: usize) -> crate::Result<()> {
+    fn finish(&mut self, l: usize) -> Result<(), BTreeError> {
         if self.levels[l].held.is_none() {
             // 1. The level never closed a node: it is the top, and its node the root.
             assert_eq!(l + 1, self.levels.len(), "a level above one that closed no node");

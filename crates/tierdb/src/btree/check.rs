@@ -6,6 +6,7 @@
 
 use std::collections::HashSet;
 
+use super::BTreeError;
 use super::node::{self, HEADER_BYTES, NodeRef, SLOT_BYTES};
 use super::{BTree, corrupted};
 use crate::Result;
@@ -55,7 +56,7 @@ struct Walk {
     leaves: Vec<(PageId, u64)>,
 }
 
-pub(super) fn check<S: PageSource>(tree: &BTree<'_, S>) -> Result<TreeStats> {
+pub(super) fn check<S: PageSource>(tree: &BTree<'_, S>) -> Result<TreeStats, BTreeError> {
     let mut w = Walk {
         stats: TreeStats { leaf_fill_min: 1.0, ..TreeStats::default() },
         fill_sum: 0.0,
@@ -90,7 +91,7 @@ fn check_node<S: PageSource>(
     lower: &[u8],
     upper: Option<&[u8]>,
     w: &mut Walk,
-) -> Result<()> {
+) -> Result<(), BTreeError> {
     let fail = |what: String| Err(corrupted(pid, what));
     if !w.seen.insert(pid) {
         return fail("reached twice".into());

@@ -11,12 +11,16 @@
 //! whole life exactly once, in order; keys inserted or deleted concurrently may or may
 //! not be seen.
 
+use super::BTreeError;
 use super::node::NodeRef;
 use super::{BTree, corrupted};
 use crate::Result;
 use crate::ids::PageId;
 use crate::limits::BTREE_KEY_BYTES_MAX;
 use crate::page::PageSource;
+
+/// A key and its value, borrowed from the cursor until its next call.
+type KeyValue<'c> = (&'c [u8], &'c [u8]);
 
 impl<'s, S: PageSource> BTree<'s, S> {
     /// Calls `f(key, value)` for keys `>= start` (`> start` unless `inclusive`) in order,
@@ -26,7 +30,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
         start: &[u8],
         inclusive: bool,
         mut f: impl FnMut(&[u8], &[u8]) -> bool,
-    ) -> Result<()> {
+    ) -> Result<(), BTreeError> {
         let (mut pid, mut page) = self.descend_shared(start)?;
         let mut key = [0u8; BTREE_KEY_BYTES_MAX];
         let mut first = true;
@@ -108,7 +112,7 @@ impl<'t, 's, S: PageSource> Cursor<'t, 's, S> {
     /// # Errors
     /// As [`BTree::scan`]; the cursor may be called again after an error.
     #[allow(clippy::should_implement_trait)] // Lending: the items borrow the cursor.
-    pub fn next(&mut self) -> Result<Option<(&[u8], &[u8])>> {
+    pub fn next(&mut self) -> Result<Option<KeyValue<'_>>, BTreeError> {
         if self.next == self.items.len() {
             if self.exhausted {
                 return Ok(None);
@@ -124,7 +128,7 @@ impl<'t, 's, S: PageSource> Cursor<'t, 's, S> {
     }
 
     /// Copies the entries after `resume`, up to a page's worth of bytes (at least one).
-    fn refill(&mut self) -> Result<()> {
+    fn refill(&mut self) -> Result<(), BTreeError> {
         let Cursor { tree, resume, inclusive, buf, items, next, exhausted } = self;
         tree.check_key(resume)?;
         buf.clear();

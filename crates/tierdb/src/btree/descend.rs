@@ -22,7 +22,12 @@ use super::{BTree, Chain, Lines, Optimistic, Shared, corrupted};
 /// the child holding `key` lies, the reference, and the child's level. Nothing in it
 /// counts until the page validates.
 #[inline]
-pub(super) fn inner_step(page: &[u8], pid: PageId, level: Option<u8>, key: &[u8]) -> Result<Option<(usize, u64, u8)>> {
+pub(super) fn inner_step(
+    page: &[u8],
+    pid: PageId,
+    level: Option<u8>,
+    key: &[u8],
+) -> Result<Option<(usize, u64, u8)>, BTreeError> {
     let node = NodeRef::parse(page, pid)?;
     if let Some(l) = level {
         node.expect_level(l)?;
@@ -40,10 +45,10 @@ impl<'s, S: PageSource> BTree<'s, S> {
     /// Descends to the leaf for `key` and returns it latched shared (whole page: for
     /// scans).
     #[inline]
-    pub(super) fn descend_shared(&self, key: &[u8]) -> Result<(PageId, Shared<'s, S>)> {
+    pub(super) fn descend_shared(&self, key: &[u8]) -> Result<(PageId, Shared<'s, S>), BTreeError> {
         self.descend_with(
             key,
-            |_, raw| self.source.fix_shared(self.source.child_pid(raw)),
+            |_, raw| Ok(self.source.fix_shared(self.source.child_pid(raw))?),
             |leaf, pid| Ok(NodeRef::parse(leaf, pid)?.is_leaf()),
         )
     }
@@ -51,13 +56,13 @@ impl<'s, S: PageSource> BTree<'s, S> {
     /// Descends to the leaf for `key` and returns it fixed for cache-line-grained
     /// access, shared or exclusive.
     #[inline]
-    pub(super) fn descend_lines(&self, key: &[u8], exclusive: bool) -> Result<(PageId, Lines<'s, S>)> {
+    pub(super) fn descend_lines(&self, key: &[u8], exclusive: bool) -> Result<(PageId, Lines<'s, S>), BTreeError> {
         let page_size = self.source.page_size();
         self.descend_with(
             key,
             |parent, raw| match parent {
-                Some((parent, offset)) => self.source.fix_child_lines(parent, offset, raw, exclusive),
-                None => self.source.fix_lines(PageId(raw), exclusive),
+                Some((parent, offset)) => Ok(self.source.fix_child_lines(parent, offset, raw, exclusive)?),
+                None => Ok(self.source.fix_lines(PageId(raw), exclusive)?),
             },
             |leaf, _| Ok(lines::header(leaf, page_size)?.kind == Kind::Leaf),
         )
@@ -75,9 +80,9 @@ impl<'s, S: PageSource> BTree<'s, S> {
     fn descend_with<L>(
         &self,
         key: &[u8],
-        fix_leaf: impl Fn(Option<(&Optimistic<'s, S>, usize)>, u64) -> Result<L>,
-        is_leaf: impl Fn(&mut L, PageId) -> Result<bool>,
-    ) -> Result<(PageId, L)> {
+        fix_leaf: impl Fn(Option<(&Optimistic<'s, S>, usize)>, u64) -> Result<L, BTreeError>,
+        is_leaf: impl Fn(&mut L, PageId) -> Result<bool, BTreeError>,
+    ) -> Result<(PageId, L), BTreeError> {
         'restart: for _ in 0..BTREE_OPTIMISTIC_RESTARTS_MAX {
             let mut pid = self.root;
             let mut page = self.source.fix_optimistic(pid)?;
@@ -114,7 +119,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
                 let child = match self.source.fix_child_optimistic(&page, offset, raw) {
                     Ok(child) => child,
                     Err(_) if !page.validate() => continue 'restart,
-                    Err(e) => return Err(e),
+                    Err(e) => return Err(e.into()),
                 };
                 // (A swizzled reference names the child's frame: its page id is read
                 // from there, and counts only if the parent still validates.)
@@ -137,9 +142,9 @@ impl<'s, S: PageSource> BTree<'s, S> {
     fn descend_coupled<L>(
         &self,
         key: &[u8],
-        fix_leaf: impl Fn(Option<(&Optimistic<'s, S>, usize)>, u64) -> Result<L>,
-        is_leaf: impl Fn(&mut L, PageId) -> Result<bool>,
-    ) -> Result<(PageId, L)> {
+        fix_leaf: impl Fn(Option<(&Optimistic<'s, S>, usize)>, u64) -> Result<L, BTreeError>,
+        is_leaf: impl Fn(&mut L, PageId) -> Result<bool, BTreeError>,
+    ) -> Result<(PageId, L), BTreeError> {
         for _ in 0..BTREE_RESTARTS_MAX {
             let mut pid = self.root;
             let mut page = self.source.fix_shared(pid)?;
@@ -172,7 +177,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
                 pid = child;
             }
         }
-        Err(BTreeError::RestartLimit { op: "descent", restarts: BTREE_RESTARTS_MAX }.into())
+        Err(BTreeError::RestartLimit { op: "descent", restarts: BTREE_RESTARTS_MAX })
     }
 
     /// The pessimistic descent: exclusive coupling from the root; ancestors are released
@@ -182,7 +187,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
         &self,
         key: &[u8],
         safe: impl Fn(&NodeRef<'_>, bool) -> bool,
-    ) -> Result<Chain<'s, S>> {
+    ) -> Result<Chain<'s, S>, BTreeError> {
         let mut chain: Chain<'s, S> = Vec::new();
         let mut pid = self.root;
         let mut level = None;

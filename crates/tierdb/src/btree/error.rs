@@ -1,9 +1,14 @@
 //! Errors of the access-method layer: the B+-tree and the catalog of named trees.
 //!
 //! Bad input (sizes, names) and bad bytes read from a page (headers, bounds, checksums)
-//! are errors; bugs in the tree's own logic are assertions.
+//! are errors; bugs in the tree's own logic are assertions. The page source's errors
+//! pass through as [`BTreeError::Buffer`] and the log's as [`BTreeError::Wal`], message
+//! and source unchanged; converted into the crate's [`Error`](crate::Error) they become
+//! its `Buffer` (or `Device`, `Wal`, `Policy`) again.
 
+use crate::buffer::BufferError;
 use crate::ids::PageId;
+use crate::wal::WalError;
 
 /// Errors of B+-tree and catalog operations.
 #[derive(Debug, thiserror::Error)]
@@ -146,4 +151,55 @@ pub enum BTreeError {
         /// What is wrong with it.
         detail: String,
     },
+    /// The page source failed: a fix, an allocation or a free (I/O, a corrupted page, a
+    /// full tier).
+    #[error(transparent)]
+    Buffer(#[from] BufferError),
+    /// The tree's log ([`TreeLog`](super::TreeLog)) failed; boxed to keep this enum
+    /// small.
+    #[error(transparent)]
+    Wal(Box<WalError>),
+}
+
+impl BTreeError {
+    /// True for the page source's [`BufferError::NeedsExclusive`]: retry the access with
+    /// an exclusive fix.
+    pub fn needs_exclusive(&self) -> bool {
+        matches!(self, BTreeError::Buffer(e) if e.needs_exclusive())
+    }
+
+    /// True for the page source's [`BufferError::Full`]: a tier holds no more pages.
+    pub fn is_full(&self) -> bool {
+        matches!(self, BTreeError::Buffer(e) if e.is_full())
+    }
+
+    /// The page source's error, if this is one.
+    pub fn as_buffer(&self) -> Option<&BufferError> {
+        match self {
+            BTreeError::Buffer(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<WalError> for BTreeError {
+    fn from(e: WalError) -> Self {
+        BTreeError::Wal(Box::new(e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every tree operation returns this error; it carries a [`BufferError`] unboxed (the
+    /// common failure, a fix's), and stays no larger than the umbrella error (80 bytes).
+    const BTREE_ERROR_BYTES_MAX: usize = 64;
+
+    #[test]
+    fn the_btree_error_stays_small() {
+        let size = std::mem::size_of::<BTreeError>();
+        assert!(size <= BTREE_ERROR_BYTES_MAX, "BTreeError is {size} bytes, the bound {BTREE_ERROR_BYTES_MAX}");
+        assert!(size <= std::mem::size_of::<crate::Error>(), "BTreeError is larger than the umbrella error");
+    }
 }

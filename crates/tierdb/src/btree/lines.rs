@@ -20,21 +20,21 @@ use crate::Result;
 use crate::ids::PageId;
 use crate::page::LinePage;
 
-fn corrupt(pid: PageId, detail: String) -> crate::Error {
-    BTreeError::Corrupted { pid, detail }.into()
+fn corrupt(pid: PageId, detail: String) -> BTreeError {
+    BTreeError::Corrupted { pid, detail }
 }
 
 /// The node's header, checked.
 #[inline]
-pub fn header<P: LinePage>(p: &mut P, page_size: usize) -> Result<Header> {
+pub fn header<P: LinePage>(p: &mut P, page_size: usize) -> Result<Header, BTreeError> {
     let pid = p.page_id();
     let b = p.read(0, HEADER_BYTES)?;
-    Ok(Header::parse(b, page_size, pid)?)
+    Header::parse(b, page_size, pid)
 }
 
 /// Head, entry offset and key length of slot `i < count`.
 #[inline]
-fn slot<P: LinePage>(p: &mut P, i: usize) -> Result<(u32, usize, usize)> {
+fn slot<P: LinePage>(p: &mut P, i: usize) -> Result<(u32, usize, usize), BTreeError> {
     let s = p.read(HEADER_BYTES + i * SLOT_BYTES, SLOT_BYTES)?;
     Ok((
         u32::from_le_bytes([s[0], s[1], s[2], s[3]]),
@@ -45,7 +45,7 @@ fn slot<P: LinePage>(p: &mut P, i: usize) -> Result<(u32, usize, usize)> {
 
 /// Checks that `off..off + len` lies in the page.
 #[inline]
-fn inside(h: &Header, pid: PageId, off: usize, len: usize) -> Result<()> {
+fn inside(h: &Header, pid: PageId, off: usize, len: usize) -> Result<(), BTreeError> {
     if off + len > h.page_size {
         return Err(corrupt(pid, format!("entry bytes {off}..{} run past the page of {}", off + len, h.page_size)));
     }
@@ -54,7 +54,7 @@ fn inside(h: &Header, pid: PageId, off: usize, len: usize) -> Result<()> {
 
 /// The first slot whose key is `>= key`, and whether it is equal (`NodeRef::search`).
 #[inline]
-pub fn lower_bound<P: LinePage>(p: &mut P, h: &Header, key: &[u8]) -> Result<(usize, bool)> {
+pub fn lower_bound<P: LinePage>(p: &mut P, h: &Header, key: &[u8]) -> Result<(usize, bool), BTreeError> {
     let pid = p.page_id();
     let sk = key.get(h.prefix_len..).unwrap_or(&[]);
     let head = head_of(sk);
@@ -81,7 +81,7 @@ pub fn lower_bound<P: LinePage>(p: &mut P, h: &Header, key: &[u8]) -> Result<(us
 
 /// Where slot `pos`'s entry is: `(entry offset, key length, value offset, value length)`.
 #[inline]
-pub fn entry<P: LinePage>(p: &mut P, h: &Header, pos: usize) -> Result<(usize, usize, usize, usize)> {
+pub fn entry<P: LinePage>(p: &mut P, h: &Header, pos: usize) -> Result<(usize, usize, usize, usize), BTreeError> {
     let pid = p.page_id();
     let (_, off, klen) = slot(p, pos)?;
     inside(h, pid, off, ENTRY_HEADER_BYTES + klen)?;
@@ -94,7 +94,7 @@ pub fn entry<P: LinePage>(p: &mut P, h: &Header, pos: usize) -> Result<(usize, u
 
 /// Reads the header and checks the page is a leaf.
 #[inline]
-pub fn leaf_header<P: LinePage>(p: &mut P, page_size: usize) -> Result<Header> {
+pub fn leaf_header<P: LinePage>(p: &mut P, page_size: usize) -> Result<Header, BTreeError> {
     let h = header(p, page_size)?;
     if h.kind != Kind::Leaf {
         return Err(corrupt(p.page_id(), "a leaf access reached an inner node".into()));
@@ -104,7 +104,13 @@ pub fn leaf_header<P: LinePage>(p: &mut P, page_size: usize) -> Result<Header> {
 
 /// Inserts at `pos` if the entry fits the contiguous free space (no compaction).
 /// Returns false, changing nothing, if it does not: the caller takes the whole page.
-pub fn try_insert<P: LinePage>(p: &mut P, h: &Header, pos: usize, key: &[u8], value: &[u8]) -> Result<bool> {
+pub fn try_insert<P: LinePage>(
+    p: &mut P,
+    h: &Header,
+    pos: usize,
+    key: &[u8],
+    value: &[u8],
+) -> Result<bool, BTreeError> {
     let pid = p.page_id();
     let plen = h.prefix_len;
     if key.len() < plen {
@@ -143,7 +149,7 @@ pub fn try_insert<P: LinePage>(p: &mut P, h: &Header, pos: usize, key: &[u8], va
 
 /// Removes slot `pos` (`NodeMut::remove`): its entry becomes garbage, or free space if
 /// it is the lowest in the heap.
-pub fn remove<P: LinePage>(p: &mut P, h: &Header, pos: usize) -> Result<()> {
+pub fn remove<P: LinePage>(p: &mut P, h: &Header, pos: usize) -> Result<(), BTreeError> {
     assert!(pos < h.count, "{}: remove slot {pos} of {}", p.page_id(), h.count);
     let (off, klen, _, vlen) = entry(p, h, pos)?;
     let bytes = ENTRY_HEADER_BYTES + klen + vlen;

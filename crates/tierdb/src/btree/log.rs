@@ -8,6 +8,7 @@
 //! images and frees count only once its end is logged, and none of its pages may be
 //! written out before that end (the frames carry the end's LSN).
 
+use super::BTreeError;
 use super::node::{self, NodeMut};
 use super::{BTree, Chain, Exclusive, Lines};
 use crate::Result;
@@ -15,6 +16,7 @@ use crate::ids::{Lsn, PageId};
 use crate::page::ExclusivePage;
 use crate::page::LinePage;
 use crate::page::PageSource;
+use crate::wal::WalError;
 
 /// A change to one leaf, as a logged tree operation reports it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -59,7 +61,7 @@ pub trait TreeLog: Sync {
     ///
     /// # Errors
     /// The log's errors (the change is then not durable; the caller's operation fails).
-    fn leaf_change(&self, root: PageId, page: PageId, change: LeafChange<'_>) -> Result<u64>;
+    fn leaf_change(&self, root: PageId, page: PageId, change: LeafChange<'_>) -> Result<u64, WalError>;
 
     /// Starts a structure change (split, merge, root change, a tree's pages freed):
     /// the images and frees logged with its id count only once its end is logged.
@@ -69,20 +71,20 @@ pub trait TreeLog: Sync {
     ///
     /// # Errors
     /// As [`leaf_change`](Self::leaf_change).
-    fn smo_image(&self, smo: u64, page: PageId, bytes: &[u8]) -> Result<u64>;
+    fn smo_image(&self, smo: u64, page: PageId, bytes: &[u8]) -> Result<u64, WalError>;
 
     /// A page the structure change `smo` frees.
     ///
     /// # Errors
     /// As [`leaf_change`](Self::leaf_change).
-    fn smo_free(&self, smo: u64, page: PageId) -> Result<u64>;
+    fn smo_free(&self, smo: u64, page: PageId) -> Result<u64, WalError>;
 
     /// The end of structure change `smo`: from here on it counts. Returns its LSN,
     /// which the change's pages must not be written out before.
     ///
     /// # Errors
     /// As [`leaf_change`](Self::leaf_change).
-    fn smo_end(&self, smo: u64) -> Result<u64>;
+    fn smo_end(&self, smo: u64) -> Result<u64, WalError>;
 }
 
 /// Pages a structure change holds until it is logged: those it is done with
@@ -104,7 +106,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
     /// pages (the node's LSN with its image's, the frame's with the end's, so that no
     /// page of the change is written out before the whole change is durable); then
     /// frees the pages to free and releases the rest.
-    pub(super) fn finish_smo(&self, chain: &mut Chain<'s, S>, smo: Smo<'s, S>) -> Result<()> {
+    pub(super) fn finish_smo(&self, chain: &mut Chain<'s, S>, smo: Smo<'s, S>) -> Result<(), BTreeError> {
         let Smo { mut touched, to_free } = smo;
         if let Some(log) = self.log {
             let wrote = |g: &Exclusive<'s, S>| g.wrote();
@@ -141,7 +143,12 @@ impl<'s, S: PageSource> BTree<'s, S> {
 
     /// The value at `vs..vs + vlen` of a leaf, copied, when changes are logged (the
     /// undo of the change about to be made needs it).
-    pub(super) fn old_for_log(&self, leaf: &mut Lines<'_, S>, vs: usize, vlen: usize) -> Result<Option<Vec<u8>>> {
+    pub(super) fn old_for_log(
+        &self,
+        leaf: &mut Lines<'_, S>,
+        vs: usize,
+        vlen: usize,
+    ) -> Result<Option<Vec<u8>>, BTreeError> {
         match self.log {
             Some(_) => Ok(Some(leaf.read(vs, vlen)?.to_vec())),
             None => Ok(None),
@@ -149,7 +156,12 @@ impl<'s, S: PageSource> BTree<'s, S> {
     }
 
     /// Logs a leaf change made through a line guard and stamps its LSN on the leaf.
-    pub(super) fn log_leaf_lines(&self, pid: PageId, leaf: &mut Lines<'_, S>, change: LeafChange<'_>) -> Result<()> {
+    pub(super) fn log_leaf_lines(
+        &self,
+        pid: PageId,
+        leaf: &mut Lines<'_, S>,
+        change: LeafChange<'_>,
+    ) -> Result<(), BTreeError> {
         if let Some(log) = self.log {
             let lsn = Lsn::new(log.leaf_change(self.root, pid, change)?);
             leaf.write(node::OFF_PAGE_LSN, 8)?.copy_from_slice(&lsn.to_le_bytes());
@@ -164,7 +176,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
         pid: PageId,
         leaf: &mut B,
         change: LeafChange<'_>,
-    ) -> Result<u64> {
+    ) -> Result<u64, BTreeError> {
         match self.log {
             Some(log) => {
                 let lsn = log.leaf_change(self.root, pid, change)?;

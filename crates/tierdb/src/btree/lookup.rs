@@ -84,7 +84,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
     /// The leaf that holds `key` (fixed line-grained, shared or exclusive), its header
     /// and the key's slot; `None` if the key is absent.
     #[inline]
-    pub(super) fn find(&self, key: &[u8], exclusive: bool) -> Result<Option<Found<'s, S>>> {
+    pub(super) fn find(&self, key: &[u8], exclusive: bool) -> Result<Option<Found<'s, S>>, BTreeError> {
         let (pid, mut leaf) = self.descend_lines(key, exclusive)?;
         let h = lines::leaf_header(&mut leaf, self.source.page_size())?;
         match lines::lower_bound(&mut leaf, &h, key)? {
@@ -99,7 +99,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
     /// # Errors
     /// `KeyTooLarge`; `Corrupted`/`NotATree` for bad pages; the source's fix errors.
     #[inline]
-    pub fn get<R>(&self, key: &[u8], f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>> {
+    pub fn get<R>(&self, key: &[u8], f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>, BTreeError> {
         self.get_part(key, 0..usize::MAX, f)
     }
 
@@ -110,7 +110,12 @@ impl<'s, S: PageSource> BTree<'s, S> {
     /// # Errors
     /// As [`get`](Self::get).
     #[inline]
-    pub fn get_part<R>(&self, key: &[u8], part: Range<usize>, f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>> {
+    pub fn get_part<R>(
+        &self,
+        key: &[u8],
+        part: Range<usize>,
+        f: impl FnOnce(&[u8]) -> R,
+    ) -> Result<Option<R>, BTreeError> {
         self.check_key(key)?;
         // Shared first; a leaf whose lines must be loaded while others read it is fixed
         // again exclusive (a cache-line fault changes the page).
@@ -137,13 +142,13 @@ impl<'s, S: PageSource> BTree<'s, S> {
     /// # Errors
     /// `OutputTooSmall` if the part does not fit `out`; those of `get_part`.
     #[inline]
-    pub fn read_into(&self, key: &[u8], part: Range<usize>, out: &mut [u8]) -> Result<Option<usize>> {
+    pub fn read_into(&self, key: &[u8], part: Range<usize>, out: &mut [u8]) -> Result<Option<usize>, BTreeError> {
         self.check_key(key)?;
         for _ in 0..BTREE_OPTIMISTIC_RESTARTS_MAX {
             match self.read_optimistic(key, &part, out)? {
                 Attempt::Done(Ok(n)) => return Ok(n),
                 Attempt::Done(Err(len)) => {
-                    return Err(BTreeError::OutputTooSmall { len, capacity: out.len() }.into());
+                    return Err(BTreeError::OutputTooSmall { len, capacity: out.len() });
                 }
                 Attempt::Restart => {}
                 Attempt::Latched => break,
@@ -159,7 +164,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
         match copied {
             None => Ok(None),
             Some(Ok(n)) => Ok(Some(n)),
-            Some(Err(len)) => Err(BTreeError::OutputTooSmall { len, capacity: out.len() }.into()),
+            Some(Err(len)) => Err(BTreeError::OutputTooSmall { len, capacity: out.len() }),
         }
     }
 
@@ -167,7 +172,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
     /// [`descend_with`](Self::descend_with) does, then reads the leaf optimistically if
     /// the source hands it out so.
     #[inline]
-    fn read_optimistic(&self, key: &[u8], part: &Range<usize>, out: &mut [u8]) -> Result<Attempt> {
+    fn read_optimistic(&self, key: &[u8], part: &Range<usize>, out: &mut [u8]) -> Result<Attempt, BTreeError> {
         let mut pid = self.root;
         let mut page = self.source.fix_optimistic(pid)?;
         let mut level = None;
@@ -188,7 +193,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
                     // latched lookup would fix it (no second descent).
                     Ok(None) => return self.copy_from_latched_leaf(&page, offset, raw, key, part, out),
                     Err(_) if !page.validate() => return Ok(Attempt::Restart),
-                    Err(e) => return Err(e),
+                    Err(e) => return Err(e.into()),
                 };
                 let next = self.source.child_pid(raw);
                 if !page.validate() {
@@ -199,7 +204,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
             let child = match self.source.fix_child_optimistic(&page, offset, raw) {
                 Ok(child) => child,
                 Err(_) if !page.validate() => return Ok(Attempt::Restart),
-                Err(e) => return Err(e),
+                Err(e) => return Err(e.into()),
             };
             pid = self.source.child_pid(raw);
             if !page.validate() {
@@ -223,17 +228,17 @@ impl<'s, S: PageSource> BTree<'s, S> {
         key: &[u8],
         part: &Range<usize>,
         out: &mut [u8],
-    ) -> Result<Attempt> {
+    ) -> Result<Attempt, BTreeError> {
         let mut leaf = match self.source.fix_child_lines(parent, offset, raw, false) {
             Ok(leaf) => leaf,
             Err(_) if !parent.validate() => return Ok(Attempt::Restart),
             Err(e) if e.needs_exclusive() => return Ok(Attempt::Latched),
-            Err(e) => return Err(e),
+            Err(e) => return Err(e.into()),
         };
         if !parent.validate() {
             return Ok(Attempt::Restart);
         }
-        let step = (|| -> Result<Option<std::result::Result<Option<usize>, usize>>> {
+        let step = (|| -> Result<Option<std::result::Result<Option<usize>, usize>>, BTreeError> {
             let h = lines::header(&mut leaf, self.source.page_size())?;
             if h.kind != Kind::Leaf {
                 return Ok(None); // the root split between the two reads
@@ -269,7 +274,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
         part: &Range<usize>,
         exclusive: bool,
         f: &mut Option<impl FnOnce(&[u8]) -> R>,
-    ) -> Result<Option<R>> {
+    ) -> Result<Option<R>, BTreeError> {
         let Found { mut leaf, h, pos, .. } = match self.find(key, exclusive)? {
             Some(f) => f,
             None => return Ok(None),

@@ -106,7 +106,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
     ///
     /// # Errors
     /// The source's allocation errors.
-    pub fn create(source: &'s S) -> Result<Self> {
+    pub fn create(source: &'s S) -> Result<Self, BTreeError> {
         let mut page = source.allocate()?;
         let pid = page.page_id();
         Builder::new(&mut page, pid, Kind::Leaf, 0, &[], None, 0)?;
@@ -118,11 +118,11 @@ impl<'s, S: PageSource> BTree<'s, S> {
     /// # Errors
     /// `NotATree` if the page is not a node or not a root (it has fences);
     /// `Corrupted` for an inconsistent header; the source's fix errors.
-    pub fn open(source: &'s S, root: PageId) -> Result<Self> {
+    pub fn open(source: &'s S, root: PageId) -> Result<Self, BTreeError> {
         let page = source.fix_shared(root)?;
         let node = NodeRef::parse(&page, root)?;
         if !node.lower_fence().is_empty() || node.upper_fence().is_some() {
-            return Err(BTreeError::NotATree { pid: root, detail: "a node with fences, not a root".into() }.into());
+            return Err(BTreeError::NotATree { pid: root, detail: "a node with fences, not a root".into() });
         }
         Ok(BTree { source, root, log: None })
     }
@@ -150,18 +150,18 @@ impl<'s, S: PageSource> BTree<'s, S> {
         value_bytes_max(self.source.page_size())
     }
 
-    fn check_key(&self, key: &[u8]) -> Result<()> {
+    fn check_key(&self, key: &[u8]) -> Result<(), BTreeError> {
         if key.len() > BTREE_KEY_BYTES_MAX {
-            return Err(BTreeError::KeyTooLarge { len: key.len(), max: BTREE_KEY_BYTES_MAX }.into());
+            return Err(BTreeError::KeyTooLarge { len: key.len(), max: BTREE_KEY_BYTES_MAX });
         }
         Ok(())
     }
 
-    fn check_value(&self, value: &[u8]) -> Result<()> {
+    fn check_value(&self, value: &[u8]) -> Result<(), BTreeError> {
         let page_size = self.source.page_size();
         let max = value_bytes_max(page_size);
         if value.len() > max {
-            return Err(BTreeError::ValueTooLarge { len: value.len(), max, page_size }.into());
+            return Err(BTreeError::ValueTooLarge { len: value.len(), max, page_size });
         }
         Ok(())
     }
@@ -171,7 +171,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
     ///
     /// # Errors
     /// `KeyTooLarge` for `start`; bad pages; the source's fix errors.
-    pub fn scan(&self, start: &[u8], f: impl FnMut(&[u8], &[u8]) -> bool) -> Result<()> {
+    pub fn scan(&self, start: &[u8], f: impl FnMut(&[u8], &[u8]) -> bool) -> Result<(), BTreeError> {
         self.check_key(start)?;
         self.scan_from(start, true, f)
     }
@@ -189,7 +189,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
     ///
     /// # Errors
     /// `Corrupted` naming the first violation; the source's fix errors.
-    pub fn check_invariants(&self) -> Result<TreeStats> {
+    pub fn check_invariants(&self) -> Result<TreeStats, BTreeError> {
         check::check(self)
     }
 
@@ -198,7 +198,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
     ///
     /// # Errors
     /// Bad pages; the source's errors.
-    pub fn destroy(self) -> Result<()> {
+    pub fn destroy(self) -> Result<(), BTreeError> {
         let mut stack = vec![self.root];
         let mut seen = std::collections::HashSet::new();
         while let Some(pid) = stack.pop() {
@@ -227,8 +227,8 @@ impl<S: PageSource> std::fmt::Debug for BTree<'_, S> {
 }
 
 /// A `Corrupted` error of page `pid`.
-fn corrupted(pid: PageId, detail: impl Into<String>) -> crate::Error {
-    BTreeError::Corrupted { pid, detail: detail.into() }.into()
+fn corrupted(pid: PageId, detail: impl Into<String>) -> BTreeError {
+    BTreeError::Corrupted { pid, detail: detail.into() }
 }
 
 #[cfg(test)]

@@ -16,6 +16,7 @@
 //! is logged (its pages' images and an end record, as one unit that recovery applies
 //! whole or not at all); pages to free are freed after that.
 
+use super::BTreeError;
 use super::log::Smo;
 use super::node::{self, Builder, CHILD_BYTES, ENTRY_HEADER_BYTES, Kind, NodeMut, NodeRef, SLOT_BYTES};
 use super::{BTree, Chain, Exclusive, corrupted};
@@ -37,7 +38,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
         idx: usize,
         key: &[u8],
         need: usize,
-    ) -> Result<usize> {
+    ) -> Result<usize, BTreeError> {
         let mut idx = idx;
         // One split always makes room in a sound node (see `node`'s value limit).
         for _ in 0..2 {
@@ -65,7 +66,13 @@ impl<'s, S: PageSource> BTree<'s, S> {
     /// Splits the non-root node `chain[idx]` into itself (left) and a fresh right node,
     /// and posts the separator in its parent `chain[idx - 1]` (splitting that first if
     /// it is full). Returns the index of the half that holds `key`.
-    fn split_node(&self, chain: &mut Chain<'s, S>, smo: &mut Smo<'s, S>, idx: usize, key: &[u8]) -> Result<usize> {
+    fn split_node(
+        &self,
+        chain: &mut Chain<'s, S>,
+        smo: &mut Smo<'s, S>,
+        idx: usize,
+        key: &[u8],
+    ) -> Result<usize, BTreeError> {
         let (pid, page) = &chain[idx];
         let pid = *pid;
         assert!(idx > 0, "{pid} must split but its parent is not held: the descent released an unsafe node");
@@ -95,7 +102,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
         let mut left = vec![0u8; copy.len()];
         if let Err(e) = node::split_into(&old, &plan, &mut left, pid, &mut right, right_pid) {
             self.source.free(right)?; // never part of the tree
-            return Err(e.into());
+            return Err(e);
         }
         chain[idx].1.copy_from_slice(&left);
         // 3. Post `(sep, left)` in front of the position that pointed to the node, and
@@ -119,7 +126,13 @@ impl<'s, S: PageSource> BTree<'s, S> {
     /// Splits the root in place: its halves move to two fresh pages and the root becomes
     /// an inner node one level up with one separator. `chain[idx]` is the root; the half
     /// that holds `key` is inserted after it. Returns its index.
-    fn split_root(&self, chain: &mut Chain<'s, S>, smo: &mut Smo<'s, S>, idx: usize, key: &[u8]) -> Result<usize> {
+    fn split_root(
+        &self,
+        chain: &mut Chain<'s, S>,
+        smo: &mut Smo<'s, S>,
+        idx: usize,
+        key: &[u8],
+    ) -> Result<usize, BTreeError> {
         assert_eq!(idx, 0, "the root is the top of any chain that holds it");
         let root = self.root;
         let copy = chain[idx].1.to_vec();
@@ -133,14 +146,14 @@ impl<'s, S: PageSource> BTree<'s, S> {
             Ok(r) => r,
             Err(e) => {
                 self.source.free(left)?;
-                return Err(e);
+                return Err(e.into());
             }
         };
         let (left_pid, right_pid) = (left.page_id(), right.page_id());
         if let Err(e) = node::split_into(&old, &plan, &mut left, left_pid, &mut right, right_pid) {
             self.source.free(left)?;
             self.source.free(right)?;
-            return Err(e.into());
+            return Err(e);
         }
         let mut b = Builder::new(&mut chain[idx].1, root, Kind::Inner, old.level() + 1, &[], None, right_pid.0)?;
         b.push([&plan.sep, &[]], &left_pid.0.to_le_bytes())?;
@@ -158,7 +171,12 @@ impl<'s, S: PageSource> BTree<'s, S> {
     /// After a delete in the chain's last node: while that node is underfull and its
     /// parent is held, merges it with a sibling; then shrinks a root left with a single
     /// child. `key` routes to every node of the chain.
-    pub(super) fn rebalance(&self, chain: &mut Chain<'s, S>, smo: &mut Smo<'s, S>, key: &[u8]) -> Result<()> {
+    pub(super) fn rebalance(
+        &self,
+        chain: &mut Chain<'s, S>,
+        smo: &mut Smo<'s, S>,
+        key: &[u8],
+    ) -> Result<(), BTreeError> {
         loop {
             let (pid, page) = chain.last().expect("a chain holds at least one node");
             let node = NodeRef::parse(page, *pid)?;
@@ -194,7 +212,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
         pid: PageId,
         page: Exclusive<'s, S>,
         key: &[u8],
-    ) -> Result<()> {
+    ) -> Result<(), BTreeError> {
         let ppid = *ppid;
         let pv = NodeRef::parse(parent, ppid)?;
         let pos = pv.child_index(key)?;
@@ -252,7 +270,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
         i: usize,
         (left_pid, mut left): (PageId, Exclusive<'s, S>),
         (right_pid, right): (PageId, Exclusive<'s, S>),
-    ) -> Result<Option<(Exclusive<'s, S>, Exclusive<'s, S>)>> {
+    ) -> Result<Option<(Exclusive<'s, S>, Exclusive<'s, S>)>, BTreeError> {
         let pv = NodeRef::parse(parent, ppid)?;
         let level = pv.level() - 1;
         let sep = pv.full_key(i)?;
@@ -284,7 +302,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
     /// A root that is an inner node without separators absorbs its only child (whose
     /// fences are infinite on both sides, like the root's), until it has separators or
     /// is a leaf. `chain` holds just the root.
-    fn collapse_root(&self, chain: &mut Chain<'s, S>, smo: &mut Smo<'s, S>) -> Result<()> {
+    fn collapse_root(&self, chain: &mut Chain<'s, S>, smo: &mut Smo<'s, S>) -> Result<(), BTreeError> {
         let (pid, root) = chain.last_mut().expect("the root is held");
         assert_eq!(*pid, self.root);
         for _ in 0..BTREE_HEIGHT_MAX {

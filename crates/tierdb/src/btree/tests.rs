@@ -52,7 +52,7 @@ fn operations_and_their_results() {
     assert_eq!(get(&t, b""), Some(b"empty KEY".to_vec()));
     assert!(!t.update_in_place(b"zz", 0, b"").unwrap());
     let e = t.update_in_place(b"", 7, b"KEY").unwrap_err();
-    assert!(matches!(e, crate::Error::BTree(BTreeError::OffsetOutOfRange { offset: 7, len: 3, value_len: 9 })), "{e}");
+    assert!(matches!(e, BTreeError::OffsetOutOfRange { offset: 7, len: 3, value_len: 9 }), "{e}");
     assert!(t.delete(b"a").unwrap());
     assert!(!t.delete(b"a").unwrap());
     assert_eq!(all(&t), vec![(b"".to_vec(), b"empty KEY".to_vec()), (b"b".to_vec(), b"3".to_vec())]);
@@ -74,12 +74,9 @@ fn size_limits_are_typed_errors() {
             assert!(t.insert(&k, &vec![2; max]).unwrap());
         }
         let e = t.insert(&vec![0; BTREE_KEY_BYTES_MAX + 1], b"").unwrap_err();
-        assert!(matches!(e, crate::Error::BTree(BTreeError::KeyTooLarge { len: 257, max: 256 })), "{e}");
+        assert!(matches!(e, BTreeError::KeyTooLarge { len: 257, max: 256 }), "{e}");
         let e = t.upsert(b"k", &vec![0; max + 1]).unwrap_err();
-        assert!(
-            matches!(e, crate::Error::BTree(BTreeError::ValueTooLarge { page_size, .. }) if page_size == page),
-            "{e}"
-        );
+        assert!(matches!(e, BTreeError::ValueTooLarge { page_size, .. } if page_size == page), "{e}");
         assert!(t.get(&vec![0; 300], |_| ()).is_err());
         assert_eq!(get(&t, &long_key).unwrap().len(), max);
         t.check_invariants().unwrap();
@@ -243,7 +240,7 @@ fn open_checks_the_root() {
         p.page_id()
     };
     let e = BTree::open(&s, zero).unwrap_err();
-    assert!(matches!(e, crate::Error::BTree(BTreeError::NotATree { .. })), "{e}");
+    assert!(matches!(e, BTreeError::NotATree { .. }), "{e}");
     let t = BTree::create(&s).unwrap();
     for i in 0..2000 {
         t.insert(&key(i), &[0; 20]).unwrap();

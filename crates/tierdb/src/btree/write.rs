@@ -42,7 +42,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
     /// # Errors
     /// `KeyTooLarge`, `ValueTooLarge`; bad pages; the source's errors (a split needs a
     /// page).
-    pub fn insert(&self, key: &[u8], value: &[u8]) -> Result<bool> {
+    pub fn insert(&self, key: &[u8], value: &[u8]) -> Result<bool, BTreeError> {
         self.write(key, value, WriteMode::Insert)
     }
 
@@ -50,7 +50,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
     ///
     /// # Errors
     /// As [`insert`](Self::insert).
-    pub fn upsert(&self, key: &[u8], value: &[u8]) -> Result<()> {
+    pub fn upsert(&self, key: &[u8], value: &[u8]) -> Result<(), BTreeError> {
         self.write(key, value, WriteMode::Upsert).map(|_| ())
     }
 
@@ -59,7 +59,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
     ///
     /// # Errors
     /// As [`insert`](Self::insert).
-    pub fn update(&self, key: &[u8], value: &[u8]) -> Result<bool> {
+    pub fn update(&self, key: &[u8], value: &[u8]) -> Result<bool, BTreeError> {
         self.write(key, value, WriteMode::Update)
     }
 
@@ -68,12 +68,12 @@ impl<'s, S: PageSource> BTree<'s, S> {
     ///
     /// # Errors
     /// `OffsetOutOfRange` if the range is not inside the value; as [`get`](Self::get).
-    pub fn update_in_place(&self, key: &[u8], offset: usize, bytes: &[u8]) -> Result<bool> {
+    pub fn update_in_place(&self, key: &[u8], offset: usize, bytes: &[u8]) -> Result<bool, BTreeError> {
         self.check_key(key)?;
         let Some(Found { pid, mut leaf, h, pos }) = self.find(key, true)? else { return Ok(false) };
         let (_, _, vs, value_len) = lines::entry(&mut leaf, &h, pos)?;
         if offset.checked_add(bytes.len()).is_none_or(|end| end > value_len) {
-            return Err(BTreeError::OffsetOutOfRange { offset, len: bytes.len(), value_len }.into());
+            return Err(BTreeError::OffsetOutOfRange { offset, len: bytes.len(), value_len });
         }
         // Only the bytes written are logged (and, on cache-line-grained pages, loaded).
         let old = self.old_for_log(&mut leaf, vs + offset, bytes.len())?;
@@ -88,7 +88,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
     ///
     /// # Errors
     /// `KeyTooLarge`; bad pages; the source's errors (freeing a page).
-    pub fn delete(&self, key: &[u8]) -> Result<bool> {
+    pub fn delete(&self, key: &[u8]) -> Result<bool, BTreeError> {
         self.check_key(key)?;
         {
             let Some(Found { pid, mut leaf, h, pos }) = self.find(key, true)? else { return Ok(false) };
@@ -126,7 +126,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
 
     /// Insert, update or upsert: optimistic first, pessimistic with splits if the leaf
     /// has no room.
-    fn write(&self, key: &[u8], value: &[u8], mode: WriteMode) -> Result<bool> {
+    fn write(&self, key: &[u8], value: &[u8], mode: WriteMode) -> Result<bool, BTreeError> {
         self.check_key(key)?;
         self.check_value(value)?;
         {
@@ -174,7 +174,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
         key: &[u8],
         value: &[u8],
         mode: WriteMode,
-    ) -> Result<LeafWrite> {
+    ) -> Result<LeafWrite, BTreeError> {
         let h = lines::leaf_header(leaf, self.source.page_size())?;
         let (pos, found) = lines::lower_bound(leaf, &h, key)?;
         match (mode, found) {
@@ -225,7 +225,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
         key: &[u8],
         value: &[u8],
         mode: WriteMode,
-    ) -> Result<LeafWrite> {
+    ) -> Result<LeafWrite, BTreeError> {
         let node = NodeRef::parse(leaf, pid)?;
         if !node.is_leaf() {
             return Err(corrupted(pid, "a write descended to an inner node"));

@@ -1,8 +1,15 @@
 //! Errors of the buffer layer and of every page source: the one error a fix, an
 //! allocation or a free returns.
+//!
+//! Errors of the layers below pass through unchanged in message and source: a device's
+//! as [`BufferError::Device`], the log's (forced before a write-back) as
+//! [`BufferError::Wal`], a policy's as [`BufferError::Policy`]. Converted into the
+//! crate's [`Error`](crate::Error) they become its `Device`, `Wal` and `Policy` again, so
+//! callers at the API match them where they arose.
 
 use crate::device::DeviceError;
 use crate::ids::PageId;
+use crate::wal::WalError;
 
 /// Errors of the buffer layer.
 #[derive(Debug, thiserror::Error)]
@@ -78,6 +85,10 @@ pub enum BufferError {
         /// The first failure, which stopped it.
         what: String,
     },
+    /// The log failed while forced (or written to) before a write-back, the
+    /// write-ahead rule's; boxed to keep this enum small.
+    #[error(transparent)]
+    Wal(Box<WalError>),
     /// A placement policy's name or parameters were refused.
     #[error(transparent)]
     Policy(#[from] crate::policy::PolicyError),
@@ -87,4 +98,45 @@ pub enum BufferError {
         /// What is wrong with the configuration.
         what: String,
     },
+}
+
+impl BufferError {
+    /// True for [`NeedsExclusive`](Self::NeedsExclusive): retry the access with an
+    /// exclusive fix.
+    pub fn needs_exclusive(&self) -> bool {
+        matches!(self, BufferError::NeedsExclusive { .. })
+    }
+
+    /// True for [`Full`](Self::Full): a tier holds no more pages.
+    pub fn is_full(&self) -> bool {
+        matches!(self, BufferError::Full { .. })
+    }
+}
+
+impl From<DeviceError> for BufferError {
+    fn from(e: DeviceError) -> Self {
+        BufferError::Device(Box::new(e))
+    }
+}
+
+impl From<WalError> for BufferError {
+    fn from(e: WalError) -> Self {
+        BufferError::Wal(Box::new(e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every fix returns this error, so it stays as small as it was when the fix path
+    /// still returned the umbrella error (80 bytes): rare, large variants are boxed.
+    const BUFFER_ERROR_BYTES_MAX: usize = 56;
+
+    #[test]
+    fn the_buffer_error_stays_small() {
+        let size = std::mem::size_of::<BufferError>();
+        assert!(size <= BUFFER_ERROR_BYTES_MAX, "BufferError is {size} bytes, the bound {BUFFER_ERROR_BYTES_MAX}");
+        assert!(size <= std::mem::size_of::<crate::Error>(), "BufferError is larger than the umbrella error");
+    }
 }

@@ -322,17 +322,17 @@ impl BufferManager {
     ///
     /// # Errors
     /// `Config` if a log is attached already.
-    pub fn set_log(&self, log: std::sync::Arc<dyn LogForce>) -> Result<()> {
+    pub fn set_log(&self, log: std::sync::Arc<dyn LogForce>) -> Result<(), BufferError> {
         self.set_lsn_clock(log.clone());
-        self.log.set(log).map_err(|_| BufferError::Config { what: "a log is attached already".into() }.into())
+        self.log.set(log).map_err(|_| BufferError::Config { what: "a log is attached already".into() })
     }
 
     /// The write-ahead rule: every record up to LSN `lsn` is durable before a page
     /// changed by it is written out.
     #[inline]
-    fn force_log(&self, lsn: Lsn) -> Result<()> {
+    fn force_log(&self, lsn: Lsn) -> Result<(), BufferError> {
         match self.log.get() {
-            Some(log) if !lsn.is_none() => log.force(lsn),
+            Some(log) if !lsn.is_none() => Ok(log.force(lsn)?),
             _ => Ok(()),
         }
     }
@@ -346,12 +346,12 @@ impl BufferManager {
 
     /// `Stopped` once [`stop`](Self::stop) was called.
     #[inline]
-    fn check_stopped(&self) -> Result<()> {
+    fn check_stopped(&self) -> Result<(), BufferError> {
         if !self.stopped.load(Ordering::Relaxed) {
             return Ok(());
         }
         let what = self.stop_reason.lock().clone().unwrap_or_default();
-        Err(BufferError::Stopped { store: "the buffer manager", what }.into())
+        Err(BufferError::Stopped { store: "the buffer manager", what })
     }
 
     fn lines_per_page(&self) -> u64 {
@@ -421,7 +421,7 @@ impl BufferManager {
     ///
     /// # Errors
     /// `NoSuchPage` past the page table.
-    pub fn residency(&self, pid: PageId) -> Result<Option<Residency>> {
+    pub fn residency(&self, pid: PageId) -> Result<Option<Residency>, BufferError> {
         Ok(match self.table.get(pid)? {
             Entry::Dram(f) => {
                 let meta = self.frames.meta(f);
@@ -465,8 +465,8 @@ impl BufferManager {
     ///
     /// # Errors
     /// `NoSuchPage` past the page table.
-    pub fn location(&self, pid: PageId) -> Result<Entry> {
-        Ok(self.table.get(pid)?)
+    pub fn location(&self, pid: PageId) -> Result<Entry, BufferError> {
+        self.table.get(pid)
     }
 
     /// The counters of the buffer manager, its devices and its policy now (counted since
@@ -518,7 +518,7 @@ impl BufferManager {
     ///
     /// # Errors
     /// As [`checkpoint`](Self::checkpoint).
-    pub fn close(self) -> Result<()> {
+    pub fn close(self) -> Result<(), BufferError> {
         self.checkpoint()
     }
 }

@@ -24,7 +24,7 @@ use crate::buffer::BufferManager;
 use crate::catalog::Catalog;
 use crate::ids::{PageId, TxnId};
 use crate::wal::payload::encode_checkpoint_begin;
-use crate::wal::{Durability, Kind, Lsn, RecordHead, Wal};
+use crate::wal::{Durability, Kind, Lsn, RecordHead, Wal, WalError};
 
 use super::config::DbError;
 use super::control::{Control, write_control};
@@ -143,7 +143,7 @@ impl<S: DbStore> Db<S> {
     }
 
     /// Logs the image of a page structure change `smo` wrote (redo only).
-    pub(super) fn smo_image(&self, smo: TxnId, page: PageId, bytes: &[u8]) -> Result<u64> {
+    pub(super) fn smo_image(&self, smo: TxnId, page: PageId, bytes: &[u8]) -> Result<u64, WalError> {
         debug_assert!(smo.is_smo(), "page image of {page} for {smo:#x}, not a structure change");
         Ok(self.wal.append(&RecordHead::new(Kind::PageImage, smo, Lsn::NONE).page(page.0), bytes)?.get())
     }
@@ -160,7 +160,7 @@ impl<S: DbStore> Db<S> {
     }
 
     pub(super) fn tree(&self, name: &str) -> Result<BTree<'_, S>> {
-        BTree::open(&self.store, self.root(name)?)
+        Ok(BTree::open(&self.store, self.root(name)?)?)
     }
 
     /// The value of `key` in tree `tree` (read uncommitted).
@@ -169,7 +169,7 @@ impl<S: DbStore> Db<S> {
     /// `NoSuchTree`; the tree's errors.
     pub fn get(&self, tree: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
         self.check_alive()?;
-        self.tree(tree)?.get(key, <[u8]>::to_vec)
+        Ok(self.tree(tree)?.get(key, <[u8]>::to_vec)?)
     }
 
     /// Calls `f` with bytes `part` of the value of `key` (clipped to the value), in
@@ -186,7 +186,7 @@ impl<S: DbStore> Db<S> {
         f: impl FnOnce(&[u8]) -> R,
     ) -> Result<Option<R>> {
         self.check_alive()?;
-        self.tree(tree)?.get_part(key, part, f)
+        Ok(self.tree(tree)?.get_part(key, part, f)?)
     }
 
     /// Calls `f(key, value)` for keys `>= start` in order until it returns false.
@@ -195,7 +195,7 @@ impl<S: DbStore> Db<S> {
     /// As [`get`](Self::get).
     pub fn scan(&self, tree: &str, start: &[u8], f: impl FnMut(&[u8], &[u8]) -> bool) -> Result<()> {
         self.check_alive()?;
-        self.tree(tree)?.scan(start, f)
+        Ok(self.tree(tree)?.scan(start, f)?)
     }
 
     /// A checkpoint: every dirty page is written out (the log forced first), then the

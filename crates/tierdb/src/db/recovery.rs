@@ -494,5 +494,5 @@ fn page_of<S: DbStore>(store: &S, pid: PageId) -> Result<Option<S::Exclusive<'_>
     if !store.recover_allocated(pid)? {
         return Ok(None);
     }
-    store.fix_exclusive(pid).map(Some)
+    Ok(store.fix_exclusive(pid).map(Some)?)
 }

@@ -32,6 +32,7 @@ use std::sync::{Arc, OnceLock};
 use super::config::DbError;
 use super::store::DbStore;
 use crate::Result;
+use crate::buffer::BufferError;
 use crate::device::DramConfig;
 use crate::ids::PageId;
 use crate::page::PageSource;
@@ -185,25 +186,25 @@ impl PageSource for MemoryStore {
         self.src.page_size()
     }
     #[inline]
-    fn fix_shared(&self, pid: PageId) -> Result<FrameRead<'_>> {
+    fn fix_shared(&self, pid: PageId) -> Result<FrameRead<'_>, BufferError> {
         self.src.fix_shared(pid)
     }
     #[inline]
-    fn fix_optimistic(&self, pid: PageId) -> Result<FrameOptimistic<'_>> {
+    fn fix_optimistic(&self, pid: PageId) -> Result<FrameOptimistic<'_>, BufferError> {
         self.src.fix_optimistic(pid)
     }
     #[inline]
-    fn fix_exclusive(&self, pid: PageId) -> Result<FrameWrite<'_>> {
+    fn fix_exclusive(&self, pid: PageId) -> Result<FrameWrite<'_>, BufferError> {
         self.src.fix_exclusive(pid)
     }
     #[inline]
-    fn fix_lines(&self, pid: PageId, exclusive: bool) -> Result<WholeLines<'_>> {
+    fn fix_lines(&self, pid: PageId, exclusive: bool) -> Result<WholeLines<'_>, BufferError> {
         self.src.fix_lines(pid, exclusive)
     }
-    fn allocate(&self) -> Result<FrameWrite<'_>> {
+    fn allocate(&self) -> Result<FrameWrite<'_>, BufferError> {
         self.src.allocate()
     }
-    fn free(&self, page: FrameWrite<'_>) -> Result<()> {
+    fn free(&self, page: FrameWrite<'_>) -> Result<(), BufferError> {
         self.src.free(page)
     }
     fn catalog_page(&self) -> PageId {
@@ -222,7 +223,7 @@ impl DbStore for MemoryStore {
         Ok(())
     }
     fn recover_allocated(&self, pid: PageId) -> Result<bool> {
-        self.src.recover_allocated(pid).map(|()| true)
+        Ok(self.src.recover_allocated(pid).map(|()| true)?)
     }
     fn recover_is_free(&self, pid: PageId) -> bool {
         self.src.is_free(pid)
@@ -231,7 +232,7 @@ impl DbStore for MemoryStore {
         if pid == PageId::CATALOG || self.src.is_free(pid) {
             return Ok(());
         }
-        self.src.free(self.src.fix_exclusive(pid)?)
+        Ok(self.src.free(self.src.fix_exclusive(pid)?)?)
     }
     fn pages_reused(&self) -> usize {
         0

@@ -16,7 +16,7 @@ use crate::ids::{PageId, TxnId};
 use crate::sources::NvmDirect;
 use crate::sources::nvm_direct::frames::WriteBackLog;
 use crate::wal::payload::{encode_flushed, encode_lines};
-use crate::wal::{Durability, Kind, Lsn, RecordHead, Wal};
+use crate::wal::{Durability, Kind, Lsn, RecordHead, Wal, WalError};
 
 use super::store::DbStore;
 
@@ -30,11 +30,11 @@ struct PageLog {
 }
 
 impl crate::wal::LogForce for PageLog {
-    fn force(&self, lsn: Lsn) -> Result<()> {
-        Ok(self.wal.flush_until(lsn.advance(1))?)
+    fn force(&self, lsn: Lsn) -> Result<(), WalError> {
+        self.wal.flush_until(lsn.advance(1))
     }
 
-    fn append_image(&self, pid: PageId, page: &[u8]) -> Result<Option<Lsn>> {
+    fn append_image(&self, pid: PageId, page: &[u8]) -> Result<Option<Lsn>, WalError> {
         let lines = page.len() / crate::limits::CACHE_LINE_BYTES;
         let payload = encode_lines(lines, &[(0, page)]);
         Ok(Some(self.wal.append(&RecordHead::new(Kind::LineImage, TxnId::NONE, Lsn::NONE).page(pid.0), &payload)?))
@@ -44,7 +44,7 @@ impl crate::wal::LogForce for PageLog {
         self.wal.next_lsn()
     }
 
-    fn note_flushed(&self, pages: &[(PageId, Lsn)]) -> Result<()> {
+    fn note_flushed(&self, pages: &[(PageId, Lsn)]) -> Result<(), WalError> {
         if self.flush_notes && !pages.is_empty() {
             self.wal.append(&RecordHead::new(Kind::PagesFlushed, TxnId::NONE, Lsn::NONE), &encode_flushed(pages))?;
         }
@@ -54,29 +54,29 @@ impl crate::wal::LogForce for PageLog {
 
 impl DbStore for BufferManager {
     fn attach_log(&self, wal: &Arc<Wal>, durability: Durability) -> Result<()> {
-        self.set_log(Arc::new(PageLog { wal: wal.clone(), flush_notes: durability != Durability::None }))
+        Ok(self.set_log(Arc::new(PageLog { wal: wal.clone(), flush_notes: durability != Durability::None }))?)
     }
     fn flush_all(&self) -> Result<()> {
-        self.checkpoint()
+        Ok(self.checkpoint()?)
     }
     fn close_store(self) -> Result<()> {
-        self.close()
+        Ok(self.close()?)
     }
     fn recover_allocated(&self, pid: PageId) -> Result<bool> {
-        BufferManager::recover_allocated(self, pid)
+        Ok(BufferManager::recover_allocated(self, pid)?)
     }
     fn recover_freed(&self, pid: PageId) -> Result<()> {
-        BufferManager::recover_freed(self, pid)
+        Ok(BufferManager::recover_freed(self, pid)?)
     }
     fn recover_is_free(&self, pid: PageId) -> bool {
         BufferManager::recover_is_free(self, pid)
     }
     fn recover_holds(&self, pid: PageId, lsn: Lsn) -> Result<bool> {
-        self.recover_nvm_holds(pid, lsn)
+        Ok(self.recover_nvm_holds(pid, lsn)?)
     }
     fn recover_trust_newest(&self, wal: &Arc<Wal>, flushed: &HashMap<u64, Lsn>) -> Result<usize> {
         self.set_lsn_clock(wal.clone());
-        self.recover_drop_stale_nvm(flushed.iter().map(|(p, l)| (PageId(*p), *l)))
+        Ok(self.recover_drop_stale_nvm(flushed.iter().map(|(p, l)| (PageId(*p), *l)))?)
     }
     fn pages_reused(&self) -> usize {
         self.restart_info().map_or(0, |r| r.pages_reused)
@@ -112,7 +112,7 @@ impl DbStore for BufferManager {
 struct LineLog(Arc<Wal>);
 
 impl WriteBackLog for LineLog {
-    fn log_lines(&self, pid: PageId, runs: &[(usize, &[u8])]) -> Result<u64> {
+    fn log_lines(&self, pid: PageId, runs: &[(usize, &[u8])]) -> Result<u64, WalError> {
         let lines = runs.iter().map(|r| r.0 + r.1.len() / crate::limits::CACHE_LINE_BYTES).max().unwrap_or(0);
         let payload = encode_lines(lines, runs);
         let lsn = self.0.append(&RecordHead::new(Kind::LineImage, TxnId::NONE, Lsn::NONE).page(pid.0), &payload)?;
@@ -137,10 +137,10 @@ impl DbStore for NvmDirect {
         Ok(())
     }
     fn recover_allocated(&self, pid: PageId) -> Result<bool> {
-        NvmDirect::recover_allocated(self, pid).map(|()| true)
+        Ok(NvmDirect::recover_allocated(self, pid).map(|()| true)?)
     }
     fn recover_freed(&self, pid: PageId) -> Result<()> {
-        NvmDirect::recover_freed(self, pid)
+        Ok(NvmDirect::recover_freed(self, pid)?)
     }
     fn pages_reused(&self) -> usize {
         self.restart_info().map_or(0, |r| r.pages_in_use as usize)
@@ -152,6 +152,6 @@ impl DbStore for NvmDirect {
         self.pages().oldest_pending()
     }
     fn check(&self) -> Result<()> {
-        self.pages().check_poison()
+        Ok(self.pages().check_poison()?)
     }
 }

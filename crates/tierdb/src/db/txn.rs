@@ -20,7 +20,7 @@ use crate::btree::{BTree, LeafChange, TreeLog};
 use crate::buffer::BufferManager;
 use crate::ids::{PageId, TxnId};
 use crate::wal::payload::{ChangeOp, encode_change};
-use crate::wal::{Durability, Kind, Lsn, RecordHead};
+use crate::wal::{Durability, Kind, Lsn, RecordHead, WalError};
 
 use super::handle::Db;
 use super::locks::LockedKey;
@@ -60,7 +60,7 @@ impl<'db, S: DbStore> TxnLog<'db, S> {
 }
 
 impl<S: DbStore> TreeLog for TxnLog<'_, S> {
-    fn leaf_change(&self, root: PageId, page: PageId, change: LeafChange<'_>) -> Result<u64> {
+    fn leaf_change(&self, root: PageId, page: PageId, change: LeafChange<'_>) -> Result<u64, WalError> {
         let mut st = self.state.lock();
         let (kind, undo_next) = match st.compensating {
             Some(next) => (Kind::Compensation, next),
@@ -105,17 +105,17 @@ impl<S: DbStore> TreeLog for TxnLog<'_, S> {
         self.db.smo_begin().get()
     }
 
-    fn smo_image(&self, smo: u64, page: PageId, bytes: &[u8]) -> Result<u64> {
+    fn smo_image(&self, smo: u64, page: PageId, bytes: &[u8]) -> Result<u64, WalError> {
         self.db.smo_image(TxnId::from_raw(smo), page, bytes)
     }
 
-    fn smo_free(&self, smo: u64, page: PageId) -> Result<u64> {
+    fn smo_free(&self, smo: u64, page: PageId) -> Result<u64, WalError> {
         let smo = TxnId::from_raw(smo);
         debug_assert!(smo.is_smo(), "free of {page} for {smo:#x}, not a structure change");
         Ok(self.db.wal.append(&RecordHead::new(Kind::PageFree, smo, Lsn::NONE).page(page.0), &[])?.get())
     }
 
-    fn smo_end(&self, smo: u64) -> Result<u64> {
+    fn smo_end(&self, smo: u64) -> Result<u64, WalError> {
         let smo = TxnId::from_raw(smo);
         debug_assert!(smo.is_smo(), "end of {smo:#x}, not a structure change");
         Ok(self.db.wal.append(&RecordHead::new(Kind::SmoEnd, smo, Lsn::NONE), &[])?.get())
@@ -166,7 +166,7 @@ impl<S: DbStore> Txn<'_, S> {
     pub fn put(&mut self, tree: &str, key: &[u8], value: &[u8]) -> Result<()> {
         let root = self.db.root(tree)?;
         self.lock(root, key)?;
-        self.logged(tree)?.upsert(key, value)
+        Ok(self.logged(tree)?.upsert(key, value)?)
     }
 
     /// Removes `key` from tree `tree`; false if it was absent.
@@ -176,7 +176,7 @@ impl<S: DbStore> Txn<'_, S> {
     pub fn delete(&mut self, tree: &str, key: &[u8]) -> Result<bool> {
         let root = self.db.root(tree)?;
         self.lock(root, key)?;
-        self.logged(tree)?.delete(key)
+        Ok(self.logged(tree)?.delete(key)?)
     }
 
     /// Overwrites `bytes.len()` bytes of `key`'s value at `offset`, in place (the
@@ -188,7 +188,7 @@ impl<S: DbStore> Txn<'_, S> {
     pub fn update_in_place(&mut self, tree: &str, key: &[u8], offset: usize, bytes: &[u8]) -> Result<bool> {
         let root = self.db.root(tree)?;
         self.lock(root, key)?;
-        self.logged(tree)?.update_in_place(key, offset, bytes)
+        Ok(self.logged(tree)?.update_in_place(key, offset, bytes)?)
     }
 
     /// Locks `key` (exclusively, until the transaction ends, as a write would), then

@@ -59,9 +59,9 @@ impl Undo {
     /// False if it patches a key that is gone (which the key lock rules out).
     pub(super) fn apply<S: PageSource>(self, tree: &BTree<'_, S>, key: &[u8]) -> Result<bool> {
         match self {
-            Undo::Restore(Some(v)) => tree.upsert(key, &v).map(|()| true),
-            Undo::Restore(None) => tree.delete(key).map(|_| true),
-            Undo::Patch { offset, old } => tree.update_in_place(key, offset, &old),
+            Undo::Restore(Some(v)) => Ok(tree.upsert(key, &v).map(|()| true)?),
+            Undo::Restore(None) => Ok(tree.delete(key).map(|_| true)?),
+            Undo::Patch { offset, old } => Ok(tree.update_in_place(key, offset, &old)?),
         }
     }
 }

@@ -18,6 +18,7 @@
 use std::ops::{Deref, DerefMut};
 
 use crate::Result;
+use crate::buffer::BufferError;
 use crate::ids::{Lsn, PageId};
 
 /// A page fixed shared: read-only bytes of exactly [`PageSource::page_size`] length.
@@ -79,27 +80,27 @@ pub trait LinePage {
     /// # Errors
     /// `NeedsExclusive` (see above); `OutOfPage` for a range outside the page; loading
     /// from NVM failed.
-    fn read(&mut self, off: usize, len: usize) -> Result<&[u8]>;
+    fn read(&mut self, off: usize, len: usize) -> Result<&[u8], BufferError>;
 
     /// Bytes `off..off + len`, resident, for writing: their lines are marked dirty, so
     /// only they are written back. Needs the guard exclusive (or upgradable).
     ///
     /// # Errors
     /// As [`read`](Self::read).
-    fn write(&mut self, off: usize, len: usize) -> Result<&mut [u8]>;
+    fn write(&mut self, off: usize, len: usize) -> Result<&mut [u8], BufferError>;
 
     /// The whole page, resident (a mini page is promoted to a full frame first): for
     /// operations that touch most of it.
     ///
     /// # Errors
     /// As [`read`](Self::read).
-    fn whole(&mut self) -> Result<&[u8]>;
+    fn whole(&mut self) -> Result<&[u8], BufferError>;
 
     /// The whole page for writing; the page counts as dirty as a whole.
     ///
     /// # Errors
     /// As [`read`](Self::read).
-    fn whole_mut(&mut self) -> Result<&mut [u8]>;
+    fn whole_mut(&mut self) -> Result<&mut [u8], BufferError>;
 
     /// As [`ExclusivePage::set_page_lsn`].
     fn set_page_lsn(&mut self, lsn: Lsn);
@@ -143,20 +144,20 @@ pub trait PageSource: Send + Sync {
     ///
     /// # Errors
     /// The page does not exist, or loading it failed (I/O, checksum, pool exhausted).
-    fn fix_shared(&self, pid: PageId) -> Result<Self::Shared<'_>>;
+    fn fix_shared(&self, pid: PageId) -> Result<Self::Shared<'_>, BufferError>;
 
     /// Reads a page optimistically (loading it first if it is not in DRAM); waits while
     /// a writer holds it.
     ///
     /// # Errors
     /// As [`fix_shared`](Self::fix_shared).
-    fn fix_optimistic(&self, pid: PageId) -> Result<Self::Optimistic<'_>>;
+    fn fix_optimistic(&self, pid: PageId) -> Result<Self::Optimistic<'_>, BufferError>;
 
     /// Fixes a page for writing; waits while anyone else holds it.
     ///
     /// # Errors
     /// As [`fix_shared`](Self::fix_shared).
-    fn fix_exclusive(&self, pid: PageId) -> Result<Self::Exclusive<'_>>;
+    fn fix_exclusive(&self, pid: PageId) -> Result<Self::Exclusive<'_>, BufferError>;
 
     /// Fixes a page for cache-line-grained access ([`LinePage`]), shared or exclusive. A
     /// source without NVM (or with cache-line-grained pages off) hands out the whole
@@ -164,7 +165,7 @@ pub trait PageSource: Send + Sync {
     ///
     /// # Errors
     /// As [`fix_shared`](Self::fix_shared).
-    fn fix_lines(&self, pid: PageId, exclusive: bool) -> Result<Self::Lines<'_>>;
+    fn fix_lines(&self, pid: PageId, exclusive: bool) -> Result<Self::Lines<'_>, BufferError>;
 
     /// Pointer swizzling (three-tier paper §3.3): the page that child reference `raw`,
     /// read from an inner node, names. A source that swizzles stores frame references
@@ -190,7 +191,7 @@ pub trait PageSource: Send + Sync {
         parent: &Self::Optimistic<'a>,
         offset: usize,
         raw: u64,
-    ) -> Result<Self::Optimistic<'a>> {
+    ) -> Result<Self::Optimistic<'a>, BufferError> {
         let _ = (parent, offset);
         self.fix_optimistic(PageId(raw))
     }
@@ -211,7 +212,7 @@ pub trait PageSource: Send + Sync {
         parent: &Self::Optimistic<'a>,
         offset: usize,
         raw: u64,
-    ) -> Result<Option<Self::Optimistic<'a>>> {
+    ) -> Result<Option<Self::Optimistic<'a>>, BufferError> {
         let _ = (parent, offset, raw);
         Ok(None)
     }
@@ -228,7 +229,7 @@ pub trait PageSource: Send + Sync {
         offset: usize,
         raw: u64,
         exclusive: bool,
-    ) -> Result<Self::Lines<'a>> {
+    ) -> Result<Self::Lines<'a>, BufferError> {
         let _ = (parent, offset);
         self.fix_lines(PageId(raw), exclusive)
     }
@@ -249,7 +250,11 @@ pub trait PageSource: Send + Sync {
     /// # Errors
     /// The page table's, for a page id out of range.
     #[inline]
-    fn peek_child<'a>(&'a self, parent: &Self::Optimistic<'a>, raw: u64) -> Result<Peek<Self::Optimistic<'a>>> {
+    fn peek_child<'a>(
+        &'a self,
+        parent: &Self::Optimistic<'a>,
+        raw: u64,
+    ) -> Result<Peek<Self::Optimistic<'a>>, BufferError> {
         let _ = (parent, raw);
         Ok(Peek::Elsewhere)
     }
@@ -260,7 +265,7 @@ pub trait PageSource: Send + Sync {
     /// # Errors
     /// The page table's, for a page id out of range.
     #[inline]
-    fn peek_page(&self, pid: PageId) -> Result<Peek<Self::Optimistic<'_>>> {
+    fn peek_page(&self, pid: PageId) -> Result<Peek<Self::Optimistic<'_>>, BufferError> {
         let _ = pid;
         Ok(Peek::Elsewhere)
     }
@@ -279,7 +284,7 @@ pub trait PageSource: Send + Sync {
     /// The source is stopped. (Where no frame can be made free it reads what it could
     /// make room for, and the fixes meet the error.)
     #[inline]
-    fn prefetch_children<'a>(&'a self, children: &[(&Self::Optimistic<'a>, u64)]) -> Result<usize> {
+    fn prefetch_children<'a>(&'a self, children: &[(&Self::Optimistic<'a>, u64)]) -> Result<usize, BufferError> {
         let _ = children;
         Ok(0)
     }
@@ -289,13 +294,13 @@ pub trait PageSource: Send + Sync {
     /// # Errors
     /// `Full` when the storage holds no more pages (for architectures that refuse data
     /// larger than a tier), or the error of making room.
-    fn allocate(&self) -> Result<Self::Exclusive<'_>>;
+    fn allocate(&self) -> Result<Self::Exclusive<'_>, BufferError>;
 
     /// Frees a page the caller holds exclusive; its id may be handed out again.
     ///
     /// # Errors
     /// I/O failures while recording the free page.
-    fn free(&self, page: Self::Exclusive<'_>) -> Result<()>;
+    fn free(&self, page: Self::Exclusive<'_>) -> Result<(), BufferError>;
 
     /// The page that holds the catalog of named trees (allocated when the storage was
     /// created; never freed).

@@ -31,7 +31,7 @@ impl MemorySource {
     ///
     /// # Errors
     /// The arena's configuration errors.
-    pub fn new(cfg: &DramConfig) -> Result<MemorySource> {
+    pub fn new(cfg: &DramConfig) -> Result<MemorySource, BufferError> {
         let pool = FramePool::new(DramArena::new(cfg)?);
         let src = MemorySource { pool, next: AtomicU64::new(1), freed: Mutex::new(Vec::new()) };
         let catalog = src.allocate()?.page_id();
@@ -67,13 +67,13 @@ impl MemorySource {
     ///
     /// # Errors
     /// `Full` if the pages do not fit in DRAM; `Config` for a free page outside them.
-    pub fn restore_allocation(&self, next: PageId, freed: Vec<PageId>) -> Result<()> {
+    pub fn restore_allocation(&self, next: PageId, freed: Vec<PageId>) -> Result<(), BufferError> {
         let cap = self.pool.len() as u64;
         if next.0 == 0 || next.0 - 1 > cap {
-            return Err(self.full(next.0.saturating_sub(1)).into());
+            return Err(self.full(next.0.saturating_sub(1)));
         }
         if let Some(p) = freed.iter().find(|p| p.0 <= PageId::CATALOG.0 || p.0 >= next.0) {
-            return Err(BufferError::Config { what: format!("free page {p} outside pages 2..{}", next.0) }.into());
+            return Err(BufferError::Config { what: format!("free page {p} outside pages 2..{}", next.0) });
         }
         self.cover(next.0);
         *self.freed.lock() = freed;
@@ -85,9 +85,9 @@ impl MemorySource {
     ///
     /// # Errors
     /// `Full` past DRAM.
-    pub fn recover_allocated(&self, pid: PageId) -> Result<()> {
+    pub fn recover_allocated(&self, pid: PageId) -> Result<(), BufferError> {
         if pid.0 == 0 || pid.0 > self.pool.len() as u64 {
-            return Err(self.full(pid.0).into());
+            return Err(self.full(pid.0));
         }
         let mut freed = self.freed.lock();
         if pid.0 >= self.next.load(Ordering::Acquire) {
@@ -127,10 +127,10 @@ impl MemorySource {
     }
 
     #[inline]
-    fn frame_of(&self, pid: PageId) -> Result<FrameId> {
+    fn frame_of(&self, pid: PageId) -> Result<FrameId, BufferError> {
         let n = pid.0;
         if n == 0 || n >= self.next.load(Ordering::Acquire) {
-            return Err(BufferError::NoSuchPage { pid, why: "never allocated" }.into());
+            return Err(BufferError::NoSuchPage { pid, why: "never allocated" });
         }
         Ok(FrameId::new((n - 1) as u32))
     }
@@ -150,7 +150,7 @@ impl PageSource for MemorySource {
     }
 
     #[inline]
-    fn fix_optimistic(&self, pid: PageId) -> Result<FrameOptimistic<'_>> {
+    fn fix_optimistic(&self, pid: PageId) -> Result<FrameOptimistic<'_>, BufferError> {
         let f = self.frame_of(pid)?;
         self.pool.prefetch(f);
         let mut spins = 0u32;
@@ -169,12 +169,12 @@ impl PageSource for MemorySource {
         parent: &FrameOptimistic<'a>,
         offset: usize,
         raw: u64,
-    ) -> Result<Option<FrameOptimistic<'a>>> {
+    ) -> Result<Option<FrameOptimistic<'a>>, BufferError> {
         self.fix_child_optimistic(parent, offset, raw).map(Some)
     }
 
     #[inline]
-    fn fix_lines(&self, pid: PageId, exclusive: bool) -> Result<WholeLines<'_>> {
+    fn fix_lines(&self, pid: PageId, exclusive: bool) -> Result<WholeLines<'_>, BufferError> {
         Ok(if exclusive {
             WholeLines::Exclusive(self.fix_exclusive(pid)?)
         } else {
@@ -183,18 +183,18 @@ impl PageSource for MemorySource {
     }
 
     #[inline]
-    fn fix_shared(&self, pid: PageId) -> Result<FrameRead<'_>> {
+    fn fix_shared(&self, pid: PageId) -> Result<FrameRead<'_>, BufferError> {
         let f = self.frame_of(pid)?;
         Ok(self.pool.read(f))
     }
 
     #[inline]
-    fn fix_exclusive(&self, pid: PageId) -> Result<FrameWrite<'_>> {
+    fn fix_exclusive(&self, pid: PageId) -> Result<FrameWrite<'_>, BufferError> {
         let f = self.frame_of(pid)?;
         Ok(self.pool.write(f))
     }
 
-    fn allocate(&self) -> Result<FrameWrite<'_>> {
+    fn allocate(&self) -> Result<FrameWrite<'_>, BufferError> {
         let reused = self.freed.lock().pop();
         let pid = match reused {
             Some(pid) => pid,
@@ -221,7 +221,7 @@ impl PageSource for MemorySource {
         Ok(g)
     }
 
-    fn free(&self, page: FrameWrite<'_>) -> Result<()> {
+    fn free(&self, page: FrameWrite<'_>) -> Result<(), BufferError> {
         let pid = page.page_id();
         assert!(pid != PageId::CATALOG, "the catalog page is never freed");
         drop(page);

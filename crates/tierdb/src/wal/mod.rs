@@ -58,7 +58,7 @@ pub trait LogForce: Send + Sync {
     ///
     /// # Errors
     /// The log's errors.
-    fn force(&self, lsn: Lsn) -> crate::Result<()>;
+    fn force(&self, lsn: Lsn) -> Result<(), WalError>;
 
     /// Appends an image of page `pid` (not yet durable: [`force`](Self::force) it) before
     /// the page is written over its only durable copy — an NVM frame of a database with
@@ -69,7 +69,7 @@ pub trait LogForce: Send + Sync {
     ///
     /// # Errors
     /// The log's errors.
-    fn append_image(&self, _pid: crate::ids::PageId, _page: &[u8]) -> crate::Result<Option<Lsn>> {
+    fn append_image(&self, _pid: crate::ids::PageId, _page: &[u8]) -> Result<Option<Lsn>, WalError> {
         Ok(None)
     }
 
@@ -88,14 +88,14 @@ pub trait LogForce: Send + Sync {
     ///
     /// # Errors
     /// The log's errors.
-    fn note_flushed(&self, _pages: &[(crate::ids::PageId, Lsn)]) -> crate::Result<()> {
+    fn note_flushed(&self, _pages: &[(crate::ids::PageId, Lsn)]) -> Result<(), WalError> {
         Ok(())
     }
 }
 
 impl LogForce for Wal {
-    fn force(&self, lsn: Lsn) -> crate::Result<()> {
-        Ok(self.flush_until(lsn.advance(1))?)
+    fn force(&self, lsn: Lsn) -> Result<(), WalError> {
+        self.flush_until(lsn.advance(1))
     }
 
     fn end_lsn(&self) -> Lsn {

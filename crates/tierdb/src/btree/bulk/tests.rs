@@ -219,19 +219,19 @@ fn bulk_loads_are_as_dense_as_sorted_inserts() {
 struct NoLog;
 
 impl TreeLog for NoLog {
-    fn leaf_change(&self, _: PageId, _: PageId, _: LeafChange<'_>) -> crate::Result<u64> {
+    fn leaf_change(&self, _: PageId, _: PageId, _: LeafChange<'_>) -> Result<u64, crate::wal::WalError> {
         Ok(1)
     }
     fn smo_begin(&self) -> u64 {
         1
     }
-    fn smo_image(&self, _: u64, _: PageId, _: &[u8]) -> crate::Result<u64> {
+    fn smo_image(&self, _: u64, _: PageId, _: &[u8]) -> Result<u64, crate::wal::WalError> {
         Ok(1)
     }
-    fn smo_free(&self, _: u64, _: PageId) -> crate::Result<u64> {
+    fn smo_free(&self, _: u64, _: PageId) -> Result<u64, crate::wal::WalError> {
         Ok(1)
     }
-    fn smo_end(&self, _: u64) -> crate::Result<u64> {
+    fn smo_end(&self, _: u64) -> Result<u64, crate::wal::WalError> {
         Ok(1)
     }
 }

@@ -23,6 +23,7 @@ use std::sync::atomic::Ordering;
 
 use super::{BufferManager, NO_PAGE};
 use crate::Result;
+use crate::buffer::BufferError;
 use crate::buffer::nvm_pool::NvmPool;
 use crate::buffer::table::Entry;
 use crate::device::{AlignedBuf, SsdFile};
@@ -74,7 +75,7 @@ impl<'a> SsdBatch<'a> {
     }
 
     /// Adds a page; writes the batch once it is full.
-    fn push(&mut self, p: Pending<'a>) -> Result<()> {
+    fn push(&mut self, p: Pending<'a>) -> Result<(), BufferError> {
         debug_assert!(self.entries.iter().all(|e| e.pid != p.pid), "{} twice in one batch", p.pid);
         self.entries.push(p);
         if self.entries.len() >= self.cap { self.flush() } else { Ok(()) }
@@ -85,7 +86,7 @@ impl<'a> SsdBatch<'a> {
     /// # Errors
     /// The log's force, the page file's write, or NVM's rewrite: the pages not marked
     /// clean stay dirty.
-    fn flush(&mut self) -> Result<()> {
+    fn flush(&mut self) -> Result<(), BufferError> {
         if self.entries.is_empty() {
             return Ok(());
         }
@@ -103,7 +104,7 @@ impl<'a> SsdBatch<'a> {
 
     /// Forces the log, grows the file if needed, and writes the pages: one
     /// double-write batch.
-    fn write(&self, entries: &[Pending<'a>]) -> Result<()> {
+    fn write(&self, entries: &[Pending<'a>]) -> Result<(), BufferError> {
         let bm = self.bm;
         bm.force_log(entries.iter().map(|p| p.lsn).max().unwrap_or(Lsn::NONE))?;
         let last = entries.iter().map(|p| p.pid).max().expect("a batch is not empty");
@@ -124,7 +125,7 @@ impl<'a> SsdBatch<'a> {
     }
 
     /// After the write: the page is clean in DRAM and NVM; releases it.
-    fn finish(&self, p: Pending<'a>) -> Result<()> {
+    fn finish(&self, p: Pending<'a>) -> Result<(), BufferError> {
         let bm = self.bm;
         let nvm = || bm.nvm.as_ref().expect("an NVM frame implies an NVM pool");
         match p.hold {
@@ -188,7 +189,7 @@ impl BufferManager {
     ///
     /// # Errors
     /// Device errors (the pages not written stay dirty).
-    pub fn checkpoint(&self) -> Result<()> {
+    pub fn checkpoint(&self) -> Result<(), BufferError> {
         let nvm_bound = self.nvm_flush_bound();
         // Holding DRAM frames, a batch keeps three quarters of them for other threads.
         let frames_cap = (self.frames.len() / 4).clamp(1, DOUBLE_WRITE_SLOTS);
@@ -369,7 +370,7 @@ impl BufferManager {
     /// LSN is below `bound` ([`Lsn::NONE`], unknown, counts as the oldest); they stay in
     /// NVM, clean. `count`: a durable cache's bound moves them out of its care
     /// ([`Count::NvmToSsd`](super::Count::NvmToSsd)).
-    fn write_nvm_pages(&self, nvm: &NvmPool, ssd: &SsdFile, bound: Lsn, count: bool) -> Result<()> {
+    fn write_nvm_pages(&self, nvm: &NvmPool, ssd: &SsdFile, bound: Lsn, count: bool) -> Result<(), BufferError> {
         let mut batch = SsdBatch::new(self, ssd, DOUBLE_WRITE_SLOTS);
         let due = |n: NvmSlot| nvm.is_dirty(n) && nvm.rec_lsn(n) < bound;
         for n in nvm.slots() {
@@ -400,7 +401,7 @@ impl BufferManager {
     ///
     /// # Errors
     /// As a checkpoint's batch (the pages not written stay dirty).
-    pub(super) fn clean_dram_ahead(&self, ssd: &SsdFile, pages: usize) -> Result<()> {
+    pub(super) fn clean_dram_ahead(&self, ssd: &SsdFile, pages: usize) -> Result<(), BufferError> {
         let mut batch = SsdBatch::new(self, ssd, pages.min(DOUBLE_WRITE_SLOTS));
         let len = self.frames.len();
         let hand = self.hand.load(Ordering::Relaxed);
@@ -440,7 +441,13 @@ impl BufferManager {
     ///
     /// # Errors
     /// As a checkpoint's batch (the pages not written stay dirty).
-    pub(super) fn clean_nvm_ahead(&self, nvm: &NvmPool, ssd: &SsdFile, victim: NvmSlot, pages: usize) -> Result<()> {
+    pub(super) fn clean_nvm_ahead(
+        &self,
+        nvm: &NvmPool,
+        ssd: &SsdFile,
+        victim: NvmSlot,
+        pages: usize,
+    ) -> Result<(), BufferError> {
         let mut batch = SsdBatch::new(self, ssd, pages.min(DOUBLE_WRITE_SLOTS));
         let len = nvm.len() as u32;
         let mut taken = 0;
@@ -473,7 +480,7 @@ impl BufferManager {
         nvm: &NvmPool,
         n: NvmSlot,
         due: impl Fn(NvmSlot) -> bool,
-    ) -> Result<Option<(PageId, AlignedBuf)>> {
+    ) -> Result<Option<(PageId, AlignedBuf)>, BufferError> {
         let Some(pid) = nvm.pid(n) else { return Ok(None) };
         if !due(n) || !self.claim(pid, Entry::Nvm(n))? {
             return Ok(None);
@@ -485,7 +492,7 @@ impl BufferManager {
         let mut bytes = AlignedBuf::new(self.page_size);
         if let Err(e) = nvm.read_page(n, pid, &mut bytes) {
             self.table.set(pid, Entry::Nvm(n));
-            return Err(e.into());
+            return Err(e);
         }
         Ok(Some((pid, bytes)))
     }
@@ -494,7 +501,7 @@ impl BufferManager {
     /// shared (no writer can hold them, so the latch owns their NVM frames), into their
     /// NVM frames, after the log is forced up to their LSNs and their images are logged;
     /// empties `pages`.
-    fn flush_to_nvm(&self, pages: &mut Vec<(FrameRead<'_>, PageId, Option<NvmSlot>, Lsn)>) -> Result<()> {
+    fn flush_to_nvm(&self, pages: &mut Vec<(FrameRead<'_>, PageId, Option<NvmSlot>, Lsn)>) -> Result<(), BufferError> {
         if pages.is_empty() {
             return Ok(());
         }
@@ -573,7 +580,7 @@ impl BufferManager {
     ///
     /// # Errors
     /// As an eviction (the page then stays in its frame, dirty).
-    fn admit_at_checkpoint(&self, f: FrameId) -> Result<bool> {
+    fn admit_at_checkpoint(&self, f: FrameId) -> Result<bool, BufferError> {
         let mut g = self.frames.write(f);
         let m = g.meta();
         if !m.holds_page()
@@ -593,7 +600,12 @@ impl BufferManager {
     /// The bytes of page `pid`'s NVM copy (frame `n`, owned by the caller through the
     /// DRAM latch it holds) if it is newer than SSD and there is an SSD batch to take
     /// them; `None` otherwise.
-    fn nvm_copy(&self, pid: PageId, n: NvmSlot, batch: &Option<SsdBatch<'_>>) -> Result<Option<AlignedBuf>> {
+    fn nvm_copy(
+        &self,
+        pid: PageId,
+        n: NvmSlot,
+        batch: &Option<SsdBatch<'_>>,
+    ) -> Result<Option<AlignedBuf>, BufferError> {
         let Some(nvm) = &self.nvm else { return Ok(None) };
         if batch.is_none() || !nvm.is_dirty(n) {
             return Ok(None);

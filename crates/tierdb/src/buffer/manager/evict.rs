@@ -52,7 +52,7 @@ impl BufferManager {
     /// An empty DRAM frame, held exclusive: from the free list, else by evicting the
     /// clock's victim — together with the next victims, up to
     /// [`evict_batch`](BufferConfig::evict_batch), when it must be written to SSD.
-    pub(super) fn free_frame(&self) -> Result<FrameWrite<'_>> {
+    pub(super) fn free_frame(&self) -> Result<FrameWrite<'_>, BufferError> {
         let (f, left) = {
             let mut free = self.free_frames.lock();
             (free.pop(), free.len())
@@ -71,7 +71,7 @@ impl BufferManager {
         if let Some(f) = self.free_frames.lock().pop() {
             return Ok(self.frames.write(f));
         }
-        Err(BufferError::Exhausted { pool: "DRAM", frames: n, rounds: CLOCK_ROUNDS_MAX }.into())
+        Err(BufferError::Exhausted { pool: "DRAM", frames: n, rounds: CLOCK_ROUNDS_MAX })
     }
 
     /// Moves the DRAM clock's hand over at most `visits` frames until an eviction frees
@@ -79,7 +79,7 @@ impl BufferManager {
     /// frame, empty and held exclusive, and how many more the eviction put on the free
     /// list (the rest of a batch of dirty victims); `None` if every frame passed was
     /// free, fixed or given a second chance.
-    pub(super) fn evict_next(&self, visits: usize) -> Result<Option<(FrameWrite<'_>, usize)>> {
+    pub(super) fn evict_next(&self, visits: usize) -> Result<Option<(FrameWrite<'_>, usize)>, BufferError> {
         let n = self.frames.len();
         for _ in 0..visits {
             match self.clock_step(n) {
@@ -148,7 +148,10 @@ impl BufferManager {
     /// writes; returns `first`'s frame, empty, and puts the others on the free list
     /// (their number returned too). A pool without NVM only: every victim goes to SSD,
     /// as one at a time.
-    pub(super) fn evict_batch_from<'a>(&'a self, first: FrameWrite<'a>) -> Result<(FrameWrite<'a>, usize)> {
+    pub(super) fn evict_batch_from<'a>(
+        &'a self,
+        first: FrameWrite<'a>,
+    ) -> Result<(FrameWrite<'a>, usize), BufferError> {
         debug_assert!(self.nvm.is_none() && self.ssd.is_some(), "batched eviction without NVM, to SSD");
         let n = self.frames.len();
         let mut batch = Vec::with_capacity(self.evict_batch);
@@ -177,7 +180,7 @@ impl BufferManager {
     /// their writes in one batch ([`SsdFile::write_pages_flushed`]: one double-write
     /// sync for the batch, consecutive pages in one write). On error every page stays
     /// in its frame, as it was.
-    pub(super) fn evict_to_ssd_batch(&self, batch: &mut [FrameWrite<'_>]) -> Result<()> {
+    pub(super) fn evict_to_ssd_batch(&self, batch: &mut [FrameWrite<'_>]) -> Result<(), BufferError> {
         let ssd = self.ssd.as_ref().expect("a batched eviction writes to SSD");
         let mut dirty = Vec::with_capacity(batch.len());
         let mut force_to = None;
@@ -244,7 +247,7 @@ impl BufferManager {
     /// The clock's visit to a block of mini pages (frame `f`): evicts the mini pages
     /// the policy gives up (second chance by their own reference bits). Returns the
     /// frame, empty and held exclusive, if that emptied the block.
-    pub(super) fn sweep_block(&self, f: FrameId) -> Result<Option<FrameWrite<'_>>> {
+    pub(super) fn sweep_block(&self, f: FrameId) -> Result<Option<FrameWrite<'_>>, BufferError> {
         let Some(g) = self.frames.try_write(f) else { return Ok(None) };
         if g.meta().pid() != MINI_BLOCK {
             return Ok(None);
@@ -294,7 +297,7 @@ impl BufferManager {
 
     /// Writes the dirty lines of frame `g` (exclusive; its page has NVM frame `n`)
     /// back to NVM and clears its dirty mask.
-    pub(super) fn write_back_lines(&self, g: &FrameWrite<'_>, pid: PageId, n: NvmSlot) -> Result<()> {
+    pub(super) fn write_back_lines(&self, g: &FrameWrite<'_>, pid: PageId, n: NvmSlot) -> Result<(), BufferError> {
         let f = g.frame();
         let last = self.frames.lines() - 1;
         let runs: Vec<(usize, &[u8])> = self
@@ -317,12 +320,12 @@ impl BufferManager {
 
     /// Moves the page out of frame `g` (held exclusive) to where the policy says. On
     /// error the page stays in the frame, as it was.
-    pub(super) fn evict(&self, g: &mut FrameWrite<'_>) -> Result<()> {
+    pub(super) fn evict(&self, g: &mut FrameWrite<'_>) -> Result<(), BufferError> {
         self.evict_with(g, None)
     }
 
     /// [`evict`](Self::evict) to `to` if given, instead of where the policy says.
-    pub(super) fn evict_with(&self, g: &mut FrameWrite<'_>, to: Option<EvictTo>) -> Result<()> {
+    pub(super) fn evict_with(&self, g: &mut FrameWrite<'_>, to: Option<EvictTo>) -> Result<(), BufferError> {
         let meta = g.meta();
         let pid = PageId(meta.pid());
         debug_assert_eq!(self.table.get(pid)?, Entry::Dram(g.frame()), "frame {:?} holds {pid}", g.frame());
@@ -407,7 +410,7 @@ impl BufferManager {
         pid: PageId,
         dirty: bool,
         nvm_frame: Option<NvmSlot>,
-    ) -> Result<Entry> {
+    ) -> Result<Entry, BufferError> {
         let nvm = self.nvm.as_ref().expect("evict_to_nvm needs NVM");
         if let Some(nvm_frame) = nvm_frame {
             // Back to its own frame: write only if DRAM holds newer bytes (only the
@@ -439,7 +442,7 @@ impl BufferManager {
         }
         if let Err(e) = nvm.write_page_rec(n, pid, g, dirty, lsn, rec) {
             nvm.detach(n);
-            return Err(e.into());
+            return Err(e);
         }
         self.count_page_to_nvm();
         self.counters.bump(Count::NvmAdmissions);
@@ -456,7 +459,7 @@ impl BufferManager {
         pid: PageId,
         dirty: bool,
         nvm_frame: Option<NvmSlot>,
-    ) -> Result<Entry> {
+    ) -> Result<Entry, BufferError> {
         let nvm = self.nvm.as_ref().expect("evict_through needs NVM");
         debug_assert!(g.meta().resident_all.load(Ordering::Relaxed), "{pid}: write-through of a partial page");
         debug_assert!(nvm_frame.is_none_or(|n| !nvm.is_dirty(n)), "{pid}: a dirty copy in a clean cache");
@@ -479,7 +482,7 @@ impl BufferManager {
         let Some(n) = self.nvm_frame()?.map(NvmSlot::new) else { return Ok(Entry::Empty) };
         if let Err(e) = nvm.write_page(n, pid, &self.stored_image(g.frame(), g), false, lsn) {
             nvm.detach(n);
-            return Err(e.into());
+            return Err(e);
         }
         self.count_page_to_nvm();
         self.counters.bump(Count::NvmAdmissions);
@@ -493,7 +496,7 @@ impl BufferManager {
         pid: PageId,
         dirty: bool,
         nvm_frame: Option<NvmSlot>,
-    ) -> Result<Entry> {
+    ) -> Result<Entry, BufferError> {
         if dirty {
             self.ssd_write(pid, g)?;
             self.counters.bump(Count::DramToSsd);

@@ -41,7 +41,7 @@ impl BufferManager {
         try_latch: impl Fn(&'a FramePool, FrameId) -> Option<G>,
         frame_pid: impl Fn(&G) -> u64,
         from_load: impl Fn(FrameWrite<'a>) -> G,
-    ) -> Result<G> {
+    ) -> Result<G, BufferError> {
         self.check_stopped()?;
         let slot = self.table.slot(pid)?;
         let mut spins = 0u32;
@@ -87,7 +87,7 @@ impl BufferManager {
             if spins.is_multiple_of(1024) {
                 let since = *waited_since.get_or_insert_with(Instant::now);
                 if since.elapsed() > Duration::from_millis(PAGE_BUSY_WAIT_MS_MAX) {
-                    return Err(BufferError::Exhausted { pool: "page latch", frames: 1, rounds: spins as usize }.into());
+                    return Err(BufferError::Exhausted { pool: "page latch", frames: 1, rounds: spins as usize });
                 }
             }
         }
@@ -95,21 +95,21 @@ impl BufferManager {
 
     /// Makes page `pid` fully resident in a full frame (loading its missing lines,
     /// promoting a mini page).
-    pub(super) fn complete(&self, pid: PageId) -> Result<()> {
+    pub(super) fn complete(&self, pid: PageId) -> Result<(), BufferError> {
         let mut g = self.fix_lines(pid, true)?;
         crate::page::LinePage::whole(&mut g)?;
         Ok(())
     }
 
-    pub(super) fn check_allocated(&self, pid: PageId) -> Result<()> {
+    pub(super) fn check_allocated(&self, pid: PageId) -> Result<(), BufferError> {
         if pid.0 == 0 || pid.0 >= self.next_pid.load(Ordering::Acquire) {
-            return Err(BufferError::NoSuchPage { pid, why: "never allocated" }.into());
+            return Err(BufferError::NoSuchPage { pid, why: "never allocated" });
         }
         if self.table.is_free(pid)? {
-            return Err(BufferError::NoSuchPage { pid, why: "freed" }.into());
+            return Err(BufferError::NoSuchPage { pid, why: "freed" });
         }
         if self.ssd.is_none() {
-            return Err(BufferError::NoSuchPage { pid, why: "freed (no tier holds it)" }.into());
+            return Err(BufferError::NoSuchPage { pid, why: "freed (no tier holds it)" });
         }
         Ok(())
     }
@@ -127,14 +127,14 @@ impl PageSource for BufferManager {
     }
 
     #[inline]
-    fn fix_lines(&self, pid: PageId, exclusive: bool) -> Result<BmLines<'_>> {
+    fn fix_lines(&self, pid: PageId, exclusive: bool) -> Result<BmLines<'_>, BufferError> {
         use crate::recorder::AccessKind;
         self.record(if exclusive { AccessKind::WriteLines } else { AccessKind::ReadLines }, pid);
         self.fix_lines_impl(pid, exclusive)
     }
 
     #[inline]
-    fn fix_optimistic(&self, pid: PageId) -> Result<BmOptimistic<'_>> {
+    fn fix_optimistic(&self, pid: PageId) -> Result<BmOptimistic<'_>, BufferError> {
         self.record(crate::recorder::AccessKind::Read, pid);
         if self.in_place_reads
             && let Some(g) = self.optimistic_in_place(pid)?
@@ -146,7 +146,7 @@ impl PageSource for BufferManager {
     }
 
     #[inline]
-    fn fix_shared(&self, pid: PageId) -> Result<BmShared<'_>> {
+    fn fix_shared(&self, pid: PageId) -> Result<BmShared<'_>, BufferError> {
         self.record(crate::recorder::AccessKind::Read, pid);
         if self.in_place_reads
             && let Some(g) = self.shared_in_place(pid)?
@@ -157,7 +157,7 @@ impl PageSource for BufferManager {
     }
 
     #[inline]
-    fn fix_exclusive(&self, pid: PageId) -> Result<FrameWrite<'_>> {
+    fn fix_exclusive(&self, pid: PageId) -> Result<FrameWrite<'_>, BufferError> {
         self.record(crate::recorder::AccessKind::Write, pid);
         let g = self.fix_with(pid, FramePool::try_write, |g| g.meta().pid(), |g| g)?;
         if g.meta().swizzled_children.load(Ordering::Relaxed) > 0 {
@@ -183,7 +183,7 @@ impl PageSource for BufferManager {
         parent: &BmOptimistic<'a>,
         offset: usize,
         raw: u64,
-    ) -> Result<BmOptimistic<'a>> {
+    ) -> Result<BmOptimistic<'a>, BufferError> {
         let Some(parent) = parent.dram() else {
             // A parent read in place in NVM holds page ids only.
             return self.fix_optimistic(PageId(raw));
@@ -228,7 +228,7 @@ impl PageSource for BufferManager {
         parent: &BmOptimistic<'a>,
         offset: usize,
         raw: u64,
-    ) -> Result<Option<BmOptimistic<'a>>> {
+    ) -> Result<Option<BmOptimistic<'a>>, BufferError> {
         let Some(dram_parent) = parent.dram() else { return Ok(None) };
         let swizzled = Swip::from_raw(raw).is_swizzled();
         let (frame, pid) = if swizzled {
@@ -271,7 +271,7 @@ impl PageSource for BufferManager {
         offset: usize,
         raw: u64,
         exclusive: bool,
-    ) -> Result<BmLines<'a>> {
+    ) -> Result<BmLines<'a>, BufferError> {
         let Some(parent) = parent.dram() else {
             return self.fix_lines(PageId(raw), exclusive);
         };
@@ -323,20 +323,24 @@ impl PageSource for BufferManager {
     }
 
     #[inline]
-    fn peek_child<'a>(&'a self, parent: &BmOptimistic<'a>, raw: u64) -> Result<crate::page::Peek<BmOptimistic<'a>>> {
+    fn peek_child<'a>(
+        &'a self,
+        parent: &BmOptimistic<'a>,
+        raw: u64,
+    ) -> Result<crate::page::Peek<BmOptimistic<'a>>, BufferError> {
         self.peek_child_of(parent, raw)
     }
 
     #[inline]
-    fn peek_page(&self, pid: PageId) -> Result<crate::page::Peek<BmOptimistic<'_>>> {
+    fn peek_page(&self, pid: PageId) -> Result<crate::page::Peek<BmOptimistic<'_>>, BufferError> {
         BufferManager::peek_page(self, pid)
     }
 
-    fn prefetch_children<'a>(&'a self, children: &[(&BmOptimistic<'a>, u64)]) -> Result<usize> {
+    fn prefetch_children<'a>(&'a self, children: &[(&BmOptimistic<'a>, u64)]) -> Result<usize, BufferError> {
         self.prefetch(children)
     }
 
-    fn allocate(&self) -> Result<FrameWrite<'_>> {
+    fn allocate(&self) -> Result<FrameWrite<'_>, BufferError> {
         let pid = self.take_page_id()?;
         let mut g = match self.free_frame() {
             Ok(g) => g,
@@ -354,7 +358,7 @@ impl PageSource for BufferManager {
         Ok(g)
     }
 
-    fn free(&self, mut page: FrameWrite<'_>) -> Result<()> {
+    fn free(&self, mut page: FrameWrite<'_>) -> Result<(), BufferError> {
         let meta = page.meta();
         let pid = PageId(meta.pid());
         assert!(pid != PageId::CATALOG, "the catalog page is never freed");
@@ -368,7 +372,7 @@ impl PageSource for BufferManager {
             let nvm = self.nvm.as_ref().expect("an NVM frame implies an NVM pool");
             if let Err(e) = nvm.release(n) {
                 self.table.set(pid, Entry::Dram(page.frame()));
-                return Err(e.into());
+                return Err(e);
             }
         }
         self.policy.observe(Event::Freed(pid));

@@ -93,14 +93,13 @@ impl BufferManager {
     /// `Corrupted`, naming the page and the file, for a list that is not as a
     /// checkpoint wrote it: a page that is not a free-list page, an id out of range or
     /// named twice, a count unlike the superblock's. Device errors.
-    pub(super) fn read_free_list(&self) -> Result<()> {
+    pub(super) fn read_free_list(&self) -> Result<(), BufferError> {
         let Some(ssd) = &self.ssd else { return Ok(()) };
         let sb = ssd.superblock();
         let limit = self.next_pid.load(Ordering::Relaxed);
         let per_page = ids_per_page(self.page_size);
-        let corrupted = |pid: PageId, detail: String| -> crate::Error {
+        let corrupted = |pid: PageId, detail: String| -> BufferError {
             BufferError::Corrupted { pid, location: format!("free-page list of {}", ssd.info().path.display()), detail }
-                .into()
         };
         let data_page = |p: u64| p > PageId::CATALOG.0 && p < limit;
         let mut seen = HashSet::new();
@@ -158,7 +157,7 @@ impl BufferManager {
     /// # Errors
     /// `Full` when a fresh page id is needed and the page table has none; device
     /// errors. Either way the superblock still names the previous list, intact.
-    pub(super) fn write_free_list(&self, ssd: &SsdFile) -> Result<()> {
+    pub(super) fn write_free_list(&self, ssd: &SsdFile) -> Result<(), BufferError> {
         let _one_at_a_time = self.free_list_write.lock();
         let per_page = ids_per_page(self.page_size);
         // 1. The new list's pages, off `ready` so that nothing hands them out while they

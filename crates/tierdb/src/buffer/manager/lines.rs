@@ -42,7 +42,7 @@ use super::BufferManager;
 impl BufferManager {
     /// The line-grained fix: the page table, then the latch of the full frame or mini
     /// page, or a load.
-    pub(super) fn fix_lines_impl(&self, pid: PageId, exclusive: bool) -> Result<BmLines<'_>> {
+    pub(super) fn fix_lines_impl(&self, pid: PageId, exclusive: bool) -> Result<BmLines<'_>, BufferError> {
         self.check_stopped()?;
         let slot = self.table.slot(pid)?;
         let mut spins = 0u32;
@@ -116,7 +116,7 @@ impl BufferManager {
             if spins.is_multiple_of(1024) {
                 let since = *waited_since.get_or_insert_with(Instant::now);
                 if since.elapsed() > Duration::from_millis(PAGE_BUSY_WAIT_MS_MAX) {
-                    return Err(BufferError::Exhausted { pool: "page latch", frames: 1, rounds: spins as usize }.into());
+                    return Err(BufferError::Exhausted { pool: "page latch", frames: 1, rounds: spins as usize });
                 }
             }
         }
@@ -127,7 +127,7 @@ impl BufferManager {
     /// of `fix_shared` stays small.
     #[cold]
     #[inline(never)]
-    pub(super) fn shared_in_place(&self, pid: PageId) -> Result<Option<NvmRead<'_>>> {
+    pub(super) fn shared_in_place(&self, pid: PageId) -> Result<Option<NvmRead<'_>>, BufferError> {
         let Some((nvm, n)) = self.read_in_place(pid)? else { return Ok(None) };
         let n = NvmSlot::new(n);
         let latch = nvm.latch(n);
@@ -152,7 +152,7 @@ impl BufferManager {
     /// An optimistic read of `pid` in place in NVM (see [`shared_in_place`](Self::shared_in_place)).
     #[cold]
     #[inline(never)]
-    pub(super) fn optimistic_in_place(&self, pid: PageId) -> Result<Option<NvmOptimistic<'_>>> {
+    pub(super) fn optimistic_in_place(&self, pid: PageId) -> Result<Option<NvmOptimistic<'_>>, BufferError> {
         let Some((nvm, n)) = self.read_in_place(pid)? else { return Ok(None) };
         let n = NvmSlot::new(n);
         if nvm.verify() == NvmVerify::Every || !nvm.is_checked(n) {
@@ -182,7 +182,7 @@ impl BufferManager {
     /// For a whole-page read: the NVM frame to read `pid` in, if the page is in NVM only
     /// and the policy says to read it in place.
     #[inline]
-    pub(super) fn read_in_place(&self, pid: PageId) -> Result<Option<(&NvmPool, u32)>> {
+    pub(super) fn read_in_place(&self, pid: PageId) -> Result<Option<(&NvmPool, u32)>, BufferError> {
         self.check_stopped()?;
         let Entry::Nvm(n) = self.table.get(pid)? else { return Ok(None) };
         let info = PageInfo::fixing(pid, true);
@@ -199,7 +199,12 @@ impl BufferManager {
     ///
     /// # Errors
     /// `Corrupted` for a dirty frame that fails the check.
-    pub(super) fn fix_in_place(&self, pid: PageId, n: NvmSlot, exclusive: bool) -> Result<Option<NvmLines<'_>>> {
+    pub(super) fn fix_in_place(
+        &self,
+        pid: PageId,
+        n: NvmSlot,
+        exclusive: bool,
+    ) -> Result<Option<NvmLines<'_>>, BufferError> {
         let nvm = self.nvm.as_ref().expect("an NVM entry implies an NVM pool");
         let latch = nvm.latch(n);
         if !(if exclusive { latch.try_exclusive() } else { latch.try_shared() }) {
@@ -236,10 +241,10 @@ impl BufferManager {
     /// # Errors
     /// `e`, for a dirty frame or without SSD; device errors clearing the frame.
     #[cold]
-    pub(super) fn drop_corrupt_frame(&self, pid: PageId, n: NvmSlot, e: BufferError) -> Result<()> {
+    pub(super) fn drop_corrupt_frame(&self, pid: PageId, n: NvmSlot, e: BufferError) -> Result<(), BufferError> {
         let nvm = self.nvm.as_ref().expect("an NVM entry implies an NVM pool");
         if self.ssd.is_none() || nvm.is_dirty(n) {
-            return Err(e.into());
+            return Err(e);
         }
         if !self.claim(pid, Entry::Nvm(n))? {
             return Ok(()); // moved or held meanwhile: look again
@@ -249,11 +254,11 @@ impl BufferManager {
         let recheck = if nvm.pid(n) == Some(pid) { nvm.check_page(n, pid) } else { Ok(()) };
         if recheck.is_ok() || nvm.is_dirty(n) {
             self.table.set(pid, Entry::Nvm(n));
-            return recheck.map_err(Into::into);
+            return recheck;
         }
         if let Err(err) = nvm.release(n) {
             self.table.set(pid, Entry::Nvm(n));
-            return Err(err.into());
+            return Err(err);
         }
         self.policy.observe(Event::NvmLeft(pid));
         self.counters.bump(Count::NvmCorruptDropped);
@@ -265,7 +270,7 @@ impl BufferManager {
     /// table then says `Nvm(n)`. True if the caller should look again (installed, or
     /// another thread changed the entry first); false if NVM has no frame to give (all
     /// its pages are in DRAM too, or held), so the page must go to DRAM.
-    pub(super) fn load_into_nvm(&self, pid: PageId) -> Result<bool> {
+    pub(super) fn load_into_nvm(&self, pid: PageId) -> Result<bool, BufferError> {
         let (nvm, ssd) = (self.nvm.as_ref().expect("checked"), self.ssd.as_ref().expect("an EMPTY page is on SSD"));
         if !self.table.claim(pid, Entry::Empty)? {
             return Ok(true);
@@ -279,7 +284,7 @@ impl BufferManager {
             } else {
                 self.ssd_read(ssd, pid, &mut buf).map(|_| ())
             };
-            if let Err(e) = read.and_then(|()| nvm.write_page(n, pid, &buf, false, Lsn::NONE).map_err(Into::into)) {
+            if let Err(e) = read.and_then(|()| nvm.write_page(n, pid, &buf, false, Lsn::NONE)) {
                 nvm.detach(n);
                 return Err(e);
             }
@@ -307,7 +312,7 @@ impl BufferManager {
     /// Loads a page for line-grained access: an NVM page with cache-line-grained pages
     /// on gets a mini page (or an empty full frame) and no bytes yet; anything else is
     /// loaded whole. `None` if another thread changed the entry first.
-    pub(super) fn load_lines_page(&self, pid: PageId, observed: Entry) -> Result<Option<LineGuard<'_>>> {
+    pub(super) fn load_lines_page(&self, pid: PageId, observed: Entry) -> Result<Option<LineGuard<'_>>, BufferError> {
         let Entry::Nvm(n) = observed else {
             return Ok(self.load(pid, observed)?.map(|g| LineGuard::new(self, pid, Place::Full(g.into_held()), true)));
         };
@@ -370,7 +375,7 @@ impl BufferManager {
 
     /// A free mini page, latched exclusive: from a block with room, else from a new
     /// block (a full frame lent out).
-    pub(super) fn mini_page(&self) -> Result<u32> {
+    pub(super) fn mini_page(&self) -> Result<u32, BufferError> {
         let minis = self.frames.minis();
         let i = match minis.pop() {
             Some(i) => i,
@@ -422,7 +427,7 @@ impl LineHost for BufferManager {
         old: &[u8],
         page_lsn: Lsn,
         lines: u64,
-    ) -> Result<()> {
+    ) -> Result<(), BufferError> {
         let nvm = self.nvm.as_ref().expect("an in-place guard implies an NVM pool");
         self.force_log(page_lsn)?;
         nvm.write_lines(n, pid, runs, Some(old), page_lsn)?;
@@ -430,14 +435,14 @@ impl LineHost for BufferManager {
         Ok(())
     }
 
-    fn load_lines(&self, n: NvmSlot, pid: PageId, off: usize, dst: &mut [u8]) -> Result<()> {
+    fn load_lines(&self, n: NvmSlot, pid: PageId, off: usize, dst: &mut [u8]) -> Result<(), BufferError> {
         let nvm = self.nvm.as_ref().expect("a partly resident page has an NVM copy");
         nvm.read_lines(n, pid, off, dst)?;
         self.counters.add(Count::NvmLinesLoaded, (dst.len() / CACHE_LINE_BYTES) as u64);
         Ok(())
     }
 
-    fn promotion_frame(&self) -> Result<FrameWrite<'_>> {
+    fn promotion_frame(&self) -> Result<FrameWrite<'_>, BufferError> {
         self.free_frame()
     }
 

@@ -41,7 +41,7 @@ impl BufferManager {
 
     /// Moves `pid` into a DRAM frame from where `observed` says it is. `None` if another
     /// thread changed the entry first.
-    pub(super) fn load(&self, pid: PageId, observed: Entry) -> Result<Option<FrameWrite<'_>>> {
+    pub(super) fn load(&self, pid: PageId, observed: Entry) -> Result<Option<FrameWrite<'_>>, BufferError> {
         self.load_to(pid, observed, None)
     }
 
@@ -51,7 +51,7 @@ impl BufferManager {
         pid: PageId,
         observed: Entry,
         miss: Option<MissTarget>,
-    ) -> Result<Option<FrameWrite<'_>>> {
+    ) -> Result<Option<FrameWrite<'_>>, BufferError> {
         if !self.claim(pid, observed)? {
             return Ok(None);
         }
@@ -80,7 +80,12 @@ impl BufferManager {
     /// Frame `g` (held, filled with page `pid`, whose entry was `observed` and is
     /// claimed) becomes the page's DRAM frame: set up, and published in the page table.
     /// On an error the entry is `observed` again and the frame free.
-    pub(super) fn install<'a>(&'a self, pid: PageId, observed: Entry, g: FrameWrite<'a>) -> Result<FrameWrite<'a>> {
+    pub(super) fn install<'a>(
+        &'a self,
+        pid: PageId,
+        observed: Entry,
+        g: FrameWrite<'a>,
+    ) -> Result<FrameWrite<'a>, BufferError> {
         let n = g.meta().nvm_slot();
         // What the SSD copy's seal said survives the reset.
         let flushed = g.meta().flush_lsn.load_lsn(Ordering::Relaxed);
@@ -105,7 +110,7 @@ impl BufferManager {
     /// is in no NVM frame (the log before that point is scanned only to rebuild a frame
     /// caught mid-write). Its log records were forced before they reached NVM. Then the
     /// header is cleared durably; the DRAM copy is clean.
-    pub(super) fn leave_nvm(&self, g: &FrameWrite<'_>, pid: PageId, n: NvmSlot) -> Result<()> {
+    pub(super) fn leave_nvm(&self, g: &FrameWrite<'_>, pid: PageId, n: NvmSlot) -> Result<(), BufferError> {
         let nvm = self.nvm.as_ref().expect("an NVM frame implies an NVM pool");
         if nvm.is_dirty(n) {
             self.ssd_write(pid, &self.stored_image(g.frame(), g))?;
@@ -127,7 +132,7 @@ impl BufferManager {
         from: Entry,
         g: &mut FrameWrite<'_>,
         miss: Option<MissTarget>,
-    ) -> Result<()> {
+    ) -> Result<(), BufferError> {
         // Known only for a copy read from SSD (below).
         g.meta().flush_lsn.store_lsn(Lsn::NONE, Ordering::Relaxed);
         let info = PageInfo::fixing(pid, matches!(from, Entry::Nvm(_)));
@@ -144,7 +149,7 @@ impl BufferManager {
                         self.counters.bump(Count::NvmCorruptDropped);
                         return self.fill(pid, Entry::Empty, g, miss);
                     }
-                    Err(e) => return Err(e.into()),
+                    Err(e) => return Err(e),
                 }
                 nvm.touch(n);
                 g.meta().set_nvm_slot(Some(n));
@@ -177,7 +182,7 @@ impl BufferManager {
         info: &PageInfo,
         g: &mut FrameWrite<'_>,
         miss: Option<MissTarget>,
-    ) -> Result<()> {
+    ) -> Result<(), BufferError> {
         let pid = info.pid;
         g.meta().set_nvm_slot(None);
         let miss = miss.unwrap_or_else(|| self.policy.ssd_miss(info, &self.tiers));
@@ -187,7 +192,7 @@ impl BufferManager {
         {
             if let Err(e) = nvm.write_page(n, pid, g, false, g.meta().page_lsn.load_lsn(Ordering::Relaxed)) {
                 nvm.detach(n);
-                return Err(e.into());
+                return Err(e);
             }
             g.meta().set_nvm_slot(Some(n));
             self.count_page_to_nvm();
@@ -198,7 +203,7 @@ impl BufferManager {
     }
 
     /// Grows the page file, in chunks, until it holds page `pid`.
-    pub(super) fn ssd_reserve(&self, ssd: &SsdFile, pid: PageId) -> Result<()> {
+    pub(super) fn ssd_reserve(&self, ssd: &SsdFile, pid: PageId) -> Result<(), BufferError> {
         if pid.0 >= ssd.page_count() {
             let _grow = self.ssd_grow.lock();
             let count = ssd.page_count();
@@ -212,16 +217,16 @@ impl BufferManager {
 
     /// Reads page `pid` from SSD and returns its last-flush LSN (0: unknown); a page
     /// that fails its seal is `Corrupted`, naming it and the file.
-    pub(super) fn ssd_read(&self, ssd: &SsdFile, pid: PageId, buf: &mut [u8]) -> Result<u64> {
+    pub(super) fn ssd_read(&self, ssd: &SsdFile, pid: PageId, buf: &mut [u8]) -> Result<u64, BufferError> {
         ssd.read_page_flushed(pid, buf).map(Lsn::get).map_err(|e| match e {
             DeviceError::Corrupted { what: "page", detail, .. } => {
-                BufferError::Corrupted { pid, location: ssd.info().path.display().to_string(), detail }.into()
+                BufferError::Corrupted { pid, location: ssd.info().path.display().to_string(), detail }
             }
             e => e.into(),
         })
     }
 
-    pub(super) fn take_page_id(&self) -> Result<PageId> {
+    pub(super) fn take_page_id(&self) -> Result<PageId, BufferError> {
         if let Some(pid) = self.freed.lock().ready.pop() {
             return Ok(pid);
         }
@@ -236,7 +241,7 @@ impl BufferManager {
     }
 
     /// A page id never handed out: raises the allocation mark.
-    pub(super) fn take_fresh_page_id(&self) -> Result<PageId> {
+    pub(super) fn take_fresh_page_id(&self) -> Result<PageId, BufferError> {
         let cap = self.capacity_pages;
         let n = self
             .next_pid

@@ -5,6 +5,7 @@
 //! A page leaves NVM only with its table entry claimed or its DRAM frame held exclusive.
 
 use crate::Result;
+use crate::buffer::BufferError;
 use crate::buffer::table::Entry;
 use crate::counters::Count;
 use crate::device::AlignedBuf;
@@ -26,7 +27,7 @@ impl BufferManager {
     /// that a crash cuts short leaves neither version: each page's image is appended to
     /// the log and forced before any of `pages` is written into NVM (the log keeps
     /// images only when it is a database's, [`LogForce::append_image`]).
-    pub(super) fn log_nvm_images(&self, pages: &[(PageId, &[u8])]) -> Result<()> {
+    pub(super) fn log_nvm_images(&self, pages: &[(PageId, &[u8])]) -> Result<(), BufferError> {
         if self.ssd.is_some() {
             return Ok(());
         }
@@ -46,7 +47,7 @@ impl BufferManager {
 
     /// Writes mini page `i`'s dirty lines back to its NVM frame; with `drop_page`, also
     /// moves the page out (to NVM only) and clears the mini page. Held exclusive.
-    pub(super) fn flush_mini(&self, i: u32, pid: PageId, drop_page: bool) -> Result<()> {
+    pub(super) fn flush_mini(&self, i: u32, pid: PageId, drop_page: bool) -> Result<(), BufferError> {
         let m = self.frames.minis().meta(i);
         let n = m.nvm_slot().expect("a mini page has an NVM frame");
         let dirty = m.dirty.load(Ordering::Relaxed);
@@ -72,7 +73,7 @@ impl BufferManager {
             let nvm = self.nvm.as_ref().expect("a mini page has an NVM copy");
             written = self
                 .force_log(m.page_lsn.load_lsn(Ordering::Relaxed))
-                .and_then(|()| Ok(nvm.write_lines(n, pid, &runs, None, m.page_lsn.load_lsn(Ordering::Relaxed))?));
+                .and_then(|()| nvm.write_lines(n, pid, &runs, None, m.page_lsn.load_lsn(Ordering::Relaxed)));
             if written.is_ok() {
                 m.dirty.store(0, Ordering::Relaxed);
                 self.counters.add(Count::NvmLinesWritten, dirty.count_ones() as u64);
@@ -93,13 +94,13 @@ impl BufferManager {
         written
     }
 
-    pub(super) fn evict_mini(&self, i: u32, pid: PageId) -> Result<()> {
+    pub(super) fn evict_mini(&self, i: u32, pid: PageId) -> Result<(), BufferError> {
         self.flush_mini(i, pid, true)
     }
 
     /// An NVM frame owned by the caller: free, or taken from the clock's victim (written
     /// to SSD if dirty). `None` if no frame can be freed now.
-    pub(super) fn nvm_frame(&self) -> Result<Option<u32>> {
+    pub(super) fn nvm_frame(&self) -> Result<Option<u32>, BufferError> {
         let nvm = self.nvm.as_ref().expect("nvm_frame needs NVM");
         if let Some(n) = nvm.pop_free() {
             if self.provider_on.load(Ordering::Relaxed) && nvm.free_frames() < self.provider_nvm_target / 2 {
@@ -119,7 +120,7 @@ impl BufferManager {
     /// An NVM frame taken from the clock's victim (written to SSD if dirty; the hand
     /// visits at most `visits` frames), or from the policy's sweep, for the caller;
     /// `None` if nothing was evicted.
-    pub(super) fn nvm_evict_one(&self, visits: usize) -> Result<Option<u32>> {
+    pub(super) fn nvm_evict_one(&self, visits: usize) -> Result<Option<u32>, BufferError> {
         let nvm = self.nvm.as_ref().expect("nvm_evict_one needs NVM");
         let Some(ssd) = &self.ssd else {
             // Without SSD nothing leaves NVM; capacity checks keep a frame free.
@@ -176,7 +177,13 @@ impl BufferManager {
     /// to SSD if dirty, clears the frame's header — so that a restart never takes its
     /// old bytes for the page — and keeps the frame for the caller (`keep_frame`) or
     /// frees it. On error the page stays in the frame, as it was.
-    pub(super) fn evict_claimed_nvm(&self, ssd: &SsdFile, pid: PageId, n: NvmSlot, keep_frame: bool) -> Result<()> {
+    pub(super) fn evict_claimed_nvm(
+        &self,
+        ssd: &SsdFile,
+        pid: PageId,
+        n: NvmSlot,
+        keep_frame: bool,
+    ) -> Result<(), BufferError> {
         let nvm = self.nvm.as_ref().expect("an NVM entry implies an NVM pool");
         debug_assert_eq!(nvm.pid(n), Some(pid));
         debug_assert_eq!(self.table.get(pid)?, Entry::Busy, "{pid} is not claimed");
@@ -187,7 +194,7 @@ impl BufferManager {
                 self.ssd_write_with(ssd, pid, &buf)?;
                 self.counters.bump(Count::NvmToSsd);
             }
-            if keep_frame { nvm.clear_owner(n) } else { nvm.release(n) }.map_err(crate::Error::from)
+            if keep_frame { nvm.clear_owner(n) } else { nvm.release(n) }
         })();
         if let Err(e) = evicted {
             self.table.set(pid, Entry::Nvm(n));
@@ -201,7 +208,7 @@ impl BufferManager {
 
     /// Evicts the pages `pids` from NVM (a policy's sweep), each if it is in NVM only and
     /// not moving: written to SSD if dirty, its frame freed.
-    pub(super) fn evict_from_nvm(&self, ssd: &SsdFile, pids: &[PageId]) -> Result<()> {
+    pub(super) fn evict_from_nvm(&self, ssd: &SsdFile, pids: &[PageId]) -> Result<(), BufferError> {
         for &pid in pids {
             let Entry::Nvm(n) = self.table.get(pid)? else { continue };
             if self.claim(pid, Entry::Nvm(n))? {
@@ -211,7 +218,7 @@ impl BufferManager {
         Ok(())
     }
 
-    pub(super) fn ssd_write(&self, pid: PageId, bytes: &[u8]) -> Result<()> {
+    pub(super) fn ssd_write(&self, pid: PageId, bytes: &[u8]) -> Result<(), BufferError> {
         let ssd = self.ssd.as_ref().expect("ssd_write needs SSD");
         self.ssd_write_with(ssd, pid, bytes)
     }
@@ -219,7 +226,7 @@ impl BufferManager {
     /// Writes a page (protected by the double-write area if it is on), growing the file
     /// first if the page lies past its end. The page's seal records the log's LSN now
     /// as its last-flush LSN, and the policy hears of the flush.
-    pub(super) fn ssd_write_with(&self, ssd: &SsdFile, pid: PageId, bytes: &[u8]) -> Result<()> {
+    pub(super) fn ssd_write_with(&self, ssd: &SsdFile, pid: PageId, bytes: &[u8]) -> Result<(), BufferError> {
         self.ssd_reserve(ssd, pid)?;
         let lsn = self.log_end_lsn();
         ssd.write_pages_flushed(&[(pid, bytes)], lsn)?;
@@ -242,7 +249,7 @@ impl BufferManager {
     ///
     /// # Errors
     /// The log's, appending a flush record.
-    pub(crate) fn note_flushed(&self, pids: impl IntoIterator<Item = PageId>, lsn: Lsn) -> Result<()> {
+    pub(crate) fn note_flushed(&self, pids: impl IntoIterator<Item = PageId>, lsn: Lsn) -> Result<(), BufferError> {
         let log = self
             .log
             .get()
@@ -276,7 +283,7 @@ impl BufferManager {
     ///
     /// # Errors
     /// `NoSuchPage` for a page id past the page table.
-    pub fn loaded_flush_lsn(&self, pid: PageId) -> Result<Option<u64>> {
+    pub fn loaded_flush_lsn(&self, pid: PageId) -> Result<Option<u64>, BufferError> {
         Ok(match self.table.get(pid)? {
             Entry::Dram(f) => Some(self.frames.meta(f).flush_lsn.load_lsn(Ordering::Relaxed).get()),
             _ => None,

@@ -43,15 +43,14 @@ impl BufferManager {
     /// `Config` for an impossible configuration (bad page size, no lower tier to evict
     /// to is fine, but a DRAM pool of fewer than [`MIN_DRAM_FRAMES`] frames is not);
     /// device errors; `PageSizeMismatch` when the existing file has another page size.
-    pub fn open(cfg: &BufferConfig) -> Result<BufferManager> {
+    pub fn open(cfg: &BufferConfig) -> Result<BufferManager, BufferError> {
         let ps = cfg.page_size;
         if !ps.is_power_of_two() || !(PAGE_SIZE_MIN_BYTES..=PAGE_SIZE_MAX_BYTES).contains(&ps) {
             return Err(BufferError::Config {
                 what: format!(
                     "page size {ps} must be a power of two from {PAGE_SIZE_MIN_BYTES} to {PAGE_SIZE_MAX_BYTES}"
                 ),
-            }
-            .into());
+            });
         }
         let mut dram = cfg.dram.clone();
         dram.frame_bytes = ps;
@@ -59,8 +58,7 @@ impl BufferManager {
         if cfg.techniques != Techniques::NONE && cfg.nvm.is_none() {
             return Err(BufferError::Config {
                 what: format!("techniques {} work between DRAM and NVM, and there is no NVM tier", cfg.techniques),
-            }
-            .into());
+            });
         }
         let frames = FramePool::with_minis(DramArena::new(&dram)?, cfg.techniques.mini_pages);
         if frames.len() < MIN_DRAM_FRAMES {
@@ -70,8 +68,7 @@ impl BufferManager {
                     dram.size,
                     frames.len()
                 ),
-            }
-            .into());
+            });
         }
         let ssd = match &cfg.ssd {
             None => None,
@@ -102,8 +99,7 @@ impl BufferManager {
                     "policy {} keeps only clean copies in NVM: it needs an SSD tier and no techniques (got {})",
                     cfg.policy, cfg.techniques
                 ),
-            }
-            .into());
+            });
         }
         let nvm_only = ssd.is_none() && cfg.nvm.is_some() && cfg.reopen_nvm_only;
         let existing = ssd.as_ref().is_some_and(|s| s.superblock().catalog_root != 0) || nvm_only;
@@ -117,8 +113,7 @@ impl BufferManager {
                     // The pool is the database: a new one would be an empty database.
                     return Err(BufferError::Config {
                         what: format!("cannot reopen the database in {}: the file is missing", n.path.display()),
-                    }
-                    .into());
+                    });
                 }
                 let region = NvmRegion::open(n)?;
                 let verify = cfg.nvm_verify;
@@ -158,8 +153,7 @@ impl BufferManager {
                             // The pool is the database: formatting it would lose it.
                             return Err(BufferError::Config {
                                 what: format!("cannot reopen the database in {}: {why}", n.path.display()),
-                            }
-                            .into());
+                            });
                         }
                         Err((region, why)) => {
                             let why = if pool_missing { "the file was missing".to_string() } else { why };
@@ -192,8 +186,7 @@ impl BufferManager {
                         cfg.prefetch_lines,
                         crate::limits::PREFETCH_LINES_MAX
                     ),
-                }
-                .into());
+                });
             }
             if cfg.cpu_cache_model_bytes > crate::page::frame::cpu_cache::CPU_CACHE_MODEL_MAX_BYTES {
                 return Err(BufferError::Config {
@@ -202,8 +195,7 @@ impl BufferManager {
                         ByteSize(cfg.cpu_cache_model_bytes),
                         ByteSize(crate::page::frame::cpu_cache::CPU_CACHE_MODEL_MAX_BYTES)
                     ),
-                }
-                .into());
+                });
             }
             nvm.set_cpu_cache_model(cfg.cpu_cache_model_bytes);
             nvm.set_prefetch_lines(cfg.prefetch_lines);
@@ -229,8 +221,7 @@ impl BufferManager {
                 if high < PageId::CATALOG.0 && !torn {
                     return Err(BufferError::Config {
                         what: "the NVM pool holds no page: no database to reopen (it was never closed?)".into(),
-                    }
-                    .into());
+                    });
                 }
                 let high = high.max(PageId::CATALOG.0);
                 (high + 1, high + 1)
@@ -240,11 +231,10 @@ impl BufferManager {
         if next_pid > cfg.max_pages {
             return Err(BufferError::Config {
                 what: format!("the database has {next_pid} pages, more than the page table's {} ", cfg.max_pages),
-            }
-            .into());
+            });
         }
         if cfg.evict_batch == 0 {
-            return Err(BufferError::Config { what: "evict_batch is 0: evict at least 1 page at a time".into() }.into());
+            return Err(BufferError::Config { what: "evict_batch is 0: evict at least 1 page at a time".into() });
         }
         let evict_batch = if nvm.is_none() && ssd.is_some() {
             cfg.evict_batch.min(frames.len() / EVICT_BATCH_FRAMES_PER_PAGE).max(1)
@@ -315,8 +305,7 @@ impl BufferManager {
                     pid: PageId::CATALOG,
                     location: "the NVM pool".into(),
                     detail: "the catalog page is in no frame".into(),
-                }
-                .into());
+                });
             }
             let free: Vec<PageId> =
                 (PageId::CATALOG.0 + 1..next_pid).rev().filter(|p| !held.contains(p)).map(PageId).collect();
@@ -385,7 +374,7 @@ impl BufferManager {
     ///
     /// # Errors
     /// Device errors while copying to NVM (the pages stay dirty in DRAM).
-    pub fn set_bulk_load(&self, on: bool) -> Result<()> {
+    pub fn set_bulk_load(&self, on: bool) -> Result<(), BufferError> {
         self.record_marker(if on { "bulk-load-on" } else { "bulk-load-off" });
         self.bulk_load.store(on, Ordering::Relaxed);
         let (Some(nvm), Some(_), false) = (&self.nvm, &self.ssd, on) else { return Ok(()) };
@@ -406,13 +395,13 @@ impl BufferManager {
                 continue;
             }
             let written = self.force_log(meta.page_lsn.load_lsn(Ordering::Relaxed)).and_then(|()| {
-                Ok(nvm.write_page(
+                nvm.write_page(
                     n,
                     PageId(pid),
                     &self.stored_image(f, &g),
                     true,
                     meta.page_lsn.load_lsn(Ordering::Relaxed),
-                )?)
+                )
             });
             if let Err(e) = written {
                 nvm.detach(n);

@@ -24,6 +24,7 @@ use std::sync::atomic::Ordering;
 
 use super::{BufferManager, Count, Entry, FrameId, FrameWrite, PageInfo};
 use crate::Result;
+use crate::buffer::BufferError;
 use crate::ids::{AtomicLsn, PageId};
 use crate::limits::PREFETCH_PAGES_MAX;
 use crate::page::Swip;
@@ -36,7 +37,11 @@ impl BufferManager {
     /// no hit counted, nothing touched, recorded or swizzled).
     ///
     /// [`PageSource::peek_child`]: crate::PageSource::peek_child
-    pub(super) fn peek_child_of<'a>(&'a self, parent: &BmOptimistic<'a>, raw: u64) -> Result<Peek<BmOptimistic<'a>>> {
+    pub(super) fn peek_child_of<'a>(
+        &'a self,
+        parent: &BmOptimistic<'a>,
+        raw: u64,
+    ) -> Result<Peek<BmOptimistic<'a>>, BufferError> {
         // A parent read in place in NVM: its children are found by the fix.
         let Some(dram_parent) = parent.dram() else { return Ok(Peek::Elsewhere) };
         if !Swip::from_raw(raw).is_swizzled() {
@@ -52,7 +57,7 @@ impl BufferManager {
     /// Where page `pid` is, with no side effect ([`PageSource::peek_page`]).
     ///
     /// [`PageSource::peek_page`]: crate::PageSource::peek_page
-    pub(super) fn peek_page(&self, pid: PageId) -> Result<Peek<BmOptimistic<'_>>> {
+    pub(super) fn peek_page(&self, pid: PageId) -> Result<Peek<BmOptimistic<'_>>, BufferError> {
         Ok(match Entry::decode(self.table.slot(pid)?.load(Ordering::Acquire)) {
             Entry::Dram(f) => self.peek_frame(f, |m| m.pid() == pid.0),
             Entry::Empty if self.ssd.is_some() => Peek::Missing,
@@ -80,7 +85,7 @@ impl BufferManager {
     /// `Stopped`. (Where no frame can be made free it reads what it has frames for.)
     ///
     /// [`PageSource::prefetch_children`]: crate::PageSource::prefetch_children
-    pub(super) fn prefetch<'a>(&'a self, children: &[(&BmOptimistic<'a>, u64)]) -> Result<usize> {
+    pub(super) fn prefetch<'a>(&'a self, children: &[(&BmOptimistic<'a>, u64)]) -> Result<usize, BufferError> {
         self.check_stopped()?;
         let Some(ssd) = &self.ssd else { return Ok(0) };
         let round = PREFETCH_PAGES_MAX.min(self.frames.len() / 4).max(1);

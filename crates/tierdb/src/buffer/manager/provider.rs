@@ -107,13 +107,11 @@ impl BufferManager {
     ///
     /// # Errors
     /// `Config` if a provider already runs on this buffer manager.
-    pub fn provide_pages(&self, stop: &AtomicBool) -> Result<ProviderReport> {
+    pub fn provide_pages(&self, stop: &AtomicBool) -> Result<ProviderReport, BufferError> {
         {
             let mut slot = self.provider.lock();
             if slot.is_some() {
-                return Err(
-                    BufferError::Config { what: "a page provider already runs on this buffer manager".into() }.into()
-                );
+                return Err(BufferError::Config { what: "a page provider already runs on this buffer manager".into() });
             }
             *slot = Some(std::thread::current());
         }
@@ -173,7 +171,7 @@ impl BufferManager {
     /// makes it (the policy's victim or sweep, written to SSD if dirty, with the
     /// write-behind of the next dirty pages): returns the NVM frames it freed (0: none
     /// could be freed now).
-    fn provide_nvm_once(&self) -> Result<usize> {
+    fn provide_nvm_once(&self) -> Result<usize, BufferError> {
         let Some(nvm) = &self.nvm else { return Ok(0) };
         let before = nvm.free_frames();
         // One round of the NVM clock at most, as `provide_once` for DRAM.
@@ -191,7 +189,7 @@ impl BufferManager {
     /// One eviction, as a miss makes it, within one round of the clock: returns the
     /// frames it put on the free list (0: every frame the hand passed was fixed, free or
     /// given a second chance).
-    fn provide_once(&self) -> Result<usize> {
+    fn provide_once(&self) -> Result<usize, BufferError> {
         Ok(match self.evict_next(self.frames.len())? {
             Some((g, others)) => {
                 self.return_frame(g);

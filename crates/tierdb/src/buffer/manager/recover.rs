@@ -6,6 +6,7 @@
 //! table entry BUSY while it acts.
 
 use crate::Result;
+use crate::buffer::BufferError;
 use crate::buffer::nvm_pool::NvmPool;
 use crate::buffer::table::Entry;
 use crate::counters::Count;
@@ -22,8 +23,8 @@ impl BufferManager {
     /// An entry `Nvm(n)` is claimed only while holding frame `n`'s in-place latch
     /// exclusive, so that no in-place guard ([`NvmLines`]) is left on the page; false
     /// if one is, or if the entry changed.
-    pub(super) fn claim(&self, pid: PageId, observed: Entry) -> Result<bool> {
-        let Entry::Nvm(n) = observed else { return Ok(self.table.claim(pid, observed)?) };
+    pub(super) fn claim(&self, pid: PageId, observed: Entry) -> Result<bool, BufferError> {
+        let Entry::Nvm(n) = observed else { return self.table.claim(pid, observed) };
         let nvm = self.nvm.as_ref().expect("an NVM entry implies an NVM pool");
         let latch = nvm.latch(n);
         if !latch.try_exclusive() {
@@ -35,7 +36,7 @@ impl BufferManager {
         } else {
             latch.unlock_exclusive_unchanged();
         }
-        Ok(claimed?)
+        claimed
     }
 
     /// Recovery: makes sure page `pid` counts as allocated (a page a logged structure
@@ -49,9 +50,9 @@ impl BufferManager {
     ///
     /// # Errors
     /// `Full` past the page table.
-    pub fn recover_allocated(&self, pid: PageId) -> Result<bool> {
+    pub fn recover_allocated(&self, pid: PageId) -> Result<bool, BufferError> {
         if self.beyond_capacity(pid) {
-            return Err(self.full_error().into());
+            return Err(self.full_error());
         }
         let mut free = self.freed.lock();
         if free.list.contains(&pid) {
@@ -85,7 +86,7 @@ impl BufferManager {
     ///
     /// # Errors
     /// `NoSuchPage` past the page table; an unreadable header.
-    pub fn recover_nvm_holds(&self, pid: PageId, lsn: Lsn) -> Result<bool> {
+    pub fn recover_nvm_holds(&self, pid: PageId, lsn: Lsn) -> Result<bool, BufferError> {
         let Some(nvm) = &self.nvm else { return Ok(false) };
         let Entry::Nvm(n) = self.table.get(pid)? else { return Ok(false) };
         let Some(h) = nvm.header(n)? else { return Ok(false) };
@@ -111,7 +112,10 @@ impl BufferManager {
     ///
     /// # Errors
     /// `NoSuchPage` past the page table; device errors reading or clearing a header.
-    pub fn recover_drop_stale_nvm(&self, flushed: impl IntoIterator<Item = (PageId, Lsn)>) -> Result<usize> {
+    pub fn recover_drop_stale_nvm(
+        &self,
+        flushed: impl IntoIterator<Item = (PageId, Lsn)>,
+    ) -> Result<usize, BufferError> {
         let Some(nvm) = &self.nvm else { return Ok(0) };
         let mut dropped = 0;
         for (pid, flush_lsn) in flushed {
@@ -146,7 +150,7 @@ impl BufferManager {
     ///
     /// # Errors
     /// Device errors while dropping its copies.
-    pub fn recover_freed(&self, pid: PageId) -> Result<()> {
+    pub fn recover_freed(&self, pid: PageId) -> Result<(), BufferError> {
         if pid == PageId::CATALOG || pid.0 >= self.next_pid.load(Ordering::Acquire) || self.freed.lock().contains(&pid)
         {
             return Ok(());

@@ -189,7 +189,7 @@ fn line_write_backs_keep_the_data_crc() {
 struct Clock(AtomicU64);
 
 impl crate::wal::LogForce for Clock {
-    fn force(&self, _lsn: Lsn) -> crate::Result<()> {
+    fn force(&self, _lsn: Lsn) -> Result<(), crate::wal::WalError> {
         Ok(())
     }
     fn end_lsn(&self) -> Lsn {

@@ -155,7 +155,7 @@ impl<'a> NvmLines<'a> {
 
     /// Lines `first..=last` of `off..off + len`, checked against the page.
     #[inline]
-    fn span(&self, off: usize, len: usize) -> Result<(usize, usize)> {
+    fn span(&self, off: usize, len: usize) -> Result<(usize, usize), BufferError> {
         match off.checked_add(len).filter(|&e| e <= self.page_size && len > 0) {
             Some(end) => Ok((off / LINE, (end - 1) / LINE)),
             None => Err(BufferError::OutOfPage {
@@ -163,8 +163,7 @@ impl<'a> NvmLines<'a> {
                 off,
                 end: off.saturating_add(len),
                 page_size: self.page_size,
-            }
-            .into()),
+            }),
         }
     }
 
@@ -190,9 +189,9 @@ impl<'a> NvmLines<'a> {
     }
 
     /// The exclusive guard's shadow with lines `first..=last` loaded from NVM.
-    fn staged(&mut self, first: usize, last: usize) -> Result<&mut Shadow> {
+    fn staged(&mut self, first: usize, last: usize) -> Result<&mut Shadow, BufferError> {
         if !self.exclusive {
-            return Err(BufferError::NeedsExclusive { pid: self.pid }.into());
+            return Err(BufferError::NeedsExclusive { pid: self.pid });
         }
         let nvm = self.nvm;
         let shadow = self.shadow.get_or_insert_with(|| {
@@ -226,7 +225,7 @@ impl<'a> NvmLines<'a> {
 
     /// Writes the changed lines back into the frame, durably (step 2 of the module
     /// documentation).
-    fn write_back(&mut self) -> Result<()> {
+    fn write_back(&mut self) -> Result<(), BufferError> {
         let Some(shadow) = self.shadow.as_ref() else { return Ok(()) };
         let lines = self.page_size / LINE;
         let runs: Vec<(usize, &[u8])> = Shadow::runs(&shadow.dirty, lines)
@@ -247,7 +246,7 @@ impl LinePage for NvmLines<'_> {
         self.pid
     }
 
-    fn read(&mut self, off: usize, len: usize) -> Result<&[u8]> {
+    fn read(&mut self, off: usize, len: usize) -> Result<&[u8], BufferError> {
         if len == 0 {
             return Ok(&[]);
         }
@@ -259,7 +258,7 @@ impl LinePage for NvmLines<'_> {
         Ok(&shadow.bytes[off..off + len])
     }
 
-    fn write(&mut self, off: usize, len: usize) -> Result<&mut [u8]> {
+    fn write(&mut self, off: usize, len: usize) -> Result<&mut [u8], BufferError> {
         if len == 0 {
             return Ok(&mut []);
         }
@@ -269,7 +268,7 @@ impl LinePage for NvmLines<'_> {
         Ok(&mut shadow.bytes[off..off + len])
     }
 
-    fn whole(&mut self) -> Result<&[u8]> {
+    fn whole(&mut self) -> Result<&[u8], BufferError> {
         if !self.exclusive {
             return Ok(self.in_place(0, self.page_size));
         }
@@ -277,7 +276,7 @@ impl LinePage for NvmLines<'_> {
         Ok(&self.staged(0, last)?.bytes[..])
     }
 
-    fn whole_mut(&mut self) -> Result<&mut [u8]> {
+    fn whole_mut(&mut self) -> Result<&mut [u8], BufferError> {
         let last = self.page_size / LINE - 1;
         let shadow = self.staged(0, last)?;
         Shadow::set(&mut shadow.dirty, 0, last);
@@ -341,7 +340,7 @@ impl LinePage for BmLines<'_> {
     }
 
     #[inline]
-    fn read(&mut self, off: usize, len: usize) -> Result<&[u8]> {
+    fn read(&mut self, off: usize, len: usize) -> Result<&[u8], BufferError> {
         match self {
             BmLines::Dram(g) => g.read(off, len),
             BmLines::Nvm(g) => g.read(off, len),
@@ -349,21 +348,21 @@ impl LinePage for BmLines<'_> {
     }
 
     #[inline]
-    fn write(&mut self, off: usize, len: usize) -> Result<&mut [u8]> {
+    fn write(&mut self, off: usize, len: usize) -> Result<&mut [u8], BufferError> {
         match self {
             BmLines::Dram(g) => g.write(off, len),
             BmLines::Nvm(g) => g.write(off, len),
         }
     }
 
-    fn whole(&mut self) -> Result<&[u8]> {
+    fn whole(&mut self) -> Result<&[u8], BufferError> {
         match self {
             BmLines::Dram(g) => g.whole(),
             BmLines::Nvm(g) => g.whole(),
         }
     }
 
-    fn whole_mut(&mut self) -> Result<&mut [u8]> {
+    fn whole_mut(&mut self) -> Result<&mut [u8], BufferError> {
         match self {
             BmLines::Dram(g) => g.whole_mut(),
             BmLines::Nvm(g) => g.whole_mut(),

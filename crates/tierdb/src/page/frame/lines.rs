@@ -74,12 +74,12 @@ pub trait LineHost: Sync {
     ///
     /// # Errors
     /// A device error or a corrupted line.
-    fn load_lines(&self, n: NvmSlot, pid: PageId, off: usize, dst: &mut [u8]) -> Result<()>;
+    fn load_lines(&self, n: NvmSlot, pid: PageId, off: usize, dst: &mut [u8]) -> Result<(), BufferError>;
     /// A free full frame, held exclusive, to promote a mini page into.
     ///
     /// # Errors
     /// No frame can be freed.
-    fn promotion_frame(&self) -> Result<FrameWrite<'_>>;
+    fn promotion_frame(&self) -> Result<FrameWrite<'_>, BufferError>;
     /// Publishes `pid` in full frame `f` after a promotion.
     fn publish_promotion(&self, pid: PageId, f: FrameId);
     /// Returns mini page `i` after its page was promoted.
@@ -99,7 +99,7 @@ pub trait LineHost: Sync {
         old: &[u8],
         page_lsn: Lsn,
         lines: u64,
-    ) -> Result<()>;
+    ) -> Result<(), BufferError>;
     /// Stops the page source after a failure a guard's drop cannot report.
     fn stop(&self, why: String);
 }
@@ -171,7 +171,7 @@ impl<'a> LineGuard<'a> {
     }
 
     /// Makes the guard exclusive for a change of the page.
-    fn fault(&mut self) -> Result<()> {
+    fn fault(&mut self) -> Result<(), BufferError> {
         if self.exclusive {
             return Ok(());
         }
@@ -183,12 +183,12 @@ impl<'a> LineGuard<'a> {
             }
             return Ok(());
         }
-        Err(BufferError::NeedsExclusive { pid: self.pid }.into())
+        Err(BufferError::NeedsExclusive { pid: self.pid })
     }
 
     /// Lines `first..=last` of `off..off + len`, checked against the page.
     #[inline]
-    fn span(&self, off: usize, len: usize) -> Result<(usize, usize)> {
+    fn span(&self, off: usize, len: usize) -> Result<(usize, usize), BufferError> {
         let end = off.checked_add(len).filter(|&e| e <= self.page_bytes() && len > 0);
         match end {
             Some(end) => Ok((off / LINE, (end - 1) / LINE)),
@@ -197,14 +197,13 @@ impl<'a> LineGuard<'a> {
                 off,
                 end: off.saturating_add(len),
                 page_size: self.page_bytes(),
-            }
-            .into()),
+            }),
         }
     }
 
     /// Makes lines `first..=last` resident and returns where line `first` is in DRAM.
     #[inline]
-    fn ensure(&mut self, first: usize, last: usize) -> Result<NonNull<u8>> {
+    fn ensure(&mut self, first: usize, last: usize) -> Result<NonNull<u8>, BufferError> {
         match self.place {
             Place::Full(f) => {
                 let meta = self.pool.meta(f);
@@ -231,7 +230,7 @@ impl<'a> LineGuard<'a> {
     }
 
     /// Copies the missing lines of `first..=last` from NVM into full frame `f`.
-    fn load_full(&mut self, f: FrameId, first: usize, last: usize) -> Result<()> {
+    fn load_full(&mut self, f: FrameId, first: usize, last: usize) -> Result<(), BufferError> {
         debug_assert!(self.exclusive);
         let meta = self.pool.meta(f);
         let n = meta.nvm_slot().expect("a partly resident page has an NVM copy");
@@ -253,7 +252,7 @@ impl<'a> LineGuard<'a> {
 
     /// Loads the missing lines of `first..=last` into mini page `i` (promoting it if
     /// they do not fit) and returns where line `first` is.
-    fn load_mini(&mut self, i: u32, first: usize, last: usize) -> Result<NonNull<u8>> {
+    fn load_mini(&mut self, i: u32, first: usize, last: usize) -> Result<NonNull<u8>, BufferError> {
         debug_assert!(self.exclusive);
         let m = self.pool.minis().meta(i);
         let old = m.lines();
@@ -321,7 +320,7 @@ impl<'a> LineGuard<'a> {
     }
 
     /// Moves the page from mini page `i` (held exclusive) to a full frame.
-    fn promote(&mut self, i: u32) -> Result<()> {
+    fn promote(&mut self, i: u32) -> Result<(), BufferError> {
         debug_assert!(self.exclusive);
         let m = self.pool.minis().meta(i);
         let g = self.bm.promotion_frame()?;
@@ -365,7 +364,7 @@ impl<'a> LineGuard<'a> {
     }
 
     /// Makes every line resident in a full frame (promoting a mini page).
-    fn complete(&mut self) -> Result<FrameId> {
+    fn complete(&mut self) -> Result<FrameId, BufferError> {
         if let Place::Mini(i) = self.place {
             self.fault()?;
             self.promote(i)?;
@@ -465,7 +464,7 @@ impl<'a> LineGuard<'a> {
     /// Test hook: writes `bytes` at `off` without marking the lines dirty (what debug
     /// mode exists to catch).
     #[cfg(test)]
-    pub(crate) fn write_unmarked(&mut self, off: usize, bytes: &[u8]) -> Result<()> {
+    pub(crate) fn write_unmarked(&mut self, off: usize, bytes: &[u8]) -> Result<(), BufferError> {
         let (first, last) = self.span(off, bytes.len())?;
         self.fault()?;
         let p = self.ensure(first, last)?;
@@ -484,7 +483,7 @@ impl LinePage for LineGuard<'_> {
     }
 
     #[inline]
-    fn read(&mut self, off: usize, len: usize) -> Result<&[u8]> {
+    fn read(&mut self, off: usize, len: usize) -> Result<&[u8], BufferError> {
         if len == 0 {
             return Ok(&[]);
         }
@@ -496,7 +495,7 @@ impl LinePage for LineGuard<'_> {
     }
 
     #[inline]
-    fn write(&mut self, off: usize, len: usize) -> Result<&mut [u8]> {
+    fn write(&mut self, off: usize, len: usize) -> Result<&mut [u8], BufferError> {
         if len == 0 {
             return Ok(&mut []);
         }
@@ -524,7 +523,7 @@ impl LinePage for LineGuard<'_> {
         Ok(unsafe { std::slice::from_raw_parts_mut(p.add(off - first * LINE).as_ptr(), len) })
     }
 
-    fn whole(&mut self) -> Result<&[u8]> {
+    fn whole(&mut self) -> Result<&[u8], BufferError> {
         let f = self.complete()?;
         // SAFETY: the whole frame is resident and held by this guard.
         Ok(unsafe { std::slice::from_raw_parts(self.pool.data(f).as_ptr(), self.page_bytes()) })
@@ -539,7 +538,7 @@ impl LinePage for LineGuard<'_> {
         }
     }
 
-    fn whole_mut(&mut self) -> Result<&mut [u8]> {
+    fn whole_mut(&mut self) -> Result<&mut [u8], BufferError> {
         self.fault()?;
         let f = self.complete()?;
         self.wrote_whole = true;
@@ -590,22 +589,22 @@ pub enum WholeLines<'a> {
 }
 
 impl<'a> WholeLines<'a> {
-    fn range(&self, off: usize, len: usize) -> Result<std::ops::Range<usize>> {
+    fn range(&self, off: usize, len: usize) -> Result<std::ops::Range<usize>, BufferError> {
         let (page_size, pid) = match self {
             WholeLines::Shared(g) => (g.len(), crate::page::source::SharedPage::page_id(g)),
             WholeLines::Exclusive(g) => (g.len(), crate::page::source::ExclusivePage::page_id(g)),
         };
         match off.checked_add(len).filter(|&e| e <= page_size) {
             Some(end) => Ok(off..end),
-            None => Err(BufferError::OutOfPage { pid, off, end: off.saturating_add(len), page_size }.into()),
+            None => Err(BufferError::OutOfPage { pid, off, end: off.saturating_add(len), page_size }),
         }
     }
 
-    fn exclusive(&mut self) -> Result<&mut FrameWrite<'a>> {
+    fn exclusive(&mut self) -> Result<&mut FrameWrite<'a>, BufferError> {
         match self {
             WholeLines::Exclusive(g) => Ok(g),
             WholeLines::Shared(g) => {
-                Err(BufferError::NeedsExclusive { pid: crate::page::source::SharedPage::page_id(g) }.into())
+                Err(BufferError::NeedsExclusive { pid: crate::page::source::SharedPage::page_id(g) })
             }
         }
     }
@@ -620,7 +619,7 @@ impl LinePage for WholeLines<'_> {
     }
 
     #[inline]
-    fn read(&mut self, off: usize, len: usize) -> Result<&[u8]> {
+    fn read(&mut self, off: usize, len: usize) -> Result<&[u8], BufferError> {
         let r = self.range(off, len)?;
         Ok(match self {
             WholeLines::Shared(g) => &g[r],
@@ -629,19 +628,19 @@ impl LinePage for WholeLines<'_> {
     }
 
     #[inline]
-    fn write(&mut self, off: usize, len: usize) -> Result<&mut [u8]> {
+    fn write(&mut self, off: usize, len: usize) -> Result<&mut [u8], BufferError> {
         let r = self.range(off, len)?;
         Ok(&mut self.exclusive()?[r])
     }
 
-    fn whole(&mut self) -> Result<&[u8]> {
+    fn whole(&mut self) -> Result<&[u8], BufferError> {
         Ok(match self {
             WholeLines::Shared(g) => g,
             WholeLines::Exclusive(g) => g,
         })
     }
 
-    fn whole_mut(&mut self) -> Result<&mut [u8]> {
+    fn whole_mut(&mut self) -> Result<&mut [u8], BufferError> {
         Ok(&mut **self.exclusive()?)
     }
 

@@ -146,7 +146,7 @@ pub trait WriteBackLog: Send + Sync {
     ///
     /// # Errors
     /// The log's errors: the lines are then not written and the pages are poisoned.
-    fn log_lines(&self, pid: PageId, runs: &[(usize, &[u8])]) -> Result<u64>;
+    fn log_lines(&self, pid: PageId, runs: &[(usize, &[u8])]) -> Result<u64, crate::wal::WalError>;
 
     /// The LSN the next record will get: a guard that starts changing a page takes it
     /// as a bound below every record its changes will need (see
@@ -325,14 +325,13 @@ impl DirectPages {
     /// the tree made, so nothing more is served until the database is reopened (and
     /// recovered from the log).
     #[inline]
-    pub fn check_poison(&self) -> Result<()> {
+    pub fn check_poison(&self) -> Result<(), BufferError> {
         if self.poisoned.load(Ordering::Relaxed) {
             let why = self.poison_why.lock().clone().unwrap_or_default();
             return Err(BufferError::Stopped {
                 store: "nvm-direct",
                 what: format!("a write-back failed ({why}); reopen to recover"),
-            }
-            .into());
+            });
         }
         Ok(())
     }
@@ -388,7 +387,7 @@ impl DirectPages {
     ///
     /// # Errors
     /// `Corrupted` if the page fails its check.
-    pub fn read(&self, slot: u32, pid: PageId, charge_page: bool) -> Result<DirectRead<'_>> {
+    pub fn read(&self, slot: u32, pid: PageId, charge_page: bool) -> Result<DirectRead<'_>, BufferError> {
         let latch = &self.meta(slot).latch;
         latch.shared();
         if let Err(e) = self.check_before_read(slot, pid) {
@@ -406,7 +405,7 @@ impl DirectPages {
     ///
     /// # Errors
     /// `Corrupted` if the page fails its check.
-    pub fn optimistic(&self, slot: u32, pid: PageId) -> Result<DirectOptimistic<'_>> {
+    pub fn optimistic(&self, slot: u32, pid: PageId) -> Result<DirectOptimistic<'_>, BufferError> {
         let meta = self.meta(slot);
         if self.check_due(slot) {
             drop(self.read(slot, pid, false)?);
@@ -425,7 +424,7 @@ impl DirectPages {
     ///
     /// # Errors
     /// `Corrupted` if the page fails its check.
-    pub fn write(&self, slot: u32, pid: PageId) -> Result<DirectWrite<'_>> {
+    pub fn write(&self, slot: u32, pid: PageId) -> Result<DirectWrite<'_>, BufferError> {
         let g = self.write_unchecked(slot, pid);
         self.check_before_read(slot, pid)?;
         Ok(g)
@@ -448,7 +447,7 @@ impl DirectPages {
     /// # Errors
     /// `Corrupted` naming the region file, the slot and the page.
     #[inline]
-    pub fn check_before_read(&self, slot: u32, pid: PageId) -> Result<()> {
+    pub fn check_before_read(&self, slot: u32, pid: PageId) -> Result<(), BufferError> {
         if self.check_due(slot) { self.check_slot(slot, pid) } else { Ok(()) }
     }
 
@@ -460,7 +459,7 @@ impl DirectPages {
     /// # Errors
     /// `Corrupted` naming the region file, the slot and the page.
     #[cold]
-    pub fn check_slot(&self, slot: u32, pid: PageId) -> Result<()> {
+    pub fn check_slot(&self, slot: u32, pid: PageId) -> Result<(), BufferError> {
         let m = self.meta(slot);
         let state = m.crc_state.load(Ordering::Relaxed);
         if state == CRC_DEFERRED {
@@ -496,13 +495,12 @@ impl DirectPages {
         Err(self.corrupted(slot, pid, detail))
     }
 
-    fn corrupted(&self, slot: u32, pid: PageId, detail: String) -> crate::Error {
+    fn corrupted(&self, slot: u32, pid: PageId, detail: String) -> BufferError {
         BufferError::Corrupted {
             pid,
             location: format!("nvm-direct slot {slot} of {}", self.nvm.info().path.display()),
             detail,
         }
-        .into()
     }
 
     /// Slot `slot`'s CRC entry.
@@ -517,7 +515,7 @@ impl DirectPages {
     }
 
     /// Writes and persists slot `slot`'s CRC entry; the caller holds the slot exclusive.
-    fn write_entry(&self, slot: u32, e: CrcEntry) -> Result<()> {
+    fn write_entry(&self, slot: u32, e: CrcEntry) -> Result<(), BufferError> {
         let at = self.entry_offset(slot);
         // SAFETY: a slot's entry line is written only by the slot's exclusive holder,
         // which the caller is; no guard reads it while that latch is held.
@@ -583,9 +581,9 @@ impl DirectPages {
     ///
     /// # Errors
     /// An offset inside the slots; device errors.
-    pub fn set_meta_byte(&self, at: u64, value: u8) -> Result<()> {
+    pub fn set_meta_byte(&self, at: u64, value: u8) -> Result<(), BufferError> {
         if at >= self.data_offset {
-            return Err(BufferError::Config { what: format!("metadata byte {at} lies in the page slots") }.into());
+            return Err(BufferError::Config { what: format!("metadata byte {at} lies in the page slots") });
         }
         let _held = self.meta_lock.lock();
         let line_at = at / LINE as u64 * LINE as u64;

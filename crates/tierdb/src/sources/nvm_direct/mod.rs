@@ -149,15 +149,14 @@ impl NvmDirect {
     /// Device errors; `Config` for a bad page size, a region too small for the header and
     /// the catalog page, or (reopening) a region of another page size; `Corrupted` for a
     /// region without a valid header, an all-zero one included.
-    pub fn open(cfg: &DirectConfig) -> Result<NvmDirect> {
+    pub fn open(cfg: &DirectConfig) -> Result<NvmDirect, BufferError> {
         let ps = cfg.page_size;
         if !(PAGE_SIZE_MIN_BYTES..=PAGE_SIZE_MAX_BYTES).contains(&ps) || !ps.is_power_of_two() {
             return Err(BufferError::Config {
                 what: format!(
                     "page size {ps}: nvm-direct needs a power of two from {PAGE_SIZE_MIN_BYTES} to {PAGE_SIZE_MAX_BYTES}"
                 ),
-            }
-            .into());
+            });
         }
         if cfg.cpu_cache_bytes > CPU_CACHE_MODEL_MAX_BYTES {
             return Err(BufferError::Config {
@@ -166,16 +165,14 @@ impl NvmDirect {
                     crate::ByteSize(cfg.cpu_cache_bytes),
                     crate::ByteSize(CPU_CACHE_MODEL_MAX_BYTES)
                 ),
-            }
-            .into());
+            });
         }
         let nvm = NvmRegion::open(&cfg.nvm)?;
         let Layout { slots, map_bytes, crc_bytes } = layout(nvm.size_bytes(), ps as u64);
         if slots < 2 {
             return Err(BufferError::Config {
                 what: format!("an NVM region of {} holds no nvm-direct database of {ps}-byte pages", nvm.size_bytes()),
-            }
-            .into());
+            });
         }
         let map_offset = ps as u64;
         let crc_offset = map_offset + map_bytes;
@@ -224,7 +221,7 @@ impl NvmDirect {
         })
     }
 
-    fn finish_new(pages: DirectPages, path: PathBuf, map_offset: u64) -> Result<NvmDirect> {
+    fn finish_new(pages: DirectPages, path: PathBuf, map_offset: u64) -> Result<NvmDirect, BufferError> {
         let src = NvmDirect {
             pages,
             path,
@@ -282,16 +279,16 @@ impl NvmDirect {
     }
 
     #[inline]
-    fn slot_of(&self, pid: PageId) -> Result<u32> {
+    fn slot_of(&self, pid: PageId) -> Result<u32, BufferError> {
         self.pages.check_poison()?;
         if pid.0 == 0 || pid.0 >= self.next.load(Ordering::Acquire) {
-            return Err(BufferError::NoSuchPage { pid, why: "never allocated" }.into());
+            return Err(BufferError::NoSuchPage { pid, why: "never allocated" });
         }
         Ok((pid.0 - 1) as u32)
     }
 
     /// Sets slot `slot`'s allocation-map byte and persists it. Call with `alloc` held.
-    fn mark(&self, slot: u64, used: bool) -> Result<()> {
+    fn mark(&self, slot: u64, used: bool) -> Result<(), BufferError> {
         self.pages.set_meta_byte(self.map_offset + slot, u8::from(used))
     }
 
@@ -300,10 +297,10 @@ impl NvmDirect {
     ///
     /// # Errors
     /// A page id beyond the region; device errors.
-    pub fn recover_allocated(&self, pid: PageId) -> Result<()> {
+    pub fn recover_allocated(&self, pid: PageId) -> Result<(), BufferError> {
         let mut a = self.alloc.lock();
         if pid.0 == 0 || pid.0 > self.pages.slots() as u64 {
-            return Err(BufferError::NoSuchPage { pid, why: "beyond the nvm-direct region" }.into());
+            return Err(BufferError::NoSuchPage { pid, why: "beyond the nvm-direct region" });
         }
         let next = self.next.load(Ordering::Relaxed);
         if pid.0 >= next {
@@ -322,7 +319,7 @@ impl NvmDirect {
     ///
     /// # Errors
     /// Device errors.
-    pub fn recover_freed(&self, pid: PageId) -> Result<()> {
+    pub fn recover_freed(&self, pid: PageId) -> Result<(), BufferError> {
         let mut a = self.alloc.lock();
         if pid == PageId::CATALOG || pid.0 >= self.next.load(Ordering::Relaxed) || a.free.contains(&pid.0) {
             return Ok(());
@@ -333,11 +330,11 @@ impl NvmDirect {
     }
 }
 
-fn corrupt(path: &std::path::Path, detail: String) -> crate::Error {
-    BufferError::Corrupted { pid: PageId(0), location: format!("nvm-direct region {}", path.display()), detail }.into()
+fn corrupt(path: &std::path::Path, detail: String) -> BufferError {
+    BufferError::Corrupted { pid: PageId(0), location: format!("nvm-direct region {}", path.display()), detail }
 }
 
-fn check_header(h: &[u8], ps: usize, slots: u64, path: &std::path::Path) -> Result<()> {
+fn check_header(h: &[u8], ps: usize, slots: u64, path: &std::path::Path) -> Result<(), BufferError> {
     if h[0..8] != MAGIC {
         return Err(corrupt(path, "no nvm-direct header (not made by nvm-direct, or never formatted)".into()));
     }
@@ -351,26 +348,23 @@ fn check_header(h: &[u8], ps: usize, slots: u64, path: &std::path::Path) -> Resu
     if version != FORMAT_VERSION {
         return Err(BufferError::Config {
             what: format!("{}: nvm-direct format version {version}, this build reads {FORMAT_VERSION}", path.display()),
-        }
-        .into());
+        });
     }
     if page != ps {
         return Err(BufferError::Config {
             what: format!("{}: the database has {page}-byte pages, opened with {ps}", path.display()),
-        }
-        .into());
+        });
     }
     if have != slots {
         return Err(BufferError::Config {
             what: format!("{}: the database has {have} page slots, this region size gives {slots}", path.display()),
-        }
-        .into());
+        });
     }
     Ok(())
 }
 
 /// Writes an empty allocation map and CRC table, then the header, each persisted.
-fn format(nvm: &mut NvmRegion, ps: usize, slots: u64, data_offset: u64) -> Result<()> {
+fn format(nvm: &mut NvmRegion, ps: usize, slots: u64, data_offset: u64) -> Result<(), BufferError> {
     let zero = vec![0u8; ps];
     let mut at = 0;
     while at < data_offset {
@@ -403,25 +397,25 @@ impl PageSource for NvmDirect {
     }
 
     #[inline]
-    fn fix_shared(&self, pid: PageId) -> Result<DirectRead<'_>> {
+    fn fix_shared(&self, pid: PageId) -> Result<DirectRead<'_>, BufferError> {
         let slot = self.slot_of(pid)?;
         self.pages.read(slot, pid, true)
     }
 
     #[inline]
-    fn fix_optimistic(&self, pid: PageId) -> Result<DirectOptimistic<'_>> {
+    fn fix_optimistic(&self, pid: PageId) -> Result<DirectOptimistic<'_>, BufferError> {
         let slot = self.slot_of(pid)?;
         self.pages.optimistic(slot, pid)
     }
 
     #[inline]
-    fn fix_exclusive(&self, pid: PageId) -> Result<DirectWrite<'_>> {
+    fn fix_exclusive(&self, pid: PageId) -> Result<DirectWrite<'_>, BufferError> {
         let slot = self.slot_of(pid)?;
         self.pages.write(slot, pid)
     }
 
     #[inline]
-    fn fix_lines(&self, pid: PageId, exclusive: bool) -> Result<DirectLines<'_>> {
+    fn fix_lines(&self, pid: PageId, exclusive: bool) -> Result<DirectLines<'_>, BufferError> {
         let slot = self.slot_of(pid)?;
         Ok(if exclusive {
             DirectLines::Exclusive(self.pages.write(slot, pid)?)
@@ -430,7 +424,7 @@ impl PageSource for NvmDirect {
         })
     }
 
-    fn allocate(&self) -> Result<DirectWrite<'_>> {
+    fn allocate(&self) -> Result<DirectWrite<'_>, BufferError> {
         self.pages.check_poison()?;
         let pid = {
             let mut a = self.alloc.lock();
@@ -447,8 +441,7 @@ impl PageSource for NvmDirect {
                                 self.pages.page_size(),
                                 crate::ByteSize(self.pages.nvm().size_bytes())
                             ),
-                        }
-                        .into());
+                        });
                     }
                     self.next.store(n + 1, Ordering::Release);
                     n
@@ -464,7 +457,7 @@ impl PageSource for NvmDirect {
         Ok(self.pages.write_zeroed((pid - 1) as u32, PageId(pid)))
     }
 
-    fn free(&self, page: DirectWrite<'_>) -> Result<()> {
+    fn free(&self, page: DirectWrite<'_>) -> Result<(), BufferError> {
         let pid = page.page_id();
         assert!(pid != PageId::CATALOG, "the catalog page is never freed");
         page.discard();

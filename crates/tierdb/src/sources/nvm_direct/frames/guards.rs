@@ -10,9 +10,9 @@ use crate::ids::{AtomicLsn, Lsn};
 
 /// The first and last line of `off..off + len` in a page of `ps` bytes; `None` for an
 /// empty range inside the page.
-fn lines_of(pid: PageId, ps: usize, off: usize, len: usize) -> Result<Option<(usize, usize)>> {
+fn lines_of(pid: PageId, ps: usize, off: usize, len: usize) -> Result<Option<(usize, usize)>, BufferError> {
     if off.checked_add(len).is_none_or(|e| e > ps) {
-        return Err(BufferError::OutOfPage { pid, off, end: off.saturating_add(len), page_size: ps }.into());
+        return Err(BufferError::OutOfPage { pid, off, end: off.saturating_add(len), page_size: ps });
     }
     Ok((len > 0).then(|| (off / LINE, (off + len - 1) / LINE)))
 }
@@ -157,7 +157,7 @@ impl DirectWrite<'_> {
 
     /// The first and last line of `off..off + len` (`None` for an empty range inside
     /// the page).
-    fn lines_of(&self, off: usize, len: usize) -> Result<Option<(usize, usize)>> {
+    fn lines_of(&self, off: usize, len: usize) -> Result<Option<(usize, usize)>, BufferError> {
         lines_of(self.pid, self.pages.page_size, off, len)
     }
 
@@ -213,7 +213,7 @@ impl DirectWrite<'_> {
     /// now into the slot's entry and persisted, unless unchanged. During redo a slot
     /// whose check was deferred keeps its entry (unless it has none: a page redo
     /// allocated).
-    fn update_crc(&self, shadow: &[u8], nvm: &[u8], write: &[(usize, &[u8])]) -> Result<()> {
+    fn update_crc(&self, shadow: &[u8], nvm: &[u8], write: &[(usize, &[u8])]) -> Result<(), BufferError> {
         let pages = self.pages;
         let m = pages.meta(self.slot);
         let state = m.crc_state.load(Ordering::Relaxed);
@@ -352,7 +352,7 @@ impl LinePage for DirectWrite<'_> {
         self.pid
     }
 
-    fn read(&mut self, off: usize, len: usize) -> Result<&[u8]> {
+    fn read(&mut self, off: usize, len: usize) -> Result<&[u8], BufferError> {
         let Some((first, last)) = self.lines_of(off, len)? else { return Ok(&[]) };
         if !self.any_resident(first, last) {
             self.pages.charge(self.slot, first * LINE, (last + 1 - first) * LINE);
@@ -363,7 +363,7 @@ impl LinePage for DirectWrite<'_> {
         Ok(&self.shadow.as_ref().expect("loaded")[off..off + len])
     }
 
-    fn write(&mut self, off: usize, len: usize) -> Result<&mut [u8]> {
+    fn write(&mut self, off: usize, len: usize) -> Result<&mut [u8], BufferError> {
         let Some((first, last)) = self.lines_of(off, len)? else { return Ok(&mut []) };
         self.load(first, last);
         for l in first..=last {
@@ -373,7 +373,7 @@ impl LinePage for DirectWrite<'_> {
         Ok(&mut self.shadow.as_mut().expect("loaded")[off..off + len])
     }
 
-    fn whole(&mut self) -> Result<&[u8]> {
+    fn whole(&mut self) -> Result<&[u8], BufferError> {
         if self.shadow.is_none() {
             self.pages.charge(self.slot, 0, self.pages.page_size);
             // SAFETY: the exclusive latch is held.
@@ -383,7 +383,7 @@ impl LinePage for DirectWrite<'_> {
         Ok(self.shadow.as_ref().expect("loaded"))
     }
 
-    fn whole_mut(&mut self) -> Result<&mut [u8]> {
+    fn whole_mut(&mut self) -> Result<&mut [u8], BufferError> {
         Ok(self.deref_mut())
     }
 
@@ -411,7 +411,7 @@ impl LinePage for DirectLines<'_> {
         }
     }
 
-    fn read(&mut self, off: usize, len: usize) -> Result<&[u8]> {
+    fn read(&mut self, off: usize, len: usize) -> Result<&[u8], BufferError> {
         match self {
             DirectLines::Shared(r) => {
                 let Some((first, last)) = lines_of(r.pid, r.pages.page_size, off, len)? else { return Ok(&[]) };
@@ -423,23 +423,23 @@ impl LinePage for DirectLines<'_> {
         }
     }
 
-    fn write(&mut self, off: usize, len: usize) -> Result<&mut [u8]> {
+    fn write(&mut self, off: usize, len: usize) -> Result<&mut [u8], BufferError> {
         match self {
-            DirectLines::Shared(r) => Err(BufferError::NeedsExclusive { pid: r.pid }.into()),
+            DirectLines::Shared(r) => Err(BufferError::NeedsExclusive { pid: r.pid }),
             DirectLines::Exclusive(w) => w.write(off, len),
         }
     }
 
-    fn whole(&mut self) -> Result<&[u8]> {
+    fn whole(&mut self) -> Result<&[u8], BufferError> {
         match self {
             DirectLines::Shared(r) => Ok(&**r),
             DirectLines::Exclusive(w) => w.whole(),
         }
     }
 
-    fn whole_mut(&mut self) -> Result<&mut [u8]> {
+    fn whole_mut(&mut self) -> Result<&mut [u8], BufferError> {
         match self {
-            DirectLines::Shared(r) => Err(BufferError::NeedsExclusive { pid: r.pid }.into()),
+            DirectLines::Shared(r) => Err(BufferError::NeedsExclusive { pid: r.pid }),
             DirectLines::Exclusive(w) => w.whole_mut(),
         }
     }
