@@ -3,8 +3,8 @@
 //!
 //! This crate holds the engine. Its layers, bottom up (`docs/architecture.md` describes
 //! them): the [`device`] layer (DRAM arena, NVM region, SSD page file, log files, with
-//! accounting and latency emulation from [`device::profile`]s); [`page`], what every
-//! page source hands out (the [`PageSource`] trait, latches, frames and guards); the
+//! accounting and latency emulation from a [`device::DeviceProfile`]); [`page`], what
+//! every page source hands out (the [`PageSource`] trait, latches, frames and guards); the
 //! page sources: the buffer manager of [`buffer`] ([`buffer::BufferManager`], with the
 //! placement [`policy`] it asks) and, in [`sources`], [`sources::MemorySource`] and
 //! [`sources::NvmDirect`]; the [`btree`] and the [`catalog`] of named trees over any
