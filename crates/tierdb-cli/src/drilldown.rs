@@ -33,8 +33,8 @@ use clap::Args;
 use comfy_table::Table;
 use tierdb::ByteSize;
 use tierdb::arch::Architecture;
+use tierdb::buffer::MIN_DRAM_FRAMES;
 use tierdb::buffer::Techniques;
-use tierdb::buffer::manager::MIN_DRAM_FRAMES;
 use tierdb::device::{DeviceProfile, EmulationMode};
 
 use tierdb_bench::experiments::drilldown::{

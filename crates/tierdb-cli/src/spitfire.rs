@@ -31,7 +31,7 @@ use comfy_table::Table;
 use serde::Serialize;
 use tierdb::ByteSize;
 use tierdb::arch::Architecture;
-use tierdb::policy::knobs::{KNOB_MIN, PRESETS};
+use tierdb::policy::{KNOB_MIN, KNOB_PRESETS};
 use tierdb::tune as tuning;
 
 use tierdb_bench::experiments::spitfire::{
@@ -477,7 +477,7 @@ fn charts(r: &SpitfireReport) -> Vec<(String, Chart)> {
         }
     }
     if let Some(rows) = &r.policies {
-        let policies: Vec<String> = PRESETS.iter().map(|(n, _)| n.to_ascii_uppercase()).collect();
+        let policies: Vec<String> = KNOB_PRESETS.iter().map(|(n, _)| n.to_ascii_uppercase()).collect();
         for (file, title, y, get) in [
             (
                 "spitfire-policies.svg",

@@ -9,8 +9,8 @@
 use serde::Serialize;
 use tierdb::ByteSize;
 use tierdb::arch::Architecture;
+use tierdb::buffer::MIN_DRAM_FRAMES;
 use tierdb::buffer::Techniques;
-use tierdb::buffer::manager::MIN_DRAM_FRAMES;
 use tierdb::counters::BufferStats;
 use tierdb_workload::YcsbSpec;
 
