@@ -7,8 +7,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use clap::Subcommand;
 use comfy_table::Table;
-use tierdb::device::probe;
-use tierdb::device::profile::{DeviceProfile, PRESETS};
+use tierdb::device::{DeviceProfile, PROFILE_PRESETS, probe};
 
 use bench::{self as device_bench, BenchArgs};
 
@@ -61,7 +60,7 @@ fn run_probe(nvm_dir: PathBuf, ssd_dir: PathBuf, json: bool) -> Result<()> {
     for dir in [&nvm_dir, &ssd_dir] {
         anyhow::ensure!(dir.is_dir(), "{} is not a directory", dir.display());
     }
-    let p = probe::probe(&[nvm_dir, ssd_dir]);
+    let p = probe(&[nvm_dir, ssd_dir]);
     if json {
         println!("{}", serde_json::to_string_pretty(&p)?);
         return Ok(());
@@ -111,7 +110,7 @@ fn run_probe(nvm_dir: PathBuf, ssd_dir: PathBuf, json: bool) -> Result<()> {
 
 fn run_profiles(show: Option<String>) -> Result<()> {
     if let Some(spec) = show {
-        if let Some((_, text)) = PRESETS.iter().find(|(n, _)| *n == spec) {
+        if let Some((_, text)) = PROFILE_PRESETS.iter().find(|(n, _)| *n == spec) {
             print!("{text}");
         } else {
             let p = DeviceProfile::load(&spec)?;
@@ -133,7 +132,7 @@ fn run_profiles(show: Option<String>) -> Result<()> {
         "$/GB",
         "persistent",
     ]);
-    for (name, _) in PRESETS {
+    for (name, _) in PROFILE_PRESETS {
         let p = DeviceProfile::preset(name)?;
         t.add_row([
             p.name.clone(),

@@ -83,7 +83,7 @@ pub enum SimError {
     /// A device profile that does not load (unknown name, bad file) or is for the
     /// wrong tier.
     #[error(transparent)]
-    Profile(#[from] tierdb::device::profile::ProfileError),
+    Profile(#[from] tierdb::device::ProfileError),
 }
 
 impl From<tierdb::policy::PolicyError> for SimError {

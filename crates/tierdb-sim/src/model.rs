@@ -2,7 +2,7 @@
 //! paper's hierarchy model (§5.1).
 //!
 //! [`modelled_time`] charges each counted event with the engine's own cost model
-//! (`tierdb::device::emulation::CostModel`, built from the device profiles): a page
+//! (`tierdb::device::CostModel`, built from the device profiles): a page
 //! copy is a read on the source plus a write on the target (plus persisting it on
 //! NVM), an access served in DRAM or in place on NVM reads [`ACCESS_BYTES`]. It is a
 //! sum of device costs, one thread, no overlap and no interference: a comparison
@@ -13,8 +13,7 @@
 //! uses it as a quick filter before simulating.
 
 use serde::Serialize;
-use tierdb::device::emulation::CostModel;
-use tierdb::device::profile::{DeviceProfile, Tier};
+use tierdb::device::{CostModel, DeviceProfile, Tier};
 use tierdb::limits::CACHE_LINE_BYTES;
 
 use crate::error::SimError;

@@ -9,11 +9,11 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use tierdb::buffer::table::{Entry, PageTable};
 use tierdb::buffer::{BufferConfig, BufferManager, Techniques};
+use tierdb::buffer::{Entry, PageTable};
 use tierdb::device::{DramConfig, NvmConfig};
+use tierdb::page::FrameId;
 use tierdb::page::LinePage;
-use tierdb::page::frame::FrameId;
 use tierdb::sources::MemorySource;
 use tierdb::{BTree, ByteSize, PageId, PageSource};
 

@@ -3,14 +3,21 @@
 //!
 //! This crate holds the engine. Its layers, bottom up (`docs/architecture.md` describes
 //! them): the [`device`] layer (DRAM arena, NVM region, SSD page file, log files, with
-//! accounting and latency emulation from [`device::profile`]s); [`page`], what every
-//! page source hands out (the [`PageSource`] trait, latches, frames and guards); the
+//! accounting and latency emulation from a [`device::DeviceProfile`]); [`page`], what
+//! every page source hands out (the [`PageSource`] trait, latches, frames and guards); the
 //! page sources: the buffer manager of [`buffer`] ([`buffer::BufferManager`], with the
 //! placement [`policy`] it asks) and, in [`sources`], [`sources::MemorySource`] and
 //! [`sources::NvmDirect`]; the [`btree`] and the [`catalog`] of named trees over any
 //! [`PageSource`]; the write-ahead log ([`wal`]) and the
 //! transactional database with its recovery ([`db`]). [`arch`] names the architectures
 //! built from these parts, and [`tune`] holds Spitfire's online tuners.
+//!
+//! Each layer's module is its façade: users of the crate cannot name the files inside a
+//! layer, and the layer's `mod.rs` re-exports what they need
+//! ([`device::SsdFile`], [`wal::decode_record`], [`buffer::PageTable`]). Three
+//! namespaces of free functions stay public below their layer: [`device::clock`],
+//! [`device::page_seal`] and [`tune::landscape`] (`docs/architecture.md`, "Public
+//! surface").
 //!
 //! ```
 //! use tierdb::ByteSize;
@@ -34,8 +41,9 @@
 //!
 //! Unsafe code is confined to the modules that own mapped memory, direct I/O buffers
 //! and CPU instructions — in [`device`] (the mapping, persists, the clock, aligned
-//! buffers, NUMA binding, the double-write area and the NVM log ring) and in the buffer
-//! layer's frame guards and NVM pool (`buffer/frame/`, `buffer/nvm_pool.rs`); each
+//! buffers, NUMA binding, the double-write area and the NVM log ring), in the frame
+//! memory and guards of [`page`] (`page/frame/`), in the buffer manager's NVM pool
+//! (`buffer/nvm_pool/`) and in the frames of `nvm-direct` (`sources/nvm_direct/`); each
 //! block carries a `// SAFETY:` note, and `docs/unsafe.md` lists the modules and why
 //! each is sound.
 

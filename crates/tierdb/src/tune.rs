@@ -16,16 +16,16 @@
 //! configuration, so a seed and a sequence of observations reproduce the trajectory
 //! exactly.
 //!
-//! Three tuners ([`TUNER_NAMES`]): [`anneal::Anneal`], the paper's simulated annealing
-//! (Algorithm 1); [`coord::Coord`], a coordinate search over a log-spaced grid with a
-//! shrinking step; and [`funnel::Funnel`], a coarse-to-fine search (a screen of widely
+//! Three tuners ([`TUNER_NAMES`]): [`Anneal`], the paper's simulated annealing
+//! (Algorithm 1); [`Coord`], a coordinate search over a log-spaced grid with a
+//! shrinking step; and [`Funnel`], a coarse-to-fine search (a screen of widely
 //! spaced policies, a confirmed shortlist, then the coordinate search from its winner),
 //! which gets within reach of the best static policy in the fewest epochs
 //! (docs/tuning.md compares them).
 
-pub mod anneal;
-pub mod coord;
-pub mod funnel;
+mod anneal;
+mod coord;
+mod funnel;
 pub mod landscape;
 
 use serde::Serialize;

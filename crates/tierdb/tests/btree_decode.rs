@@ -5,7 +5,7 @@
 
 use proptest::prelude::*;
 use tierdb::btree::BTree;
-use tierdb::btree::node::{Builder, Kind};
+use tierdb::btree::{NodeBuilder, NodeKind};
 use tierdb::device::DramConfig;
 use tierdb::sources::MemorySource;
 use tierdb::{ByteSize, ExclusivePage, PageId, PageSource};
@@ -56,9 +56,9 @@ proptest! {
             p.copy_from_slice(&bytes);
             if header > 0 {
                 // A real header and fences, the slots and heap below `keep` random.
-                let (kind, level) = if header == 1 { (Kind::Leaf, 0) } else { (Kind::Inner, 1) };
+                let (kind, level) = if header == 1 { (NodeKind::Leaf, 0) } else { (NodeKind::Inner, 1) };
                 let mut node = vec![0u8; PAGE];
-                let mut b = Builder::new(&mut node, p.page_id(), kind, level, b"", None, 2).unwrap();
+                let mut b = NodeBuilder::new(&mut node, p.page_id(), kind, level, b"", None, 2).unwrap();
                 for i in 0..40u32 {
                     b.push([&key(i), b""], &(i as u64 % 3 + 1).to_le_bytes()).unwrap();
                 }

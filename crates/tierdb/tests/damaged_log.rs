@@ -12,10 +12,8 @@ use std::sync::Arc;
 
 use tierdb::buffer::Techniques;
 use tierdb::db::{Db, DbConfig, DbError};
-use tierdb::device::log_file::LOG_SEGMENT_BYTES_MIN;
-use tierdb::device::{DramConfig, FaultPlan, NvmConfig, SsdConfig};
-use tierdb::wal::record::{self, Kind, Lsn};
-use tierdb::wal::{Durability, WalError};
+use tierdb::device::{DramConfig, FaultPlan, LOG_SEGMENT_BYTES_MIN, NvmConfig, SsdConfig};
+use tierdb::wal::{Durability, Kind, Lsn, WalError, decode_record};
 use tierdb::{ByteSize, Error};
 
 const PS: usize = 4096;
@@ -95,7 +93,7 @@ fn records(dir: &Path) -> Vec<(Lsn, Kind, PathBuf, u64)> {
     for (start, path) in segments(dir) {
         let bytes = std::fs::read(&path).unwrap();
         let mut o = 0usize;
-        while let Ok(r) = record::decode(start.advance(o as u64), &bytes[o..]) {
+        while let Ok(r) = decode_record(start.advance(o as u64), &bytes[o..]) {
             out.push((r.lsn, r.head.kind, path.clone(), o as u64));
             o = r.next_lsn().bytes_since(start) as usize;
         }

@@ -16,7 +16,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use small_db::{PS, key, value};
-use tierdb::btree::node::{NODE_MAGIC, NodeRef};
+use tierdb::btree::{NODE_MAGIC, NodeRef};
 use tierdb::db::{Db, DbConfig};
 use tierdb::device::{DoubleWriteMode, FaultPlan, SsdConfig};
 use tierdb::{Catalog, PageId, PageSource};

@@ -10,7 +10,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use tierdb::buffer::{BufferConfig, BufferManager};
-use tierdb::device::{DeviceError, DoubleWriteMode, FaultPlan, OpenMode, SsdConfig, SsdFile, double_write, page_seal};
+use tierdb::device::{
+    DeviceError, DoubleWriteMode, FaultPlan, OpenMode, SsdConfig, SsdFile, double_write_path, page_seal,
+};
 use tierdb::wal::{LogForce, Lsn};
 use tierdb::{ByteSize, Error, ExclusivePage, PageId, PageSource};
 
@@ -95,7 +97,7 @@ fn a_page_torn_on_ssd_is_restored_from_the_nvm_area_after_a_power_loss() {
         tear_eviction(&bm, &plan, &pages, victim, 1);
         // Power loss: the process dies with the handle poisoned, no checkpoint.
     }
-    assert!(!double_write::path_for(&dir.path().join("t.db")).exists(), "nothing double-written on SSD");
+    assert!(!double_write_path(&dir.path().join("t.db")).exists(), "nothing double-written on SSD");
     // Without the NVM area the tear shows.
     let scratch = tempfile::tempdir().unwrap();
     std::fs::copy(dir.path().join("t.db"), scratch.path().join("t.db")).unwrap();
@@ -179,7 +181,7 @@ fn a_tear_left_in_one_area_is_repaired_when_the_next_run_uses_the_other() {
         let torn = bm.torn_pages().unwrap();
         assert_eq!(&torn.restored_torn[..], &[victim][..], "{crashed} then {next}: {torn:?}");
         assert_version(&bm, victim, 2);
-        let (ssd_area, nvm_area) = (double_write::path_for(&dir.path().join("t.db")), shm.path().join("t.dwa.nvm"));
+        let (ssd_area, nvm_area) = (double_write_path(&dir.path().join("t.db")), shm.path().join("t.dwa.nvm"));
         assert_eq!(ssd_area.exists(), next == DoubleWriteMode::Ssd, "{crashed} then {next}");
         assert_eq!(nvm_area.exists(), next == DoubleWriteMode::Nvm, "{crashed} then {next}");
         bm.close().unwrap();

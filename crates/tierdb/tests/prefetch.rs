@@ -217,7 +217,7 @@ fn a_corrupt_page_fails_its_lookup_in_a_batch_naming_the_page() {
     // other key reads.
     bm.check_invariants();
     let e = bm.location(bad).unwrap();
-    assert_eq!(e, tierdb::buffer::table::Entry::Empty, "the bad page stays on SSD");
+    assert_eq!(e, tierdb::buffer::Entry::Empty, "the bad page stays on SSD");
 }
 
 /// A pool whose frames are all held: a read ahead that cannot make room reads what it

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use tierdb::buffer::{BufferConfig, BufferError, BufferManager};
 use tierdb::db::{Db, DbConfig};
-use tierdb::device::{DeviceError, DoubleWriteMode, FaultPlan, OpenMode, SsdConfig, double_write, page_seal};
+use tierdb::device::{DeviceError, DoubleWriteMode, FaultPlan, OpenMode, SsdConfig, double_write_path, page_seal};
 use tierdb::wal::Durability;
 use tierdb::{ByteSize, Error, ExclusivePage, PageId, PageSource};
 
@@ -126,7 +126,7 @@ fn with_the_double_write_area_off_the_same_tear_is_reported_naming_the_page() {
         // No copy first: the page's own write is the first, and it is torn.
         tear_eviction(&bm, &plan, &pages, victim, 1);
     }
-    assert!(!double_write::path_for(&dir.path().join("t.db")).exists());
+    assert!(!double_write_path(&dir.path().join("t.db")).exists());
     let bm = reopen(dir.path(), false);
     assert!(bm.torn_pages().is_none());
     let e = bm.fix_shared(victim).map(|_| ()).unwrap_err();

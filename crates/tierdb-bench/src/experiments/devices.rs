@@ -16,13 +16,10 @@ use serde::Serialize;
 use tierdb::ByteSize;
 use tierdb::PageId;
 use tierdb::device::clock;
-use tierdb::device::dram::HugePages;
-use tierdb::device::nvm::NvmInfo;
-use tierdb::device::persist::{self, CpuCaps, FlushInstruction};
-use tierdb::device::ssd::SsdInfo;
 use tierdb::device::{
-    AlignedBuf, CostModel, DeviceProfile, DramArena, DramConfig, EmulationMode, NvmConfig, NvmRegion, OpenMode,
-    SsdConfig, SsdFile, StatsSnapshot, Tier,
+    AlignedBuf, CostModel, CpuCaps, DeviceProfile, DramArena, DramConfig, EmulationMode, FlushInstruction, HugePages,
+    NvmConfig, NvmInfo, NvmRegion, OpenMode, SsdConfig, SsdFile, SsdInfo, StatsSnapshot, Tier, best_flush_instruction,
+    cpu_caps,
 };
 
 use crate::harness::{Middle, median};
@@ -244,8 +241,8 @@ pub fn run(plan: &DeviceBench) -> Result<Report> {
         threads: 1,
         seed: plan.seed,
         runs: plan.runs,
-        cpu: persist::cpu_caps(),
-        flush: persist::best(),
+        cpu: cpu_caps(),
+        flush: best_flush_instruction(),
         tsc_ticks_per_ns: rate.ticks_per_ns,
         spin_calibration: (plan.mode == EmulationMode::Spin).then(tierdb::device::spin_calibration),
         page_size_bytes: page,

@@ -14,7 +14,7 @@ use tierdb::ByteSize;
 use tierdb::arch::Architecture;
 use tierdb::buffer::TierStats;
 use tierdb::device::DeviceProfile;
-use tierdb::device::double_write::{NVM_SLOT_HEADER_BYTES, nvm_area_bytes};
+use tierdb::device::{NVM_DOUBLE_WRITE_SLOT_HEADER_BYTES, nvm_double_write_bytes};
 use tierdb::limits::DOUBLE_WRITE_SLOTS;
 use tierdb::wal::{self, Durability};
 
@@ -115,10 +115,10 @@ pub fn configurations(
         }
         // The double-write area is NVM bought too: a share of it (InnoDB's 128 pages at
         // most; NV-SQL's was 2 MB of a 1 GB NVDIMM), the pool the rest.
-        let slot = page + NVM_SLOT_HEADER_BYTES as u64;
+        let slot = page + NVM_DOUBLE_WRITE_SLOT_HEADER_BYTES as u64;
         let slots = ((nvm_total / NVM_DOUBLE_WRITE_SHARE_DIVISOR / slot) as usize)
             .clamp(NVM_DOUBLE_WRITE_SLOTS_MIN, DOUBLE_WRITE_SLOTS);
-        let dw_bytes = nvm_area_bytes(slots, page as usize);
+        let dw_bytes = nvm_double_write_bytes(slots, page as usize);
         let nvm_bytes = nvm_total.saturating_sub(dw_bytes) / NVM_ALIGN_BYTES * NVM_ALIGN_BYTES;
         if nvm_bytes < NVM_FRAMES_MIN * page {
             bail!(

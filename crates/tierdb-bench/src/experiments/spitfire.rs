@@ -11,8 +11,8 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 use tierdb::ByteSize;
 use tierdb::arch::Architecture;
+use tierdb::policy::KNOB_PRESETS;
 use tierdb::policy::MigrationKnobs;
-use tierdb::policy::knobs::PRESETS;
 use tierdb::tune::{self as tuning, Best, EpochRecord};
 
 use crate::drivers::ycsb::{self as ycsb_driver, EpochHooks, EpochRun};
@@ -220,7 +220,7 @@ pub struct PolicyRow {
 pub fn policies(ctx: &Ctx<'_>, setups: &[Setup]) -> Result<Vec<PolicyRow>> {
     let mut rows = Vec::new();
     for s in setups {
-        for (name, k) in PRESETS {
+        for (name, k) in KNOB_PRESETS {
             let point = ctx.static_run(s, *k, "policy")?;
             rows.push(PolicyRow { workload: workload_name(&s.workload), policy: name.to_ascii_uppercase(), point });
         }

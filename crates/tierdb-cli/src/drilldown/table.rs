@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use comfy_table::Table;
 use tierdb::ByteSize;
-use tierdb::buffer::manager::MIN_DRAM_FRAMES;
+use tierdb::buffer::MIN_DRAM_FRAMES;
 use tierdb::device::EmulationMode;
 
 use tierdb_bench::experiments::drilldown::{DrilldownReport, Part, Plan, Runs, SWEEP_ARCHS, dram_at};

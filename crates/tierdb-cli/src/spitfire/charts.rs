@@ -1,6 +1,6 @@
 //! spitfire's charts: the sweeps, the policies, and the tuners' convergence.
 
-use tierdb::policy::knobs::PRESETS;
+use tierdb::policy::KNOB_PRESETS;
 
 use tierdb_bench::experiments::spitfire::{SWEEP_VALUES, StaticPoint, WITHIN};
 use tierdb_bench::experiments::tuning::convergence_series;
@@ -56,7 +56,7 @@ pub(super) fn charts(r: &SpitfireReport) -> Vec<(String, Chart)> {
         }
     }
     if let Some(rows) = &r.policies {
-        let policies: Vec<String> = PRESETS.iter().map(|(n, _)| n.to_ascii_uppercase()).collect();
+        let policies: Vec<String> = KNOB_PRESETS.iter().map(|(n, _)| n.to_ascii_uppercase()).collect();
         for (file, title, y, get) in [
             (
                 "spitfire-policies.svg",

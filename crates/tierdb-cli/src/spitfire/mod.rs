@@ -32,7 +32,7 @@ use clap::Args;
 use serde::Serialize;
 use tierdb::ByteSize;
 use tierdb::arch::Architecture;
-use tierdb::policy::knobs::KNOB_MIN;
+use tierdb::policy::KNOB_MIN;
 use tierdb::tune as tuning;
 
 use tierdb_bench::experiments::spitfire::{Ctx, Plan, PolicyRow, SweepRow, TunerComparison, policies, sweep, tuners};

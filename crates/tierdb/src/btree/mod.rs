@@ -2,7 +2,8 @@
 //!
 //! The tree knows pages only as latched guards from its source: it never learns which
 //! tier a page is on. Nodes are slotted pages with prefix truncation and key heads
-//! ([`node`]); the format, the limits and the protocol below are also in `docs/btree.md`.
+//! (`node/`, read through [`NodeRef`]); the format, the limits and the protocol below
+//! are also in `docs/btree.md`.
 //!
 //! Files: `node/` (the node format), `descend.rs` (root to leaf), `lookup.rs` (point
 //! lookups), `write.rs` (inserts, updates, deletes), `structure.rs` (splits and merges up
@@ -57,7 +58,7 @@ mod error;
 mod lines;
 mod log;
 mod lookup;
-pub mod node;
+pub(crate) mod node;
 mod structure;
 mod write;
 
@@ -65,7 +66,7 @@ pub use check::TreeStats;
 pub use cursor::Cursor;
 pub use error::BTreeError;
 pub use log::{LeafChange, TreeLog};
-pub use node::value_bytes_max;
+pub use node::{Builder as NodeBuilder, Kind as NodeKind, NODE_MAGIC, NodeMut, NodeRef, value_bytes_max};
 
 use crate::Result;
 use crate::ids::PageId;
@@ -73,7 +74,7 @@ use crate::limits::BTREE_KEY_BYTES_MAX;
 use crate::page::ExclusivePage;
 use crate::page::PageSource;
 use log::Smo;
-use node::{Builder, Kind, NodeRef};
+use node::{Builder, Kind};
 
 type Shared<'s, S> = <S as PageSource>::Shared<'s>;
 type Exclusive<'s, S> = <S as PageSource>::Exclusive<'s>;

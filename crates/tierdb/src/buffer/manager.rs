@@ -523,9 +523,6 @@ impl BufferManager {
     }
 }
 
-/// Bit 63 of a child reference: the rest is a DRAM frame index (pointer swizzling).
-pub use crate::page::swip::SWIZZLED;
-
 /// How long a fixer spins on the frame of a swizzled reference before it takes the
 /// page table's way (the frame is held by a writer or being evicted).
 const SWIZZLED_SPINS_MAX: u32 = 256;

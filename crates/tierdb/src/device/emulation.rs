@@ -216,6 +216,7 @@ pub struct Emulator {
 
 impl Emulator {
     /// An emulator of `profile` in `mode`; calibrates the TSC on first use of `spin`.
+    #[cfg_attr(not(test), expect(dead_code, reason = "the unit tests use it; the crate no longer exports it"))]
     pub fn new(mode: EmulationMode, profile: &DeviceProfile) -> Emulator {
         Self::with_path_overshoot(mode, profile, PathOvershoot::default())
     }
@@ -273,6 +274,7 @@ impl Emulator {
 
     /// `charge`, then `wait`.
     #[inline]
+    #[cfg_attr(not(test), expect(dead_code, reason = "the unit tests use it; the crate no longer exports it"))]
     pub fn finish(&self, start: OpStart, kind: OpKind, media_bytes: u64, lines: u64) -> OpCost {
         let mut cost = self.charge(start, kind, media_bytes, lines);
         cost.waited_ps = self.wait(&cost);

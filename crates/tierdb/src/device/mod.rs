@@ -2,49 +2,59 @@
 //! double-write area), log segments.
 //!
 //! Every operation on a device goes through its [`DeviceCore`], which counts it
-//! ([`stats`]) and applies the device's profile in the chosen emulation mode
-//! ([`emulation`]). Devices know bytes and offsets, never what pages mean.
+//! ([`DeviceStats`]) and applies the device's profile in the chosen emulation mode
+//! ([`EmulationMode`]). Devices know bytes and offsets, never what pages mean.
+//!
+//! This module is the layer's façade: users of the crate cannot name its submodules, and
+//! what they need is re-exported here, plus two namespaces of free functions whose names
+//! read only with their module's: [`clock`] (the TSC, the virtual clock of `model`
+//! emulation) and [`page_seal`] (the seal in bytes 48..64 of every page on SSD).
 //!
 //! Unsafe code of the crate lives here, in `mapping`, `persist`, `clock`, `numa` and
 //! `aligned` (see `docs/unsafe.md`); the device types expose safe APIs plus `unsafe`
 //! shared-write variants for callers that prove exclusive access by other means.
 
-pub mod aligned;
+mod aligned;
 pub mod clock;
-pub mod double_write;
-pub mod dram;
-pub mod emulation;
+pub(crate) mod double_write;
+mod dram;
+mod emulation;
 mod error;
-pub mod fault;
-pub mod log_file;
-pub mod log_ring;
+mod fault;
+pub(crate) mod log_file;
+mod log_ring;
 mod mapping;
-pub mod numa;
-pub mod nvm;
+mod numa;
+mod nvm;
 pub mod page_seal;
-pub mod persist;
-pub mod probe;
-pub mod profile;
-pub mod ssd;
-pub mod stats;
-pub mod superblock;
+mod persist;
+mod probe;
+pub(crate) mod profile;
+pub(crate) mod ssd;
+pub(crate) mod stats;
+mod superblock;
 mod uring;
 
 pub use aligned::AlignedBuf;
-pub use double_write::{DoubleWriteMode, TornPageRecovery};
-pub use dram::{DramArena, DramConfig};
+pub use double_write::{
+    DoubleWriteMode, NVM_SLOT_HEADER_BYTES as NVM_DOUBLE_WRITE_SLOT_HEADER_BYTES, TornPageRecovery,
+    nvm_area_bytes as nvm_double_write_bytes, path_for as double_write_path,
+};
+pub use dram::{DramArena, DramConfig, HugePages};
 pub use emulation::{CostModel, EmulationMode, OpKind};
 pub use error::DeviceError;
-pub use fault::{FaultError, FaultPlan};
-pub use log_file::{ExistingLog, LogFile, LogFileConfig};
+pub use fault::{FaultError, FaultPlan, WriteFault};
+pub use log_file::{ExistingLog, LOG_SEGMENT_BYTES_MIN, LogFile, LogFileConfig};
 pub use log_ring::NvmRing;
-pub use nvm::{NvmConfig, NvmRegion};
-pub use profile::{DeviceProfile, Tier};
-pub use ssd::{DirectIo, SsdConfig, SsdFile};
+pub use numa::NumaNode;
+pub use nvm::{MsyncPolicy, NvmConfig, NvmInfo, NvmRegion, WearSummary};
+pub use persist::{CpuCaps, FlushInstruction, best as best_flush_instruction, cpu_caps};
+pub use probe::{Capability, MachineProbe, PathProbe, probe};
+pub use profile::{DeviceProfile, PRESETS as PROFILE_PRESETS, ProfileError, Tier};
+pub use ssd::{DirectIo, SsdConfig, SsdFile, SsdInfo};
 pub use stats::{DeviceStats, StatsSnapshot};
 
 use emulation::{Emulator, PathOvershoot};
-use profile::ProfileError;
 
 /// How a device opens its backing file.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

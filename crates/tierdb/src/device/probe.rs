@@ -31,7 +31,7 @@ pub struct Capability {
 pub struct PathProbe {
     /// The directory probed.
     pub path: PathBuf,
-    /// Its file system type ("tmpfs", "ext4", ...; see [`fs_type_of`]).
+    /// Its file system type ("tmpfs", "ext4", ...; see `fs_type_of`).
     pub file_system: String,
     /// Whether an aligned `O_DIRECT` write and read of a scratch file went through.
     pub o_direct: Capability,

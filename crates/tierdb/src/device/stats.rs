@@ -191,7 +191,7 @@ impl DeviceStats {
     }
 
     /// Counts one operation on `bytes` covering `lines` cache lines
-    /// ([`lines_covered`]; the caller has it already).
+    /// (`lines_covered`; the caller has it already).
     #[inline]
     pub fn record(&self, kind: OpKind, bytes: u64, lines: u64, media_bytes: u64, cost: OpCost) {
         debug_assert!(lines <= bytes.div_ceil(64) + 1, "{lines} lines for {bytes} bytes");

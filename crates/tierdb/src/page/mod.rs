@@ -1,20 +1,25 @@
 //! A page in memory: what every page source hands out and what the access methods
 //! are written against.
 //!
-//! - [`source`]: the [`PageSource`] trait and its guard traits (shared, exclusive,
+//! - `source`: the [`PageSource`] trait and its guard traits (shared, exclusive,
 //!   optimistic, line-grained), the B+-tree's only view of a page source;
-//! - [`latch`]: the frame latch, one word;
-//! - [`frame`]: the DRAM frame pool with its frame guards, line guards and mini pages
-//!   (the module that owns frame memory);
-//! - [`swip`]: a child reference that holds a page id or, swizzled, a DRAM frame;
-//! - [`crc`]: the checksums of pages kept in NVM.
+//! - `latch`: the frame [`Latch`], one word;
+//! - `frame`: the DRAM frame pool with its frame guards, line guards and mini pages
+//!   (the module that owns frame memory; frames are named by [`FrameId`]);
+//! - `swip`: a [`Swip`], a child reference that holds a page id or, swizzled, a DRAM
+//!   frame;
+//! - `crc`: the checksums of pages kept in NVM ([`NvmVerify`]).
+//!
+//! Users of the crate cannot name the submodules; this module re-exports what they need.
 
-pub mod crc;
-pub mod frame;
-pub mod latch;
-pub mod source;
-pub mod swip;
+pub(crate) mod crc;
+pub(crate) mod frame;
+pub(crate) mod latch;
+pub(crate) mod source;
+pub(crate) mod swip;
 
 pub use crc::NvmVerify;
+pub use frame::FrameId;
+pub use latch::Latch;
 pub use source::{ExclusivePage, LinePage, OptimisticPage, PageSource, Peek, SharedPage};
 pub use swip::Swip;

@@ -32,17 +32,17 @@
 //! The module imports only identifiers and limits: the simulator (`tierdb-sim`) runs
 //! these policies without the buffer manager.
 
-pub mod eager;
-pub mod hymem;
-pub mod knobs;
-pub mod nvcache;
-pub mod nvsql;
-pub mod se2;
-pub mod spitfire;
+mod eager;
+mod hymem;
+pub(crate) mod knobs;
+mod nvcache;
+mod nvsql;
+mod se2;
+mod spitfire;
 
 pub use eager::Eager;
 pub use hymem::Hymem;
-pub use knobs::{KnobCell, MigrationKnobs};
+pub use knobs::{KNOB_MIN, KnobCell, MigrationKnobs, PRESETS as KNOB_PRESETS};
 pub use nvcache::{Nvcache, NvcacheConfig, NvmCacheStats, ObpCount, ObpMode};
 pub use nvsql::{Nvsql, NvsqlAdmission, NvsqlConfig, NvsqlReplacement, NvsqlStats};
 pub use se2::Se2;

@@ -17,8 +17,9 @@
 //! What a commit waits for is the caller's [`Durability`]. Recovery ([`Wal::open`])
 //! reads the log file and then the ring to the last valid record, cuts what follows (a
 //! torn or corrupt tail: reported in [`Recovered::tail`]), and copies the ring's records
-//! into the file, so that afterwards every record is in the file. Records are in
-//! [`record`]; their meaning (redo and undo) belongs to the layer that logs them.
+//! into the file, so that afterwards every record is in the file. Records ([`Record`])
+//! are framed in `record.rs` ([`decode_record`]); their meaning (redo and undo) belongs
+//! to the layer that logs them.
 //!
 //! After a failed write or sync the WAL refuses further work (`Poisoned`): what reached
 //! the log file is unknown, and only recovery after reopening can tell.
@@ -35,9 +36,9 @@ mod config;
 mod damage;
 mod error;
 mod log;
-pub mod payload;
+pub(crate) mod payload;
 mod read;
-pub mod record;
+mod record;
 mod recover;
 mod state;
 
@@ -47,7 +48,7 @@ pub use config::{
 pub use error::WalError;
 pub use log::Wal;
 pub use read::Records;
-pub use record::{Kind, Lsn, Record, RecordHead};
+pub use record::{Invalid as InvalidRecord, Kind, Lsn, PAYLOAD_BYTES_MAX, Record, RecordHead, decode as decode_record};
 pub use recover::Recovered;
 pub use state::WalStats;
 

@@ -196,7 +196,7 @@ pub enum Invalid {
         /// Bytes available from the LSN on.
         have: usize,
     },
-    /// The length field is not a multiple of [`ALIGN`] in
+    /// The length field is not a multiple of `ALIGN` in
     /// `HEADER_BYTES..=RECORD_BYTES_MAX`: zeros or garbage, not a record.
     #[error("length field {len} is not a multiple of {ALIGN} between {HEADER_BYTES} and {RECORD_BYTES_MAX}")]
     BadLength {

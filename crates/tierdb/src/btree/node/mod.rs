@@ -39,12 +39,11 @@ mod view;
 pub use edit::{Builder, NodeMut};
 pub use format::{
     CHILD_BYTES, ENTRY_HEADER_BYTES, HEAD_BYTES, HEADER_BYTES, INNER_ENTRY_BYTES_MAX, Kind, NODE_MAGIC, NodeResult,
-    SLOT_BYTES, common_prefix_len, entry_capacity_bytes, head_of, leaf_entry_bytes_max, shortest_separator,
-    value_bytes_max,
+    SLOT_BYTES, common_prefix_len, head_of, leaf_entry_bytes_max, value_bytes_max,
 };
 pub use header::{Header, OFF_PAGE_LSN};
 pub(super) use header::{OFF_COUNT, OFF_GARBAGE, OFF_HEAP_START};
-pub use split::{SplitPlan, merge_fits, merge_into, merged_bytes, plan_split, split_into};
+pub use split::{merge_fits, merge_into, plan_split, split_into};
 pub use view::NodeRef;
 
 #[cfg(test)]

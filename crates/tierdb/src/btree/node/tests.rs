@@ -7,6 +7,7 @@ use rand::prelude::*;
 
 use super::format::*;
 use super::header::*;
+use super::split::{SplitPlan, merged_bytes};
 use super::*;
 use crate::btree::error::BTreeError;
 use crate::ids::PageId;

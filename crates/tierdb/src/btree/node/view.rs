@@ -27,7 +27,7 @@ use super::header::{
 ///           '-- grows up, 8 B per slot ------->            <------ grows down -----'
 /// ```
 ///
-/// The header is drawn above [`Header`]. Slot (8 bytes, 8 per cache line): key head
+/// The header is drawn above `Header`. Slot (8 bytes, 8 per cache line): key head
 /// `u32` (the first four bytes of the key after the prefix, zero padded, read big endian
 /// so that integer order is byte order), entry offset `u16`, key length after the prefix
 /// `u16`. Entry, in the heap at its offset: value length `u16`, the key after the prefix,

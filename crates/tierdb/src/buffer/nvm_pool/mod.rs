@@ -65,7 +65,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering}
 
 use parking_lot::Mutex;
 
-pub use header::{FLAG_DIRTY, FLAG_IN_UPDATE, FLAG_NO_CRC, FLAG_VALID, FrameHeader};
+pub use header::{FLAG_IN_UPDATE, FrameHeader};
 use header::{HEADER_BYTES, HEADERS_OFFSET, NO_PAGE};
 
 use super::BufferError;

@@ -1,5 +1,6 @@
 //! Tests of the NVM pool: layout, round trips, CRCs, reopen after a crash.
 
+use super::header::{FLAG_DIRTY, FLAG_NO_CRC, FLAG_VALID};
 use super::*;
 use crate::ByteSize;
 use crate::device::NvmConfig;

@@ -24,10 +24,10 @@
 
 #![allow(unsafe_code)]
 
-pub mod cpu_cache;
-pub mod in_place;
-pub mod lines;
-pub mod mini;
+pub(crate) mod cpu_cache;
+pub(crate) mod in_place;
+pub(crate) mod lines;
+mod mini;
 
 use std::marker::PhantomData;
 use std::ops::{Deref, DerefMut};
@@ -46,7 +46,7 @@ pub struct FrameId(u32);
 
 impl FrameId {
     /// Frame `i` of a pool. `u32::MAX` is never a frame: the metadata uses it for "none"
-    /// ([`NO_PARENT`], and a swip's frame bits).
+    /// (`NO_PARENT`, and a swip's frame bits).
     #[inline]
     pub const fn new(i: u32) -> FrameId {
         debug_assert!(i != u32::MAX, "u32::MAX is no frame index");

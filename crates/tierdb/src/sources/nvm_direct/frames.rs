@@ -47,6 +47,8 @@
 //! every fix. During redo (from a reopen until the log is attached) a slot that fails
 //! its check is not an error yet — the crash may have torn its last write-back, which
 //! redo completes — and its entry is left alone; it is checked again when redo ends.
+//!
+//! [`search_lines`]: crate::page::frame::cpu_cache::search_lines
 
 #![allow(unsafe_code)]
 
@@ -67,7 +69,7 @@ use crate::page::latch::Latch;
 use crate::page::source::{ExclusivePage, LinePage, OptimisticPage, SharedPage};
 
 use crate::page::frame::cpu_cache::CpuCacheModel;
-pub use crate::page::frame::cpu_cache::{CPU_CACHE_MODEL_DEFAULT_BYTES, CPU_CACHE_MODEL_MAX_BYTES, search_lines};
+pub use crate::page::frame::cpu_cache::{CPU_CACHE_MODEL_DEFAULT_BYTES, CPU_CACHE_MODEL_MAX_BYTES};
 
 mod guards;
 
@@ -150,7 +152,7 @@ pub trait WriteBackLog: Send + Sync {
 
     /// The LSN the next record will get: a guard that starts changing a page takes it
     /// as a bound below every record its changes will need (see
-    /// [`DirectPages::oldest_pending`]).
+    /// `DirectPages::oldest_pending`).
     fn next_lsn(&self) -> Lsn;
 }
 

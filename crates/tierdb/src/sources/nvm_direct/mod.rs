@@ -24,7 +24,7 @@
 //! page is handed out or after it is given back, so a crash leaks at most the page being
 //! allocated or freed (recovery re-marks the pages its log names).
 
-pub mod frames;
+pub(crate) mod frames;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -42,9 +42,10 @@ use crate::ids::PageId;
 use crate::limits::{CACHE_LINE_BYTES, PAGE_SIZE_MAX_BYTES, PAGE_SIZE_MIN_BYTES};
 use crate::page::crc::NvmVerify;
 use crate::page::source::PageSource;
+pub use frames::WriteBackLog;
 use frames::{
     CPU_CACHE_MODEL_DEFAULT_BYTES, CPU_CACHE_MODEL_MAX_BYTES, CRC_ENTRY_BYTES, DirectLines, DirectOptimistic,
-    DirectPages, DirectRead, DirectWrite, WriteBackLog,
+    DirectPages, DirectRead, DirectWrite,
 };
 
 const MAGIC: [u8; 8] = *b"TIERDBND";
@@ -63,7 +64,7 @@ pub struct DirectConfig {
     /// Reopen the pages already in the region instead of formatting it.
     pub reuse: bool,
     /// The CPU last-level cache that the read charges model (see
-    /// [`frames`]); 0: every read is charged.
+    /// `frames.rs`); 0: every read is charged.
     pub cpu_cache_bytes: u64,
     /// What is checked against the pages' CRCs: each page once, before its first use
     /// after a reopen (`Cheap`, the default), at every fix (`Every`), nothing (`Off`).
