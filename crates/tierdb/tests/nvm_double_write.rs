@@ -267,5 +267,5 @@ fn the_last_flush_lsn_of_a_checkpoint_write_comes_back_after_a_restart() {
     let bm = reopen(dir.path(), shm.path(), DoubleWriteMode::Nvm);
     assert_eq!(bm.loaded_flush_lsn(hot).unwrap(), None);
     assert_version(&bm, hot, 2);
-    assert_eq!(bm.loaded_flush_lsn(hot).unwrap(), Some(5_000));
+    assert_eq!(bm.loaded_flush_lsn(hot).unwrap(), Some(Lsn::new(5_000)));
 }

@@ -12,7 +12,7 @@ use super::BTreeError;
 use super::node::{self, NodeMut};
 use super::{BTree, Chain, Exclusive, Lines};
 use crate::Result;
-use crate::ids::{Lsn, PageId};
+use crate::ids::{Lsn, PageId, TxnId};
 use crate::page::ExclusivePage;
 use crate::page::LinePage;
 use crate::page::PageSource;
@@ -61,30 +61,30 @@ pub trait TreeLog: Sync {
     ///
     /// # Errors
     /// The log's errors (the change is then not durable; the caller's operation fails).
-    fn leaf_change(&self, root: PageId, page: PageId, change: LeafChange<'_>) -> Result<u64, WalError>;
+    fn leaf_change(&self, root: PageId, page: PageId, change: LeafChange<'_>) -> Result<Lsn, WalError>;
 
     /// Starts a structure change (split, merge, root change, a tree's pages freed):
     /// the images and frees logged with its id count only once its end is logged.
-    fn smo_begin(&self) -> u64;
+    fn smo_begin(&self) -> TxnId;
 
     /// The full bytes of a page the structure change `smo` wrote: redo only.
     ///
     /// # Errors
     /// As [`leaf_change`](Self::leaf_change).
-    fn smo_image(&self, smo: u64, page: PageId, bytes: &[u8]) -> Result<u64, WalError>;
+    fn smo_image(&self, smo: TxnId, page: PageId, bytes: &[u8]) -> Result<Lsn, WalError>;
 
     /// A page the structure change `smo` frees.
     ///
     /// # Errors
     /// As [`leaf_change`](Self::leaf_change).
-    fn smo_free(&self, smo: u64, page: PageId) -> Result<u64, WalError>;
+    fn smo_free(&self, smo: TxnId, page: PageId) -> Result<Lsn, WalError>;
 
     /// The end of structure change `smo`: from here on it counts. Returns its LSN,
     /// which the change's pages must not be written out before.
     ///
     /// # Errors
     /// As [`leaf_change`](Self::leaf_change).
-    fn smo_end(&self, smo: u64) -> Result<u64, WalError>;
+    fn smo_end(&self, smo: TxnId) -> Result<Lsn, WalError>;
 }
 
 /// Pages a structure change holds until it is logged: those it is done with
@@ -114,7 +114,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
                 let id = log.smo_begin();
                 for (pid, page) in chain.iter_mut().chain(touched.iter_mut()) {
                     if page.wrote() {
-                        let lsn = Lsn::new(log.smo_image(id, *pid, page)?);
+                        let lsn = log.smo_image(id, *pid, page)?;
                         NodeMut::trusted(page, *pid).set_page_lsn(lsn);
                         // The frame learns the image's LSN too (the end's follows): its
                         // first-update LSN must not be past the record that redoes it
@@ -126,7 +126,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
                 for (pid, _) in &to_free {
                     log.smo_free(id, *pid)?;
                 }
-                let end = Lsn::new(log.smo_end(id)?);
+                let end = log.smo_end(id)?;
                 for (_, page) in chain.iter_mut().chain(touched.iter_mut()) {
                     if page.wrote() {
                         page.set_page_lsn(end);
@@ -163,7 +163,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
         change: LeafChange<'_>,
     ) -> Result<(), BTreeError> {
         if let Some(log) = self.log {
-            let lsn = Lsn::new(log.leaf_change(self.root, pid, change)?);
+            let lsn = log.leaf_change(self.root, pid, change)?;
             leaf.write(node::OFF_PAGE_LSN, 8)?.copy_from_slice(&lsn.to_le_bytes());
             leaf.set_page_lsn(lsn);
         }
@@ -176,14 +176,14 @@ impl<'s, S: PageSource> BTree<'s, S> {
         pid: PageId,
         leaf: &mut B,
         change: LeafChange<'_>,
-    ) -> Result<u64, BTreeError> {
+    ) -> Result<Lsn, BTreeError> {
         match self.log {
             Some(log) => {
                 let lsn = log.leaf_change(self.root, pid, change)?;
-                NodeMut::trusted(leaf, pid).set_page_lsn(Lsn::new(lsn));
+                NodeMut::trusted(leaf, pid).set_page_lsn(lsn);
                 Ok(lsn)
             }
-            None => Ok(0),
+            None => Ok(Lsn::NONE),
         }
     }
 }

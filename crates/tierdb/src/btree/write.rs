@@ -7,7 +7,7 @@
 //! logged as a structure change before the entry goes in.
 
 use crate::Result;
-use crate::ids::{Lsn, PageId};
+use crate::ids::PageId;
 use crate::limits::BTREE_UNDERFULL_DIVISOR;
 use crate::page::ExclusivePage;
 use crate::page::LinePage;
@@ -117,7 +117,7 @@ impl<'s, S: PageSource> BTree<'s, S> {
         let old = node.value(pos)?.to_vec();
         NodeMut::trusted(leaf, pid).remove(pos)?;
         let lsn = self.log_leaf_whole(pid, leaf, LeafChange::Delete { key, old: &old })?;
-        leaf.set_page_lsn(Lsn::new(lsn));
+        leaf.set_page_lsn(lsn);
         let mut smo = Smo::new();
         self.rebalance(&mut chain, &mut smo, key)?;
         self.finish_smo(&mut chain, smo)?;

@@ -118,7 +118,7 @@ impl<S: DbStore> Db<S> {
             let mut pages = Vec::new();
             for pid in [tree.root(), self.store.catalog_page()] {
                 let mut page = self.store.fix_exclusive(pid)?;
-                let lsn = Lsn::new(self.smo_image(smo, pid, &page)?);
+                let lsn = self.smo_image(smo, pid, &page)?;
                 // The frame learns the image's LSN before the end's: its first-update
                 // LSN (`nvsql`'s recovery LSN) must not be past the record that redoes
                 // it, or a torn NVM frame of the catalog is rebuilt without the tree.
@@ -143,9 +143,9 @@ impl<S: DbStore> Db<S> {
     }
 
     /// Logs the image of a page structure change `smo` wrote (redo only).
-    pub(super) fn smo_image(&self, smo: TxnId, page: PageId, bytes: &[u8]) -> Result<u64, WalError> {
+    pub(super) fn smo_image(&self, smo: TxnId, page: PageId, bytes: &[u8]) -> Result<Lsn, WalError> {
         debug_assert!(smo.is_smo(), "page image of {page} for {smo:#x}, not a structure change");
-        Ok(self.wal.append(&RecordHead::new(Kind::PageImage, smo, Lsn::NONE).page(page.0), bytes)?.get())
+        self.wal.append(&RecordHead::new(Kind::PageImage, smo, Lsn::NONE).page(page.0), bytes)
     }
 
     /// The names of the trees.

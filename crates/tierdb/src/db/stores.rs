@@ -112,12 +112,12 @@ impl DbStore for BufferManager {
 struct LineLog(Arc<Wal>);
 
 impl WriteBackLog for LineLog {
-    fn log_lines(&self, pid: PageId, runs: &[(usize, &[u8])]) -> Result<u64, WalError> {
+    fn log_lines(&self, pid: PageId, runs: &[(usize, &[u8])]) -> Result<Lsn, WalError> {
         let lines = runs.iter().map(|r| r.0 + r.1.len() / crate::limits::CACHE_LINE_BYTES).max().unwrap_or(0);
         let payload = encode_lines(lines, runs);
         let lsn = self.0.append(&RecordHead::new(Kind::LineImage, TxnId::NONE, Lsn::NONE).page(pid.0), &payload)?;
         self.0.commit(lsn.advance(1), Durability::Sync)?;
-        Ok(lsn.get())
+        Ok(lsn)
     }
 
     fn next_lsn(&self) -> Lsn {

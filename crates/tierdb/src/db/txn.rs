@@ -60,7 +60,7 @@ impl<'db, S: DbStore> TxnLog<'db, S> {
 }
 
 impl<S: DbStore> TreeLog for TxnLog<'_, S> {
-    fn leaf_change(&self, root: PageId, page: PageId, change: LeafChange<'_>) -> Result<u64, WalError> {
+    fn leaf_change(&self, root: PageId, page: PageId, change: LeafChange<'_>) -> Result<Lsn, WalError> {
         let mut st = self.state.lock();
         let (kind, undo_next) = match st.compensating {
             Some(next) => (Kind::Compensation, next),
@@ -97,28 +97,25 @@ impl<S: DbStore> TreeLog for TxnLog<'_, S> {
             st.first
         );
         st.last = lsn;
-        Ok(lsn.get())
+        Ok(lsn)
     }
 
-    // The tree names structure changes by the raw id (`TreeLog` is the B-tree's).
-    fn smo_begin(&self) -> u64 {
-        self.db.smo_begin().get()
+    fn smo_begin(&self) -> TxnId {
+        self.db.smo_begin()
     }
 
-    fn smo_image(&self, smo: u64, page: PageId, bytes: &[u8]) -> Result<u64, WalError> {
-        self.db.smo_image(TxnId::from_raw(smo), page, bytes)
+    fn smo_image(&self, smo: TxnId, page: PageId, bytes: &[u8]) -> Result<Lsn, WalError> {
+        self.db.smo_image(smo, page, bytes)
     }
 
-    fn smo_free(&self, smo: u64, page: PageId) -> Result<u64, WalError> {
-        let smo = TxnId::from_raw(smo);
+    fn smo_free(&self, smo: TxnId, page: PageId) -> Result<Lsn, WalError> {
         debug_assert!(smo.is_smo(), "free of {page} for {smo:#x}, not a structure change");
-        Ok(self.db.wal.append(&RecordHead::new(Kind::PageFree, smo, Lsn::NONE).page(page.0), &[])?.get())
+        self.db.wal.append(&RecordHead::new(Kind::PageFree, smo, Lsn::NONE).page(page.0), &[])
     }
 
-    fn smo_end(&self, smo: u64) -> Result<u64, WalError> {
-        let smo = TxnId::from_raw(smo);
+    fn smo_end(&self, smo: TxnId) -> Result<Lsn, WalError> {
         debug_assert!(smo.is_smo(), "end of {smo:#x}, not a structure change");
-        Ok(self.db.wal.append(&RecordHead::new(Kind::SmoEnd, smo, Lsn::NONE), &[])?.get())
+        self.db.wal.append(&RecordHead::new(Kind::SmoEnd, smo, Lsn::NONE), &[])
     }
 }
 

@@ -11,6 +11,7 @@ use super::*;
 use crate::ByteSize;
 use crate::btree::{LeafChange, TreeLog, TreeStats, value_bytes_max};
 use crate::device::DramConfig;
+use crate::ids::{Lsn, TxnId};
 use crate::limits::BTREE_BULK_FILL_DEFAULT;
 use crate::sources::MemorySource;
 
@@ -219,20 +220,20 @@ fn bulk_loads_are_as_dense_as_sorted_inserts() {
 struct NoLog;
 
 impl TreeLog for NoLog {
-    fn leaf_change(&self, _: PageId, _: PageId, _: LeafChange<'_>) -> Result<u64, crate::wal::WalError> {
-        Ok(1)
+    fn leaf_change(&self, _: PageId, _: PageId, _: LeafChange<'_>) -> Result<Lsn, crate::wal::WalError> {
+        Ok(Lsn::new(1))
     }
-    fn smo_begin(&self) -> u64 {
-        1
+    fn smo_begin(&self) -> TxnId {
+        TxnId::smo(1)
     }
-    fn smo_image(&self, _: u64, _: PageId, _: &[u8]) -> Result<u64, crate::wal::WalError> {
-        Ok(1)
+    fn smo_image(&self, _: TxnId, _: PageId, _: &[u8]) -> Result<Lsn, crate::wal::WalError> {
+        Ok(Lsn::new(1))
     }
-    fn smo_free(&self, _: u64, _: PageId) -> Result<u64, crate::wal::WalError> {
-        Ok(1)
+    fn smo_free(&self, _: TxnId, _: PageId) -> Result<Lsn, crate::wal::WalError> {
+        Ok(Lsn::new(1))
     }
-    fn smo_end(&self, _: u64) -> Result<u64, crate::wal::WalError> {
-        Ok(1)
+    fn smo_end(&self, _: TxnId) -> Result<Lsn, crate::wal::WalError> {
+        Ok(Lsn::new(1))
     }
 }
 

@@ -515,7 +515,7 @@ impl BufferManager {
             let meta = g.meta();
             let n = match *nvm_frame {
                 Some(n) => n,
-                None => NvmSlot::new(self.nvm_frame()?.ok_or_else(|| self.full_error())?),
+                None => self.nvm_frame()?.ok_or_else(|| self.full_error())?,
             };
             nvm.write_page(n, *pid, bytes, true, *lsn)?;
             meta.set_nvm_slot(Some(n));

@@ -428,7 +428,7 @@ impl BufferManager {
             }
             return Ok(Entry::Nvm(nvm_frame));
         }
-        let Some(n) = self.nvm_frame()?.map(NvmSlot::new) else {
+        let Some(n) = self.nvm_frame()? else {
             // NVM has no victim to give (all its pages are in DRAM or moving).
             return self.evict_to_ssd(g, pid, dirty, None);
         };
@@ -479,7 +479,7 @@ impl BufferManager {
             return Ok(Entry::Nvm(nvm_frame));
         }
         // 3. Else a new frame, if there is one to have.
-        let Some(n) = self.nvm_frame()?.map(NvmSlot::new) else { return Ok(Entry::Empty) };
+        let Some(n) = self.nvm_frame()? else { return Ok(Entry::Empty) };
         if let Err(e) = nvm.write_page(n, pid, &self.stored_image(g.frame(), g), false, lsn) {
             nvm.detach(n);
             return Err(e);

@@ -129,7 +129,6 @@ impl BufferManager {
     #[inline(never)]
     pub(super) fn shared_in_place(&self, pid: PageId) -> Result<Option<NvmRead<'_>>, BufferError> {
         let Some((nvm, n)) = self.read_in_place(pid)? else { return Ok(None) };
-        let n = NvmSlot::new(n);
         let latch = nvm.latch(n);
         if !latch.try_shared() {
             return Ok(None);
@@ -154,7 +153,6 @@ impl BufferManager {
     #[inline(never)]
     pub(super) fn optimistic_in_place(&self, pid: PageId) -> Result<Option<NvmOptimistic<'_>>, BufferError> {
         let Some((nvm, n)) = self.read_in_place(pid)? else { return Ok(None) };
-        let n = NvmSlot::new(n);
         if nvm.verify() == NvmVerify::Every || !nvm.is_checked(n) {
             // The check reads the page under the shared latch, as a shared fix would.
             let latch = nvm.latch(n);
@@ -182,14 +180,14 @@ impl BufferManager {
     /// For a whole-page read: the NVM frame to read `pid` in, if the page is in NVM only
     /// and the policy says to read it in place.
     #[inline]
-    pub(super) fn read_in_place(&self, pid: PageId) -> Result<Option<(&NvmPool, u32)>, BufferError> {
+    pub(super) fn read_in_place(&self, pid: PageId) -> Result<Option<(&NvmPool, NvmSlot)>, BufferError> {
         self.check_stopped()?;
         let Entry::Nvm(n) = self.table.get(pid)? else { return Ok(None) };
         let info = PageInfo::fixing(pid, true);
         if self.policy.nvm_access(&info, false, &self.tiers) == policy::NvmAccess::Migrate {
             return Ok(None);
         }
-        Ok(self.nvm.as_ref().map(|nvm| (nvm, n.get())))
+        Ok(self.nvm.as_ref().map(|nvm| (nvm, n)))
     }
 
     /// Latches NVM frame `n` for in-place access to `pid` (shared, or exclusive to
@@ -276,7 +274,7 @@ impl BufferManager {
             return Ok(true);
         }
         let installed = (|| {
-            let Some(n) = self.nvm_frame()?.map(NvmSlot::new) else { return Ok(None) };
+            let Some(n) = self.nvm_frame()? else { return Ok(None) };
             let mut buf = AlignedBuf::new(self.page_size);
             let read = if pid.0 >= ssd.page_count() {
                 buf.fill(0); // allocated but never written back, as in `fill`

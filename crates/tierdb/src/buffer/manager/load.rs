@@ -164,7 +164,7 @@ impl BufferManager {
                     // allocated with. (Only reachable after a failed write-back.)
                     g.bytes_for_load().fill(0);
                 } else {
-                    let flushed = Lsn::new(self.ssd_read(ssd, pid, g.bytes_for_load())?);
+                    let flushed = self.ssd_read(ssd, pid, g.bytes_for_load())?;
                     g.meta().flush_lsn.store_lsn(flushed, Ordering::Relaxed);
                 }
                 self.counters.bump(Count::SsdReads);
@@ -188,7 +188,7 @@ impl BufferManager {
         let miss = miss.unwrap_or_else(|| self.policy.ssd_miss(info, &self.tiers));
         if matches!(miss, MissTarget::DramAndNvm | MissTarget::Nvm)
             && let Some(nvm) = &self.nvm
-            && let Some(n) = self.nvm_frame()?.map(NvmSlot::new)
+            && let Some(n) = self.nvm_frame()?
         {
             if let Err(e) = nvm.write_page(n, pid, g, false, g.meta().page_lsn.load_lsn(Ordering::Relaxed)) {
                 nvm.detach(n);
@@ -215,10 +215,10 @@ impl BufferManager {
         Ok(())
     }
 
-    /// Reads page `pid` from SSD and returns its last-flush LSN (0: unknown); a page
+    /// Reads page `pid` from SSD and returns its last-flush LSN (`Lsn::NONE`: unknown); a page
     /// that fails its seal is `Corrupted`, naming it and the file.
-    pub(super) fn ssd_read(&self, ssd: &SsdFile, pid: PageId, buf: &mut [u8]) -> Result<u64, BufferError> {
-        ssd.read_page_flushed(pid, buf).map(Lsn::get).map_err(|e| match e {
+    pub(super) fn ssd_read(&self, ssd: &SsdFile, pid: PageId, buf: &mut [u8]) -> Result<Lsn, BufferError> {
+        ssd.read_page_flushed(pid, buf).map_err(|e| match e {
             DeviceError::Corrupted { what: "page", detail, .. } => {
                 BufferError::Corrupted { pid, location: ssd.info().path.display().to_string(), detail }
             }

@@ -100,27 +100,27 @@ impl BufferManager {
 
     /// An NVM frame owned by the caller: free, or taken from the clock's victim (written
     /// to SSD if dirty). `None` if no frame can be freed now.
-    pub(super) fn nvm_frame(&self) -> Result<Option<u32>, BufferError> {
+    pub(super) fn nvm_frame(&self) -> Result<Option<NvmSlot>, BufferError> {
         let nvm = self.nvm.as_ref().expect("nvm_frame needs NVM");
         if let Some(n) = nvm.pop_free() {
             if self.provider_on.load(Ordering::Relaxed) && nvm.free_frames() < self.provider_nvm_target / 2 {
                 self.wake_provider();
             }
-            return Ok(Some(n.get()));
+            return Ok(Some(n));
         }
         if self.provider_on.load(Ordering::Relaxed) {
             self.wake_provider();
         }
         match self.nvm_evict_one(nvm.len() * CLOCK_ROUNDS_MAX)? {
             Some(n) => Ok(Some(n)),
-            None => Ok(nvm.pop_free().map(NvmSlot::get)),
+            None => Ok(nvm.pop_free()),
         }
     }
 
     /// An NVM frame taken from the clock's victim (written to SSD if dirty; the hand
     /// visits at most `visits` frames), or from the policy's sweep, for the caller;
     /// `None` if nothing was evicted.
-    pub(super) fn nvm_evict_one(&self, visits: usize) -> Result<Option<u32>, BufferError> {
+    pub(super) fn nvm_evict_one(&self, visits: usize) -> Result<Option<NvmSlot>, BufferError> {
         let nvm = self.nvm.as_ref().expect("nvm_evict_one needs NVM");
         let Some(ssd) = &self.ssd else {
             // Without SSD nothing leaves NVM; capacity checks keep a frame free.
@@ -132,7 +132,7 @@ impl BufferManager {
                 return Ok(None);
             }
             self.evict_from_nvm(ssd, &sweep)?;
-            return Ok(nvm.pop_free().map(NvmSlot::get));
+            return Ok(nvm.pop_free());
         }
         for _ in 0..visits {
             let n = nvm.advance_hand();
@@ -168,7 +168,7 @@ impl BufferManager {
                 }
             }
             self.evict_claimed_nvm(ssd, pid, n, true)?;
-            return Ok(Some(n.get()));
+            return Ok(Some(n));
         }
         Ok(None)
     }
@@ -279,13 +279,13 @@ impl BufferManager {
     }
 
     /// The last-flush LSN that page `pid`'s SSD copy carried when it was read into its
-    /// DRAM frame (0: unknown); `None` if the page is not in DRAM. For reports and tests.
+    /// DRAM frame (`Lsn::NONE`: unknown); `None` if the page is not in DRAM. For reports and tests.
     ///
     /// # Errors
     /// `NoSuchPage` for a page id past the page table.
-    pub fn loaded_flush_lsn(&self, pid: PageId) -> Result<Option<u64>, BufferError> {
+    pub fn loaded_flush_lsn(&self, pid: PageId) -> Result<Option<Lsn>, BufferError> {
         Ok(match self.table.get(pid)? {
-            Entry::Dram(f) => Some(self.frames.meta(f).flush_lsn.load_lsn(Ordering::Relaxed).get()),
+            Entry::Dram(f) => Some(self.frames.meta(f).flush_lsn.load_lsn(Ordering::Relaxed)),
             _ => None,
         })
     }

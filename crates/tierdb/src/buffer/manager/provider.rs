@@ -25,7 +25,6 @@ use serde::Serialize;
 
 use super::{BufferError, BufferManager};
 use crate::Result;
-use crate::ids::NvmSlot;
 use crate::limits::{
     PROVIDER_ERROR_BACKOFF_MAX_MILLIS, PROVIDER_ERROR_BACKOFF_MILLIS, PROVIDER_FREE_FRAMES_DIVISOR,
     PROVIDER_IDLE_MICROS,
@@ -175,7 +174,7 @@ impl BufferManager {
         let Some(nvm) = &self.nvm else { return Ok(0) };
         let before = nvm.free_frames();
         // One round of the NVM clock at most, as `provide_once` for DRAM.
-        match self.nvm_evict_one(nvm.len())?.map(NvmSlot::new) {
+        match self.nvm_evict_one(nvm.len())? {
             Some(n) => {
                 // Its header is clear (a victim's is cleared by the eviction): free it.
                 // (A sweep that evicted nothing handed out a frame that was free: 0.)

@@ -148,7 +148,7 @@ pub trait WriteBackLog: Send + Sync {
     ///
     /// # Errors
     /// The log's errors: the lines are then not written and the pages are poisoned.
-    fn log_lines(&self, pid: PageId, runs: &[(usize, &[u8])]) -> Result<u64, crate::wal::WalError>;
+    fn log_lines(&self, pid: PageId, runs: &[(usize, &[u8])]) -> Result<Lsn, crate::wal::WalError>;
 
     /// The LSN the next record will get: a guard that starts changing a page takes it
     /// as a bound below every record its changes will need (see

@@ -262,7 +262,7 @@ impl DirectWrite<'_> {
         if let Some(log) = log {
             match log.log_lines(self.pid, log_runs) {
                 Ok(lsn) => {
-                    self.pages.meta(self.slot).page_lsn.fetch_max(lsn, Ordering::Relaxed);
+                    self.pages.meta(self.slot).page_lsn.fetch_max_lsn(lsn, Ordering::Relaxed);
                     pages.counters.images_logged.fetch_add(1, Ordering::Relaxed);
                 }
                 Err(e) => {
