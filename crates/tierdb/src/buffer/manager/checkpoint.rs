@@ -58,6 +58,15 @@ struct Pending<'a> {
     hold: Hold<'a>,
 }
 
+impl Pending<'_> {
+    /// A page that lives in NVM only, claimed in the page table, its bytes copied out of
+    /// NVM frame `n`: the log holds its changes already (it was forced when the page
+    /// went to NVM), and its NVM copy is marked clean once the page is on SSD.
+    fn nvm_only(pid: PageId, n: NvmSlot, bytes: AlignedBuf) -> Self {
+        Pending { pid, nvm: Some(n), bytes: Some(bytes), refresh_nvm: false, lsn: Lsn::NONE, hold: Hold::Table }
+    }
+}
+
 /// Pages on their way to SSD together; see the module doc. Dropping a batch releases
 /// what it holds without writing it.
 struct SsdBatch<'a> {
@@ -379,14 +388,7 @@ impl BufferManager {
             if count {
                 self.counters.bump(super::Count::NvmToSsd);
             }
-            batch.push(Pending {
-                pid,
-                nvm: Some(n),
-                bytes: Some(bytes),
-                refresh_nvm: false,
-                lsn: Lsn::NONE,
-                hold: Hold::Table,
-            })?;
+            batch.push(Pending::nvm_only(pid, n, bytes))?;
         }
         batch.flush()
     }
@@ -460,14 +462,7 @@ impl BufferManager {
             let Some((pid, bytes)) = self.claim_nvm_page(nvm, n, |n| nvm.is_dirty(n))? else { continue };
             self.counters.bump(super::Count::NvmToSsd);
             taken += 1;
-            batch.push(Pending {
-                pid,
-                nvm: Some(n),
-                bytes: Some(bytes),
-                refresh_nvm: false,
-                lsn: Lsn::NONE,
-                hold: Hold::Table,
-            })?;
+            batch.push(Pending::nvm_only(pid, n, bytes))?;
         }
         batch.flush()
     }
