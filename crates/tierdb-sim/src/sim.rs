@@ -707,12 +707,19 @@ pub fn simulate(trace: &Prepared, cfg: &SimConfig) -> Result<SimResult, SimError
             },
             Engine::Dram(c) => {
                 if op.is_access() || op == Op::Alloc {
+                    let held = c.len();
                     if c.access(x as u32) {
                         dram_stats.dram_hits += 1;
-                    } else if op == Op::Alloc {
-                        dram_stats.allocations += 1;
                     } else {
-                        dram_stats.ssd_reads += 1;
+                        if op == Op::Alloc {
+                            dram_stats.allocations += 1;
+                        } else {
+                            dram_stats.ssd_reads += 1;
+                        }
+                        // A miss that did not grow the cache pushed a page out.
+                        if c.len() == held {
+                            dram_stats.dram_evictions += 1;
+                        }
                     }
                 }
             }
@@ -841,6 +848,18 @@ mod tests {
         assert_eq!(a.stats, b.stats);
         cfg.seed += 1;
         assert_ne!(simulate(&t, &cfg).unwrap().stats, a.stats);
+    }
+
+    #[test]
+    fn dram_only_caches_count_their_evictions() {
+        // Two pages of DRAM: 1 and 2 fill it, 3 pushes 1 out, 1 pushes 2 (LRU) out.
+        let t = trace(&[(Op::Read, 1), (Op::Read, 2), (Op::Read, 3), (Op::Read, 1), (Op::Read, 1)]);
+        for policy in ["lru", "arc"] {
+            let mut cfg = SimConfig::new(policy, 2, 0);
+            cfg.warmup = Warmup::None;
+            let s = simulate(&t, &cfg).unwrap().stats;
+            assert_eq!((s.dram_hits, s.ssd_reads, s.dram_evictions), (1, 4, 2), "{policy}: {s:?}");
+        }
     }
 
     #[test]
