@@ -1,7 +1,9 @@
 //! The simulator against the engine: a B+-tree workload (load, then skewed lookups and
 //! updates) runs on a real buffer manager with a trace recorder installed; the
 //! recorded trace replayed through the simulator, with the same policy and capacities,
-//! must count the engine's DRAM hits, NVM hits and SSD reads within 2%.
+//! must count the engine's DRAM hits, NVM hits, SSD reads and pages written to NVM
+//! within 2%, for the policies it models and two seeds. Pages written to SSD are
+//! printed, not compared: they differ by 6-64% (docs/sim.md, issue 22).
 
 use std::sync::Arc;
 
@@ -61,35 +63,45 @@ fn run_engine(policy: &str, seed: u64) -> (BufferStats, Prepared) {
     (stats, Prepared::new(&trace))
 }
 
-fn check(policy: &str, nvm_frames: usize) {
-    let seed = 42;
+fn check(policy: &str, seed: u64) -> String {
     let (engine, trace) = run_engine(policy, seed);
-    let mut cfg = SimConfig::new(policy, DRAM_FRAMES, nvm_frames);
+    let mut cfg = SimConfig::new(policy, DRAM_FRAMES, NVM_FRAMES);
     cfg.seed = seed;
     cfg.warmup = Warmup::None;
     let sim = simulate(&trace, &cfg).unwrap().stats;
     let mut report = format!("{policy} (seed {seed}), engine vs simulator:\n");
     let mut worst: f64 = 0.0;
+    let written = |s: &BufferStats| s.dram_to_ssd_pages + s.nvm_to_ssd_pages;
     for (name, e, s) in [
         ("DRAM hits", engine.dram_hits, sim.dram_hits),
         ("NVM hits", engine.nvm_hits, sim.nvm_hits),
         ("SSD reads", engine.ssd_reads, sim.ssd_reads),
+        ("to NVM", engine.dram_to_nvm_pages, sim.dram_to_nvm_pages),
     ] {
         let d = (s as f64 - e as f64).abs() / (e.max(1) as f64);
         worst = worst.max(d);
         report += &format!("  {name:<10} {e:>8} {s:>8} ({:+.3}%)\n", 100.0 * d);
     }
+    // Not held to the 2% yet: they differ by 6-64% by policy (docs/sim.md).
+    let (e, s) = (written(&engine), written(&sim));
+    report += &format!(
+        "  SSD writes {e:>8} {s:>8} ({:+.3}%, not compared)\n",
+        100.0 * (s as f64 - e as f64) / e.max(1) as f64
+    );
     println!("{report}");
     assert!(engine.nvm_hits > 1000 && engine.ssd_reads > 100, "the workload must use every tier: {engine:?}");
     assert!(worst <= TOLERANCE, "off by {:.2}%:\n{report}", 100.0 * worst);
+    report
 }
 
+/// The policies whose every counted move the simulator models, two seeds each. Not yet
+/// here (issue 22): `nvcache` (NVM hits off by 6-9%) and `se2` (in-place reads counted as
+/// NVM hits where the engine counts DRAM hits); `nvsql` the simulator refuses.
 #[test]
-fn eager_hits_per_tier_match_the_engine() {
-    check("eager", NVM_FRAMES);
-}
-
-#[test]
-fn hymem_hits_per_tier_match_the_engine() {
-    check("hymem", NVM_FRAMES);
+fn modelled_policies_count_what_the_engine_counts() {
+    for policy in ["eager", "hymem", "spitfire"] {
+        for seed in [42, 7] {
+            check(policy, seed);
+        }
+    }
 }
