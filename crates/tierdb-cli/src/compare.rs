@@ -15,7 +15,8 @@ use tierdb::ByteSize;
 use tierdb::arch::Architecture;
 
 use tierdb_bench::harness::{
-    EngineArgs, Middle, Progress, RunReport, fmt_rate, is_full, median, remove_files_on_interrupt, run_one, value,
+    EngineArgs, Middle, Progress, RunReport, fmt_rate, is_full, median_of_all, remove_files_on_interrupt, run_one,
+    value,
 };
 use tierdb_bench::plot::{AxisFormat, Chart, LegendPosition, Marker, Series, write_outputs};
 
@@ -154,13 +155,14 @@ pub fn run(args: CompareArgs) -> Result<()> {
                 match run_one(&args.engine, &setup, arch, args.dram, args.nvm, Some(size), &tag, &progress) {
                     Ok(rep) => p.runs.push(rep),
                     Err(e) if is_full(&e) => {
-                        p.skipped = Some(format!("did not fit: {e:#}"));
+                        p.skipped = Some(format!("run {} of {} did not fit: {e:#}", r + 1, args.runs));
                         break;
                     }
                     Err(e) => return Err(e),
                 }
             }
-            p.ops_per_sec = median(p.runs.iter().map(value), Middle::Upper);
+            let values: Vec<f64> = p.runs.iter().map(value).collect();
+            p.ops_per_sec = median_of_all(&values, args.runs, Middle::Upper);
             points.push(p);
         }
     }

@@ -45,6 +45,17 @@ pub fn median<T: Ranked>(values: impl IntoIterator<Item = T>, middle: Middle) ->
     m
 }
 
+/// The median a table shows for a point of `wanted` runs: `None` unless every run
+/// produced a value. A point where a run failed (its data did not fit) is never shown as
+/// the median of the runs that came before the failure; its reports keep them.
+pub fn median_of_all<T: Ranked>(values: &[T], wanted: usize, middle: Middle) -> Option<T> {
+    if values.len() < wanted {
+        return None;
+    }
+    debug_assert_eq!(values.len(), wanted, "{} values for a point of {wanted} runs", values.len());
+    median(values.iter().copied(), middle)
+}
+
 /// `a / b` when both exist and `b` is positive.
 pub fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     match (a, b) {
@@ -67,6 +78,14 @@ pub fn fmt_rate(v: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_point_with_a_failed_run_has_no_median() {
+        assert_eq!(median_of_all(&[3.0, 1.0, 2.0], 3, Middle::Upper), Some(2.0));
+        // The second of three runs did not fit: the first is not the point's median.
+        assert_eq!(median_of_all(&[3.0], 3, Middle::Upper), None);
+        assert_eq!(median_of_all::<f64>(&[], 3, Middle::Upper), None);
+    }
 
     #[test]
     fn medians_take_the_asked_middle() {

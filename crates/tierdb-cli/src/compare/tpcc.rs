@@ -7,7 +7,7 @@ use serde::Serialize;
 use tierdb::ByteSize;
 use tierdb::arch::Architecture;
 use tierdb_bench::drivers::tpcc::{TpccOptions, TpccReport, run_one};
-use tierdb_bench::harness::{EngineArgs, Middle, Progress, fmt_rate, is_full, median};
+use tierdb_bench::harness::{EngineArgs, Middle, Progress, fmt_rate, is_full, median_of_all};
 use tierdb_bench::plot::{AxisFormat, Chart, LegendPosition, Marker, Series, write_outputs};
 
 /// One point of `compare --workload tpcc`.
@@ -64,13 +64,14 @@ pub fn compare(
                 match run_one(engine, &setup, &o, arch, dram, nvm, false, &format!("tpcc{r}"), &progress) {
                     Ok(rep) => p.runs.push(rep),
                     Err(e) if is_full(&e) => {
-                        p.skipped = Some(format!("did not fit: {e:#}"));
+                        p.skipped = Some(format!("run {} of {runs} did not fit: {e:#}", r + 1));
                         break;
                     }
                     Err(e) => return Err(e),
                 }
             }
-            p.tx_per_sec = median(p.runs.iter().map(|r| r.modelled_tx_per_sec.unwrap_or(r.tx_per_sec)), Middle::Upper);
+            let values: Vec<f64> = p.runs.iter().map(|r| r.modelled_tx_per_sec.unwrap_or(r.tx_per_sec)).collect();
+            p.tx_per_sec = median_of_all(&values, runs, Middle::Upper);
             points.push(p);
         }
     }
