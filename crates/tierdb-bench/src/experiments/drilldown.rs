@@ -18,7 +18,9 @@ use tierdb::device::DeviceProfile;
 use tierdb_workload::YcsbSpec;
 
 use crate::experiments::full_scans;
-use crate::harness::{EngineArgs, Machine, Middle, Progress, RunReport, Setup, is_full, median, ratio, run_one, value};
+use crate::harness::{
+    EngineArgs, Machine, Middle, Progress, RunReport, Setup, is_full, median, median_of_all, ratio, run_one, value,
+};
 
 /// Records of one short scan (§5.4.2: "range = 100").
 pub const SHORT_SCAN_RECORDS: u32 = 100;
@@ -341,11 +343,7 @@ pub fn run_jobs(
     }
     progress.finish();
     for job in jobs.iter_mut() {
-        job.runs.per_sec = if job.runs.skipped.is_some() {
-            None
-        } else {
-            median(job.runs.per_sec_runs.iter().copied(), Middle::Upper)
-        };
+        job.runs.per_sec = median_of_all(&job.runs.per_sec_runs, runs, Middle::Upper);
     }
     Ok(())
 }
