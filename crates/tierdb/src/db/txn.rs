@@ -301,13 +301,14 @@ impl<S: DbStore> Txn<'_, S> {
             Ok(())
         })();
         let locks = std::mem::take(&mut self.log.state.lock().locks);
-        // A failed log or store already refuses all work, and says why.
-        let failed_below = self.db.wal.check().is_err() || self.db.store.check().is_err();
         match &result {
             // Some changes are undone, some are not. The transaction stays in the active
             // table, so that no checkpoint lets recovery start after its first record,
             // and the database refuses all work; waiters for its locks wake and fail.
-            Err(e) if !failed_below => self.db.halt(format!("the rollback of {} failed: {e}", self.log.id)),
+            // (A failed log or store refuses all work already, and says why.)
+            Err(e) if self.db.wal.check().is_ok() && self.db.store.check().is_ok() => {
+                self.db.halt(format!("the rollback of {} failed: {e}", self.log.id))
+            }
             _ => self.leave_active(),
         }
         self.db.locks.release(self.log.id, &locks);
