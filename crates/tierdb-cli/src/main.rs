@@ -20,6 +20,7 @@ mod drilldown;
 mod mmap_bench;
 mod nvcache_obp;
 mod nvsql_bench;
+mod reproduce;
 mod restart_bench;
 mod sim_cmd;
 mod spitfire;
@@ -58,6 +59,10 @@ enum Command {
     /// Kills a writing child process with SIGKILL at random points and checks after
     /// each that recovery kept exactly the committed transactions.
     Crashtest(crashtest::CrashtestArgs),
+    /// Runs every paper's headline experiments and writes OUT/papers.md: the published
+    /// number, tierdb's, their ratio and why they differ, with each figure's command
+    /// and artifacts.
+    Reproduce(reproduce::ReproduceArgs),
     /// The writer `crashtest` runs and kills (not for direct use).
     #[command(hide = true)]
     CrashtestChild(crashtest::CrashChildArgs),
@@ -144,6 +149,7 @@ fn main() -> ExitCode {
         Command::Wear(args) => wear::run(args),
         Command::MmapBench(args) => mmap_bench::run(args),
         Command::Crashtest(args) => crashtest::run(args),
+        Command::Reproduce(args) => reproduce::run(args),
         Command::CrashtestChild(args) => crashtest::child(args),
         Command::WalDump(args) => crashtest::wal_dump(args),
         Command::RestartBench(args) => restart_bench::run(args),
