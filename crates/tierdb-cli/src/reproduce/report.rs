@@ -176,7 +176,7 @@ pub(crate) fn render(ctx: &Ctx, sections: &[Section], seconds: f64) -> String {
     let _ = writeln!(md, "# The papers' results, reproduced\n");
     let _ = writeln!(
         md,
-        "Written by `tierdb reproduce --scale {} --out {}` in {:.0} min on {}, tierdb {}. \
+        "Written by `tierdb reproduce --scale {} --out {}` in {:.0} min on {}, {}, tierdb {}. \
          Each section below lists the commands that produced its figures; each command \
          also runs alone. Numbers are tierdb's at this machine's scale (a 2-core VM, \
          emulated NVM), set beside the published ones: compare the shapes and ratios, \
@@ -184,7 +184,8 @@ pub(crate) fn render(ctx: &Ctx, sections: &[Section], seconds: f64) -> String {
         ctx.scale().name(),
         ctx.out.display(),
         seconds / 60.0,
-        format!("{}, {}", machine.label(), machine.kernel),
+        machine.label(),
+        machine.kernel,
         env!("CARGO_PKG_VERSION"),
     );
     if ctx.quick() {
