@@ -6,6 +6,7 @@ pub mod devices;
 pub mod drilldown;
 pub mod full_scans;
 pub mod nvcache_obp;
+pub mod nvcache_paper;
 pub mod nvcache_phases;
 pub mod nvsql;
 pub mod restart;

@@ -12,8 +12,13 @@
 //!
 //! Parts (`--parts`): `table1`, the rows above; `phases`, workload phases in turn on
 //! one engine per admission mode, epoch by epoch, which shows why OBP is taken over a
-//! window ([`nvcache_phases`]).
+//! window ([`nvcache_phases`]); `overhead`, the paper's Figure 4: what the NVM cache
+//! costs data the DRAM holds, under always-admit, small-bypass and small-bypass + OBP;
+//! `cost`, its Figure 8(a): a memory budget split between DRAM and NVM as its Table 4,
+//! throughput per memory cost against all DRAM
+//! ([`tierdb_bench::experiments::nvcache_paper`]).
 
+mod paper;
 mod phases;
 mod table;
 
@@ -26,14 +31,15 @@ use tierdb::ByteSize;
 use tierdb::policy::ObpMode;
 
 use tierdb_bench::experiments::nvcache_obp::{Row, table1};
+use tierdb_bench::experiments::nvcache_paper::{self, CostRow, OverheadRow};
 use tierdb_bench::experiments::nvcache_phases::{self, PhasePlan, PhaseReport};
-use tierdb_bench::harness::{EngineArgs, Machine, Progress, Setup, remove_files_on_interrupt};
+use tierdb_bench::harness::{EngineArgs, Machine, Progress, Setup, devices_line, remove_files_on_interrupt};
 use tierdb_bench::plot::write_outputs;
 
 const RUNS_MAX: usize = 25;
 const WORKLOADS_MAX: usize = 8;
 /// The parts of the command.
-const PARTS: &[&str] = &["table1", "phases"];
+const PARTS: &[&str] = &["table1", "phases", "overhead", "cost"];
 
 #[derive(Args, Debug)]
 #[command(mut_arg("mode", |a| a.default_value("model")))]
@@ -41,9 +47,11 @@ const PARTS: &[&str] = &["table1", "phases"];
 #[command(mut_arg("obp", |a| a.hide(true).help("Refused: every row sets its own")))]
 #[command(mut_arg("model_clock", |a| a.default_value(tierdb_bench::experiments::tuning::COMPARE_MODEL_CLOCK).help(tierdb_bench::experiments::tuning::COMPARE_MODEL_CLOCK_HELP)))]
 pub struct NvcacheObpArgs {
-    /// Parts to run, comma-separated: table1 (each workload under each admission mode)
-    /// and phases (--phases in turn on one engine per mode, epoch by epoch).
-    #[arg(long, value_delimiter = ',', default_value = "table1,phases")]
+    /// Parts to run, comma-separated: table1 (each workload under each admission mode),
+    /// phases (--phases in turn on one engine per mode, epoch by epoch), overhead (Figure
+    /// 4: the NVM cache's cost for data the DRAM holds) and cost (Figure 8a: throughput
+    /// per memory cost over DRAM/NVM splits of a budget).
+    #[arg(long, value_delimiter = ',', default_value = "table1,phases,overhead,cost")]
     parts: Vec<String>,
     /// YCSB workloads, comma-separated (a..f or a property file).
     #[arg(long, value_delimiter = ',', default_value = "a,c")]
@@ -68,6 +76,22 @@ pub struct NvcacheObpArgs {
     /// The phases part: operations per epoch.
     #[arg(long, default_value_t = 20_000)]
     phase_epoch_ops: u64,
+    /// The overhead part: the engine's DRAM cache; the OS buffer cache is taken to be as
+    /// large (the os-page-cache SSD profile), the NVM is --nvm.
+    #[arg(long, default_value = "16MiB")]
+    overhead_dram: ByteSize,
+    /// The overhead part: the data, above --overhead-dram and at most twice it.
+    #[arg(long, default_value = "24MiB")]
+    overhead_data: ByteSize,
+    /// The cost part: the memory budget split between DRAM and NVM (the paper: 96 GB).
+    #[arg(long, default_value = "96MiB")]
+    budget: ByteSize,
+    /// The cost part: the data, beyond the budget (the paper: 1.4–2.7× it).
+    #[arg(long, default_value = "240MiB")]
+    cost_data: ByteSize,
+    /// The cost part: NVM's price per byte as a share of DRAM's (the paper: 0.38).
+    #[arg(long, default_value_t = tierdb_bench::experiments::nvcache_paper::NVM_COST_RATIO_PAPER)]
+    nvm_cost_ratio: f64,
     /// Directory for nvcache-obp.txt, .json and the SVG plots.
     #[arg(long, default_value = "tierdb-nvcache-obp")]
     out: PathBuf,
@@ -91,6 +115,11 @@ pub(super) struct ObpReport {
     pub(super) notes: Vec<String>,
     pub(super) rows: Vec<Row>,
     pub(super) phases: Option<PhaseReport>,
+    /// The overhead part (Figure 4).
+    pub(super) overhead: Vec<OverheadRow>,
+    /// The cost part (Figure 8a).
+    pub(super) cost: Vec<CostRow>,
+    pub(super) nvm_cost_ratio: f64,
 }
 
 pub fn run(args: NvcacheObpArgs) -> Result<()> {
@@ -149,6 +178,29 @@ pub fn run(args: NvcacheObpArgs) -> Result<()> {
     } else {
         None
     };
+    let overhead = if want("overhead") {
+        nvcache_paper::overhead(
+            &engine,
+            &args.workloads,
+            args.runs,
+            (args.overhead_dram, args.nvm, args.overhead_data),
+            &progress,
+        )?
+    } else {
+        Vec::new()
+    };
+    let cost = if want("cost") {
+        nvcache_paper::cost(
+            &engine,
+            &args.workloads,
+            args.runs,
+            (args.budget, args.cost_data),
+            args.nvm_cost_ratio,
+            &progress,
+        )?
+    } else {
+        Vec::new()
+    };
     progress.finish();
     let notes = table::notes(&setup, &engine);
     let report = ObpReport {
@@ -163,12 +215,38 @@ pub fn run(args: NvcacheObpArgs) -> Result<()> {
         notes,
         rows,
         phases,
+        overhead,
+        cost,
+        nvm_cost_ratio: args.nvm_cost_ratio,
     };
-    let text = table::render(&report);
+    let mut text = table::render(&report);
+    let mut page_cache = report.setup.clone();
+    page_cache.ssd_profile = tierdb::device::DeviceProfile::preset(nvcache_paper::OS_PAGE_CACHE_PROFILE)?;
+    let (mode, s) = (report.setup.mode_label(), &report.setup);
+    let sub_overhead =
+        devices_line(&page_cache, &mode, args.overhead_dram.bytes(), args.nvm.bytes(), args.overhead_data.bytes());
+    let sub_cost = format!(
+        "{} · NVM ÷ DRAM price {}",
+        devices_line(s, &mode, args.budget.bytes(), 0, args.cost_data.bytes())
+            .replace("NVM 0 B", "NVM 0–2/3 of the budget"),
+        args.nvm_cost_ratio
+    );
+    if !report.overhead.is_empty() {
+        text.push_str(&paper::render_overhead(&report.overhead, args.overhead_dram, args.nvm, args.overhead_data));
+    }
+    if !report.cost.is_empty() {
+        text.push_str(&paper::render_cost(&report.cost, args.budget, args.cost_data, args.nvm_cost_ratio));
+    }
     let mut charts = Vec::new();
     if !report.rows.is_empty() {
         charts.push(("nvcache-obp-throughput.svg".to_string(), table::chart(&report, false)));
         charts.push(("nvcache-obp-nvm-writes.svg".to_string(), table::chart(&report, true)));
+    }
+    if !report.overhead.is_empty() {
+        charts.push(("nvcache-overhead.svg".to_string(), paper::overhead_chart(&report.overhead, &sub_overhead)));
+    }
+    if !report.cost.is_empty() {
+        charts.push(("nvcache-cost.svg".to_string(), paper::cost_chart(&report.cost, &sub_cost)));
     }
     if let Some(p) = &report.phases {
         let sub = table::describe(&report);

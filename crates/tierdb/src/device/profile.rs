@@ -170,6 +170,7 @@ pub const PRESETS: &[(&str, &str)] = &[
     ("nvme-ssd-no-plp", include_str!("profiles/nvme-ssd-no-plp.toml")),
     ("optane-ssd", include_str!("profiles/optane-ssd.toml")),
     ("sata-ssd", include_str!("profiles/sata-ssd.toml")),
+    ("os-page-cache", include_str!("profiles/os-page-cache.toml")),
 ];
 
 fn preset_names() -> String {
