@@ -14,6 +14,7 @@
 //! two cores (a check that the pipeline works, not evidence); `--scale full` is what
 //! the committed report comes from.
 
+mod engine;
 mod nvcache;
 mod report;
 mod sections;
@@ -135,6 +136,16 @@ impl Ctx {
     /// Runs `tierdb <args>` as a child (step `step`, which names its log); fails, with
     /// the log's tail, when the child exits non-zero.
     pub(crate) fn tierdb(&self, step: &str, args: &[String]) -> Result<Ran> {
+        self.tierdb_to(step, args, None)
+    }
+
+    /// As [`tierdb`](Self::tierdb), the child's standard output written to `stdout`
+    /// (an artifact, e.g. the JSON of a command given `--json`) instead of the log.
+    pub(crate) fn tierdb_stdout(&self, step: &str, args: &[String], stdout: &Path) -> Result<Ran> {
+        self.tierdb_to(step, args, Some(stdout))
+    }
+
+    fn tierdb_to(&self, step: &str, args: &[String], stdout: Option<&Path>) -> Result<Ran> {
         let n = self.steps.get() + 1;
         if n > STEPS_MAX {
             bail!("more than {STEPS_MAX} steps: a section is looping");
@@ -144,13 +155,20 @@ impl Ctx {
         fs::create_dir_all(&logs).with_context(|| format!("creating {}", logs.display()))?;
         let log_path = logs.join(format!("{step}.log"));
         let log = fs::File::create(&log_path).with_context(|| format!("creating {}", log_path.display()))?;
-        let command = format!("tierdb {}", shell_words(args));
+        let mut command = format!("tierdb {}", shell_words(args));
+        if let Some(p) = stdout {
+            command.push_str(&format!(" > {}", p.display()));
+        }
+        let out = match stdout {
+            Some(p) => fs::File::create(p).with_context(|| format!("creating {}", p.display()))?,
+            None => log.try_clone().context("duplicating the log's handle")?,
+        };
         self.bar.set_message(format!("{step}: {command}"));
         let started = Instant::now();
         let status = Command::new(&self.exe)
             .args(args)
             .stdin(Stdio::null())
-            .stdout(log.try_clone().context("duplicating the log's handle")?)
+            .stdout(out)
             .stderr(log)
             .status()
             .with_context(|| format!("starting {command}"))?;

@@ -6,7 +6,7 @@ use serde_json::Value;
 use std::path::Path;
 
 use super::{Ctx, Section};
-use super::{nvcache, three_tier_tpcc};
+use super::{engine, nvcache, three_tier_tpcc};
 
 /// One entry of the reproduction.
 pub(crate) struct Entry {
@@ -29,6 +29,11 @@ pub(crate) fn all() -> Vec<Entry> {
             name: "nvcache",
             about: "NVCache paper, Table 1, Figure 4 and Figure 8(a): throttled admission, overhead for small data, performance per memory cost",
             run: nvcache::run,
+        },
+        Entry {
+            name: "engine",
+            about: "tierdb's own figures: the devices against their profiles, two threads against one, all data in DRAM",
+            run: engine::run,
         },
     ]
 }
