@@ -176,3 +176,58 @@ fn bad_nvcache_options_are_refused() {
         assert!(stderr(&o).contains(what), "{args:?}: {}", stderr(&o));
     }
 }
+
+#[test]
+fn nvcache_overhead_and_cost_parts_compare_against_ssd_bm() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let o = tiny_obp(
+        dir.path(),
+        &[
+            "--parts",
+            "overhead,cost",
+            "--workloads",
+            "c",
+            "--overhead-dram",
+            "2MiB",
+            "--overhead-data",
+            "3MiB",
+            "--nvm",
+            "4MiB",
+            "--budget",
+            "2MiB",
+            "--cost-data",
+            "5MiB",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    for f in ["nvcache-overhead.svg", "nvcache-cost.svg"] {
+        assert!(out.join(f).exists(), "{f} missing");
+    }
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("nvcache-obp.json")).unwrap()).unwrap();
+    let overhead = v["overhead"].as_array().unwrap();
+    let shape: Vec<&str> = overhead.iter().map(|r| r["admission"].as_str().unwrap()).collect();
+    assert_eq!(shape, ["no-cache", "always-admit", "small-bypass", "small-bypass-obp"]);
+    assert!(overhead[0]["degradation_percent"].is_null(), "the reference has no degradation");
+    for r in &overhead[1..] {
+        assert!(r["degradation_percent"].as_f64().is_some(), "{r}");
+        assert!(r["runs"][0]["result"]["tiers"]["buffer"]["nvm_hits"].is_u64(), "{r}");
+    }
+    // Small-bypass admits nothing while the data fits the DRAM: no NVM writes.
+    assert_eq!(overhead[2]["nvm_line_writes_per_op"].as_f64(), Some(0.0), "{}", overhead[2]);
+    let cost = v["cost"].as_array().unwrap();
+    assert_eq!(cost.len(), 5, "Table 4's five splits");
+    assert_eq!(cost[0]["nvm_bytes"], 0);
+    assert_eq!(cost[0]["relative_cost"].as_f64(), Some(1.0));
+    assert_eq!(cost[0]["perf_per_cost"].as_f64(), Some(1.0), "all DRAM is the reference");
+    let costs: Vec<f64> = cost.iter().map(|r| r["relative_cost"].as_f64().unwrap()).collect();
+    assert!(costs.windows(2).all(|w| w[1] < w[0]), "more NVM costs less: {costs:?}");
+}
+
+#[test]
+fn nvcache_overhead_refuses_data_the_dram_cannot_hold() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = tiny_obp(dir.path(), &["--parts", "overhead", "--overhead-dram", "1MiB", "--overhead-data", "3MiB"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("must fit the DRAM"), "{}", stderr(&o));
+}

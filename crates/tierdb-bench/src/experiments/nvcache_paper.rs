@@ -212,9 +212,14 @@ pub fn cost(
     let mut rows: Vec<CostRow> = Vec::new();
     for w in workloads {
         let setup = engine.setup(w)?;
+        let page = setup.page_size_bytes as u64;
+        if budget.bytes() % page != 0 {
+            bail!("cost: the budget ({budget}) is not a whole number of {} pages", ByteSize(page));
+        }
         let mut reference = None;
         for share in COST_NVM_SHARES_96THS {
-            let nvm = ByteSize(budget.bytes() * share / 96);
+            // Whole pages of NVM; the DRAM takes the rest of the budget.
+            let nvm = ByteSize(budget.bytes() * share / 96 / page * page);
             let dram = ByteSize(budget.bytes() - nvm.bytes());
             let arch = if share == 0 { Architecture::SsdBm } else { Architecture::Nvcache };
             let runs = runs_of(engine, &setup, arch, (dram, nvm, data), runs_n, "cost", progress)
