@@ -28,7 +28,7 @@ fn device_row<'a>(r: &'a Value, tier: &str, op: &str) -> Option<&'a Value> {
 
 fn devices(ctx: &Ctx) -> Result<Section> {
     let dir = ctx.dir("engine-devices")?;
-    let (ops, ssd_ops, runs) = if ctx.quick() { ("20000", "200", "1") } else { ("200000", "2000", "5") };
+    let (ops, ssd_ops, runs) = if ctx.quick() { ("20000", "200", "1") } else { ("200000", "2000", "3") };
     let mut s = Section::new("tierdb", "The devices: emulated cost against the profiles");
     let mut reports = Vec::new();
     for mode in ["spin", "off"] {

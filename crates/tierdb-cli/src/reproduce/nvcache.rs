@@ -26,7 +26,7 @@ pub(crate) fn run(ctx: &Ctx) -> Result<Vec<Section>> {
     let (runs, warmup, duration, budget, cost_data, data, table_nvm) = if ctx.quick() {
         ("1", "0.5", "1", "48MiB", "120MiB", "96MiB", "32MiB")
     } else {
-        ("3", "1", "3", "96MiB", "240MiB", "192MiB", "64MiB")
+        ("3", "1", "2", "64MiB", "160MiB", "128MiB", "48MiB")
     };
     let mut a = args(&[
         "nvcache-obp",
