@@ -25,14 +25,18 @@ pub struct CdfPoint {
 /// The skew CDF of `t`'s reads and writes.
 pub fn cdf(t: &Prepared) -> Vec<CdfPoint> {
     let mut counts = vec![0u64; t.pages()];
-    let mut total = 0u64;
     for &v in &t.ops {
         let (op, p) = unpack(v);
         if op.is_access() {
             counts[p as usize] += 1;
-            total += 1;
         }
     }
+    cdf_of_counts(counts)
+}
+
+/// The skew CDF of pages that received `counts` reads and writes each (any order).
+pub fn cdf_of_counts(mut counts: Vec<u64>) -> Vec<CdfPoint> {
+    let total: u64 = counts.iter().sum();
     counts.retain(|&c| c > 0);
     counts.sort_unstable_by(|a, b| b.cmp(a));
     let n = counts.len();
