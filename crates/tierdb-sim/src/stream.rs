@@ -29,6 +29,9 @@ pub struct Index {
     pub original: Vec<u64>,
     /// Reads and writes per dense page id.
     pub access_counts: Vec<u64>,
+    /// Reads and writes per dense page id from the first `measure` marker on (all of
+    /// them if the trace has none): the measured run's skew.
+    pub measured_counts: Vec<u64>,
     /// Bytes per page, from the trace's header.
     pub page_size_bytes: u32,
     /// Where the trace came from, from the trace's header.
@@ -53,6 +56,7 @@ impl Index {
             ids: IdMap::default(),
             original: Vec::new(),
             access_counts: Vec::new(),
+            measured_counts: Vec::new(),
             page_size_bytes: 0,
             source: String::new(),
             records: 0,
@@ -72,17 +76,24 @@ impl Index {
                     if id == next {
                         ix.original.push(r.page);
                         ix.access_counts.push(0);
+                        ix.measured_counts.push(0);
                         ix.preexisting_pages += u64::from(r.op != Op::Alloc);
                     }
                     if r.op.is_access() {
                         ix.access_counts[id as usize] += 1;
                         ix.accesses += 1;
+                        if ix.measure_marker.is_some() {
+                            ix.measured_counts[id as usize] += 1;
+                        }
                     }
                 }
                 ix.records += 1;
             }
             Ok(())
         })?;
+        if ix.measure_marker.is_none() {
+            ix.measured_counts.clone_from(&ix.access_counts);
+        }
         ix.page_size_bytes = header.page_size_bytes;
         ix.source = header.source;
         Ok(ix)
@@ -99,10 +110,24 @@ impl Index {
                 accesses += 1;
             }
         }
+        let measured_counts = match p.measure_marker {
+            None => access_counts.clone(),
+            Some(m) => {
+                let mut c = vec![0u64; p.pages()];
+                for &v in &p.ops[m..] {
+                    let (op, x) = crate::prepared::unpack(v);
+                    if op.is_access() {
+                        c[x as usize] += 1;
+                    }
+                }
+                c
+            }
+        };
         Index {
             ids: p.original.iter().enumerate().map(|(i, &o)| (o, i as u32)).collect(),
             original: p.original.clone(),
             access_counts,
+            measured_counts,
             page_size_bytes: p.page_size_bytes,
             source: p.source.clone(),
             records: p.ops.len() as u64,
@@ -216,6 +241,9 @@ mod tests {
             assert_eq!((ix.pages(), ix.records, ix.accesses), (p.pages(), p.ops.len() as u64, p.accesses() as u64));
             assert_eq!((&ix.original, ix.preexisting_pages), (&p.original, p.preexisting_pages));
             assert_eq!(ix.skew_cdf(), crate::skew::cdf(&p));
+            let of = Index::of(&p);
+            assert_eq!((&of.access_counts, &of.measured_counts), (&ix.access_counts, &ix.measured_counts));
+            assert_eq!(ix.measured_counts.iter().sum::<u64>(), 25_000, "the accesses after the marker");
             for policy in ["eager", "hymem", "nvcache", "spitfire", "se2", "lru", "arc"] {
                 for warmup in [Warmup::Auto, Warmup::FirstHalf, Warmup::None] {
                     let nvm = if matches!(policy, "lru" | "arc") { 0 } else { 96 };

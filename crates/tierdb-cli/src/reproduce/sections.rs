@@ -5,6 +5,7 @@ use anyhow::{Context, Result};
 use serde_json::Value;
 use std::path::Path;
 
+use super::sim;
 use super::three_tier_tpcc;
 use super::{Ctx, Section};
 
@@ -19,11 +20,23 @@ pub(crate) struct Entry {
 
 /// Every section, in order.
 pub(crate) fn all() -> Vec<Entry> {
-    vec![Entry {
-        name: "three-tier-fig9",
-        about: "three-tier paper, Figure 9: TPC-C throughput over warehouses, every architecture",
-        run: three_tier_tpcc::run,
-    }]
+    vec![
+        Entry {
+            name: "three-tier-fig9",
+            about: "three-tier paper, Figure 9: TPC-C throughput over warehouses, every architecture",
+            run: three_tier_tpcc::run,
+        },
+        Entry {
+            name: "spitfire-fig3-skew",
+            about: "Spitfire, Figure 3: skew of recorded TPC-C and YCSB traces (CDF of accesses over pages)",
+            run: sim::run_skew,
+        },
+        Entry {
+            name: "spitfire-fig10-recommender",
+            about: "Spitfire, Figure 10b: the recommender's hierarchy for a recorded TPC-C trace, and its perf/$",
+            run: sim::run_recommender,
+        },
+    ]
 }
 
 /// Reads a JSON artifact a child wrote.
