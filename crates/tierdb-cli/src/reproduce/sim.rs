@@ -284,7 +284,7 @@ pub(crate) fn run_recommender(ctx: &Ctx) -> Result<Vec<Section>> {
         Row::new("Figure 10b", format!("recommended hierarchy (database {})", mib(pages)))
             .published_text("DRAM-NVM-SSD: 16 GB DRAM + 1 TB NVM")
             .ours_text(kind)
-            .why("The grid is scaled to the traced database; what compares is the kind of hierarchy and where DRAM and NVM sit against the database's size."),
+            .why("The grid is scaled to the traced database; what compares is the kind of hierarchy and where DRAM and NVM sit against the database's size. Without SSD means NVM holds the whole database, which at our sizes costs less than an SSD tier under it in the profiles' prices."),
     );
     let throughput = |v: &Value| v["modelled"]["throughput_per_s"].as_f64();
     let vs_nvm_ssd = Row::new("Figure 10b", "recommended ÷ the same hierarchy without DRAM, throughput")
