@@ -69,6 +69,57 @@ fn a_recorded_ycsb_run_replays_and_the_recommender_writes_its_outputs() {
     for f in ["recommend.txt", "recommend.json", "recommend.svg"] {
         assert!(dir.path().join("rec").join(f).exists(), "{f} missing");
     }
+    // Figure 3's curve of the measured run: from 0% to 100% of the accesses.
+    let out = dir.path().join("skew").display().to_string();
+    let o = tierdb(&["trace", "skew", &t, "--names", "ycsb", "--out", &out]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("skew").join("skew.json")).unwrap()).unwrap();
+    let curve = j["curves"][0]["curve"].as_array().unwrap();
+    assert_eq!(curve.first().unwrap()["accesses_percent"].as_f64(), Some(0.0));
+    assert_eq!(curve.last().unwrap()["accesses_percent"].as_f64(), Some(100.0));
+    assert_eq!(j["curves"][0]["counted"], "from the measure marker");
+    assert!(dir.path().join("skew").join("skew.svg").exists());
+    let o = tierdb(&["trace", "skew", &t, "--names", "a,b", "--out", &out]);
+    assert!(!o.status.success() && stderr(&o).contains("--names gives 2 names for 1 traces"), "{}", stderr(&o));
+}
+
+#[test]
+fn a_recorded_tpcc_run_replays() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display().to_string();
+    let t = dir.path().join("tpcc.trace").display().to_string();
+    let o = tierdb(&[
+        "bench",
+        "tpcc",
+        "--tiny",
+        "--arch",
+        "three-tier",
+        "--dram",
+        "4MiB",
+        "--nvm",
+        "16MiB",
+        "--threads",
+        "1",
+        "--warmup",
+        "0",
+        "--duration",
+        "0.3",
+        "--mode",
+        "off",
+        "--ssd-dir",
+        &d,
+        "--nvm-dir",
+        &d,
+        "--trace",
+        &t,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = tierdb(&["sim", &t, "--arch", "three-tier", "--dram", "1MiB", "--nvm", "4MiB", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(j["result"]["accesses"].as_u64().unwrap() > 0, "the measured run was recorded: {j}");
+    assert!(j["result"]["warmup_accesses"].as_u64().unwrap() > 0, "and the load before it: {j}");
 }
 
 #[test]

@@ -6,6 +6,8 @@
 //!   pools, and DRAM-only LRU / ARC ([`cache`]);
 //! - [`model`]: modelled time from device profiles, and the Spitfire paper's §5.1
 //!   hierarchy model;
+//! - [`stream`]: replay of a trace file read in chunks (memory independent of its
+//!   length);
 //! - [`skew`]: the workload's skew (the paper's Figure 3 CDF);
 //! - [`recommend`]: the grid search over DRAM / NVM / SSD capacities under a budget.
 
@@ -20,6 +22,7 @@ pub mod recommend;
 pub mod record;
 pub mod sim;
 pub mod skew;
+pub mod stream;
 pub mod trace;
 
 pub use error::{SimError, TraceError};

@@ -64,6 +64,9 @@ pub struct Prepared {
     pub source: String,
     /// Index in `ops` of the `measure` marker, if any.
     pub measure_marker: Option<usize>,
+    /// Pages whose first record is not an allocation: the database's size before the
+    /// trace began (the engine's `DatabaseSize` at open).
+    pub preexisting_pages: u64,
 }
 
 impl Prepared {
@@ -75,6 +78,7 @@ impl Prepared {
         let mut original = Vec::new();
         let mut ops = Vec::with_capacity(trace.records.len());
         let mut measure_marker = None;
+        let mut preexisting_pages = 0;
         for r in &trace.records {
             let v = if r.op == Op::Marker {
                 if r.page == Marker::Measure.code() && measure_marker.is_none() {
@@ -86,6 +90,7 @@ impl Prepared {
                 let id = *ids.entry(r.page).or_insert(next);
                 if id == next {
                     original.push(r.page);
+                    preexisting_pages += u64::from(r.op != Op::Alloc);
                 }
                 u64::from(id)
             };
@@ -97,6 +102,7 @@ impl Prepared {
             page_size_bytes: trace.header.page_size_bytes,
             source: trace.header.source.clone(),
             measure_marker,
+            preexisting_pages,
         }
     }
 

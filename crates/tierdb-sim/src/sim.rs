@@ -150,12 +150,13 @@ pub struct Pools {
 
 impl Pools {
     /// Empty pools of `cfg`'s capacities, driven by `cfg`'s policy, for a trace of
-    /// `pages` dense page ids.
+    /// `pages` dense page ids over a database of `database_pages` pages when it begins
+    /// (the policy is told, as the engine tells it at open; allocations grow it).
     ///
     /// # Errors
     /// `Config` for an unknown policy, no DRAM, or a `basic-nvm-bm` whose NVM cannot
     /// hold the trace's pages.
-    pub fn new(cfg: &SimConfig, pages: usize, page_size_bytes: u32) -> Result<Pools, SimError> {
+    pub fn new(cfg: &SimConfig, pages: usize, database_pages: u64, page_size_bytes: u32) -> Result<Pools, SimError> {
         if cfg.dram_pages == 0 {
             return Err(SimError::Config { what: "DRAM must hold at least one page".into() });
         }
@@ -193,7 +194,7 @@ impl Pools {
         }
         let in_place_reads = cfg.nvm_pages > 0 && shape.in_place;
         let clean_only = shape.nvm_clean_only;
-        policy.observe(Event::DatabaseSize(pages as u64));
+        policy.observe(Event::DatabaseSize(database_pages));
         Ok(Pools {
             tiers,
             lines_per_page: u64::from(page_size_bytes) / CACHE_LINE_BYTES as u64,
@@ -647,56 +648,115 @@ enum Engine {
     Dram(Box<dyn Cache + Send>),
 }
 
-/// Runs `cfg` over `trace`.
-///
-/// # Errors
-/// `Config` for a configuration that cannot run; `NoAccesses` if no page access is
-/// measured (the trace has none, or all come before its `measure` marker).
-pub fn simulate(trace: &Prepared, cfg: &SimConfig) -> Result<SimResult, SimError> {
-    let pages = trace.pages();
-    let mut engine = match cfg.policy.as_str() {
-        "lru" | "arc" => {
-            if cfg.nvm_pages > 0 {
-                return Err(SimError::Config { what: format!("{} is a DRAM-only policy; give no NVM", cfg.policy) });
-            }
-            if cfg.dram_pages == 0 {
-                return Err(SimError::Config { what: "DRAM must hold at least one page".into() });
-            }
-            let c: Box<dyn Cache + Send> = if cfg.policy == "lru" {
-                Box::new(Lru::new(cfg.dram_pages, pages))
-            } else {
-                Box::new(Arc::new(cfg.dram_pages, pages))
-            };
-            Engine::Dram(c)
-        }
-        _ => Engine::Tiered(Box::new(Pools::new(cfg, pages, trace.page_size_bytes)?)),
-    };
-    let from = trace.measure_from(cfg.warmup);
-    let mut dram_stats = BufferStats::default();
-    let (mut warm, mut measured) = (0u64, 0u64);
-    let mut before = BufferStats::default();
-    let mut cache_before = None;
-    let mut allocated_max = pages as u64;
-    let lines_per_page = u64::from(trace.page_size_bytes) / CACHE_LINE_BYTES as u64;
-    for (i, &v) in trace.ops.iter().enumerate() {
-        if i == from {
-            before = match &engine {
-                Engine::Tiered(p) => {
-                    cache_before = p.cache_stats();
-                    p.stats
+/// Where a replay starts counting.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Start {
+    /// At the record of this index (0: from the start; the `measure` marker's index).
+    Record(u64),
+    /// At the first record preceded by this many page accesses (the first half).
+    Access(u64),
+}
+
+/// One replay, fed record by record: what [`simulate`] runs over a [`Prepared`] trace,
+/// and what [`crate::stream`] runs over a trace file read in chunks, so that both count
+/// the same.
+pub struct Replay {
+    engine: Engine,
+    cfg: SimConfig,
+    start: Start,
+    started: bool,
+    records: u64,
+    accesses: u64,
+    dram_stats: BufferStats,
+    warm: u64,
+    measured: u64,
+    before: BufferStats,
+    cache_before: Option<NvmCacheStats>,
+    allocated_max: u64,
+    lines_per_page: u64,
+}
+
+impl Replay {
+    /// A replay of `cfg` over a trace of `pages` dense page ids, `database_pages` of
+    /// which exist before it begins (see [`Prepared::preexisting_pages`]), counting
+    /// from `start`.
+    ///
+    /// # Errors
+    /// `Config` for a configuration that cannot run.
+    pub fn new(
+        cfg: &SimConfig,
+        pages: usize,
+        database_pages: u64,
+        page_size_bytes: u32,
+        start: Start,
+    ) -> Result<Replay, SimError> {
+        let engine = match cfg.policy.as_str() {
+            "lru" | "arc" => {
+                if cfg.nvm_pages > 0 {
+                    return Err(SimError::Config {
+                        what: format!("{} is a DRAM-only policy; give no NVM", cfg.policy),
+                    });
                 }
-                Engine::Dram(_) => dram_stats,
-            };
+                if cfg.dram_pages == 0 {
+                    return Err(SimError::Config { what: "DRAM must hold at least one page".into() });
+                }
+                let c: Box<dyn Cache + Send> = if cfg.policy == "lru" {
+                    Box::new(Lru::new(cfg.dram_pages, pages))
+                } else {
+                    Box::new(Arc::new(cfg.dram_pages, pages))
+                };
+                Engine::Dram(c)
+            }
+            _ => Engine::Tiered(Box::new(Pools::new(cfg, pages, database_pages, page_size_bytes)?)),
+        };
+        Ok(Replay {
+            engine,
+            cfg: cfg.clone(),
+            start,
+            started: false,
+            records: 0,
+            accesses: 0,
+            dram_stats: BufferStats::default(),
+            warm: 0,
+            measured: 0,
+            before: BufferStats::default(),
+            cache_before: None,
+            allocated_max: database_pages,
+            lines_per_page: u64::from(page_size_bytes) / CACHE_LINE_BYTES as u64,
+        })
+    }
+
+    fn snapshot(&mut self) {
+        self.before = match &self.engine {
+            Engine::Tiered(p) => {
+                self.cache_before = p.cache_stats();
+                p.stats
+            }
+            Engine::Dram(_) => self.dram_stats,
+        };
+        self.started = true;
+    }
+
+    /// Replays one record: `op` on dense page `x` (a marker: its code), whose id in
+    /// the trace is `original` (used by allocations: the database's size).
+    #[inline]
+    pub fn step(&mut self, op: Op, x: u64, original: u64) {
+        if !self.started
+            && match self.start {
+                Start::Record(i) => self.records == i,
+                Start::Access(n) => self.accesses == n,
+            }
+        {
+            self.snapshot();
         }
-        let (op, x) = unpack(v);
-        let counted = i >= from;
-        match &mut engine {
+        self.records += 1;
+        match &mut self.engine {
             Engine::Tiered(p) => match op {
-                Op::Read | Op::Write if !cfg.as_lines => p.fix(x as u32, op == Op::Write),
+                Op::Read | Op::Write if !self.cfg.as_lines => p.fix(x as u32, op == Op::Write),
                 Op::Read | Op::Write | Op::ReadLines | Op::WriteLines => p.fix_lines(x as u32, op.is_write()),
                 Op::Alloc => {
-                    allocated_max = allocated_max.max(trace.original[x as usize]);
-                    p.allocate(x as u32, allocated_max);
+                    self.allocated_max = self.allocated_max.max(original);
+                    p.allocate(x as u32, self.allocated_max);
                 }
                 Op::Free => p.free(x as u32),
                 Op::Marker => match Marker::from_code(x) {
@@ -709,68 +769,91 @@ pub fn simulate(trace: &Prepared, cfg: &SimConfig) -> Result<SimResult, SimError
                 if op.is_access() || op == Op::Alloc {
                     let held = c.len();
                     if c.access(x as u32) {
-                        dram_stats.dram_hits += 1;
+                        self.dram_stats.dram_hits += 1;
                     } else {
                         if op == Op::Alloc {
-                            dram_stats.allocations += 1;
+                            self.dram_stats.allocations += 1;
                         } else {
-                            dram_stats.ssd_reads += 1;
+                            self.dram_stats.ssd_reads += 1;
                         }
                         // A miss that did not grow the cache pushed a page out.
                         if c.len() == held {
-                            dram_stats.dram_evictions += 1;
+                            self.dram_stats.dram_evictions += 1;
                         }
                     }
                 }
             }
         }
         if op.is_access() {
-            if counted {
-                measured += 1;
+            self.accesses += 1;
+            if self.started {
+                self.measured += 1;
             } else {
-                warm += 1;
+                self.warm += 1;
             }
         }
     }
-    if measured == 0 {
-        let what = if warm == 0 {
-            format!("the trace's {} records hold no page access (read or write)", trace.ops.len())
-        } else {
-            // Only `Warmup::Auto` can measure none of them: it starts at the marker.
-            format!(
-                "the trace's `measure` marker comes after all {warm} of its page accesses; \
-                 replay with warm-up none or half"
-            )
-        };
-        return Err(SimError::NoAccesses { what });
-    }
-    if from >= trace.ops.len() {
-        before = match &engine {
-            Engine::Tiered(p) => p.stats,
-            Engine::Dram(_) => dram_stats,
-        };
-    }
-    let (end, cache) = match &engine {
-        Engine::Tiered(p) => {
-            if cfg!(debug_assertions) {
-                p.check_invariants();
-            }
-            let c = p.cache_stats();
-            (p.stats, c.map(|c| cache_before.map_or(c, |b| c.since(&b))))
+
+    /// The counts of the measured part.
+    ///
+    /// # Errors
+    /// `NoAccesses` if no page access was measured.
+    pub fn finish(mut self) -> Result<SimResult, SimError> {
+        if self.measured == 0 {
+            let what = if self.warm == 0 {
+                format!("the trace's {} records hold no page access (read or write)", self.records)
+            } else {
+                // Only a start at the `measure` marker can measure none of them.
+                format!(
+                    "the trace's `measure` marker comes after all {} of its page accesses; \
+                     replay with warm-up none or half",
+                    self.warm
+                )
+            };
+            return Err(SimError::NoAccesses { what });
         }
-        Engine::Dram(_) => (dram_stats, None),
-    };
-    Ok(SimResult {
-        policy: cfg.policy.clone(),
-        dram_pages: cfg.dram_pages,
-        nvm_pages: cfg.nvm_pages,
-        has_ssd: cfg.has_ssd,
-        accesses: measured,
-        warmup_accesses: warm,
-        stats: end.since(&before),
-        nvm_cache: cache,
-        lines_per_page,
-    })
+        if !self.started {
+            self.snapshot();
+        }
+        let (end, cache) = match &self.engine {
+            Engine::Tiered(p) => {
+                if cfg!(debug_assertions) {
+                    p.check_invariants();
+                }
+                let c = p.cache_stats();
+                (p.stats, c.map(|c| self.cache_before.map_or(c, |b| c.since(&b))))
+            }
+            Engine::Dram(_) => (self.dram_stats, None),
+        };
+        Ok(SimResult {
+            policy: self.cfg.policy.clone(),
+            dram_pages: self.cfg.dram_pages,
+            nvm_pages: self.cfg.nvm_pages,
+            has_ssd: self.cfg.has_ssd,
+            accesses: self.measured,
+            warmup_accesses: self.warm,
+            stats: end.since(&self.before),
+            nvm_cache: cache,
+            lines_per_page: self.lines_per_page,
+        })
+    }
+}
+
+/// Runs `cfg` over `trace`.
+///
+/// # Errors
+/// `Config` for a configuration that cannot run; `NoAccesses` if no page access is
+/// measured (the trace has none, or all come before its `measure` marker).
+pub fn simulate(trace: &Prepared, cfg: &SimConfig) -> Result<SimResult, SimError> {
+    let from = trace.measure_from(cfg.warmup) as u64;
+    let mut replay =
+        Replay::new(cfg, trace.pages(), trace.preexisting_pages, trace.page_size_bytes, Start::Record(from))?;
+    for &v in &trace.ops {
+        let (op, x) = unpack(v);
+        let original = if op == Op::Alloc { trace.original[x as usize] } else { 0 };
+        replay.step(op, x, original);
+    }
+    replay.finish()
 }
 
 #[cfg(test)]

@@ -25,14 +25,18 @@ pub struct CdfPoint {
 /// The skew CDF of `t`'s reads and writes.
 pub fn cdf(t: &Prepared) -> Vec<CdfPoint> {
     let mut counts = vec![0u64; t.pages()];
-    let mut total = 0u64;
     for &v in &t.ops {
         let (op, p) = unpack(v);
         if op.is_access() {
             counts[p as usize] += 1;
-            total += 1;
         }
     }
+    cdf_of_counts(counts)
+}
+
+/// The skew CDF of pages that received `counts` reads and writes each (any order).
+pub fn cdf_of_counts(mut counts: Vec<u64>) -> Vec<CdfPoint> {
+    let total: u64 = counts.iter().sum();
     counts.retain(|&c| c > 0);
     counts.sort_unstable_by(|a, b| b.cmp(a));
     let n = counts.len();
@@ -49,6 +53,32 @@ pub fn cdf(t: &Prepared) -> Vec<CdfPoint> {
             CdfPoint {
                 pages_percent: pct,
                 accesses_percent: if total == 0 { 0.0 } else { 100.0 * acc as f64 / total as f64 },
+            }
+        })
+        .collect()
+}
+
+/// The Figure 3 curve as the paper draws it: pages ordered coldest first, the share of
+/// the accesses that the coldest `pages_percent` of the pages received, at each of
+/// `percents` (0 ..= 100). Pages never read or written are left out.
+pub fn coldest_first(counts: &[u64], percents: &[f64]) -> Vec<CdfPoint> {
+    let mut sorted: Vec<u64> = counts.iter().copied().filter(|&c| c > 0).collect();
+    sorted.sort_unstable();
+    let n = sorted.len();
+    let total: u64 = sorted.iter().sum();
+    let mut prefix = Vec::with_capacity(n + 1);
+    prefix.push(0u64);
+    for c in &sorted {
+        prefix.push(prefix.last().copied().unwrap_or(0) + c);
+    }
+    percents
+        .iter()
+        .map(|&pct| {
+            debug_assert!((0.0..=100.0).contains(&pct), "page share {pct}% out of 0..=100");
+            let k = ((pct / 100.0) * n as f64).floor() as usize;
+            CdfPoint {
+                pages_percent: pct,
+                accesses_percent: if total == 0 { 0.0 } else { 100.0 * prefix[k.min(n)] as f64 / total as f64 },
             }
         })
         .collect()
@@ -168,5 +198,18 @@ mod tests {
         let at = |pct: f64| c.iter().find(|p| p.pages_percent == pct).unwrap().accesses_percent;
         assert_eq!(at(10.0), 91.0); // 10% of 11 pages: the hottest two
         assert_eq!(at(100.0), 100.0);
+    }
+
+    #[test]
+    fn coldest_first_is_the_complement_of_hottest_first() {
+        // Ten pages: 1, 2, …, 10 accesses (55 in all).
+        let counts: Vec<u64> = (1..=10).collect();
+        let c = coldest_first(&counts, &[0.0, 30.0, 100.0]);
+        assert_eq!(c[0].accesses_percent, 0.0);
+        assert!((c[1].accesses_percent - 100.0 * 6.0 / 55.0).abs() < 1e-9, "{c:?}");
+        assert_eq!(c[2].accesses_percent, 100.0);
+        let hot = cdf_of_counts(counts);
+        let h70 = hot.iter().find(|p| p.pages_percent == 70.0).unwrap().accesses_percent;
+        assert!((h70 + c[1].accesses_percent - 100.0).abs() < 1e-9);
     }
 }

@@ -1,9 +1,10 @@
 //! The simulator against the engine: a B+-tree workload (load, then skewed lookups and
 //! updates) runs on a real buffer manager with a trace recorder installed; the
 //! recorded trace replayed through the simulator, with the same policy and capacities,
-//! must count the engine's DRAM hits, NVM hits, SSD reads and pages written to NVM
-//! within 2%, for the policies it models and two seeds. Pages written to SSD are
-//! printed, not compared: they differ by 6-64% (docs/sim.md, issue 22).
+//! must count the engine's DRAM hits, NVM hits, SSD reads, pages written to NVM, DRAM
+//! evictions and the victims that leave without an NVM copy within 2%, for every
+//! policy the simulator accepts and two seeds; the exceptions, each explained or
+//! bounded in docs/sim.md, are in [`tolerance`].
 
 use std::sync::Arc;
 
@@ -20,10 +21,14 @@ const NVM_FRAMES: usize = 256;
 const RECORDS: u64 = 20_000;
 const OPS: u64 = 40_000;
 const TOLERANCE: f64 = 0.02;
+/// nvcache's NVM hits: measured +4.3% and +5.5% (seeds 7, 42); cause not found.
+const NVCACHE_NVM_HITS_TOLERANCE: f64 = 0.08;
 
 fn run_engine(policy: &str, seed: u64) -> (BufferStats, Prepared) {
-    let dir = tempfile::tempdir().unwrap();
+    // Both files on /dev/shm where it exists: the counts do not depend on the medium, and
+    // a page file on a shared disk made the test take ten minutes.
     let shm = tempfile::tempdir_in("/dev/shm").unwrap_or_else(|_| tempfile::tempdir().unwrap());
+    let dir = &shm;
     let mut c = BufferConfig::new(ByteSize((DRAM_FRAMES * PS) as u64));
     c.page_size = PS;
     c.policy = policy.into();
@@ -63,6 +68,26 @@ fn run_engine(policy: &str, seed: u64) -> (BufferStats, Prepared) {
     (stats, Prepared::new(&trace))
 }
 
+/// How far a counter may be from the engine's: `TOLERANCE` for what the simulator
+/// models move for move; a wider, stated bound where docs/sim.md explains why not
+/// (`None`: printed, not compared).
+fn tolerance(policy: &str, counter: &str) -> Option<f64> {
+    match (policy, counter) {
+        // SE2 never migrates a page to DRAM on a read, so a page the simulator's DRAM
+        // clock evicted where the engine's skipped it (its latch held by the B-tree's
+        // descent, not in the trace) stays in NVM for good and its reads count as NVM
+        // hits there, DRAM hits here. The sum of the two is compared instead.
+        ("se2", "DRAM hits" | "NVM hits" | "in place") => None,
+        // Not explained (docs/sim.md); bounded so that it cannot grow unnoticed.
+        ("nvcache", "NVM hits" | "NVM→DRAM") => Some(NVCACHE_NVM_HITS_TOLERANCE),
+        // The trace records an exclusive fix as a write; the engine marks a page dirty
+        // only when its bytes change (docs/sim.md): which victims are written differs,
+        // not how many leave. Compared through "written+dropped" instead.
+        (_, "DRAM→SSD" | "NVM→SSD" | "clean drop") => None,
+        _ => Some(TOLERANCE),
+    }
+}
+
 fn check(policy: &str, seed: u64) -> String {
     let (engine, trace) = run_engine(policy, seed);
     let mut cfg = SimConfig::new(policy, DRAM_FRAMES, NVM_FRAMES);
@@ -70,36 +95,57 @@ fn check(policy: &str, seed: u64) -> String {
     cfg.warmup = Warmup::None;
     let sim = simulate(&trace, &cfg).unwrap().stats;
     let mut report = format!("{policy} (seed {seed}), engine vs simulator:\n");
-    let mut worst: f64 = 0.0;
-    let written = |s: &BufferStats| s.dram_to_ssd_pages + s.nvm_to_ssd_pages;
+    let mut failed = Vec::new();
+    let memory = |s: &BufferStats| s.dram_hits + s.nvm_hits;
+    let left = |s: &BufferStats| s.dram_to_ssd_pages + s.clean_drops;
     for (name, e, s) in [
         ("DRAM hits", engine.dram_hits, sim.dram_hits),
         ("NVM hits", engine.nvm_hits, sim.nvm_hits),
+        ("DRAM+NVM", memory(&engine), memory(&sim)),
         ("SSD reads", engine.ssd_reads, sim.ssd_reads),
         ("to NVM", engine.dram_to_nvm_pages, sim.dram_to_nvm_pages),
+        ("NVM→DRAM", engine.nvm_to_dram_pages, sim.nvm_to_dram_pages),
+        ("in place", engine.nvm_reads_in_place, sim.nvm_reads_in_place),
+        ("DRAM evict", engine.dram_evictions, sim.dram_evictions),
+        ("written+dropped", left(&engine), left(&sim)),
+        ("DRAM→SSD", engine.dram_to_ssd_pages, sim.dram_to_ssd_pages),
+        ("NVM→SSD", engine.nvm_to_ssd_pages, sim.nvm_to_ssd_pages),
+        ("clean drop", engine.clean_drops, sim.clean_drops),
     ] {
-        let d = (s as f64 - e as f64).abs() / (e.max(1) as f64);
-        worst = worst.max(d);
-        report += &format!("  {name:<10} {e:>8} {s:>8} ({:+.3}%)\n", 100.0 * d);
+        let d = (s as f64 - e as f64) / (e.max(1) as f64);
+        let bound = tolerance(policy, name);
+        let mark = match bound {
+            Some(b) if d.abs() > b => {
+                failed.push(format!("{name} off by {:+.2}% (bound {:.0}%)", 100.0 * d, 100.0 * b));
+                " FAIL"
+            }
+            Some(_) => "",
+            None => " (not compared)",
+        };
+        report += &format!("  {name:<15} {e:>8} {s:>8} ({:+.3}%){mark}\n", 100.0 * d);
     }
-    // Not held to the 2% yet: they differ by 6-64% by policy (docs/sim.md).
-    let (e, s) = (written(&engine), written(&sim));
-    report += &format!(
-        "  SSD writes {e:>8} {s:>8} ({:+.3}%, not compared)\n",
-        100.0 * (s as f64 - e as f64) / e.max(1) as f64
-    );
     println!("{report}");
     assert!(engine.nvm_hits > 1000 && engine.ssd_reads > 100, "the workload must use every tier: {engine:?}");
-    assert!(worst <= TOLERANCE, "off by {:.2}%:\n{report}", 100.0 * worst);
+    assert!(
+        engine.dram_to_ssd_pages + engine.nvm_to_ssd_pages > 1000,
+        "the workload must write pages back: {engine:?}"
+    );
+    if std::env::var_os("EVS_NO_ASSERT").is_none() {
+        assert!(failed.is_empty(), "{}:\n{report}", failed.join("; "));
+    }
     report
 }
 
-/// The policies whose every counted move the simulator models, two seeds each. Not yet
-/// here (issue 22): `nvcache` (NVM hits off by 6-9%) and `se2` (in-place reads counted as
-/// NVM hits where the engine counts DRAM hits); `nvsql` the simulator refuses.
+/// Every engine policy the simulator accepts, two seeds each (`nvsql` it refuses, with
+/// the reason; `lru` and `arc` are the simulator's own, with no engine counterpart).
+/// Set `EVS_POLICIES=a,b` to run some only.
 #[test]
-fn modelled_policies_count_what_the_engine_counts() {
-    for policy in ["eager", "hymem", "spitfire"] {
+fn every_simulated_policy_counts_what_the_engine_counts() {
+    let only = std::env::var("EVS_POLICIES").unwrap_or_default();
+    for policy in ["eager", "hymem", "spitfire", "nvcache", "se2"] {
+        if !only.is_empty() && !only.split(',').any(|p| p == policy) {
+            continue;
+        }
         for seed in [42, 7] {
             check(policy, seed);
         }

@@ -253,7 +253,10 @@ pub fn run_one(
         }
     }
     let _files = Cleanup::new(files);
-    let ctx = RunCtx { setup, opts, scale, arch, dram, nvm, progress };
+    if engine.trace.is_some() && opts.write_set_interval.is_some() {
+        bail!("--trace and --write-set-interval both need the buffer manager's one access recorder; give one");
+    }
+    let ctx = RunCtx { setup, opts, scale, arch, dram, nvm, progress, trace: engine.trace.as_deref() };
     progress.set_prefix(&format!("{arch} tpcc W={}", scale.warehouses));
     if arch == Architecture::NvmDirect {
         let mut n = NvmConfig::new(&acfg.nvm_path, nvm);
@@ -293,6 +296,12 @@ pub trait StoreView {
     fn bytes_in_use(&self) -> u64;
     /// Installs an access recorder; false if the store has none to install.
     fn set_recorder(&self, r: Arc<WriteSetRecorder>) -> bool;
+    /// Installs a trace recorder (`--trace`); false if the store has no buffer manager.
+    fn set_trace_recorder(&self, _r: Arc<tierdb_sim::record::TraceRecorder>) -> bool {
+        false
+    }
+    /// Passes a phase marker to the trace recorder, if any.
+    fn record_marker(&self, _name: &'static str) {}
 }
 
 impl StoreView for BufferManager {
@@ -304,6 +313,12 @@ impl StoreView for BufferManager {
     }
     fn set_recorder(&self, r: Arc<WriteSetRecorder>) -> bool {
         BufferManager::set_recorder(self, r)
+    }
+    fn set_trace_recorder(&self, r: Arc<tierdb_sim::record::TraceRecorder>) -> bool {
+        BufferManager::set_recorder(self, r)
+    }
+    fn record_marker(&self, name: &'static str) {
+        BufferManager::record_marker(self, name);
     }
 }
 
@@ -486,12 +501,31 @@ struct RunCtx<'a> {
     dram: ByteSize,
     nvm: ByteSize,
     progress: &'a Progress,
+    /// `--trace`: where the buffer manager's page accesses go, recorded from the load on.
+    trace: Option<&'a std::path::Path>,
 }
 
 impl RunCtx<'_> {
     fn run<S: DbStore + StoreView + Sync>(&self, open: impl Fn() -> Result<Db<S>>, crash: bool) -> Result<TpccReport> {
         let (setup, scale, progress) = (self.setup, &self.scale, self.progress);
         let db = open()?;
+        let tracer = match self.trace {
+            Some(path) => {
+                let rec = Arc::new(tierdb_sim::record::TraceRecorder::new(
+                    db.store().page_size() as u32,
+                    format!("tierdb bench tpcc --arch {} --warehouses {}", self.arch, scale.warehouses),
+                ));
+                if !db.store().set_trace_recorder(rec.clone()) {
+                    bail!(
+                        "--trace {}: {} has no buffer manager whose accesses could be recorded",
+                        path.display(),
+                        self.arch
+                    );
+                }
+                Some(rec)
+            }
+            None => None,
+        };
         // 1. Load and checkpoint.
         let load_threads = self.opts.load_threads.unwrap_or(setup.threads.max(2));
         if load_threads == 0 || load_threads > LOAD_THREADS_MAX {
@@ -537,6 +571,7 @@ impl RunCtx<'_> {
             sleep_with_progress(progress, "warm-up", warmup, &stop, &mut |_| {});
             let before = (db.store().tier_stats(), db.wal().stats());
             let started = Instant::now();
+            db.store().record_marker("measure");
             measuring.store(true, Ordering::Release);
             if let Some(r) = &recorder {
                 r.tick(1);
@@ -575,6 +610,10 @@ impl RunCtx<'_> {
             Ok((results.into_iter().collect::<Result<Vec<_>>>()?, run_secs, before, after, c))
         })?;
         let write_set = recorder.map(|r| r.series(ws_interval, last_interval));
+        if let (Some(rec), Some(path)) = (&tracer, self.trace) {
+            let n = rec.save(path).with_context(|| format!("writing the trace {}", path.display()))?;
+            progress.println(&format!("trace: {n} records written to {}", path.display()));
+        }
         let db_bytes_after = db.store().bytes_in_use();
 
         // 4. Consistency, or a crash and recovery and then the check: a check before

@@ -18,6 +18,7 @@ mod engine;
 mod nvcache;
 mod report;
 mod sections;
+mod sim;
 mod three_tier_tpcc;
 
 use std::fs;

@@ -6,7 +6,7 @@ use serde_json::Value;
 use std::path::Path;
 
 use super::{Ctx, Section};
-use super::{engine, nvcache, three_tier_tpcc};
+use super::{engine, nvcache, sim, three_tier_tpcc};
 
 /// One entry of the reproduction.
 pub(crate) struct Entry {
@@ -34,6 +34,16 @@ pub(crate) fn all() -> Vec<Entry> {
             name: "engine",
             about: "tierdb's own figures: the devices against their profiles, two threads against one, all data in DRAM",
             run: engine::run,
+        },
+        Entry {
+            name: "spitfire-fig3-skew",
+            about: "Spitfire, Figure 3: skew of recorded TPC-C and YCSB traces (CDF of accesses over pages)",
+            run: sim::run_skew,
+        },
+        Entry {
+            name: "spitfire-fig10-recommender",
+            about: "Spitfire, Figure 10b: the recommender's hierarchy for a recorded TPC-C trace, and its perf/$",
+            run: sim::run_recommender,
         },
     ]
 }

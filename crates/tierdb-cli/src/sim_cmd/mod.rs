@@ -45,6 +45,26 @@ impl TraceInput {
     }
 }
 
+impl TraceInput {
+    /// The format and import options, checked.
+    pub(super) fn format_and_options(&self) -> anyhow::Result<(Format, ImportOptions)> {
+        let Some(f) = Format::from_name(&self.format) else {
+            bail!("unknown trace format {:?}; known: {}", self.format, Format::NAMES.join(", "))
+        };
+        let opts = ImportOptions { page_size_bytes: u32::try_from(self.page_size.bytes()).context("page size")? };
+        Ok((f, opts))
+    }
+}
+
+/// The process's peak resident set size (`VmHWM` of /proc/self/status), bytes; `None`
+/// where the OS does not report it.
+pub(super) fn peak_rss_bytes() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: u64 = line.trim_start_matches("VmHWM:").trim().trim_end_matches("kB").trim().parse().ok()?;
+    Some(kib * 1024)
+}
+
 pub(super) fn load_trace(path: &Path, format: &str, page_size: ByteSize) -> anyhow::Result<trace::Trace> {
     let Some(f) = Format::from_name(format) else {
         bail!("unknown trace format {format:?}; known: {}", Format::NAMES.join(", "))

@@ -8,10 +8,11 @@ use clap::Args;
 use serde::Serialize;
 use tierdb::arch::Architecture;
 use tierdb_sim::model::{Modelled, modelled_time};
-use tierdb_sim::skew::{CdfPoint, cdf};
-use tierdb_sim::{SimConfig, SimResult, Warmup, simulate};
+use tierdb_sim::skew::CdfPoint;
+use tierdb_sim::stream::{Index, simulate_file};
+use tierdb_sim::{SimConfig, SimResult, Warmup};
 
-use super::{ProfileArgs, TraceInput, pages_of, warmup_of};
+use super::{ProfileArgs, TraceInput, pages_of, peak_rss_bytes, warmup_of};
 
 #[derive(Args, Debug)]
 pub struct SimArgs {
@@ -68,10 +69,17 @@ struct SimReport<'a> {
     load_s: f64,
     replay_s: f64,
     replay_accesses_per_s: f64,
+    /// The process's peak resident set (VmHWM), if the OS reports it.
+    peak_rss_bytes: Option<u64>,
 }
 
 pub fn run_sim(a: SimArgs) -> anyhow::Result<()> {
-    let (p, load_s) = a.input.load()?;
+    // Two passes over the file (streamed: memory per page, not per access): the index,
+    // then the replay.
+    let t0 = Instant::now();
+    let (format, opts) = a.input.format_and_options()?;
+    let p = Index::scan(&a.input.trace, format, opts)?;
+    let load_s = t0.elapsed().as_secs_f64();
     let ps = u64::from(p.page_size_bytes);
     let arch: Architecture = a.arch.parse()?;
     if !arch.has_buffer() {
@@ -93,7 +101,8 @@ pub fn run_sim(a: SimArgs) -> anyhow::Result<()> {
     cfg.as_lines = a.as_lines;
     let profiles = a.profiles.load()?;
     let t0 = Instant::now();
-    let r = simulate(&p, &cfg).with_context(|| format!("replaying {}", a.input.trace.display()))?;
+    let r = simulate_file(&a.input.trace, format, opts, &p, &cfg)
+        .with_context(|| format!("replaying {}", a.input.trace.display()))?;
     let replay_s = t0.elapsed().as_secs_f64();
     let m = modelled_time(&r, ps, &profiles);
     let ssd_pages = match &a.ssd {
@@ -102,8 +111,8 @@ pub fn run_sim(a: SimArgs) -> anyhow::Result<()> {
         None => 0,
     };
     let cost = profiles.cost_usd(cfg.dram_pages as u64 * ps, cfg.nvm_pages as u64 * ps, ssd_pages * ps);
-    let skew = cdf(&p);
-    let ops = p.ops.len() as f64;
+    let skew = p.skew_cdf();
+    let ops = p.records as f64;
     let report = SimReport {
         trace: a.input.trace.display().to_string(),
         source: &p.source,
@@ -121,6 +130,7 @@ pub fn run_sim(a: SimArgs) -> anyhow::Result<()> {
         load_s,
         replay_s,
         replay_accesses_per_s: ops / replay_s.max(1e-9),
+        peak_rss_bytes: peak_rss_bytes(),
     };
     if a.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
@@ -190,10 +200,14 @@ fn sim_text(r: &SimReport<'_>) -> String {
         .join(" ");
     t += "\n";
     t += &format!(
-        "load {:.2} s; replay {:.3} s = {:.2} M records/s (one thread)\n",
+        "index pass {:.2} s; replay pass {:.3} s = {:.2} M records/s (one thread, reading included)",
         r.load_s,
         r.replay_s,
         r.replay_accesses_per_s / 1e6
     );
+    if let Some(b) = r.peak_rss_bytes {
+        t += &format!("; peak RSS {:.1} MiB", b as f64 / (1u64 << 20) as f64);
+    }
+    t += "\n";
     t
 }

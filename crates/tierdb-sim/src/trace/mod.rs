@@ -19,7 +19,7 @@ pub mod import;
 pub mod text;
 
 use std::io::{BufReader, Read};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::error::TraceError;
 
@@ -271,6 +271,33 @@ pub fn open(path: &Path) -> Result<Box<dyn Read>, TraceError> {
 /// I/O errors and undecodable content, naming the file and where; `Empty`; `Invalid`
 /// for an import page size of 0.
 pub fn load(path: &Path, format: Format, opts: ImportOptions) -> Result<Trace, TraceError> {
+    let mut records = Vec::new();
+    let header = for_each_chunk(path, format, opts, |_, chunk| {
+        records.extend_from_slice(chunk);
+        Ok(())
+    })?;
+    Ok(Trace { header, records })
+}
+
+/// Records a chunk holds at most when [`for_each_chunk`] splits a trace it had to read
+/// whole (text and imported traces).
+pub const CHUNK_RECORDS_MAX: usize = 1 << 16;
+
+/// Reads the trace of `format` at `path` in order, handing `f` its records a chunk at
+/// a time, and returns its header. A binary tierdb trace (zstd-compressed or not) is
+/// streamed block by block, so memory does not grow with its length; text and
+/// imported traces are parsed whole first (convert them with `tierdb trace import` to
+/// stream them). Refuses what [`load`] refuses, with the same errors; `f`'s error
+/// stops the reading and is returned.
+///
+/// # Errors
+/// As [`load`], and `f`'s.
+pub fn for_each_chunk(
+    path: &Path,
+    format: Format,
+    opts: ImportOptions,
+    mut f: impl FnMut(&Header, &[Record]) -> Result<(), TraceError>,
+) -> Result<Header, TraceError> {
     let p = path.to_path_buf();
     if format != Format::Tierdb && opts.page_size_bytes == 0 {
         return Err(TraceError::Invalid { what: format!("{}: page size 0 for an imported trace", path.display()) });
@@ -282,33 +309,43 @@ pub fn load(path: &Path, format: Format, opts: ImportOptions) -> Result<Trace, T
         let what = if raw_empty { "the file is empty (0 bytes)" } else { "the file decompresses to nothing" };
         return Err(TraceError::Empty { path: p, what: what.into() });
     }
-    let t = match format {
-        Format::Tierdb => load_tierdb(r, p)?,
-        Format::Arc => import::arc(r, &p, opts)?,
-        Format::Msr => import::msr(r, &p, opts)?,
-        Format::PgUsdt => import::pg_usdt(r, &p, opts)?,
+    let mut records = 0u64;
+    let header = if format == Format::Tierdb && head.starts_with(&binary::MAGIC) {
+        let mut reader = binary::Reader::new(r, p)?;
+        let header = reader.header().clone();
+        let mut chunk = Vec::new();
+        loop {
+            chunk.clear();
+            if !reader.next_block(&mut chunk)? {
+                break;
+            }
+            records += chunk.len() as u64;
+            f(&header, &chunk)?;
+        }
+        header
+    } else {
+        let t = match format {
+            Format::Tierdb => text::read(r, &p)?,
+            Format::Arc => import::arc(r, &p, opts)?,
+            Format::Msr => import::msr(r, &p, opts)?,
+            Format::PgUsdt => import::pg_usdt(r, &p, opts)?,
+        };
+        records = t.records.len() as u64;
+        if records > 0 {
+            for chunk in t.records.chunks(CHUNK_RECORDS_MAX) {
+                f(&t.header, chunk)?;
+            }
+        }
+        t.header
     };
-    if t.records.is_empty() {
+    if records == 0 {
         let what = match format {
             Format::Tierdb => "a header and no records".to_string(),
             _ => format!("no request lines for --format {}", format.name()),
         };
         return Err(TraceError::Empty { path: path.to_path_buf(), what });
     }
-    Ok(t)
-}
-
-fn load_tierdb(mut r: impl std::io::BufRead, path: PathBuf) -> Result<Trace, TraceError> {
-    let head = r.fill_buf().map_err(|source| TraceError::Io { path: path.clone(), source })?;
-    if head.starts_with(&binary::MAGIC) {
-        let mut reader = binary::Reader::new(r, path)?;
-        let header = reader.header().clone();
-        let mut records = Vec::new();
-        while reader.next_block(&mut records)? {}
-        Ok(Trace { header, records })
-    } else {
-        text::read(r, &path)
-    }
+    Ok(header)
 }
 
 /// Writes `trace` to `path`: text if the name ends in `.txt`, else binary.
