@@ -5,8 +5,8 @@ use anyhow::{Context, Result};
 use serde_json::Value;
 use std::path::Path;
 
-use super::three_tier_tpcc;
 use super::{Ctx, Section};
+use super::{hymem, three_tier_tpcc};
 
 /// One entry of the reproduction.
 pub(crate) struct Entry {
@@ -19,11 +19,33 @@ pub(crate) struct Entry {
 
 /// Every section, in order.
 pub(crate) fn all() -> Vec<Entry> {
-    vec![Entry {
-        name: "three-tier-fig9",
-        about: "three-tier paper, Figure 9: TPC-C throughput over warehouses, every architecture",
-        run: three_tier_tpcc::run,
-    }]
+    vec![
+        Entry {
+            name: "three-tier-fig9",
+            about: "three-tier paper, Figure 9: TPC-C throughput over warehouses, every architecture",
+            run: three_tier_tpcc::run,
+        },
+        Entry {
+            name: "three-tier-fig12",
+            about: "three-tier paper, Figure 12: YCSB-RO over NVM latency, three-tier vs nvm-direct",
+            run: hymem::fig12,
+        },
+        Entry {
+            name: "three-tier-fig14-15",
+            about: "three-tier paper, Figures 14 and 15: data size scaled with DRAM and NVM; update share",
+            run: hymem::fig14_15,
+        },
+        Entry {
+            name: "three-tier-fig16",
+            about: "three-tier paper, Figure 16: NVM line writes, three-tier vs nvm-direct, with their logs",
+            run: hymem::fig16,
+        },
+        Entry {
+            name: "three-tier-fig17",
+            about: "three-tier paper, Figure 17: throughput right after a clean restart",
+            run: hymem::fig17,
+        },
+    ]
 }
 
 /// Reads a JSON artifact a child wrote.
