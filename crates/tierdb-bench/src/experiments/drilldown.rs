@@ -155,6 +155,12 @@ pub struct Fig10Row {
     pub line_faults: Option<u64>,
     pub mini_allocations: Option<u64>,
     pub mini_promotions: Option<u64>,
+    /// Fixes of B+-tree children from a DRAM parent, by how the child was reached: a
+    /// swizzled reference, the page table finding a full frame, the page table finding
+    /// a mini page (never swizzled).
+    pub child_fixes_swizzled: Option<u64>,
+    pub child_fixes_table_full: Option<u64>,
+    pub child_fixes_table_mini: Option<u64>,
     pub swizzles: Option<u64>,
     pub unswizzles: Option<u64>,
     pub runs: Runs,
@@ -442,6 +448,9 @@ pub fn report(
                             line_faults: runs.counter(|b| b.line_faults),
                             mini_allocations: runs.counter(|b| b.mini_allocations),
                             mini_promotions: runs.counter(|b| b.mini_promotions),
+                            child_fixes_swizzled: runs.counter(|b| b.child_fixes_swizzled),
+                            child_fixes_table_full: runs.counter(|b| b.child_fixes_table_full),
+                            child_fixes_table_mini: runs.counter(|b| b.child_fixes_table_mini),
                             swizzles: runs.counter(|b| b.swizzles),
                             unswizzles: runs.counter(|b| b.unswizzles),
                             runs,

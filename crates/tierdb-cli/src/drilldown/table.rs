@@ -62,6 +62,17 @@ pub(super) fn describe(r: &DrilldownReport) -> String {
     )
 }
 
+/// The child fixes by way, with the share that found an unswizzled mini page.
+fn child_fixes(row: &tierdb_bench::experiments::drilldown::Fig10Row) -> String {
+    match (row.child_fixes_swizzled, row.child_fixes_table_full, row.child_fixes_table_mini) {
+        (Some(s), Some(f), Some(m)) => {
+            let all = (s + f + m).max(1);
+            format!("{s} / {f} / {m} ({:.1}% mini)", 100.0 * m as f64 / all as f64)
+        }
+        _ => "—".into(),
+    }
+}
+
 fn dash<T>(v: Option<T>, f: impl Fn(T) -> String) -> String {
     v.map(f).unwrap_or_else(|| "—".into())
 }
@@ -93,6 +104,7 @@ pub(super) fn render_text(r: &DrilldownReport) -> String {
             "mini pages",
             "mini promotions",
             "swizzles",
+            "child fixes: swizzled / table→frame / table→mini",
         ]);
         for row in &f.rows {
             t.add_row([
@@ -105,6 +117,7 @@ pub(super) fn render_text(r: &DrilldownReport) -> String {
                 dash(row.mini_allocations, count),
                 dash(row.mini_promotions, count),
                 dash(row.swizzles, count),
+                child_fixes(row),
             ]);
         }
         let _ = writeln!(
