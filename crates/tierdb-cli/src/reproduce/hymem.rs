@@ -203,11 +203,27 @@ pub(crate) fn fig16(ctx: &Ctx) -> Result<Vec<Section>> {
          share of the re-updates."
     );
     s.rows.push(with(
-        Row::new("Figure 16", "total line writes, nvm-direct ÷ three-tier")
+        Row::new("Figure 16", "total line writes, nvm-direct ÷ three-tier, both with their logs")
             .published(PAPER_WEAR_TOTAL_RATIO, "25M ÷ 4.7M (A.4)")
             .unit("×")
             .why(why_total.as_str()),
         ratio("line_writes_total"),
+    ));
+    let data_only = match (get("nvm-direct", "line_writes_total"), get("three-tier", "line_writes_total")) {
+        (Some(d), Some(t)) => get("three-tier", "log_line_writes").filter(|&l| t > l).map(|l| d / (t - l)),
+        _ => None,
+    };
+    s.rows.push(with(
+        Row::new("Figure 16", "total line writes, nvm-direct with its log ÷ three-tier's data lines only")
+            .published(PAPER_WEAR_TOTAL_RATIO, "25M ÷ 4.7M (A.4)")
+            .unit("×")
+            .why(
+                "The paper's 4.7M for 10M updates is under one line per update, which no per-update log record fits: \
+                 its three-tier count seems to be of data lines only, its nvm-direct count (2.5 per update) of data \
+                 and log. Our nvm-direct log records are larger (a logical record per update and the changed lines' \
+                 images at write-back).",
+            ),
+        data_only,
     ));
     s.rows.push(with(
         Row::new("Figure 16", "most writes to one line, nvm-direct ÷ three-tier")
