@@ -154,7 +154,8 @@ pub struct SeriesReport {
     pub nvm_restart: Option<RestartInfo>,
     /// Frame headers read per second by the reopen's scan: frames over scan time, the
     /// scan's real work (the paper's Figure 17 discussion reports the table's rebuild,
-    /// not bytes of pages). `None` without NVM, a formatted pool, or a zero scan time.
+    /// not bytes of pages); for `nvm-direct`, allocation-map entries (one byte per page
+    /// slot) per second. `None` without NVM, a formatted pool, or a zero scan time.
     pub scan_headers_per_sec: Option<f64>,
     pub timeline: Timeline,
     pub ops: u64,
