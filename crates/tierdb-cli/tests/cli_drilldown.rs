@@ -118,6 +118,40 @@ fn every_part_reports_its_rows_and_plots() {
 }
 
 #[test]
+fn size_and_rw_parts_scale_the_sizes_and_mix_the_updates() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = drilldown(dir.path(), &["--parts", "rw,size", "--size-factors", "1,2", "--update-percent", "0,100"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = dir.path().join("out");
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("drilldown.json")).unwrap()).unwrap();
+    assert_eq!(v["parts"], serde_json::json!(["size", "rw"]));
+    let size = v["size"]["rows"].as_array().unwrap();
+    assert_eq!(size.len(), 6, "two factors × three architectures");
+    let archs: Vec<&str> = size[..3].iter().map(|r| r["arch"].as_str().unwrap()).collect();
+    assert_eq!(archs, ["three-tier", "basic-nvm-bm", "nvm-direct"]);
+    for (r, f) in size.iter().zip([1u64, 1, 1, 2, 2, 2]) {
+        let sizes = (r["dram_bytes"].as_u64(), r["nvm_bytes"].as_u64(), r["data_bytes"].as_u64());
+        assert_eq!(sizes, (Some(f << 20), Some(f * (4 << 20)), Some(f * (3 << 20))), "{r}");
+        assert!(r["ops_per_sec"].as_f64().unwrap() > 0.0, "{r}");
+    }
+    let rw = v["rw"]["rows"].as_array().unwrap();
+    assert_eq!(rw.len(), 6, "two update shares × three architectures");
+    for (r, pct) in rw.iter().zip([0.0, 0.0, 0.0, 100.0, 100.0, 100.0]) {
+        assert_eq!(r["x"], pct, "{r}");
+        let proportion = &r["runs"]["reports"][0]["setup"]["workload"]["update_proportion"];
+        assert_eq!(proportion.as_f64(), Some(pct / 100.0), "{r}");
+    }
+    let text = std::fs::read_to_string(out.join("drilldown.txt")).unwrap();
+    for needle in ["Figure 14", "Figure 15", "no log"] {
+        assert!(text.contains(needle), "drilldown.txt lacks {needle:?}:\n{text}");
+    }
+    for svg in ["drilldown-size.svg", "drilldown-rw.svg"] {
+        let t = std::fs::read_to_string(out.join(svg)).unwrap();
+        assert!(t.contains("nvm-direct") && t.contains("three-tier"), "{svg}");
+    }
+}
+
+#[test]
 fn bad_input_is_a_clear_error_before_any_run() {
     let dir = tempfile::tempdir().unwrap();
     let cases: &[(&[&str], &str)] = &[
@@ -136,6 +170,10 @@ fn bad_input_is_a_clear_error_before_any_run() {
         (&["--data", "5MiB"], "larger than --nvm"),
         (&["--runs", "0"], "--runs"),
         (&["--techniques", "all"], "sets the techniques itself"),
+        (&["--size-factors", "2,1"], "increasing"),
+        (&["--size-factors", "0"], "outside"),
+        (&["--update-percent", "12.5"], "not a whole number"),
+        (&["--update-percent", "0,101"], "outside"),
     ];
     for (args, want) in cases {
         let o = drilldown(dir.path(), args);

@@ -74,8 +74,15 @@ pub enum Count {
     PrefetchReads,
     /// NVM frames the page provider freed ahead ([`BufferStats::provider_nvm_frames`]).
     ProviderNvmFrames,
+    /// Child fixes that followed a swizzled reference ([`BufferStats::child_fixes_swizzled`]).
+    ChildFixesSwizzled,
+    /// Child fixes by page id that found a full DRAM frame
+    /// ([`BufferStats::child_fixes_table_full`]).
+    ChildFixesTableFull,
+    /// Child fixes by page id that found a mini page ([`BufferStats::child_fixes_table_mini`]).
+    ChildFixesTableMini,
 }
-const COUNTS: usize = Count::ProviderNvmFrames as usize + 1;
+const COUNTS: usize = Count::ChildFixesTableMini as usize + 1;
 
 /// The buffer manager's live counters, one [`Count`] each, striped per thread: bumping
 /// one costs no locked instruction; [`snapshot`](Self::snapshot) sums the stripes into a
@@ -166,6 +173,18 @@ pub struct BufferStats {
     /// that took them.
     #[serde(default)]
     pub provider_nvm_frames: u64,
+    /// Fixes of a B+-tree child, from a parent in DRAM, that followed a swizzled
+    /// reference (no page-table lookup).
+    #[serde(default)]
+    pub child_fixes_swizzled: u64,
+    /// Fixes of a child by its page id (the parent's reference not swizzled) that found
+    /// the child in a full DRAM frame; the fix tries to swizzle the reference.
+    #[serde(default)]
+    pub child_fixes_table_full: u64,
+    /// Fixes of a child by its page id that found it in a DRAM mini page: mini pages
+    /// are never swizzled, so every such fix looks the page table up.
+    #[serde(default)]
+    pub child_fixes_table_mini: u64,
 }
 
 impl BufferStats {
@@ -211,6 +230,9 @@ impl BufferStats {
             self.provider_errors,
             self.prefetch_reads,
             self.provider_nvm_frames,
+            self.child_fixes_swizzled,
+            self.child_fixes_table_full,
+            self.child_fixes_table_mini,
         ]
     }
 
@@ -245,6 +267,9 @@ impl BufferStats {
             provider_errors: a[Count::ProviderErrors as usize],
             prefetch_reads: a[Count::PrefetchReads as usize],
             provider_nvm_frames: a[Count::ProviderNvmFrames as usize],
+            child_fixes_swizzled: a[Count::ChildFixesSwizzled as usize],
+            child_fixes_table_full: a[Count::ChildFixesTableFull as usize],
+            child_fixes_table_mini: a[Count::ChildFixesTableMini as usize],
         }
     }
 }

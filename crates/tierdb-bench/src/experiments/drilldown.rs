@@ -1,5 +1,5 @@
 //! The drill-down experiments of `tierdb drilldown` (van Renen et al., SIGMOD 2018,
-//! §5.4 and §5.6): the jobs' shapes and setups ([`scan_setup`], [`profile_at`]), their
+//! §5.4, §5.6 and the appendix's A.2 and A.3): the jobs' shapes and setups ([`scan_setup`], [`profile_at`]), their
 //! runs, round robin ([`run_jobs`]), and the assembly of finished jobs into the
 //! report's parts ([`report`]) with the targets; the command plans the jobs from
 //! its arguments and renders the tables and plots.
@@ -52,10 +52,14 @@ pub enum Part {
     Scan,
     Latency,
     Dram,
+    /// Figure 14: DRAM, NVM and data scaled together.
+    Size,
+    /// Figure 15: YCSB-R/W over the share of updates.
+    Rw,
 }
 
 impl Part {
-    pub const ALL: [Part; 4] = [Part::Fig10, Part::Scan, Part::Latency, Part::Dram];
+    pub const ALL: [Part; 6] = [Part::Fig10, Part::Scan, Part::Latency, Part::Dram, Part::Size, Part::Rw];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -63,6 +67,8 @@ impl Part {
             Part::Scan => "scan",
             Part::Latency => "latency",
             Part::Dram => "dram",
+            Part::Size => "size",
+            Part::Rw => "rw",
         }
     }
 }
@@ -85,6 +91,10 @@ pub struct Job {
     pub arch: Architecture,
     pub techniques: Techniques,
     pub dram: ByteSize,
+    /// The NVM and the data of its runs (the `size` part scales them; every other part
+    /// uses the command's).
+    pub nvm: ByteSize,
+    pub data: ByteSize,
     /// The setup of its runs: workload, techniques and NVM profile as this job needs.
     pub setup: Setup,
     pub runs: Runs,
@@ -145,6 +155,12 @@ pub struct Fig10Row {
     pub line_faults: Option<u64>,
     pub mini_allocations: Option<u64>,
     pub mini_promotions: Option<u64>,
+    /// Fixes of B+-tree children from a DRAM parent, by how the child was reached: a
+    /// swizzled reference, the page table finding a full frame, the page table finding
+    /// a mini page (never swizzled).
+    pub child_fixes_swizzled: Option<u64>,
+    pub child_fixes_table_full: Option<u64>,
+    pub child_fixes_table_mini: Option<u64>,
     pub swizzles: Option<u64>,
     pub unswizzles: Option<u64>,
     pub runs: Runs,
@@ -227,6 +243,30 @@ pub struct DramPart {
     pub rows: Vec<DramRow>,
 }
 
+/// One point of the `size` (Figure 14) or `rw` (Figure 15) sweep.
+#[derive(Serialize)]
+pub struct SweepRow {
+    pub arch: Architecture,
+    pub techniques: Techniques,
+    /// The sweep's variable: the scale factor of DRAM, NVM and data (`size`), or the
+    /// percentage of updates (`rw`).
+    pub x: f64,
+    pub dram_bytes: u64,
+    pub nvm_bytes: u64,
+    pub data_bytes: u64,
+    /// The workload's name (`ro`, `rw:50`).
+    pub workload: String,
+    pub ops_per_sec: Option<f64>,
+    pub runs: Runs,
+}
+
+#[derive(Serialize)]
+pub struct SweepPart {
+    /// What `x` is.
+    pub x_is: &'static str,
+    pub rows: Vec<SweepRow>,
+}
+
 #[derive(Serialize)]
 pub struct DrilldownReport {
     pub command: &'static str,
@@ -245,6 +285,8 @@ pub struct DrilldownReport {
     pub scan: Option<ScanPart>,
     pub latency: Option<LatencyPart>,
     pub dram: Option<DramPart>,
+    pub size: Option<SweepPart>,
+    pub rw: Option<SweepPart>,
 }
 
 /// Checked command-line lists.
@@ -252,6 +294,16 @@ pub struct Plan {
     pub parts: Vec<Part>,
     pub latencies_ns: Vec<f64>,
     pub dram_percents: Vec<f64>,
+    /// Factors of the `size` part applied to DRAM, NVM and data.
+    pub size_factors: Vec<f64>,
+    /// Update percentages of the `rw` part.
+    pub update_percents: Vec<f64>,
+}
+
+/// `size` scaled by `factor`, in whole pages, at least `min` pages.
+pub fn scaled(size: ByteSize, factor: f64, page_bytes: u64, min_pages: u64) -> ByteSize {
+    let pages = (size.bytes() as f64 * factor / page_bytes as f64).floor() as u64;
+    ByteSize(pages.max(min_pages) * page_bytes)
 }
 
 /// DRAM of `percent` of `nvm`, in whole pages, at least the buffer manager's minimum.
@@ -294,19 +346,12 @@ pub fn profile_at(base: &DeviceProfile, read_ns: f64) -> Result<DeviceProfile> {
 
 /// Runs every job `runs` times round robin (run r of every job, then run r + 1), so
 /// that drift of a shared machine spreads over all configurations, with fresh files
-/// each time (`nvm`, `data`: the NVM and the data of every job); then takes each job's
+/// each time (each job's own DRAM, NVM and data); then takes each job's
 /// median. A job whose data does not fit is skipped from then on.
 ///
 /// # Errors
 /// A run's error other than a full device, naming the job.
-pub fn run_jobs(
-    engine: &EngineArgs,
-    jobs: &mut [Job],
-    runs: usize,
-    (nvm, data): (ByteSize, ByteSize),
-    quiet: bool,
-    progress: &Progress,
-) -> Result<()> {
+pub fn run_jobs(engine: &EngineArgs, jobs: &mut [Job], runs: usize, quiet: bool, progress: &Progress) -> Result<()> {
     let per_round = jobs.len();
     for r in 0..runs {
         for (i, job) in jobs.iter_mut().enumerate() {
@@ -327,9 +372,10 @@ pub fn run_jobs(
             let mut engine = engine.clone();
             engine.techniques = Some(job.techniques);
             let tag = format!("dd{i}r{r}");
+            let (dram, nvm, data) = (job.dram, job.nvm, job.data);
             let outcome = match job.kind {
-                Kind::Ycsb => run_one(&engine, &job.setup, job.arch, job.dram, nvm, Some(data), &tag, progress),
-                Kind::FullScans => full_scans::run(&engine, &job.setup, job.arch, job.dram, nvm, data, &tag, progress),
+                Kind::Ycsb => run_one(&engine, &job.setup, job.arch, dram, nvm, Some(data), &tag, progress),
+                Kind::FullScans => full_scans::run(&engine, &job.setup, job.arch, dram, nvm, data, &tag, progress),
             };
             match outcome {
                 Ok(rep) => {
@@ -380,6 +426,8 @@ pub fn report(
         scan: None,
         latency: None,
         dram: None,
+        size: None,
+        rw: None,
     };
     for &part in &plan.parts {
         match part {
@@ -400,6 +448,9 @@ pub fn report(
                             line_faults: runs.counter(|b| b.line_faults),
                             mini_allocations: runs.counter(|b| b.mini_allocations),
                             mini_promotions: runs.counter(|b| b.mini_promotions),
+                            child_fixes_swizzled: runs.counter(|b| b.child_fixes_swizzled),
+                            child_fixes_table_full: runs.counter(|b| b.child_fixes_table_full),
+                            child_fixes_table_mini: runs.counter(|b| b.child_fixes_table_mini),
                             swizzles: runs.counter(|b| b.swizzles),
                             unswizzles: runs.counter(|b| b.unswizzles),
                             runs,
@@ -497,6 +548,34 @@ pub fn report(
                     }
                 }
                 out.dram = Some(DramPart { dram_frames_min: MIN_DRAM_FRAMES, rows });
+            }
+            Part::Size | Part::Rw => {
+                let xs = if part == Part::Size { &plan.size_factors } else { &plan.update_percents };
+                let mut rows = Vec::new();
+                for &x in xs {
+                    for (arch, techniques) in SWEEP_ARCHS {
+                        let j = next(part);
+                        debug_assert_eq!(j.arch, arch, "job {} out of order", j.label);
+                        rows.push(SweepRow {
+                            arch,
+                            techniques,
+                            x,
+                            dram_bytes: j.dram.bytes(),
+                            nvm_bytes: j.nvm.bytes(),
+                            data_bytes: j.data.bytes(),
+                            workload: j.setup.workload.origin().to_string(),
+                            ops_per_sec: j.runs.per_sec,
+                            runs: j.runs,
+                        });
+                    }
+                }
+                let x_is = if part == Part::Size {
+                    "factor applied to DRAM, NVM and data"
+                } else {
+                    "percent of operations that are updates"
+                };
+                let sweep = Some(SweepPart { x_is, rows });
+                if part == Part::Size { out.size = sweep } else { out.rw = sweep }
             }
         }
     }

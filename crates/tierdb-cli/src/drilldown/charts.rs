@@ -1,4 +1,4 @@
-//! drilldown's charts: Figure 10's ratios to basic, Figures 12 and 13's sweeps.
+//! drilldown's charts: Figure 10's ratios to basic, the sweeps of Figures 12 to 15.
 
 use tierdb::ByteSize;
 use tierdb::arch::Architecture;
@@ -59,6 +59,25 @@ pub(super) fn charts(r: &DrilldownReport) -> Vec<(&'static str, Chart)> {
         c.x_format = AxisFormat::Plain;
         c.series = sweep_series(d.rows.iter().map(|row| (row.arch, row.dram_percent, row.ops_per_sec)));
         charts.push(("drilldown-dram.svg", c));
+    }
+    if let Some(p) = &r.size {
+        let mut c = Chart::new("Figure 14: YCSB-RO throughput vs data size (DRAM and NVM scaled with it)");
+        c.subtitle = describe(r);
+        c.x_label = "data size (MiB)".into();
+        c.y_label = ops_label.into();
+        c.x_format = AxisFormat::Plain;
+        let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
+        c.series = sweep_series(p.rows.iter().map(|row| (row.arch, mib(row.data_bytes), row.ops_per_sec)));
+        charts.push(("drilldown-size.svg", c));
+    }
+    if let Some(p) = &r.rw {
+        let mut c = Chart::new("Figure 15: YCSB-R/W throughput vs update share");
+        c.subtitle = describe(r);
+        c.x_label = "updates (% of operations)".into();
+        c.y_label = if r.setup.mode == EmulationMode::Model { "modelled ops / s" } else { "ops / s" }.into();
+        c.x_format = AxisFormat::Plain;
+        c.series = sweep_series(p.rows.iter().map(|row| (row.arch, row.x, row.ops_per_sec)));
+        charts.push(("drilldown-rw.svg", c));
     }
     charts
 }

@@ -12,6 +12,10 @@
 //!    `nvm-direct` over NVM read latencies.
 //! 4. `dram` (Figure 13): the three over DRAM sizes given as percentages of the NVM size
 //!    (`nvm-direct` uses no DRAM: its line is flat by design).
+//! 5. `size` (Figure 14, appendix A.2): the three with DRAM, NVM and data scaled together
+//!    by each of `--size-factors` (DRAM : NVM stays 1 : 5, the data fits the NVM).
+//! 6. `rw` (Figure 15, appendix A.3): the three under YCSB-R/W (`rw:X`) for each update
+//!    percentage of `--update-percent`.
 //!
 //! Every configuration is a job run `--runs` times with fresh files. The runs go round
 //! robin (run 1 of every job, then run 2, …), so that drift of a shared machine spreads
@@ -34,10 +38,10 @@ use anyhow::{Context, Result, anyhow, bail};
 use clap::Args;
 use tierdb::ByteSize;
 use tierdb::arch::Architecture;
-use tierdb::buffer::Techniques;
+use tierdb::buffer::{MIN_DRAM_FRAMES, Techniques};
 
 use tierdb_bench::experiments::drilldown::{
-    DRILLDOWN_ARCH, Job, Kind, Part, Plan, Runs, SWEEP_ARCHS, dram_at, profile_at, report, run_jobs, scan_setup,
+    DRILLDOWN_ARCH, Job, Kind, Part, Plan, Runs, SWEEP_ARCHS, dram_at, profile_at, report, run_jobs, scaled, scan_setup,
 };
 use tierdb_bench::harness::{EngineArgs, Progress, Setup, remove_files_on_interrupt};
 use tierdb_bench::plot::{Chart, write_outputs};
@@ -48,13 +52,16 @@ const SWEEP_POINTS_MAX: usize = 32;
 const LATENCY_NS_MIN: f64 = 1.0;
 const LATENCY_NS_MAX: f64 = 100_000.0;
 const DRAM_PERCENT_MAX: f64 = 100.0;
+/// Range of a `--size-factors` entry.
+const SIZE_FACTOR_MIN: f64 = 0.01;
+const SIZE_FACTOR_MAX: f64 = 64.0;
 
 const _: () = assert!(LATENCY_NS_MIN > 0.0 && LATENCY_NS_MIN < LATENCY_NS_MAX);
 const _: () = assert!(SWEEP_POINTS_MAX <= tierdb_bench::plot::CATEGORIES_MAX);
 
 #[derive(Args, Debug)]
 pub struct DrilldownArgs {
-    /// Parts to run, comma-separated: fig10, scan, latency, dram.
+    /// Parts to run, comma-separated: fig10, scan, latency, dram, size, rw.
     #[arg(long, default_value = "fig10,scan,latency,dram")]
     parts: String,
     /// DRAM of the fig10, scan and latency parts (DRAM : NVM : data ≈ 1 : 5 : 5).
@@ -74,6 +81,12 @@ pub struct DrilldownArgs {
     /// DRAM sizes of the dram part, percent of --nvm, increasing, comma-separated.
     #[arg(long, default_value = "1,5,10,20,40,60,80,100")]
     dram_percent: String,
+    /// Factors of the size part applied to --dram, --nvm and --data, increasing.
+    #[arg(long, default_value = "0.25,0.5,1,2")]
+    size_factors: String,
+    /// Update percentages of the rw part (whole numbers 0..=100), increasing.
+    #[arg(long, default_value = "0,25,50,75,100")]
+    update_percent: String,
     /// Directory for drilldown.txt, drilldown.json and the SVG charts.
     #[arg(long, default_value = "tierdb-drilldown")]
     out: PathBuf,
@@ -96,7 +109,7 @@ pub fn run(args: DrilldownArgs) -> Result<()> {
 
     // 2. Run round robin: run r of every job, then run r + 1.
     let progress = Progress::new(!args.quiet);
-    run_jobs(&args.engine, &mut jobs, args.runs, (args.nvm, args.data), args.quiet, &progress)?;
+    run_jobs(&args.engine, &mut jobs, args.runs, args.quiet, &progress)?;
 
     // 3. Report.
     let report = report((args.dram, args.nvm, args.data), args.runs, &plan, lookups, scans, jobs, &mut notes);
@@ -144,7 +157,12 @@ fn plan(args: &DrilldownArgs) -> Result<Plan> {
     if dram_percents[0] <= 0.0 {
         bail!("--dram-percent {}: must be above 0", dram_percents[0]);
     }
-    Ok(Plan { parts, latencies_ns, dram_percents })
+    let size_factors = sweep("--size-factors", &args.size_factors, SIZE_FACTOR_MIN, SIZE_FACTOR_MAX, "×")?;
+    let update_percents = sweep("--update-percent", &args.update_percent, 0.0, 100.0, "%")?;
+    if let Some(p) = update_percents.iter().find(|p| p.fract() != 0.0) {
+        bail!("--update-percent: {p} is not a whole number (the workload is rw:PCT)");
+    }
+    Ok(Plan { parts, latencies_ns, dram_percents, size_factors, update_percents })
 }
 
 /// A non-empty, strictly increasing list of numbers within `min..=max`.
@@ -173,16 +191,22 @@ fn sweep(flag: &str, text: &str, min: f64, max: f64, unit: &str) -> Result<Vec<f
 
 fn jobs(args: &DrilldownArgs, plan: &Plan, lookups: &Setup, scans: &Setup) -> Result<Vec<Job>> {
     let with = |setup: &Setup, t: Techniques| Setup { techniques: Some(t), ..setup.clone() };
-    let job = |part, label: String, kind, arch, techniques, dram, setup: Setup| Job {
+    let sized = |part, label: String, kind, arch, techniques, (dram, nvm, data), setup: Setup| Job {
         part,
         label,
         kind,
         arch,
         techniques,
         dram,
+        nvm,
+        data,
         setup,
         runs: Runs::default(),
     };
+    let job = |part, label, kind, arch, techniques, dram, setup| {
+        sized(part, label, kind, arch, techniques, (dram, args.nvm, args.data), setup)
+    };
+    let page = lookups.page_size_bytes as u64;
     let mut jobs = Vec::new();
     for &part in &plan.parts {
         match part {
@@ -213,10 +237,29 @@ fn jobs(args: &DrilldownArgs, plan: &Plan, lookups: &Setup, scans: &Setup) -> Re
             }
             Part::Dram => {
                 for &pct in &plan.dram_percents {
-                    let (dram, _) = dram_at(pct, args.nvm, lookups.page_size_bytes as u64);
+                    let (dram, _) = dram_at(pct, args.nvm, page);
                     for (arch, t) in SWEEP_ARCHS {
                         let label = format!("{arch} DRAM {pct}% = {dram}");
                         jobs.push(job(part, label, Kind::Ycsb, arch, t, dram, with(lookups, t)));
+                    }
+                }
+            }
+            Part::Size => {
+                for &f in &plan.size_factors {
+                    let min = MIN_DRAM_FRAMES as u64;
+                    let sizes =
+                        (scaled(args.dram, f, page, min), scaled(args.nvm, f, page, 1), scaled(args.data, f, page, 1));
+                    for (arch, t) in SWEEP_ARCHS {
+                        let label = format!("{arch} ×{f}: data {}", sizes.2);
+                        jobs.push(sized(part, label, Kind::Ycsb, arch, t, sizes, with(lookups, t)));
+                    }
+                }
+            }
+            Part::Rw => {
+                for &p in &plan.update_percents {
+                    let rw = args.engine.setup(&format!("rw:{p}"))?;
+                    for (arch, t) in SWEEP_ARCHS {
+                        jobs.push(job(part, format!("{arch} rw:{p}"), Kind::Ycsb, arch, t, args.dram, with(&rw, t)));
                     }
                 }
             }

@@ -1,4 +1,4 @@
-//! drilldown's text: the header naming the setup, the tables of the four parts, the
+//! drilldown's text: the header naming the setup, the tables of the parts, the
 //! targets, and the notes.
 
 use std::fmt::Write as _;
@@ -25,6 +25,11 @@ pub(super) fn notes(args: &DrilldownArgs, plan: &Plan, lookups: &Setup) -> Vec<S
             "latency: each point is {} with the read latency set and the write latency raised to it where lower (it is {} ns); persist cost ({} ns), bandwidth and interference are kept",
             lookups.nvm_profile.name, lookups.nvm_profile.write_latency_ns, lookups.nvm_profile.persist_ns
         ));
+    }
+    if has(Part::Rw) {
+        notes.push(
+            "rw: every architecture runs its raw tree (no log, as in every other part); the paper's engines also wrote a log record per update".into(),
+        );
     }
     if has(Part::Dram) {
         let page = lookups.page_size_bytes as u64;
@@ -55,6 +60,17 @@ pub(super) fn describe(r: &DrilldownReport) -> String {
         s.duration_secs.map(|d| format!("{d} s")).unwrap_or_else(|| "operationcount".into()),
         ByteSize(s.cpu_cache_model_bytes),
     )
+}
+
+/// The child fixes by way, with the share that found an unswizzled mini page.
+fn child_fixes(row: &tierdb_bench::experiments::drilldown::Fig10Row) -> String {
+    match (row.child_fixes_swizzled, row.child_fixes_table_full, row.child_fixes_table_mini) {
+        (Some(s), Some(f), Some(m)) => {
+            let all = (s + f + m).max(1);
+            format!("{s} / {f} / {m} ({:.1}% mini)", 100.0 * m as f64 / all as f64)
+        }
+        _ => "—".into(),
+    }
 }
 
 fn dash<T>(v: Option<T>, f: impl Fn(T) -> String) -> String {
@@ -88,6 +104,7 @@ pub(super) fn render_text(r: &DrilldownReport) -> String {
             "mini pages",
             "mini promotions",
             "swizzles",
+            "child fixes: swizzled / table→frame / table→mini",
         ]);
         for row in &f.rows {
             t.add_row([
@@ -100,6 +117,7 @@ pub(super) fn render_text(r: &DrilldownReport) -> String {
                 dash(row.mini_allocations, count),
                 dash(row.mini_promotions, count),
                 dash(row.swizzles, count),
+                child_fixes(row),
             ]);
         }
         let _ = writeln!(
@@ -181,6 +199,31 @@ pub(super) fn render_text(r: &DrilldownReport) -> String {
         }
         let _ = writeln!(out, "\nFigure 13: DRAM size, NVM fixed at {}\n{t}", ByteSize(r.nvm_bytes));
     }
+    for (title, part) in [
+        ("Figure 14: DRAM, NVM and data scaled together (YCSB-RO)", &r.size),
+        ("Figure 15: YCSB-R/W over the share of updates", &r.rw),
+    ] {
+        let Some(p) = part else { continue };
+        let mut t = Table::new();
+        let mut header = vec![p.x_is.to_string(), "DRAM / NVM / data".to_string()];
+        header.extend(SWEEP_ARCHS.iter().map(|(a, tech)| format!("{a} ({tech}) ops/s")));
+        header.extend(["three-tier / basic-nvm-bm".into(), "three-tier / nvm-direct".into()]);
+        t.set_header(header);
+        for pair in p.rows.chunks(SWEEP_ARCHS.len()) {
+            let sizes = format!(
+                "{} / {} / {}",
+                ByteSize(pair[0].dram_bytes),
+                ByteSize(pair[0].nvm_bytes),
+                ByteSize(pair[0].data_bytes)
+            );
+            let mut cells = vec![format!("{}", pair[0].x), sizes];
+            cells.extend(pair.iter().map(|row| dash(row.ops_per_sec, fmt_rate)));
+            cells.push(dash(ratio(pair[0].ops_per_sec, pair[1].ops_per_sec), times));
+            cells.push(dash(ratio(pair[0].ops_per_sec, pair[2].ops_per_sec), times));
+            t.add_row(cells);
+        }
+        let _ = writeln!(out, "\n{title}\n{t}");
+    }
     let skipped: Vec<String> = skipped_runs(r);
     if !r.notes.is_empty() || !skipped.is_empty() {
         let _ = writeln!(out, "\nnotes:");
@@ -214,6 +257,12 @@ fn skipped_runs(r: &DrilldownReport) -> Vec<String> {
     }
     for row in r.dram.iter().flat_map(|d| &d.rows) {
         note(format!("dram {} {}%", row.arch, row.dram_percent), &row.runs);
+    }
+    for row in r.size.iter().flat_map(|d| &d.rows) {
+        note(format!("size {} ×{}", row.arch, row.x), &row.runs);
+    }
+    for row in r.rw.iter().flat_map(|d| &d.rows) {
+        note(format!("rw {} {}", row.arch, row.workload), &row.runs);
     }
     out
 }

@@ -15,6 +15,7 @@
 //! the committed report comes from.
 
 mod engine;
+mod hymem;
 mod nvcache;
 mod report;
 mod sections;

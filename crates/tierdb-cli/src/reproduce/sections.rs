@@ -6,7 +6,7 @@ use serde_json::Value;
 use std::path::Path;
 
 use super::{Ctx, Section};
-use super::{engine, nvcache, sim, three_tier_tpcc};
+use super::{engine, hymem, nvcache, sim, three_tier_tpcc};
 
 /// One entry of the reproduction.
 pub(crate) struct Entry {
@@ -26,14 +26,24 @@ pub(crate) fn all() -> Vec<Entry> {
             run: three_tier_tpcc::run,
         },
         Entry {
-            name: "nvcache",
-            about: "NVCache paper, Table 1, Figure 4 and Figure 8(a): throttled admission, overhead for small data, performance per memory cost",
-            run: nvcache::run,
+            name: "three-tier-fig12",
+            about: "three-tier paper, Figure 12: YCSB-RO over NVM latency, three-tier vs nvm-direct",
+            run: hymem::fig12,
         },
         Entry {
-            name: "engine",
-            about: "tierdb's own figures: the devices against their profiles, two threads against one, all data in DRAM",
-            run: engine::run,
+            name: "three-tier-fig14-15",
+            about: "three-tier paper, Figures 14 and 15: data size scaled with DRAM and NVM; update share",
+            run: hymem::fig14_15,
+        },
+        Entry {
+            name: "three-tier-fig16",
+            about: "three-tier paper, Figure 16: NVM line writes, three-tier vs nvm-direct, with their logs",
+            run: hymem::fig16,
+        },
+        Entry {
+            name: "three-tier-fig17",
+            about: "three-tier paper, Figure 17: throughput right after a clean restart",
+            run: hymem::fig17,
         },
         Entry {
             name: "spitfire-fig3-skew",
@@ -44,6 +54,16 @@ pub(crate) fn all() -> Vec<Entry> {
             name: "spitfire-fig10-recommender",
             about: "Spitfire, Figure 10b: the recommender's hierarchy for a recorded TPC-C trace, and its perf/$",
             run: sim::run_recommender,
+        },
+        Entry {
+            name: "nvcache",
+            about: "NVCache paper, Table 1, Figure 4 and Figure 8(a): throttled admission, overhead for small data, performance per memory cost",
+            run: nvcache::run,
+        },
+        Entry {
+            name: "engine",
+            about: "tierdb's own figures: the devices against their profiles, two threads against one, all data in DRAM",
+            run: engine::run,
         },
     ]
 }

@@ -115,7 +115,17 @@ pub(super) fn render_text(r: &RestartReport) -> String {
     for l in &r.series {
         let scan = l.nvm_restart.as_ref().map(|i| match &i.formatted_because {
             Some(_) => "formatted".to_string(),
-            None => format!("{}, {:.1} GB/s, {} pages", duration(i.scan_secs), i.frames_gb_per_sec, i.pages_reused),
+            None => {
+                // nvm-direct reads an allocation map, one byte per page slot.
+                let what = if l.arch == tierdb::arch::Architecture::NvmDirect { "map entries" } else { "headers" };
+                format!(
+                    "{}: {} {what}, {} {what}/s, {} pages",
+                    duration(i.scan_secs),
+                    i.nvm_frames,
+                    dash(l.scan_headers_per_sec, fmt_rate),
+                    i.pages_reused
+                )
+            }
         });
         t.add_row([
             l.label.to_string(),

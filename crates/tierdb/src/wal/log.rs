@@ -112,6 +112,12 @@ impl Wal {
         self.ring_remade.as_deref()
     }
 
+    /// The NVM region of the log buffer's ring (`None`: the buffer is in DRAM), for its
+    /// wear counters and device statistics.
+    pub fn nvm_ring_region(&self) -> Option<&crate::device::NvmRegion> {
+        self.inner.ring.as_ref().map(crate::device::NvmRing::region)
+    }
+
     /// True if the log buffer is in NVM (appends are durable at once).
     pub fn buffer_in_nvm(&self) -> bool {
         self.inner.ring.is_some()

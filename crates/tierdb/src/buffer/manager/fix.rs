@@ -202,6 +202,7 @@ impl PageSource for BufferManager {
                     {
                         g.meta().touch();
                         self.counters.bump(Count::DramHits);
+                        self.counters.bump(Count::ChildFixesSwizzled);
                         return Ok(BmOptimistic::Dram(g));
                     }
                     backoff(&mut spins);
@@ -210,10 +211,11 @@ impl PageSource for BufferManager {
             return self.fix_optimistic(self.child_pid(raw));
         }
         let g = self.fix_optimistic(PageId(raw))?;
-        if self.techniques.swizzling
-            && let BmOptimistic::Dram(child) = &g
-        {
-            self.try_swizzle(parent, offset, child.frame(), Some(child.version()));
+        if let BmOptimistic::Dram(child) = &g {
+            self.counters.bump(Count::ChildFixesTableFull);
+            if self.techniques.swizzling {
+                self.try_swizzle(parent, offset, child.frame(), Some(child.version()));
+            }
         }
         Ok(g)
     }
@@ -257,6 +259,7 @@ impl PageSource for BufferManager {
         }
         meta.touch();
         self.counters.bump(Count::DramHits);
+        self.counters.bump(if swizzled { Count::ChildFixesSwizzled } else { Count::ChildFixesTableFull });
         self.record(crate::recorder::AccessKind::ReadLines, PageId(meta.pid()));
         if !swizzled && self.techniques.swizzling {
             self.try_swizzle(dram_parent, offset, frame, Some(g.version()));
@@ -289,6 +292,7 @@ impl PageSource for BufferManager {
                         if meta.holds_page() && meta.parent.load(Ordering::Relaxed) == parent.frame().get() {
                             meta.touch();
                             self.counters.bump(Count::DramHits);
+                            self.counters.bump(Count::ChildFixesSwizzled);
                             return Ok(BmLines::Dram(LineGuard::new(
                                 self,
                                 PageId(meta.pid()),
@@ -309,10 +313,16 @@ impl PageSource for BufferManager {
             return self.fix_lines(self.child_pid(raw), exclusive);
         }
         let g = self.fix_lines(PageId(raw), exclusive)?;
-        if self.techniques.swizzling
-            && let Some(Place::Full(f)) = g.place()
-        {
-            self.try_swizzle(parent, offset, f, None);
+        match g.place() {
+            Some(Place::Full(f)) => {
+                self.counters.bump(Count::ChildFixesTableFull);
+                if self.techniques.swizzling {
+                    self.try_swizzle(parent, offset, f, None);
+                }
+            }
+            // Mini pages are not swizzled (docs/buffer.md, "Pointer swizzling").
+            Some(Place::Mini(_)) => self.counters.bump(Count::ChildFixesTableMini),
+            None => {}
         }
         Ok(g)
     }
