@@ -12,9 +12,13 @@ use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 
 use rand::prelude::*;
 use tierdb::arch::{ArchConfig, Architecture, Engine};
-use tierdb::buffer::BufferManager;
+use tierdb::buffer::{BufferManager, Techniques};
+use tierdb::counters::BufferStats;
+use tierdb::device::{DoubleWriteMode, OpenMode, StatsSnapshot};
 use tierdb::policy::{NvcacheConfig, ObpMode};
 use tierdb::{ByteSize, Catalog};
+
+mod pages;
 
 const PAGE: usize = 4096;
 const KEYS: u64 = 4000;
@@ -209,4 +213,63 @@ fn nvcache_admits_nothing_while_the_data_fits_in_dram() {
     assert_eq!(c.inserts(), 0, "{c:?}");
     assert_eq!(check_nvm_clean(bm), 0);
     engine.close().unwrap();
+}
+
+/// Fills `pages` pages into a pool of 256 DRAM frames (batches of 8 victims), then
+/// reads and rewrites them on a fixed skewed sequence, half of them updates; returns
+/// the buffer's counters and the SSD file's over the run (SSD and NVM as `policy` and
+/// `nvm_frames` say; no double-write area, so every SSD write is a page write).
+fn evict_through_updates(policy: &str, nvm_frames: u64, pages: u64) -> (BufferStats, StatsSnapshot) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = pages::tiered(&dir, 256, nvm_frames, policy, Techniques::default());
+    c.ssd_open_mode = OpenMode::Create;
+    c.double_write = DoubleWriteMode::Off;
+    // Small-bypass past anything the test reaches: `nvcache` admits nothing.
+    c.nvcache = NvcacheConfig { small_bypass_dram_percent: 1_000_000, ..NvcacheConfig::default() };
+    let bm = BufferManager::open(&c).unwrap();
+    let ssd_before = bm.ssd().unwrap().core().stats().snapshot();
+    let before = bm.stats().buffer;
+    let ids = pages::fill(&bm, pages as usize);
+    let mut x = 42u64;
+    let mut rounds = vec![0u8; ids.len()];
+    for _ in 0..20_000 {
+        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        let u = ((x >> 11) as f64) / (1u64 << 53) as f64;
+        let i = (u * u * ids.len() as f64) as usize;
+        if (x >> 7) & 1 == 0 {
+            rounds[i] = rounds[i].wrapping_add(1);
+            pages::rewrite(&bm, ids[i], rounds[i]);
+        } else {
+            pages::check(&bm, ids[i], rounds[i]);
+        }
+    }
+    let b = bm.stats().buffer.since(&before);
+    let ssd = bm.ssd().unwrap().core().stats().snapshot().since(&ssd_before);
+    bm.check_invariants();
+    for (i, p) in ids.iter().enumerate() {
+        pages::check(&bm, *p, rounds[i]);
+    }
+    (b, ssd)
+}
+
+/// `nvcache` admitting nothing (small-bypass) evicts as `ssd-bm` does: on the same
+/// accesses, the same victims, each dirty one written to SSD once, in the same
+/// batches, and counted as written (not as a clean drop).
+#[test]
+fn nvcache_admitting_nothing_writes_and_counts_each_victim_as_ssd_bm_does() {
+    let (ssd_bm, ssd_bm_dev) = evict_through_updates("eager", 0, 1000);
+    let (nvc, nvc_dev) = evict_through_updates("nvcache", 64, 1000);
+    for (name, b) in [("ssd-bm", &ssd_bm), ("nvcache", &nvc)] {
+        assert!(b.dram_evictions > 2000 && b.dram_to_ssd_pages > 1000, "{name}: too few evictions: {b:?}");
+        assert_eq!(b.dram_evictions, b.dram_to_ssd_pages + b.clean_drops, "{name}: {b:?}");
+        assert_eq!((b.nvm_admissions, b.dram_to_nvm_pages), (0, 0), "{name}: {b:?}");
+    }
+    let counts = |b: &BufferStats| (b.dram_evictions, b.dram_to_ssd_pages, b.clean_drops, b.ssd_reads);
+    assert_eq!(counts(&nvc), counts(&ssd_bm), "nvcache {nvc:?}\nssd-bm {ssd_bm:?}");
+    assert_eq!(
+        nvc_dev.write_bytes, ssd_bm_dev.write_bytes,
+        "SSD bytes written: nvcache {nvc_dev:?}\nssd-bm {ssd_bm_dev:?}"
+    );
+    assert_eq!(nvc_dev.write_bytes, ssd_bm.dram_to_ssd_pages * 4096, "{ssd_bm_dev:?} {ssd_bm:?}");
+    assert_eq!(nvc_dev.writes, ssd_bm_dev.writes, "SSD writes: nvcache {nvc_dev:?}\nssd-bm {ssd_bm_dev:?}");
 }

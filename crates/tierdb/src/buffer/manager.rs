@@ -110,14 +110,14 @@ pub struct BufferConfig {
     /// Copy pages between DRAM and NVM with `pread`/`pwrite` on the pool's file instead
     /// of through the mapping (`mmap-read`, the PostgreSQL study's unmodified engine).
     pub nvm_file_io: bool,
-    /// The most DRAM victims evicted together when one must be written to SSD, in a
-    /// pool without NVM (default [`EVICT_BATCH_DEFAULT`]; 1: one page at a time). A
-    /// pool of `f` frames evicts at most `f /` [`EVICT_BATCH_FRAMES_PER_PAGE`](crate::limits::EVICT_BATCH_FRAMES_PER_PAGE) pages at
-    /// once. With NVM every victim goes where the policy sends it, one at a time; when
-    /// the NVM clock's victim is dirty, or a DRAM victim goes to SSD dirty, up to this
-    /// many dirty pages its clock's hand reaches next are written to SSD with it
-    /// (write-behind: they stay where they are, clean; not for a durable NVM cache's
-    /// DRAM pages, `nvsql`).
+    /// The most DRAM victims evicted together when one must be written to SSD (default
+    /// [`EVICT_BATCH_DEFAULT`]; 1: one page at a time). A pool of `f` frames evicts at
+    /// most `f /` [`EVICT_BATCH_FRAMES_PER_PAGE`](crate::limits::EVICT_BATCH_FRAMES_PER_PAGE) pages at
+    /// once. With NVM the batch holds the victims the policy sends to SSD alone (whole
+    /// in DRAM, without an NVM copy; not a durable NVM cache's pages, `nvsql`); the
+    /// first victim it sends elsewhere ends the batch and goes there alone. When the
+    /// NVM clock's victim is dirty, up to this many dirty pages its hand reaches next
+    /// are written to SSD with it (write-behind: they stay in NVM, clean).
     pub evict_batch: usize,
 }
 

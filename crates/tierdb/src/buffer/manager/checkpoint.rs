@@ -393,47 +393,6 @@ impl BufferManager {
         batch.flush()
     }
 
-    /// Write-behind for the DRAM clock in a pool with NVM (its victim goes to SSD dirty):
-    /// writes to SSD in one batch the pages dirty as a whole, without an NVM copy, among
-    /// the frames the hand reaches next, at most `pages` of them within
-    /// [`EVICT_BATCH_VISITS_PER_PAGE`] frames per page; they stay in DRAM, clean, so
-    /// that their eviction writes nothing (or admits a clean copy to NVM). Which pages
-    /// are evicted, when, and where to, does not change. Frames another thread holds
-    /// are passed by.
-    ///
-    /// # Errors
-    /// As a checkpoint's batch (the pages not written stay dirty).
-    pub(super) fn clean_dram_ahead(&self, ssd: &SsdFile, pages: usize) -> Result<(), BufferError> {
-        let mut batch = SsdBatch::new(self, ssd, pages.min(DOUBLE_WRITE_SLOTS));
-        let len = self.frames.len();
-        let hand = self.hand.load(Ordering::Relaxed);
-        let mut taken = 0;
-        for k in 0..(pages * EVICT_BATCH_VISITS_PER_PAGE).min(len) {
-            if taken >= pages {
-                break;
-            }
-            let f = FrameId::new(((hand + k) % len) as u32);
-            let wanted = |m: &crate::page::frame::FrameMeta| {
-                m.holds_page()
-                    && m.dirty.load(Ordering::Relaxed)
-                    && m.resident_all.load(Ordering::Relaxed)
-                    && m.nvm_slot().is_none()
-            };
-            if !wanted(self.frames.meta(f)) {
-                continue;
-            }
-            let Some(g) = self.frames.try_read(f) else { continue };
-            if !wanted(g.meta()) {
-                continue;
-            }
-            let pid = PageId(g.meta().pid());
-            let lsn = g.meta().page_lsn.load_lsn(Ordering::Relaxed);
-            taken += 1;
-            batch.push(Pending { pid, nvm: None, bytes: None, refresh_nvm: false, lsn, hold: Hold::Shared(g) })?;
-        }
-        batch.flush()
-    }
-
     /// Write-behind for the NVM clock (its victim, frame `victim`, is dirty): writes to
     /// SSD in one batch the dirty pages in NVM only among the frames the hand reaches
     /// next, at most `pages` of them within [`EVICT_BATCH_VISITS_PER_PAGE`] frames per

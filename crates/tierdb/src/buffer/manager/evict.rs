@@ -1,6 +1,9 @@
 //! DRAM eviction, in steps: the clock hand offers frames to the policy, a victim is
 //! latched exclusive and unswizzled, then written where the policy says (NVM, SSD, or SSD
-//! with a clean copy in NVM); dirty victims next to it are written to SSD together.
+//! with a clean copy in NVM). A dirty victim that goes to SSD alone (whole in DRAM, no
+//! NVM copy) takes the clock's next victims that go to SSD alone too, and their pages
+//! are written in one batch; each is evicted and counted once, and no page is written
+//! that stays in DRAM.
 //!
 //! Housekeeping only *tries* latches: it never waits for a fixer, so it adds no wait to
 //! the callers' top-down latch order.
@@ -12,7 +15,6 @@ use crate::counters::Count;
 use crate::ids::{AtomicLsn, Lsn, NvmSlot, PageId};
 use crate::limits::CACHE_LINE_BYTES;
 use crate::limits::CLOCK_ROUNDS_MAX;
-use crate::limits::EVICT_BATCH_FRAMES_PER_PAGE;
 use crate::limits::EVICT_BATCH_VISITS_PER_PAGE;
 use crate::page::frame::FrameId;
 use crate::page::frame::FrameWrite;
@@ -28,6 +30,14 @@ use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use super::{BufferManager, ClockStep, provider};
+
+/// The clock step that ended a batch of victims bound for SSD, taken after the batch.
+enum AfterBatch<'a> {
+    /// A victim the policy sends elsewhere, and where.
+    Victim(FrameWrite<'a>, EvictTo),
+    /// A block of mini pages, to sweep.
+    Block(FrameId),
+}
 
 impl BufferManager {
     /// Counts the time since `started` spent writing victims down: a miss's, or the
@@ -90,10 +100,12 @@ impl BufferManager {
                     }
                 }
                 ClockStep::Victim(mut g) => {
-                    if self.evict_batch > 1 && (g.meta().dirty.load(Ordering::Relaxed) || g.wrote()) {
+                    let to = self.policy.dram_eviction(&self.victim_info(&g), &self.tiers);
+                    let dirty = g.meta().dirty.load(Ordering::Relaxed) || g.wrote();
+                    if self.evict_batch > 1 && dirty && self.joins_ssd_batch(&g, to) {
                         return self.evict_batch_from(g).map(Some);
                     }
-                    self.evict(&mut g)?;
+                    self.evict_with(&mut g, Some(to))?;
                     return Ok(Some((g, 0)));
                 }
             }
@@ -142,44 +154,122 @@ impl BufferManager {
         ClockStep::Victim(g)
     }
 
-    /// Evicts the dirty victim `first` together with the clock's next victims (at most
-    /// [`evict_batch`](BufferConfig::evict_batch) in all, within
-    /// [`EVICT_BATCH_VISITS_PER_PAGE`] frames visited per page) in one batch of SSD
-    /// writes; returns `first`'s frame, empty, and puts the others on the free list
-    /// (their number returned too). A pool without NVM only: every victim goes to SSD,
-    /// as one at a time.
+    /// Evicts the dirty victim `first`, which goes to SSD alone
+    /// ([`joins_ssd_batch`](Self::joins_ssd_batch)), together with the clock's next
+    /// victims that do too (at most [`evict_batch`](BufferConfig::evict_batch) in all,
+    /// within [`EVICT_BATCH_VISITS_PER_PAGE`] frames visited per page), in one batch of
+    /// SSD writes; returns `first`'s frame, empty, and puts the others on the free list
+    /// (their number returned too). The policy is asked once per victim, as one at a
+    /// time. A victim the policy sends elsewhere (to NVM, or through to a clean NVM
+    /// copy), or a block of mini pages, ends the batch and is taken after it, alone.
+    ///
+    /// # Errors
+    /// The batch's write (every page of it stays in its frame), or the eviction or sweep
+    /// that ended the batch (the batch's frames are on the free list then).
     pub(super) fn evict_batch_from<'a>(
         &'a self,
         first: FrameWrite<'a>,
     ) -> Result<(FrameWrite<'a>, usize), BufferError> {
-        debug_assert!(self.nvm.is_none() && self.ssd.is_some(), "batched eviction without NVM, to SSD");
+        debug_assert!(self.ssd.is_some(), "a batched eviction writes to SSD");
         let n = self.frames.len();
         let mut batch = Vec::with_capacity(self.evict_batch);
         batch.push(first);
+        let mut after = None;
         for _ in 0..self.evict_batch * EVICT_BATCH_VISITS_PER_PAGE {
             if batch.len() >= self.evict_batch {
                 break;
             }
-            // No mini pages without NVM: a block is passed by.
-            if let ClockStep::Victim(g) = self.clock_step(n) {
-                batch.push(g);
+            match self.clock_step(n) {
+                ClockStep::Pass => {}
+                ClockStep::Victim(g) => {
+                    let to = self.policy.dram_eviction(&self.victim_info(&g), &self.tiers);
+                    if self.joins_ssd_batch(&g, to) {
+                        batch.push(g);
+                    } else {
+                        after = Some(AfterBatch::Victim(g, to));
+                        break;
+                    }
+                }
+                ClockStep::Block(f) => {
+                    after = Some(AfterBatch::Block(f));
+                    break;
+                }
             }
         }
         self.evict_to_ssd_batch(&mut batch)?;
         let mut batch = batch.into_iter();
         let first = batch.next().expect("the batch holds its first victim");
-        let others = batch.len();
+        let mut others = batch.len();
         for g in batch {
             self.return_frame(g);
+        }
+        // The clock step that ended the batch, taken as a miss would take it.
+        let freed = match after {
+            None => Ok(None),
+            Some(AfterBatch::Victim(mut g, to)) => self.evict_with(&mut g, Some(to)).map(|()| Some(g)),
+            Some(AfterBatch::Block(f)) => self.sweep_block(f),
+        };
+        match freed {
+            Ok(Some(g)) => {
+                self.return_frame(g);
+                others += 1;
+            }
+            Ok(None) => {}
+            Err(e) => {
+                self.return_frame(first);
+                return Err(e);
+            }
         }
         Ok((first, others))
     }
 
-    /// Moves the pages of the frames `batch` (held exclusive, in a pool without NVM) to
-    /// SSD: one write-ahead force up to the newest page LSN among the dirty ones, then
-    /// their writes in one batch ([`SsdFile::write_pages_flushed`]: one double-write
-    /// sync for the batch, consecutive pages in one write). On error every page stays
-    /// in its frame, as it was.
+    /// Whether the victim `g`, which the policy sends `to`, lands on SSD alone and may
+    /// therefore be written in a batch with others: a pool with SSD, the page whole in
+    /// DRAM and without an NVM copy, and SSD where [`evict_with`](Self::evict_with)
+    /// would send it. Not a durable NVM cache's page (`nvsql` evicts one at a time).
+    pub(super) fn joins_ssd_batch(&self, g: &FrameWrite<'_>, to: EvictTo) -> bool {
+        let meta = g.meta();
+        self.ssd.is_some()
+            && meta.nvm_slot().is_none()
+            && meta.resident_all.load(Ordering::Relaxed)
+            && (self.nvm.is_none()
+                || (to == EvictTo::Ssd && !self.shape.nvm_durable_cache && !self.bulk_to_free_nvm(to)))
+    }
+
+    /// A bulk load sends to a free NVM frame what the policy sends to SSD (not into a
+    /// clean-only NVM).
+    fn bulk_to_free_nvm(&self, to: EvictTo) -> bool {
+        to == EvictTo::Ssd
+            && !self.shape.nvm_clean_only
+            && self.bulk_load.load(Ordering::Relaxed)
+            && self.nvm.as_ref().is_some_and(|n| n.free_frames() > 0)
+    }
+
+    /// What the policy is told of the victim `g` (held exclusive) when asked where it goes.
+    pub(super) fn victim_info(&self, g: &FrameWrite<'_>) -> PageInfo {
+        let meta = g.meta();
+        let nvm_frame = meta.nvm_slot();
+        let dirty = meta.dirty.load(Ordering::Relaxed)
+            || g.wrote()
+            || (nvm_frame.is_some() && self.frames.count_set(Mask::Dirty, g.frame()) > 0);
+        PageInfo {
+            pid: PageId(meta.pid()),
+            dirty,
+            nvm_copy: nvm_frame.is_some(),
+            referenced: false,
+            // `nvsql`'s admission rule measures the re-update interval from these.
+            first_update_lsn: meta.first_lsn.load_lsn(Ordering::Relaxed),
+            page_lsn: meta.page_lsn.load_lsn(Ordering::Relaxed),
+            last_flush_lsn: meta.flush_lsn.load_lsn(Ordering::Relaxed),
+        }
+    }
+
+    /// Moves the pages of the frames `batch` (held exclusive, whole, without NVM copies;
+    /// the policy has sent each to SSD) to SSD: one write-ahead force up to the newest
+    /// page LSN among the dirty ones, then their writes in one batch
+    /// ([`SsdFile::write_pages_flushed`]: one double-write sync for the batch,
+    /// consecutive pages in one write). On error every page stays in its frame, as it
+    /// was.
     pub(super) fn evict_to_ssd_batch(&self, batch: &mut [FrameWrite<'_>]) -> Result<(), BufferError> {
         let ssd = self.ssd.as_ref().expect("a batched eviction writes to SSD");
         let mut dirty = Vec::with_capacity(batch.len());
@@ -189,21 +279,10 @@ impl BufferManager {
             let pid = PageId(meta.pid());
             debug_assert_eq!(self.table.get(pid)?, Entry::Dram(g.frame()), "frame {:?} holds {pid}", g.frame());
             debug_assert_eq!(meta.nvm_slot(), None, "{pid} has an NVM copy");
-            debug_assert!(meta.resident_all.load(Ordering::Relaxed), "{pid} is partly resident without NVM");
+            debug_assert!(meta.resident_all.load(Ordering::Relaxed), "{pid} is partly resident in a batch");
             let d = meta.dirty.load(Ordering::Relaxed) || g.wrote();
-            let info = PageInfo {
-                pid,
-                dirty: d,
-                nvm_copy: false,
-                referenced: false,
-                first_update_lsn: meta.first_lsn.load_lsn(Ordering::Relaxed),
-                page_lsn: meta.page_lsn.load_lsn(Ordering::Relaxed),
-                last_flush_lsn: meta.flush_lsn.load_lsn(Ordering::Relaxed),
-            };
-            // Asked as for every eviction; without NVM every page goes to SSD.
-            let _ = self.policy.dram_eviction(&info, &self.tiers);
             if d {
-                force_to = force_to.max(Some(info.page_lsn));
+                force_to = force_to.max(Some(meta.page_lsn.load_lsn(Ordering::Relaxed)));
             }
             dirty.push(d);
         }
@@ -318,13 +397,9 @@ impl BufferManager {
         Ok(())
     }
 
-    /// Moves the page out of frame `g` (held exclusive) to where the policy says. On
-    /// error the page stays in the frame, as it was.
-    pub(super) fn evict(&self, g: &mut FrameWrite<'_>) -> Result<(), BufferError> {
-        self.evict_with(g, None)
-    }
-
-    /// [`evict`](Self::evict) to `to` if given, instead of where the policy says.
+    /// Moves the page out of frame `g` (held exclusive) to `to` if given (the policy's
+    /// answer, asked already, or a target of the caller's own), else to where the
+    /// policy says. On error the page stays in the frame, as it was.
     pub(super) fn evict_with(&self, g: &mut FrameWrite<'_>, to: Option<EvictTo>) -> Result<(), BufferError> {
         let meta = g.meta();
         let pid = PageId(meta.pid());
@@ -332,29 +407,15 @@ impl BufferManager {
         let nvm_frame = meta.nvm_slot();
         let partial = !meta.resident_all.load(Ordering::Relaxed);
         debug_assert!(!partial || nvm_frame.is_some(), "{pid} is partly resident without an NVM copy");
-        let dirty = meta.dirty.load(Ordering::Relaxed)
-            || g.wrote()
-            || (nvm_frame.is_some() && self.frames.count_set(Mask::Dirty, g.frame()) > 0);
-        let info = PageInfo {
-            pid,
-            dirty,
-            nvm_copy: nvm_frame.is_some(),
-            referenced: false,
-            // `nvsql`'s admission rule measures the re-update interval from these.
-            first_update_lsn: meta.first_lsn.load_lsn(Ordering::Relaxed),
-            page_lsn: meta.page_lsn.load_lsn(Ordering::Relaxed),
-            last_flush_lsn: meta.flush_lsn.load_lsn(Ordering::Relaxed),
-        };
+        let info = self.victim_info(g);
+        let dirty = info.dirty;
         let mut to = match to {
             Some(to) => to,
             None => self.policy.dram_eviction(&info, &self.tiers),
         };
         let clean_only = self.shape.nvm_clean_only;
         debug_assert!(!(clean_only && dirty && to == EvictTo::Nvm), "{pid}: a dirty page sent to a clean-only NVM");
-        let bulk_to_free_nvm = to == EvictTo::Ssd
-            && !clean_only
-            && self.bulk_load.load(Ordering::Relaxed)
-            && self.nvm.as_ref().is_some_and(|n| n.free_frames() > 0);
+        let bulk_to_free_nvm = self.bulk_to_free_nvm(to);
         if self.nvm.is_none() || (to == EvictTo::SsdAndNvm && self.ssd.is_none()) {
             to = EvictTo::Ssd;
         } else if self.ssd.is_none() || bulk_to_free_nvm || partial {
@@ -362,17 +423,6 @@ impl BufferManager {
             to = EvictTo::Nvm;
         }
         let started = dirty.then(std::time::Instant::now);
-        let ahead = self.nvm_clean_batch.min(self.frames.len() / EVICT_BATCH_FRAMES_PER_PAGE);
-        if dirty
-            && to == EvictTo::Ssd
-            && nvm_frame.is_none()
-            && ahead > 1
-            && !self.shape.nvm_durable_cache
-            && let Some(ssd) = &self.ssd
-        {
-            // The next dirty DRAM pages go out with it, in one batch (write-behind).
-            self.clean_dram_ahead(ssd, ahead - 1)?;
-        }
         if dirty {
             self.force_log(meta.page_lsn.load_lsn(Ordering::Relaxed))?;
         }

@@ -236,11 +236,8 @@ impl BufferManager {
         if cfg.evict_batch == 0 {
             return Err(BufferError::Config { what: "evict_batch is 0: evict at least 1 page at a time".into() });
         }
-        let evict_batch = if nvm.is_none() && ssd.is_some() {
-            cfg.evict_batch.min(frames.len() / EVICT_BATCH_FRAMES_PER_PAGE).max(1)
-        } else {
-            1
-        };
+        let evict_batch =
+            if ssd.is_some() { cfg.evict_batch.min(frames.len() / EVICT_BATCH_FRAMES_PER_PAGE).max(1) } else { 1 };
         let nvm_clean_batch = match (&nvm, &ssd) {
             (Some(n), Some(_)) => cfg.evict_batch.min(n.len() / EVICT_BATCH_FRAMES_PER_PAGE).max(1),
             _ => 1,
