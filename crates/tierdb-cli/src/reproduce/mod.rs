@@ -14,6 +14,7 @@
 //! two cores (a check that the pipeline works, not evidence); `--scale full` is what
 //! the committed report comes from.
 
+mod nvsql;
 mod report;
 mod sections;
 mod three_tier_tpcc;

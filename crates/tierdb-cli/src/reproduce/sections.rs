@@ -5,8 +5,8 @@ use anyhow::{Context, Result};
 use serde_json::Value;
 use std::path::Path;
 
-use super::three_tier_tpcc;
 use super::{Ctx, Section};
+use super::{nvsql, three_tier_tpcc};
 
 /// One entry of the reproduction.
 pub(crate) struct Entry {
@@ -19,11 +19,18 @@ pub(crate) struct Entry {
 
 /// Every section, in order.
 pub(crate) fn all() -> Vec<Entry> {
-    vec![Entry {
-        name: "three-tier-fig9",
-        about: "three-tier paper, Figure 9: TPC-C throughput over warehouses, every architecture",
-        run: three_tier_tpcc::run,
-    }]
+    vec![
+        Entry {
+            name: "three-tier-fig9",
+            about: "three-tier paper, Figure 9: TPC-C throughput over warehouses, every architecture",
+            run: three_tier_tpcc::run,
+        },
+        Entry {
+            name: "nvsql",
+            about: "NV-SQL, Figures 4, 6 and 10, Table 5: TPC-C at equal memory cost, the ablation, recovery",
+            run: nvsql::run,
+        },
+    ]
 }
 
 /// Reads a JSON artifact a child wrote.
