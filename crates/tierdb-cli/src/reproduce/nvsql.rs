@@ -60,7 +60,7 @@ pub(crate) fn run(ctx: &Ctx) -> Result<Vec<Section>> {
     // quick: one run of each configuration, short; full: medians of 3. The crash and
     // recovery (Figure 10) run apart, on 11:0 and 8:1, so that a failed recovery costs
     // only its own section.
-    let (warmup, duration, runs) = if ctx.quick() { ("1", "4", "1") } else { ("2", "8", "3") };
+    let (warmup, duration, runs) = if ctx.quick() { ("1", "4", "1") } else { ("2", "6", "3") };
     let a = bench_args(
         ctx,
         &dir,
@@ -196,7 +196,7 @@ pub(crate) fn run(ctx: &Ctx) -> Result<Vec<Section>> {
 
     // Figure 10: recovery, its own run.
     let rdir = ctx.dir("nvsql-recovery")?;
-    let (rwarmup, rduration) = if ctx.quick() { ("1", "3") } else { ("2", "8") };
+    let (rwarmup, rduration) = if ctx.quick() { ("1", "3") } else { ("2", "6") };
     let ra = bench_args(
         ctx,
         &rdir,
