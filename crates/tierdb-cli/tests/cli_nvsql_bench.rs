@@ -41,7 +41,7 @@ fn nvsql_bench_writes_every_part_and_the_configurations_cost_the_same() {
     assert!(out.status.success(), "{}", stderr(&out));
     let read = |name: &str| std::fs::read_to_string(out_dir.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
     let json = |name: &str| -> serde_json::Value { serde_json::from_str(&read(name)).unwrap() };
-    for stem in ["nvsql-tpcc", "nvsql-write-set", "nvsql-recovery", "nvsql-ycsb", "nvsql-table4"] {
+    for stem in ["nvsql-tpcc", "nvsql-write-set", "nvsql-recovery", "nvsql-ycsb", "nvsql-table4", "nvsql-ablation"] {
         let md = read(&format!("{stem}.md"));
         assert!(md.contains("mode off") && md.contains("nvdimm-n") && md.contains("seed 42"), "{stem}: {md}");
         assert!(md.contains("| 11:0 ssd-bm |") || stem == "nvsql-table4", "{stem}: {md}");
@@ -56,6 +56,7 @@ fn nvsql_bench_writes_every_part_and_the_configurations_cost_the_same() {
         "nvsql-ycsb-throughput.svg",
         "nvsql-ycsb-writes.svg",
         "nvsql-table4.svg",
+        "nvsql-ablation.svg",
     ] {
         assert!(read(svg).contains("<svg"), "{svg}");
     }
@@ -98,6 +99,37 @@ fn nvsql_bench_writes_every_part_and_the_configurations_cost_the_same() {
     }
     let lru = &t4["points"][2]["median"];
     assert_eq!((lru["write_amount_new"].as_f64(), lru["updates_per_page_new"].as_f64()), (Some(0.0), Some(0.0)));
+    // Placement (NV-SQL §5.4): DRAM-only's double write on SSD and log buffer in DRAM,
+    // nvsql's both in NVM.
+    let place = |p: &serde_json::Value| {
+        (
+            p["config"]["double_write"].as_str().unwrap().to_string(),
+            p["config"]["log_buffer"].as_str().unwrap().to_string(),
+        )
+    };
+    assert_eq!(place(&points[0]), ("ssd".into(), "dram".into()));
+    assert_eq!(place(&points[1]), ("nvm".into(), "nvm".into()));
+    assert_eq!(points[1]["median"]["log_waits_per_unit"], 0.0, "an NVM log ring forces nothing");
+    // Figure 6: four steps on 8:1, the first and last the tpcc part's runs.
+    let ab = json("nvsql-ablation.json");
+    let steps = ab["points"].as_array().unwrap();
+    let places: Vec<(String, String)> = steps.iter().map(place).collect();
+    let want = [("ssd", "dram"), ("ssd", "dram"), ("nvm", "dram"), ("nvm", "nvm")].map(|(a, b)| (a.into(), b.into()));
+    assert_eq!(places, want);
+    assert_eq!(steps[0]["median"], points[0]["median"]);
+    assert_eq!(steps[3]["median"], points[1]["median"]);
+    // Caching only: the area's NVM in the pool, its copies on SSD.
+    assert_eq!(steps[1]["config"]["arch"], "nvsql");
+    assert_eq!(steps[1]["config"]["nvm_double_write_slots"], 0);
+    let pool = |i: usize| steps[i]["config"]["nvm_bytes"].as_u64().unwrap();
+    assert!(pool(1) > pool(2), "caching only: {} vs {}", pool(1), pool(2));
+    assert!(kib(&steps[1]["median"], "double_write_pages_per_unit") > 0.0, "{}", steps[1]);
+    assert_eq!(kib(&steps[2]["median"], "double_write_pages_per_unit"), 0.0, "{}", steps[2]);
+    assert!(
+        read("nvsql-ablation.md").contains("| caching only | 8:1 nvsql | ssd · dram |"),
+        "{}",
+        read("nvsql-ablation.md")
+    );
     // Nothing is left behind.
     assert_eq!(std::fs::read_dir(dir.path().join("files")).unwrap().count(), 0);
 }

@@ -298,6 +298,10 @@ pub const PREFETCH_LINES_MAX: u32 = 64;
 /// `nvsql`: the default re-update-interval threshold, as a percentile of the recent
 /// intervals (a dirty page whose interval ranks within it is admitted to NVM).
 pub const NVSQL_INTERVAL_PERCENT_DEFAULT: f64 = 30.0;
+/// `nvsql`: the default share, in percent, of a checkpoint's dirty DRAM pages (those with
+/// the oldest first-update LSN) that checkpoint-based admission moves to NVM (capped at
+/// the NVM's old sublist).
+pub const NVSQL_CHECKPOINT_PERCENT_DEFAULT: f64 = 30.0;
 /// `nvsql`: recent re-update intervals the online sketch ranks against.
 pub const NVSQL_SKETCH_WINDOW: usize = 4096;
 /// `nvsql`: intervals seen before the sketch decides (every dirty page is admitted

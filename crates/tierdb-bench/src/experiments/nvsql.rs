@@ -20,7 +20,7 @@ use tierdb::wal::{self, Durability};
 
 use crate::drivers::tpcc::{self, TpccOptions, TpccReport};
 use crate::drivers::ycsb_txn::{LogPlace, TxnSetup};
-use crate::harness::{EngineArgs, Middle, Progress, RunReport, Setup, median, run_one_txn};
+use crate::harness::{DoubleWriteArg, EngineArgs, Middle, Progress, RunReport, Setup, median, run_one_txn};
 use crate::write_set::WriteSet;
 
 /// Estimated database bytes per TPC-C warehouse after the load (16 KiB and 8 KiB
@@ -59,6 +59,12 @@ pub struct MemConfig {
     /// its slots and bytes (0: none, DRAM-only).
     pub nvm_double_write_slots: usize,
     pub nvm_double_write_bytes: u64,
+    /// Where the pages on their way to SSD are copied first (the double-write area,
+    /// NV-SQL §5.4): `ssd` (InnoDB's, and DRAM-only's) or `nvm`.
+    pub double_write: DoubleWriteArg,
+    /// Where the log buffer lives: DRAM (a commit or a page write-back forces it to the
+    /// log file) or an NVM ring (durable as appended: no log force, §5.4).
+    pub log_buffer: LogPlace,
     pub cost_usd: f64,
 }
 
@@ -67,7 +73,43 @@ impl MemConfig {
     pub fn name(&self) -> String {
         format!("{} {}", self.label, self.arch)
     }
+
+    /// NV-SQL's Figure 6, first step: the NVM write cache alone — the double-write area
+    /// on SSD (its NVM goes to the pool) and the log buffer in DRAM.
+    pub fn caching_only(&self) -> MemConfig {
+        MemConfig {
+            nvm_bytes: self.nvm_bytes + self.nvm_double_write_bytes,
+            nvm_double_write_slots: 0,
+            nvm_double_write_bytes: 0,
+            double_write: DoubleWriteArg::Ssd,
+            log_buffer: LogPlace::Dram,
+            ..self.clone()
+        }
+    }
+
+    /// Figure 6, second step: the write cache and the double-write area in NVM, the log
+    /// buffer in DRAM.
+    pub fn with_nvm_double_write(&self) -> MemConfig {
+        MemConfig { log_buffer: LogPlace::Dram, ..self.clone() }
+    }
+
+    /// `ssd` or `nvm`: where the double-write area is.
+    pub fn double_write_name(&self) -> &'static str {
+        match self.double_write {
+            DoubleWriteArg::Nvm => "nvm",
+            DoubleWriteArg::Ssd => "ssd",
+            DoubleWriteArg::Off => "off",
+            DoubleWriteArg::On => "the architecture's",
+        }
+    }
 }
+
+/// The NVM log ring's size for nvsql's configurations: the TPC-C driver's (16 MiB). The
+/// log buffer is outside the memory budget in every configuration, as the paper's 11 GB
+/// and 8 + 1 GB are buffer pools: the DRAM-only configuration's DRAM log buffer
+/// (`wal::BUFFER_BYTES_DEFAULT`, 4 MiB) is not counted either. The ring needs only what
+/// is appended between two background flushes (1 ms).
+pub const NVM_LOG_RING_BYTES: u64 = 16 << 20;
 
 /// The equal-cost configurations: DRAM-only first, then one per NVM unit count.
 ///
@@ -97,6 +139,8 @@ pub fn configurations(
         nvm_bytes: 0,
         nvm_double_write_slots: 0,
         nvm_double_write_bytes: 0,
+        double_write: DoubleWriteArg::Ssd,
+        log_buffer: LogPlace::Dram,
         cost_usd: cost(budget, 0),
     }];
     for &k in nvm_units {
@@ -138,6 +182,8 @@ pub fn configurations(
             nvm_bytes,
             nvm_double_write_slots: slots,
             nvm_double_write_bytes: dw_bytes,
+            double_write: DoubleWriteArg::Nvm,
+            log_buffer: LogPlace::Nvm,
             cost_usd: cost(dram_bytes, nvm_bytes + dw_bytes),
         });
     }
@@ -174,6 +220,15 @@ pub fn tier_metrics(m: &mut Metrics, t: &TierStats, work: u64, page: u64) {
     let data_bytes = t.ssd.map_or(0, |s| s.write_bytes) + t.ssd_double_write.map_or(0, |s| s.write_bytes);
     m.insert("ssd_data_kib_per_unit", per(data_bytes, work) / 1024.0);
     m.insert("ssd_reads_per_unit", per(ssd_reads, work));
+    // Where the in-place page writes come from: dirty DRAM victims; pages leaving NVM
+    // (its replacement's victims, pages a whole-page write takes back to DRAM, and the
+    // old dirty pages a checkpoint writes to bound the log); the rest, a checkpoint's
+    // writes of DRAM pages (and the page file's own metadata pages).
+    let from_dram = b.dram_to_ssd_pages.min(ssd_writes);
+    let from_nvm = b.nvm_to_ssd_pages.min(ssd_writes - from_dram);
+    m.insert("ssd_writes_dram_evictions_per_unit", per(from_dram, work));
+    m.insert("ssd_writes_from_nvm_per_unit", per(from_nvm, work));
+    m.insert("ssd_writes_checkpoint_per_unit", per(ssd_writes - from_dram - from_nvm, work));
     m.insert("dram_hit_ratio", per(b.dram_hits, fixes));
     m.insert("nvm_hit_ratio", per(b.nvm_hits, fixes));
     m.insert("nvm_admissions_per_unit", per(b.nvm_admissions, work));
@@ -194,6 +249,11 @@ pub fn tpcc_metrics(r: &TpccReport) -> Metrics {
     m.insert("units", tx as f64);
     tier_metrics(&mut m, &r.tiers, tx, r.page_size_bytes as u64);
     m.insert("log_bytes_per_unit", per(r.wal.bytes, tx));
+    // Log forces: callers that waited for the log file's sync (a commit under `sync`,
+    // the write-ahead rule before a page write-back, a checkpoint); none with the log
+    // buffer in NVM.
+    m.insert("log_waits_per_unit", per(r.wal.waits, tx));
+    m.insert("log_syncs_per_unit", per(r.wal.syncs, tx));
     m.insert("checkpoints_in_run", f64::from(r.checkpoints.in_run));
     m.insert("db_bytes_loaded", r.db_bytes_loaded as f64);
     m.insert("db_bytes_after", r.db_bytes_after as f64);
@@ -292,11 +352,13 @@ impl TpccPlan<'_> {
         if config.nvm_double_write_slots > 0 {
             e.nvm_double_write_slots = config.nvm_double_write_slots;
         }
+        e.double_write = config.double_write;
+        let opts = TpccOptions { log_buffer: config.log_buffer.name().to_string(), ..self.tpcc.clone() };
         let s = e.setup("ro")?;
         let r = tpcc::run_one(
             &e,
             &s,
-            self.tpcc,
+            &opts,
             config.arch,
             ByteSize(config.dram_bytes),
             ByteSize(config.nvm_bytes),
@@ -309,6 +371,7 @@ impl TpccPlan<'_> {
         if bad {
             bail!("TPC-C on {}: the consistency check failed", config.name());
         }
+        assert_eq!(r.log_buffer, config.log_buffer.name(), "{}: the run's log buffer", config.name());
         Ok((tpcc_metrics(&r), r))
     }
 
@@ -448,8 +511,52 @@ impl TpccPlan<'_> {
     }
 }
 
+/// NV-SQL's Figure 6 (§6.2.3): the names of its steps, in the order
+/// [`TpccPlan::ablation`] runs them.
+pub const ABLATION_STEPS: [&str; 4] =
+    ["DRAM-only (Vanilla)", "caching only", "+ NVM double write", "+ NVM redo (log) buffer"];
+
+impl TpccPlan<'_> {
+    /// Figure 6 on the first nvsql configuration (`configs[1]`): DRAM-only; the NVM
+    /// write cache alone (double-write area on SSD, log buffer in DRAM); with the
+    /// double-write area in NVM; and with the log buffer in NVM too (nvsql as
+    /// `configurations` makes it). The first and last are `tpcc_points[0]` and
+    /// `tpcc_points[1]` when the tpcc part ran (tags `nva{i}r` otherwise). No crash, no
+    /// write sets.
+    ///
+    /// # Errors
+    /// No nvsql configuration; as [`TpccPlan::run`].
+    pub fn ablation(&self, configs: &[MemConfig], tpcc_points: &[Point]) -> Result<Vec<Point>> {
+        let Some(nv) = configs.get(1) else { bail!("the ablation needs an nvsql configuration (--nvm-units)") };
+        assert_eq!(nv.arch, Architecture::Nvsql, "{}", nv.name());
+        let steps = [configs[0].clone(), nv.caching_only(), nv.with_nvm_double_write(), nv.clone()];
+        let mut points = Vec::new();
+        for (i, c) in steps.iter().enumerate() {
+            let reuse = match i {
+                0 => tpcc_points.first(),
+                3 => tpcc_points.get(1),
+                _ => None,
+            };
+            let mut p = match reuse {
+                Some(p) => Point {
+                    config: p.config.clone(),
+                    policy: p.policy.clone(),
+                    median: p.median.clone(),
+                    runs: p.runs.clone(),
+                    write_set: None,
+                },
+                None => self.point(c, None, false, &format!("nva{i}r"))?,
+            };
+            p.write_set = None;
+            points.push(p);
+        }
+        Ok(points)
+    }
+}
+
 /// One YCSB point per configuration (tags `nvy{i}r`): `workload` through transactions
-/// with `durability` and the log buffer in DRAM, every architecture's own policy.
+/// with `durability`, the log buffer and double-write area where the configuration puts
+/// them, every architecture's own policy.
 ///
 /// # Errors
 /// A bad workload; a run that fails.
@@ -465,16 +572,23 @@ pub fn ycsb_points(
     let mut e = engine.clone();
     e.policy = None;
     let ys = e.setup(workload)?;
-    let txn = TxnSetup {
-        durability,
-        log_buffer: LogPlace::Dram,
-        log_buffer_bytes: wal::BUFFER_BYTES_DEFAULT as u64,
-        flush_interval_us: wal::FLUSH_INTERVAL_DEFAULT.as_micros() as u64,
-    };
     configs
         .iter()
         .enumerate()
-        .map(|(i, c)| ycsb_point(&e, &ys, &txn, c, data, runs_n, &format!("nvy{i}r"), progress))
+        .map(|(i, c)| {
+            let txn = TxnSetup {
+                durability,
+                log_buffer: c.log_buffer,
+                log_buffer_bytes: match c.log_buffer {
+                    LogPlace::Dram => wal::BUFFER_BYTES_DEFAULT as u64,
+                    LogPlace::Nvm => NVM_LOG_RING_BYTES,
+                },
+                flush_interval_us: wal::FLUSH_INTERVAL_DEFAULT.as_micros() as u64,
+            };
+            let mut ys = ys.clone();
+            ys.double_write = c.double_write;
+            ycsb_point(&e, &ys, &txn, c, data, runs_n, &format!("nvy{i}r"), progress)
+        })
         .collect()
 }
 
@@ -498,6 +612,22 @@ mod tests {
         for x in &c {
             assert!((x.cost_usd - c[0].cost_usd).abs() < 1e-5 * c[0].cost_usd, "{x:?}");
         }
+        // Placement (§5.4): DRAM-only keeps InnoDB's; nvsql puts both in NVM.
+        assert_eq!((c[0].double_write, c[0].log_buffer), (DoubleWriteArg::Ssd, LogPlace::Dram));
+        assert_eq!((c[1].double_write, c[1].log_buffer), (DoubleWriteArg::Nvm, LogPlace::Nvm));
+        // Figure 6's steps cost the same: caching only gives the area's NVM to the pool.
+        let co = c[1].caching_only();
+        assert_eq!(co.nvm_bytes, c[1].nvm_bytes + c[1].nvm_double_write_bytes);
+        assert_eq!(
+            (co.nvm_double_write_slots, co.double_write, co.log_buffer),
+            (0, DoubleWriteArg::Ssd, LogPlace::Dram)
+        );
+        assert_eq!(co.cost_usd, c[1].cost_usd);
+        let dw = c[1].with_nvm_double_write();
+        assert_eq!(
+            (dw.nvm_bytes, dw.double_write, dw.log_buffer),
+            (c[1].nvm_bytes, DoubleWriteArg::Nvm, LogPlace::Dram)
+        );
         // A large budget: the area stops at InnoDB's 128 pages.
         let big = configurations(11 << 30, 11, &[1], 8192, &dram, &nvm).unwrap();
         assert_eq!(big[1].nvm_double_write_slots, DOUBLE_WRITE_SLOTS);

@@ -1,5 +1,5 @@
-//! nvsql-bench's recovery split (NV-SQL Figure 10) and NVM replacement (Table 4)
-//! tables.
+//! nvsql-bench's recovery split (NV-SQL Figure 10), NVM replacement (Table 4) and
+//! ablation (Figure 6) tables.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -7,12 +7,12 @@ use std::path::Path;
 use anyhow::Result;
 use tierdb::ByteSize;
 
-use tierdb_bench::experiments::nvsql::{Point, get};
+use tierdb_bench::experiments::nvsql::{ABLATION_STEPS, Point, get};
 use tierdb_bench::harness::fmt_rate;
 use tierdb_bench::plot::{AxisFormat, Chart, Series};
 
 use super::TABLE4;
-use super::table::{Describe, PartReport, category_chart, header, pct, table, write_part};
+use super::table::{Describe, PartReport, category_chart, change, header, pct, placement, table, write_part};
 
 const PHASES: [(&str, &str); 5] = [
     ("open", "recovery_open_secs"),
@@ -144,4 +144,101 @@ pub(super) fn write_table4(out: &Path, d: &Describe, workload: &str, points: &[P
     }
     let rep = PartReport { part: "table4", setup: d, workload: workload.into(), points };
     write_part(out, "nvsql-table4", &md, &rep, &[("nvsql-table4.svg".into(), c)])
+}
+
+/// NV-SQL's Figure 6: what each NVM use adds, step by step, on one equal-cost
+/// configuration.
+pub(super) fn write_ablation(out: &Path, d: &Describe, workload: &str, points: &[Point]) -> Result<()> {
+    let mut md = String::new();
+    let cfg = points.get(1).map(|p| p.config.label.clone()).unwrap_or_default();
+    header(&mut md, &format!("What each NVM use adds (NV-SQL Figure 6), {cfg}"), d, workload);
+    let base = points.first().map(|p| p.median.clone()).unwrap_or_default();
+    let rows: Vec<Vec<String>> = points
+        .iter()
+        .zip(ABLATION_STEPS)
+        .map(|(p, step)| {
+            let m = &p.median;
+            vec![
+                step.to_string(),
+                p.config.name(),
+                placement(&p.config),
+                ByteSize(p.config.nvm_bytes).to_string(),
+                fmt_rate(get(m, "throughput")),
+                change(get(m, "throughput"), get(&base, "throughput")),
+                format!("{:.2}", get(m, "ssd_writes_per_unit")),
+                change(get(m, "ssd_writes_per_unit"), get(&base, "ssd_writes_per_unit")),
+                format!(
+                    "{:.2} / {:.2} / {:.2}",
+                    get(m, "ssd_writes_dram_evictions_per_unit"),
+                    get(m, "ssd_writes_from_nvm_per_unit"),
+                    get(m, "ssd_writes_checkpoint_per_unit")
+                ),
+                format!("{:.2}", get(m, "double_write_pages_per_unit")),
+                format!("{:.1}", get(m, "ssd_data_kib_per_unit")),
+                change(get(m, "ssd_data_kib_per_unit"), get(&base, "ssd_data_kib_per_unit")),
+                format!("{:.2}", get(m, "ssd_reads_per_unit")),
+                format!("{:.3}", get(m, "log_waits_per_unit")),
+                pct(get(m, "dram_hit_ratio")),
+                pct(get(m, "nvm_hit_ratio")),
+                format!("{:.3} / {:.3}", get(m, "nvm_admissions_per_unit"), get(m, "nvm_evictions_per_unit")),
+                format!("{:.2}", get(m, "nvm_writes_in_place_per_unit")),
+            ]
+        })
+        .collect();
+    table(
+        &mut md,
+        &[
+            "step",
+            "configuration",
+            "double write · log buffer",
+            "NVM pool",
+            "tx/s",
+            "vs DRAM-only",
+            "SSD page writes / tx (in place)",
+            "vs DRAM-only",
+            "of them: DRAM victims / from NVM / checkpoint",
+            "double-write pages / tx on SSD",
+            "SSD KiB written / tx",
+            "vs DRAM-only",
+            "SSD page reads / tx",
+            "log waits / tx",
+            "DRAM hit",
+            "NVM hit",
+            "NVM admissions / evictions per tx",
+            "in-place NVM updates / tx",
+        ],
+        &rows,
+    );
+    md.push_str(
+        "\nSteps (NV-SQL §6.2.3): caching only is nvsql's NVM write cache with InnoDB's double-write area on SSD \
+         and the log buffer in DRAM, all the NVM bought in the pool; + NVM double write moves the area into NVM \
+         (about 1/32 of the NVM bought, §5.4); + NVM redo buffer puts the log buffer in an NVM ring too (durable as \
+         appended: no log force at commit or before a page write-back). SSD page writes in place, by cause: dirty \
+         DRAM victims; pages leaving NVM (its replacement's victims, pages a whole-page write takes back to DRAM, \
+         the old dirty pages a checkpoint writes to bound the log); a checkpoint's writes of DRAM pages. Log waits: \
+         callers that waited for the log file's sync (the write-ahead rule before a write-back, a checkpoint).\n",
+    );
+    let mut c = Chart::new(format!("What each NVM use adds, TPC-C on {cfg}"));
+    c.subtitle = d.line();
+    c.x_label = "configuration".into();
+    c.y_label = "per transaction; tx/s ÷ DRAM-only".into();
+    c.x_categories = ABLATION_STEPS.iter().map(|s| (*s).to_string()).collect();
+    c.y_format = AxisFormat::Plain;
+    let t0 = get(&base, "throughput");
+    c.series.push(Series {
+        name: "throughput ÷ DRAM-only".into(),
+        points: points.iter().enumerate().map(|(i, p)| (i as f64, get(&p.median, "throughput") / t0)).collect(),
+    });
+    for (name, key) in [
+        ("SSD page writes in place", "ssd_writes_per_unit"),
+        ("double-write pages on SSD", "double_write_pages_per_unit"),
+        ("SSD page reads", "ssd_reads_per_unit"),
+    ] {
+        c.series.push(Series {
+            name: name.into(),
+            points: points.iter().enumerate().map(|(i, p)| (i as f64, get(&p.median, key))).collect(),
+        });
+    }
+    let rep = PartReport { part: "ablation", setup: d, workload: workload.into(), points };
+    write_part(out, "nvsql-ablation", &md, &rep, &[("nvsql-ablation.svg".into(), c)])
 }

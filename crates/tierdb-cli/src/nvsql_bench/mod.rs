@@ -21,7 +21,14 @@
 //!   transactions (`nvsql-ycsb.*`);
 //! - `table4`: NVM replacement on the first nvsql configuration: update-count midpoint
 //!   insertion (nvsql's default) against default midpoint insertion and plain LRU
-//!   (`nvsql-table4.*`).
+//!   (`nvsql-table4.*`);
+//! - `ablation`: Figure 6 on the first nvsql configuration: DRAM-only, the NVM write
+//!   cache alone (double-write area on SSD, log buffer in DRAM), + the double-write area
+//!   in NVM, + the log buffer in NVM (`nvsql-ablation.*`).
+//!
+//! **Placement** (§5.4): DRAM-only runs with its double-write area on SSD and its log
+//! buffer in DRAM (a page write-back forces the log first); nvsql with both in NVM (the
+//! log ring is durable as appended: no log force at commit or before a write-back).
 //!
 //! With `--runs N` every number is the median of N runs; the write-set series is the
 //! run with the median throughput's.
@@ -45,7 +52,7 @@ use tierdb_bench::harness::{EngineArgs, Progress, remove_files_on_interrupt};
 
 /// Bounds on the counts, so a typo cannot start a day-long run.
 const RUNS_MAX: usize = 21;
-const PARTS: [&str; 3] = ["tpcc", "ycsb", "table4"];
+const PARTS: [&str; 4] = ["tpcc", "ycsb", "table4", "ablation"];
 /// Table 4's replacement rules: name and policy.
 const TABLE4: [(&str, &str); 3] = [
     ("update-count midpoint", "nvsql:lru=update-count"),
@@ -59,8 +66,9 @@ pub struct NvsqlBenchArgs {
     #[arg(long)]
     out: PathBuf,
     /// Parts to run: tpcc (with the write working set and the recovery split), ycsb,
-    /// table4.
-    #[arg(long, value_delimiter = ',', default_value = "tpcc,ycsb,table4")]
+    /// table4, ablation (Figure 6: the write cache alone, + NVM double write, + NVM log
+    /// buffer).
+    #[arg(long, value_delimiter = ',', default_value = "tpcc,ycsb,table4,ablation")]
     parts: Vec<String>,
     /// TPC-C warehouses.
     #[arg(long, default_value_t = 1)]
@@ -177,7 +185,9 @@ pub fn run(args: NvsqlBenchArgs) -> Result<()> {
         warehouses: args.warehouses,
         tiny: args.tiny,
         durability: args.durability,
-        log_buffer: "dram".into(),
+        // Each configuration sets its own (`MemConfig::log_buffer`): DRAM for DRAM-only,
+        // an NVM ring for nvsql (§5.4).
+        log_buffer: "auto".into(),
         load_threads: None,
         checkpoint_interval: args.checkpoint_interval,
         write_set_interval: Some(args.write_set_interval),
@@ -253,6 +263,10 @@ pub fn run(args: NvsqlBenchArgs) -> Result<()> {
         let policies = TABLE4.map(|(_, p)| p);
         let points = tpcc_plan.table4(&configs, &tpcc_points, &policies)?;
         figures::write_table4(&args.out, &describe, &tpcc_workload(&args), &points)?;
+    }
+    if has("ablation") {
+        let points = tpcc_plan.ablation(&configs, &tpcc_points)?;
+        figures::write_ablation(&args.out, &describe, &tpcc_workload(&args), &points)?;
     }
     progress.finish();
     Ok(())

@@ -85,6 +85,11 @@ fn nvm_cell(c: &MemConfig) -> String {
     }
 }
 
+/// Where the double-write area and the log buffer are: `ssd · dram`, `nvm · nvm`.
+pub(super) fn placement(c: &MemConfig) -> String {
+    format!("{} · {}", c.double_write_name(), c.log_buffer.name())
+}
+
 /// Writes `<stem>.md`, `<stem>.json` and the charts, and prints the table.
 pub(super) fn write_part(
     out: &Path,
@@ -166,6 +171,7 @@ pub(super) fn write_config_part(
                 p.config.name(),
                 ByteSize(p.config.dram_bytes).to_string(),
                 nvm_cell(&p.config),
+                placement(&p.config),
                 format!("${:.5}", p.config.cost_usd),
                 ByteSize(get(m, "db_bytes_loaded") as u64).to_string(),
                 fmt_rate(get(m, "throughput")),
@@ -189,6 +195,7 @@ pub(super) fn write_config_part(
             "configuration",
             "DRAM",
             "NVM",
+            "double write · log buffer",
             "memory cost",
             "data",
             &format!("{unit}s/s"),

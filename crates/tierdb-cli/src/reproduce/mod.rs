@@ -17,6 +17,7 @@
 mod engine;
 mod hymem;
 mod nvcache;
+mod nvsql;
 mod report;
 mod sections;
 mod sim;

@@ -6,7 +6,7 @@ use serde_json::Value;
 use std::path::Path;
 
 use super::{Ctx, Section};
-use super::{engine, hymem, nvcache, sim, three_tier_tpcc};
+use super::{engine, hymem, nvcache, nvsql, sim, three_tier_tpcc};
 
 /// One entry of the reproduction.
 pub(crate) struct Entry {
@@ -59,6 +59,11 @@ pub(crate) fn all() -> Vec<Entry> {
             name: "nvcache",
             about: "NVCache paper, Table 1, Figure 4 and Figure 8(a): throttled admission, overhead for small data, performance per memory cost",
             run: nvcache::run,
+        },
+        Entry {
+            name: "nvsql",
+            about: "NV-SQL, Figures 4, 6 and 10, Table 5: TPC-C at equal memory cost, the ablation, recovery",
+            run: nvsql::run,
         },
         Entry {
             name: "engine",
