@@ -66,7 +66,7 @@ pub fn run_arch(
 ) -> Result<WearSeries> {
     let mut engine_args = engine_args.clone();
     engine_args.techniques = None;
-    let mut cfg = engine_args.arch_config(setup, arch, dram, nvm, &format!("wear-{arch}"))?;
+    let mut cfg = engine_args.arch_config(setup, arch, dram, nvm, Some(data), &format!("wear-{arch}"))?;
     cfg.wear_counters = true;
     let files = Cleanup::new(cfg.files());
     let engine = Engine::open(&cfg).with_context(|| format!("opening {arch}"))?;
