@@ -14,8 +14,10 @@
 //! two cores (a check that the pipeline works, not evidence); `--scale full` is what
 //! the committed report comes from.
 
+mod mmap;
 mod report;
 mod sections;
+mod three_tier;
 mod three_tier_tpcc;
 
 use std::fs;

@@ -5,8 +5,8 @@ use anyhow::{Context, Result};
 use serde_json::Value;
 use std::path::Path;
 
-use super::three_tier_tpcc;
 use super::{Ctx, Section};
+use super::{mmap, three_tier, three_tier_tpcc};
 
 /// One entry of the reproduction.
 pub(crate) struct Entry {
@@ -19,11 +19,19 @@ pub(crate) struct Entry {
 
 /// Every section, in order.
 pub(crate) fn all() -> Vec<Entry> {
-    vec![Entry {
-        name: "three-tier-fig9",
-        about: "three-tier paper, Figure 9: TPC-C throughput over warehouses, every architecture",
-        run: three_tier_tpcc::run,
-    }]
+    vec![
+        Entry {
+            name: "three-tier-fig9",
+            about: "three-tier paper, Figure 9: TPC-C throughput over warehouses, every architecture",
+            run: three_tier_tpcc::run,
+        },
+        Entry {
+            name: "three-tier-ycsb",
+            about: "three-tier paper, Figures 8, 10 and 13: YCSB-RO over data sizes, the techniques, DRAM size",
+            run: three_tier::run,
+        },
+        Entry { name: "mmap", about: "PostgreSQL-on-NVM paper, §VI-B: SE1 and SE2 against read()", run: mmap::run },
+    ]
 }
 
 /// Reads a JSON artifact a child wrote.
