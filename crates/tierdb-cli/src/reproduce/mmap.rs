@@ -35,7 +35,7 @@ pub(crate) fn run(ctx: &Ctx) -> Result<Vec<Section>> {
     let (data, nvm, percents, runs, warmup, duration) = if ctx.quick() {
         ("48MiB", "96MiB", "10,50", "1", "0.5", "1")
     } else {
-        ("128MiB", "256MiB", "10,25,50", "3", "1", "1.5")
+        ("96MiB", "192MiB", "10,25,50", "1", "1", "1.5")
     };
     let mut a = args(&[
         "mmap-bench",

@@ -65,7 +65,7 @@ fn fig8_sizes(quick: bool) -> Fig8Sizes {
             sizes: "16MiB,24MiB,48MiB,96MiB,144MiB,200MiB,240MiB",
             runs: "3",
             warmup: "1",
-            duration: "1.5",
+            duration: "1",
         }
     }
 }
