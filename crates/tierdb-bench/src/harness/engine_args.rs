@@ -235,16 +235,21 @@ impl Setup {
         let (Some(&lo), Some(&hi)) = (data_bytes.iter().min(), data_bytes.iter().max()) else {
             return self.cpu_cache.to_string();
         };
-        if lo == hi || matches!(self.cpu_cache, CpuCacheSize::Bytes(_)) {
-            return format!("{} at {} … {}", self.cpu_cache, self.cpu_cache.describe(lo), self.cpu_cache.describe(hi));
+        if lo == hi {
+            return self.cpu_cache.describe(lo);
         }
+        // Whole KiB: a share resolves to whole lines, which `ByteSize` would print in bytes.
+        let kib = |data: u64| ByteSize(self.cpu_cache.resolve(data) >> 10 << 10);
+        let pct = |data: u64| 100.0 * self.cpu_cache.resolve(data) as f64 / data.max(1) as f64;
         format!(
-            "{} of the data: {} at {} … {} at {}",
-            self.cpu_cache,
-            ByteSize(self.cpu_cache.resolve(lo) >> 10 << 10),
+            "{} ({:.2}% of {} of data) … {} ({:.2}% of {}); --cpu-cache {}",
+            kib(lo),
+            pct(lo),
             ByteSize(lo),
-            ByteSize(self.cpu_cache.resolve(hi) >> 10 << 10),
-            ByteSize(hi)
+            kib(hi),
+            pct(hi),
+            ByteSize(hi),
+            self.cpu_cache
         )
     }
 
@@ -446,5 +451,42 @@ fn parse_double_write(s: &str) -> Result<DoubleWriteArg, String> {
         "ssd" => Ok(DoubleWriteArg::Ssd),
         "nvm" => Ok(DoubleWriteArg::Nvm),
         _ => Err(format!("{s:?}: expected on, off, ssd or nvm")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        engine: EngineArgs,
+    }
+
+    fn setup(args: &[&str]) -> Result<Setup> {
+        let cli = Cli::try_parse_from(std::iter::once("t").chain(args.iter().copied()))?;
+        cli.engine.setup("ro")
+    }
+
+    /// The default is a share of each run's data; a size stays fixed; bad values are
+    /// refused by the parser with the reason.
+    #[test]
+    fn the_cpu_cache_is_a_share_of_the_data_by_default() {
+        let s = setup(&[]).unwrap();
+        assert_eq!(s.cpu_cache, CpuCacheSize::default());
+        assert_eq!(s.cpu_cache_bytes(Some(ByteSize(1 << 30))), (1u64 << 30) / 500 / 64 * 64);
+        assert_eq!(s.cpu_cache_bytes(Some(ByteSize(1 << 20))), tierdb::page::CPU_CACHE_MODEL_MIN_BYTES);
+        let label = s.cpu_cache_label_over(&[16 << 20, 240 << 20]);
+        assert!(label.starts_with("256KiB (1.56% of 16MiB of data) … 491KiB"), "{label}");
+        let fixed = setup(&["--cpu-cache", "32MiB"]).unwrap();
+        assert_eq!(fixed.cpu_cache_bytes(Some(ByteSize(1 << 30))), 32 << 20);
+        assert_eq!(fixed.cpu_cache_bytes(None), 32 << 20);
+        for bad in ["-1%", "0%", "150%", "lots", "4GiB"] {
+            let e = setup(&["--cpu-cache", bad]).err().expect(bad);
+            assert!(format!("{e:#}").contains("bad CPU-cache size"), "{bad}: {e:#}");
+        }
     }
 }

@@ -133,8 +133,8 @@ impl fmt::Display for CpuCacheSize {
 impl FromStr for CpuCacheSize {
     type Err = CpuCacheSizeError;
 
-    /// `32MiB` (any [`ByteSize`]) or a percentage of the data, `0.2%` (above 0, at most
-    /// 100, in steps of 0.0001%).
+    /// `32MiB` (any [`ByteSize`]), `0` (no model), or a percentage of the data, `0.2%`
+    /// (above 0, at most 100, in steps of 0.0001%).
     fn from_str(text: &str) -> Result<Self, CpuCacheSizeError> {
         let err = |reason: String| CpuCacheSizeError { text: text.to_string(), reason };
         let s = text.trim();
@@ -148,6 +148,10 @@ impl FromStr for CpuCacheSize {
                 return Err(err("below 0.0001% of the data".into()));
             }
             return Ok(CpuCacheSize::Share { ppm: ppm as u32 });
+        }
+        if s == "0" {
+            // No model: every read charged (`ByteSize` refuses a size of zero).
+            return Ok(CpuCacheSize::Bytes(0));
         }
         let bytes: ByteSize =
             s.parse().map_err(|e: crate::size::SizeError| err(format!("{e} (or a share such as 0.2%)")))?;
