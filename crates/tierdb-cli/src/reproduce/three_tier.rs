@@ -7,6 +7,11 @@
 //! The in-place reads of `nvm-direct` go through the CPU-cache model at its default
 //! share of the data (0.2%, the paper's 20 MB L3 over 10 GB; docs/nvm-direct.md), so
 //! that the scaled-down runs give it no more cache than the paper's machine did.
+//!
+//! Budget, with `mmap.rs`'s section: `--scale quick` about 100 s on two shared cores
+//! (measured 2026-11-28), `--scale full` sized for about 7 minutes. The paper's sizes
+//! (2 GB DRAM, 10 GB NVM, up to 15 GB of data) are scaled by 1/128 (quick) and 1/64
+//! (full); the sections' setup lines say so.
 
 use anyhow::Result;
 use serde_json::Value;
