@@ -485,7 +485,8 @@ mod tests {
         assert_eq!(fixed.cpu_cache_bytes(Some(ByteSize(1 << 30))), 32 << 20);
         assert_eq!(fixed.cpu_cache_bytes(None), 32 << 20);
         for bad in ["-1%", "0%", "150%", "lots", "4GiB"] {
-            let e = setup(&["--cpu-cache", bad]).expect_err(bad);
+            let arg = format!("--cpu-cache={bad}");
+            let e = setup(&[&arg]).expect_err(bad);
             assert!(format!("{e:#}").contains("bad CPU-cache size"), "{bad}: {e:#}");
         }
     }

@@ -9,7 +9,7 @@
 //! that the scaled-down runs give it no more cache than the paper's machine did.
 //!
 //! Budget, with `mmap.rs`'s section: `--scale quick` about 100 s on two shared cores
-//! (measured 2026-11-28), `--scale full` sized for about 7 minutes. The paper's sizes
+//! (measured 2026-11-28), `--scale full` 466 s there (both with other builds running). The paper's sizes
 //! (2 GB DRAM, 10 GB NVM, up to 15 GB of data) are scaled by 1/128 (quick) and 1/64
 //! (full); the sections' setup lines say so.
 
