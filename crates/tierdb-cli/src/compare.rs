@@ -198,7 +198,7 @@ fn describe(report: &CompareReport) -> String {
         report.runs,
         s.warmup_secs,
         s.duration_secs.map(|d| format!("{d} s")).unwrap_or_else(|| "operationcount".into()),
-        ByteSize(s.cpu_cache_model_bytes),
+        s.cpu_cache_label_over(&report.points.iter().map(|p| p.data_bytes).collect::<Vec<_>>()),
     )
 }
 

@@ -175,7 +175,7 @@ fn describe(report: &MmapReport) -> String {
         report.runs,
         s.warmup_secs,
         s.duration_secs.map(|d| format!("{d} s")).unwrap_or_else(|| "operationcount".into()),
-        ByteSize(s.cpu_cache_model_bytes),
+        s.cpu_cache_label(report.data_bytes),
         if s.prefetch_lines == 0 { "off".to_string() } else { format!("{} lines", s.prefetch_lines) },
     )
 }

@@ -126,7 +126,7 @@ pub fn run(args: TuneArgs) -> Result<()> {
     std::fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
 
     let progress = Progress::new(!args.quiet);
-    let opened = open_spitfire(&args.engine, &setup, arch, (args.dram, args.nvm), "tune")?;
+    let opened = open_spitfire(&args.engine, &setup, arch, (args.dram, args.nvm, args.data), "tune")?;
     let driver = args.engine.driver_config(&setup, Some(args.data));
     let mut session = Session::new(
         tuner,

@@ -259,7 +259,9 @@ pub struct ArchConfig {
     /// Count NVM writes per cache line (`tierdb wear`; 8 bytes of DRAM per NVM line).
     pub wear_counters: bool,
     /// The CPU last-level cache that charges for reads made in place in NVM model
-    /// (`nvm-direct`, `spitfire`'s and SE2's in-place reads; 0: none).
+    /// (`nvm-direct`, `spitfire`'s and SE2's in-place reads; 0: none). By default the
+    /// default share ([`crate::page::CpuCacheSize`]) of the NVM capacity, the most
+    /// data an in-place architecture holds; callers that know the data set it.
     pub cpu_cache_model: ByteSize,
     /// Software prefetch of the next lines after an in-place NVM read (SE2, `spitfire`
     /// bypassing DRAM; `BufferConfig::prefetch_lines`; 0: off).
@@ -308,7 +310,7 @@ impl ArchConfig {
             techniques: None,
             debug_lines: false,
             wear_counters: false,
-            cpu_cache_model: ByteSize(crate::sources::nvm_direct::frames::CPU_CACHE_MODEL_DEFAULT_BYTES),
+            cpu_cache_model: ByteSize(crate::page::CpuCacheSize::default().resolve(nvm.bytes())),
             prefetch_lines: 0,
             double_write: arch.default_double_write(),
             nvm_double_write_slots: crate::limits::DOUBLE_WRITE_SLOTS,

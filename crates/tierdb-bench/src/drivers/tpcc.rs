@@ -220,7 +220,7 @@ pub fn run_one(
     progress: &Progress,
 ) -> Result<TpccReport> {
     let scale = opts.scale()?;
-    let acfg = engine.arch_config(setup, arch, dram, nvm, tag)?;
+    let acfg = engine.arch_config(setup, arch, dram, nvm, Some(data_bytes_estimate(&scale)), tag)?;
     let stem = acfg.ssd_path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
     let dir = acfg.ssd_path.with_file_name(format!("{stem}-tpcc"));
     let mut files = vec![acfg.nvm_path.clone(), acfg.nvm_double_write_path(), dir.clone()];
@@ -277,6 +277,21 @@ pub fn run_one(
         let open = || Db::open(&cfg).with_context(|| format!("opening a database on {arch} in {}", cfg.dir.display()));
         ctx.run(open, crash)
     }
+}
+
+/// Bytes of a loaded database per warehouse and of the item table, at the
+/// specification's population (docs/tpcc.md, measured 2026-11-25: about 78 MiB per
+/// warehouse plus 9 MiB of items, 16 KiB pages).
+const DB_BYTES_PER_WAREHOUSE_SPEC: u64 = 78 << 20;
+const DB_BYTES_ITEMS_SPEC: u64 = 9 << 20;
+
+/// The database's size after loading `scale`, estimated before it is loaded (the
+/// CPU-cache model is sized from it when it opens): the measured sizes above, scaled
+/// by the population's share of the specification's (a tiny one shrinks every
+/// cardinality about as much as the items).
+fn data_bytes_estimate(scale: &tierdb_workload::tpcc::Scale) -> ByteSize {
+    let spec = DB_BYTES_PER_WAREHOUSE_SPEC * u64::from(scale.warehouses) + DB_BYTES_ITEMS_SPEC;
+    ByteSize(spec / u64::from(tierdb_workload::tpcc::SPEC_ITEMS) * u64::from(scale.items))
 }
 
 /// `--log-buffer auto`: an NVM ring for `nvm-direct`, whose every in-place write-back

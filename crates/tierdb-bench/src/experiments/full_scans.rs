@@ -40,7 +40,7 @@ pub fn run(
     progress: &Progress,
 ) -> Result<RunReport> {
     // 1. A fresh engine whose files go away with `files`, on every path.
-    let cfg = engine_args.arch_config(setup, arch, dram, nvm, tag)?;
+    let cfg = engine_args.arch_config(setup, arch, dram, nvm, Some(data), tag)?;
     let files = Cleanup::new(cfg.files());
     let engine = Engine::open(&cfg).with_context(|| format!("opening {arch}"))?;
     let (dram_frames, nvm_frames) = engine.frames();

@@ -188,8 +188,14 @@ pub fn run(
         let mut setup = base.clone();
         setup.nvcache.obp_mode = obp;
         setup.workload = specs[0].clone();
-        let cfg =
-            engine_args.arch_config(&setup, Architecture::Nvcache, dram, nvm, &format!("phases-{}", obp.name()))?;
+        let cfg = engine_args.arch_config(
+            &setup,
+            Architecture::Nvcache,
+            dram,
+            nvm,
+            Some(data),
+            &format!("phases-{}", obp.name()),
+        )?;
         let _files = Cleanup::new(cfg.files());
         let engine = Engine::open(&cfg).context("opening nvcache for the phases")?;
         let mut hooks = Hooks { plan, specs, progress, obp, epochs: Vec::new() };

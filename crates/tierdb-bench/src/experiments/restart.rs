@@ -248,7 +248,7 @@ pub fn run_series(plan: &Plan<'_>, setup: &Setup, subject: Subject, progress: &P
     let mut engine_args = plan.engine.clone();
     engine_args.techniques = Some(subject.techniques());
     let tag = format!("restart-{}", subject.name());
-    let mut cfg = engine_args.arch_config(setup, subject.arch(), plan.dram, plan.nvm, &tag)?;
+    let mut cfg = engine_args.arch_config(setup, subject.arch(), plan.dram, plan.nvm, Some(plan.data), &tag)?;
     let files = Cleanup::new(cfg.files());
     progress.set_prefix(subject.name());
     let engine = Engine::open(&cfg).with_context(|| format!("creating {}", subject.arch()))?;

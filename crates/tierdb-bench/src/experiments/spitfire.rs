@@ -150,7 +150,7 @@ impl Ctx<'_> {
         tag: &str,
     ) -> Result<Vec<StaticPoint>> {
         let a = self.args;
-        let opened = open_spitfire(&a.engine, setup, self.arch, (a.dram, a.nvm), tag)?;
+        let opened = open_spitfire(&a.engine, setup, self.arch, (a.dram, a.nvm, a.data), tag)?;
         let mut hooks =
             Schedule::new(&opened.engine, segments, self.progress, format!("{} {tag}", workload_name(&setup.workload)));
         ycsb_driver::run_epochs(
@@ -348,7 +348,7 @@ fn tuner_run(ctx: &Ctx<'_>, setup: &Setup, name: &str) -> Result<(Box<dyn tuning
     let a = ctx.args;
     let cfg = a.tuner_args.config(setup.seed)?;
     let tuner = tuning::by_name(name, &cfg)?;
-    let opened = open_spitfire(&a.engine, setup, ctx.arch, (a.dram, a.nvm), "tuner")?;
+    let opened = open_spitfire(&a.engine, setup, ctx.arch, (a.dram, a.nvm, a.data), "tuner")?;
     let mut session =
         Session::new(tuner, &opened.engine, (cfg.start, a.settle_epochs), a.epochs_max, false, ctx.progress, false);
     ycsb_driver::run_epochs(

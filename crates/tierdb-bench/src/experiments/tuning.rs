@@ -23,8 +23,8 @@ use crate::plot::Series;
 /// The only policy with migration knobs.
 pub const KNOB_POLICY: &str = "spitfire";
 /// The CPU-cache model of the knob experiments (`tune`, `spitfire`), and why.
-pub const KNOB_CPU_CACHE: &str = "1MiB";
-pub const KNOB_CPU_CACHE_HELP: &str = "The CPU last-level cache that charges for NVM lines read in place (default 1 MiB, as in docs/tuning.md: the 32 MiB of other commands would be as large as this command's 32 MiB NVM, so every line read in place would soon count as cached; at the paper's scale the last-level cache is a tiny fraction of NVM); 0 charges every read";
+pub const KNOB_CPU_CACHE: &str = tierdb::page::CPU_CACHE_MODEL_DEFAULT;
+pub const KNOB_CPU_CACHE_HELP: &str = "The CPU last-level cache that charges for NVM lines read in place: a share of the data (default 0.2%, the three-tier paper's 20 MB L3 over 10 GB, at least 256 KiB) or a size (1MiB); 0 charges every read (docs/tuning.md)";
 /// The model clock of the commands that compare policies epoch by epoch or run by
 /// run (`tune`, `spitfire`, `nvcache-obp`), and why.
 pub const COMPARE_MODEL_CLOCK: &str = "cpu";
@@ -139,7 +139,8 @@ pub struct Opened {
     _files: Cleanup,
 }
 
-/// Opens `arch` with the spitfire policy and fresh files named after `tag`.
+/// Opens `arch` with the spitfire policy and fresh files named after `tag`, its
+/// CPU-cache model sized for `data`.
 ///
 /// # Errors
 /// Opening the engine; a policy without knobs.
@@ -147,10 +148,10 @@ pub fn open_spitfire(
     engine_args: &EngineArgs,
     setup: &Setup,
     arch: Architecture,
-    (dram, nvm): (ByteSize, ByteSize),
+    (dram, nvm, data): (ByteSize, ByteSize, ByteSize),
     tag: &str,
 ) -> Result<Opened> {
-    let mut cfg = engine_args.arch_config(setup, arch, dram, nvm, tag)?;
+    let mut cfg = engine_args.arch_config(setup, arch, dram, nvm, Some(data), tag)?;
     cfg.policy.get_or_insert_with(|| KNOB_POLICY.into());
     let files = Cleanup::new(cfg.files());
     let engine = Engine::open(&cfg).with_context(|| format!("opening {arch} with the {KNOB_POLICY} policy"))?;

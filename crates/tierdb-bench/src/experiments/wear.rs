@@ -88,7 +88,7 @@ pub fn run_arch(
 ) -> Result<WearSeries> {
     let mut engine_args = engine_args.clone();
     engine_args.techniques = None;
-    let mut cfg = engine_args.arch_config(setup, arch, dram, nvm, &format!("wear-{arch}"))?;
+    let mut cfg = engine_args.arch_config(setup, arch, dram, nvm, Some(data), &format!("wear-{arch}"))?;
     cfg.wear_counters = true;
     let files = Cleanup::new(cfg.files());
     let engine = Engine::open(&cfg).with_context(|| format!("opening {arch}"))?;
@@ -167,7 +167,7 @@ pub fn run_logged(
     }
     let mut engine_args = engine_args.clone();
     engine_args.techniques = None;
-    let mut acfg = engine_args.arch_config(setup, arch, dram, nvm, &format!("wearlog-{arch}"))?;
+    let mut acfg = engine_args.arch_config(setup, arch, dram, nvm, Some(data), &format!("wearlog-{arch}"))?;
     acfg.wear_counters = true;
     let stem = acfg.nvm_path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
     let dir = acfg.ssd_path.with_file_name(format!("{stem}-wear-db"));

@@ -17,7 +17,7 @@ use tierdb::arch::{ArchConfig, Architecture};
 use tierdb::device::DoubleWriteMode;
 use tierdb::device::{DeviceProfile, DirectIo, EmulationMode};
 use tierdb::limits::{NVCACHE_OBP_WINDOW_LOOKUPS_DEFAULT, NVCACHE_SMALL_BYPASS_DRAM_PERCENT_DEFAULT};
-use tierdb::page::NvmVerify;
+use tierdb::page::{CpuCacheSize, NvmVerify};
 use tierdb::policy::{NvcacheConfig, ObpCount, ObpMode};
 use tierdb_workload::YcsbSpec;
 
@@ -92,11 +92,13 @@ pub struct EngineArgs {
     /// on the tree (not with `--durability`).
     #[arg(long, default_value_t = 1)]
     pub batch: u32,
-    /// The CPU last-level cache that charges for reads made in place in NVM model
-    /// (nvm-direct, spitfire with DRAM bypassed, mmap-se2): a line read again while its
-    /// tag is cached costs nothing; 0 charges every read.
-    #[arg(long, default_value = "32MiB")]
-    pub cpu_cache: ByteSize,
+    /// The CPU last-level cache modelled when charging reads made in place in NVM
+    /// (nvm-direct, spitfire with DRAM bypassed, mmap-se2): a share of the data (0.2%,
+    /// the three-tier paper's 20 MB L3 over 10 GB; at least 256 KiB, a per-core L2) or
+    /// a size (32MiB). A line read again while its tag is cached costs nothing; 0
+    /// charges every read (docs/nvm-direct.md).
+    #[arg(long, default_value = tierdb::page::CPU_CACHE_MODEL_DEFAULT, value_parser = parse_cpu_cache)]
+    pub cpu_cache: CpuCacheSize,
     /// Software prefetch for reads made in place in NVM (SE2, spitfire bypassing
     /// DRAM): a line-grained read also prefetches the next N lines of the page (the
     /// CPU-cache model counts them as brought in with it), a whole-page read its first
@@ -186,8 +188,10 @@ pub struct Setup {
     pub policy: Option<String>,
     /// The NVM techniques asked for (`None`: the architecture's own).
     pub techniques: Option<tierdb::buffer::Techniques>,
-    /// The CPU cache `nvm-direct`'s read charges model.
-    pub cpu_cache_model_bytes: u64,
+    /// The CPU cache that in-place NVM reads are charged through, as asked: bytes, or
+    /// a share of each run's data ([`Setup::cpu_cache_bytes`]; a run's report has the
+    /// bytes it resolved to).
+    pub cpu_cache: CpuCacheSize,
     /// Lines prefetched after an in-place NVM read.
     pub prefetch_lines: u32,
     /// Where SSD page writes go first (`on`: the architecture's default).
@@ -208,6 +212,47 @@ pub struct Setup {
 }
 
 impl Setup {
+    /// The CPU-cache model's bytes for a run over `data` (the data size the run loads
+    /// to), or without one over the workload's records (record count × mean record
+    /// length: the flat data, below the B+-tree's size).
+    pub fn cpu_cache_bytes(&self, data: Option<ByteSize>) -> u64 {
+        self.cpu_cache.resolve(data.map_or_else(|| self.records_bytes(), ByteSize::bytes))
+    }
+
+    /// The workload's flat record bytes (record count × mean record length).
+    pub fn records_bytes(&self) -> u64 {
+        (self.workload.record_count() as f64 * self.workload.record_length_mean_bytes()) as u64
+    }
+
+    /// The CPU-cache model as a report states it for one data size: bytes and share.
+    pub fn cpu_cache_label(&self, data_bytes: u64) -> String {
+        self.cpu_cache.describe(data_bytes)
+    }
+
+    /// The CPU-cache model as a report over several data sizes states it: the bytes at
+    /// the smallest and the largest (one size when the model is fixed).
+    pub fn cpu_cache_label_over(&self, data_bytes: &[u64]) -> String {
+        let (Some(&lo), Some(&hi)) = (data_bytes.iter().min(), data_bytes.iter().max()) else {
+            return self.cpu_cache.to_string();
+        };
+        if lo == hi {
+            return self.cpu_cache.describe(lo);
+        }
+        // Whole KiB: a share resolves to whole lines, which `ByteSize` would print in bytes.
+        let kib = |data: u64| ByteSize(self.cpu_cache.resolve(data) >> 10 << 10);
+        let pct = |data: u64| 100.0 * self.cpu_cache.resolve(data) as f64 / data.max(1) as f64;
+        format!(
+            "{} ({:.2}% of {} of data) … {} ({:.2}% of {}); --cpu-cache {}",
+            kib(lo),
+            pct(lo),
+            ByteSize(lo),
+            kib(hi),
+            pct(hi),
+            ByteSize(hi),
+            self.cpu_cache
+        )
+    }
+
     /// The emulation mode as a report names it: `model` also names its clock.
     pub fn mode_label(&self) -> String {
         match self.mode {
@@ -265,7 +310,7 @@ impl EngineArgs {
             duration_secs: (self.duration > 0.0).then_some(self.duration),
             policy: self.policy.clone(),
             techniques: self.techniques,
-            cpu_cache_model_bytes: self.cpu_cache.bytes(),
+            cpu_cache: self.cpu_cache,
             prefetch_lines: self.prefetch_lines,
             double_write: self.double_write,
             nvm_double_write_slots: self.nvm_double_write_slots,
@@ -310,13 +355,15 @@ impl EngineArgs {
         lines
     }
 
-    /// The architecture's configuration with files unique to this process and `tag`.
+    /// The architecture's configuration with files unique to this process and `tag`,
+    /// its CPU-cache model sized for `data` ([`Setup::cpu_cache_bytes`]).
     pub fn arch_config(
         &self,
         setup: &Setup,
         arch: Architecture,
         dram: ByteSize,
         nvm: ByteSize,
+        data: Option<ByteSize>,
         tag: &str,
     ) -> Result<ArchConfig> {
         let name = format!("tierdb-{}-{tag}", std::process::id());
@@ -336,7 +383,7 @@ impl EngineArgs {
         c.nvcache = setup.nvcache.clone();
         c.techniques = self.techniques;
         c.debug_lines = self.debug_lines;
-        c.cpu_cache_model = ByteSize(setup.cpu_cache_model_bytes);
+        c.cpu_cache_model = ByteSize(setup.cpu_cache_bytes(data));
         c.prefetch_lines = setup.prefetch_lines;
         c.double_write = setup.double_write.resolve(arch);
         c.nvm_double_write_slots = setup.nvm_double_write_slots;
@@ -389,6 +436,10 @@ fn parse_dw_slots(s: &str) -> Result<usize, String> {
     if (1..=max).contains(&n) { Ok(n) } else { Err(format!("{n} slots: use 1 to {max}")) }
 }
 
+fn parse_cpu_cache(s: &str) -> Result<CpuCacheSize, String> {
+    s.parse().map_err(|e: tierdb::page::CpuCacheSizeError| e.to_string())
+}
+
 fn parse_nvm_verify(s: &str) -> Result<NvmVerify, String> {
     s.parse()
 }
@@ -400,5 +451,43 @@ fn parse_double_write(s: &str) -> Result<DoubleWriteArg, String> {
         "ssd" => Ok(DoubleWriteArg::Ssd),
         "nvm" => Ok(DoubleWriteArg::Nvm),
         _ => Err(format!("{s:?}: expected on, off, ssd or nvm")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        engine: EngineArgs,
+    }
+
+    fn setup(args: &[&str]) -> Result<Setup> {
+        let cli = Cli::try_parse_from(std::iter::once("t").chain(args.iter().copied()))?;
+        cli.engine.setup("ro")
+    }
+
+    /// The default is a share of each run's data; a size stays fixed; bad values are
+    /// refused by the parser with the reason.
+    #[test]
+    fn the_cpu_cache_is_a_share_of_the_data_by_default() {
+        let s = setup(&[]).unwrap();
+        assert_eq!(s.cpu_cache, CpuCacheSize::default());
+        assert_eq!(s.cpu_cache_bytes(Some(ByteSize(1 << 30))), (1u64 << 30) / 500 / 64 * 64);
+        assert_eq!(s.cpu_cache_bytes(Some(ByteSize(1 << 20))), tierdb::page::CPU_CACHE_MODEL_MIN_BYTES);
+        let label = s.cpu_cache_label_over(&[16 << 20, 240 << 20]);
+        assert!(label.starts_with("256KiB (1.56% of 16MiB of data) … 491KiB"), "{label}");
+        let fixed = setup(&["--cpu-cache", "32MiB"]).unwrap();
+        assert_eq!(fixed.cpu_cache_bytes(Some(ByteSize(1 << 30))), 32 << 20);
+        assert_eq!(fixed.cpu_cache_bytes(None), 32 << 20);
+        for bad in ["-1%", "0%", "150%", "lots", "4GiB"] {
+            let arg = format!("--cpu-cache={bad}");
+            let e = setup(&[&arg]).expect_err(bad);
+            assert!(format!("{e:#}").contains("bad CPU-cache size"), "{bad}: {e:#}");
+        }
     }
 }

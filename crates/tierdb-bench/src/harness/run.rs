@@ -34,6 +34,9 @@ pub struct RunReport {
     pub techniques: tierdb::buffer::Techniques,
     /// Debug mode for cache-line-grained access was on (slow: not a performance run).
     pub debug_lines: bool,
+    /// The CPU-cache model's bytes for in-place NVM reads, `setup.cpu_cache` resolved
+    /// for this run's data.
+    pub cpu_cache_model_bytes: u64,
     pub setup: Setup,
     pub result: YcsbReport,
     /// The transactional mode's settings and measurements (absent in the raw mode).
@@ -65,7 +68,7 @@ pub fn run_one(
             ByteSize(cap)
         );
     }
-    let cfg = engine_args.arch_config(setup, arch, dram, nvm, tag)?;
+    let cfg = engine_args.arch_config(setup, arch, dram, nvm, data, tag)?;
     let files = Cleanup::new(cfg.files());
     let engine = Engine::open(&cfg).with_context(|| format!("opening {arch}"))?;
     let (dram_frames, nvm_frames) = engine.frames();
@@ -102,6 +105,7 @@ impl RunReport {
             nvm_frames,
             techniques: cfg.techniques.unwrap_or(arch.default_techniques()),
             debug_lines: cfg.debug_lines,
+            cpu_cache_model_bytes: cfg.cpu_cache_model.bytes(),
             setup: setup.clone(),
             result,
             txn: None,
@@ -140,7 +144,7 @@ pub fn run_one_txn(
             setup.batch
         );
     }
-    let acfg = engine_args.arch_config(setup, arch, dram, nvm, tag)?;
+    let acfg = engine_args.arch_config(setup, arch, dram, nvm, data, tag)?;
     let mut cfg = DbConfig::from_arch(&acfg, db_dir(&acfg.ssd_path)).with_context(|| format!("--arch {arch}"))?;
     cfg.durability = txn.durability;
     cfg.wal.flush_interval = Duration::from_micros(txn.flush_interval_us);

@@ -53,8 +53,8 @@ pub(super) fn print_report(r: &RunReport) {
     );
     if r.arch == Architecture::NvmDirect {
         println!(
-            "nvm-direct: pages read and written in place in NVM; NVM reads charged through a {} CPU-cache model",
-            ByteSize(s.cpu_cache_model_bytes)
+            "nvm-direct: pages read and written in place in NVM; NVM reads charged through a CPU-cache model of {}",
+            tierdb::page::describe_model(r.cpu_cache_model_bytes, res.data_bytes, s.cpu_cache)
         );
     } else if r.arch.uses_nvm() {
         println!(

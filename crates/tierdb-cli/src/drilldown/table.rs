@@ -58,7 +58,7 @@ pub(super) fn describe(r: &DrilldownReport) -> String {
         r.runs,
         s.warmup_secs,
         s.duration_secs.map(|d| format!("{d} s")).unwrap_or_else(|| "operationcount".into()),
-        ByteSize(s.cpu_cache_model_bytes),
+        s.cpu_cache_label(r.data_bytes),
     )
 }
 

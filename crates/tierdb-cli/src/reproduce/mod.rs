@@ -16,11 +16,13 @@
 
 mod engine;
 mod hymem;
+mod mmap;
 mod nvcache;
 mod nvsql;
 mod report;
 mod sections;
 mod sim;
+mod three_tier;
 mod three_tier_tpcc;
 
 use std::fs;

@@ -6,7 +6,7 @@ use serde_json::Value;
 use std::path::Path;
 
 use super::{Ctx, Section};
-use super::{engine, hymem, nvcache, nvsql, sim, three_tier_tpcc};
+use super::{engine, hymem, mmap, nvcache, nvsql, sim, three_tier, three_tier_tpcc};
 
 /// One entry of the reproduction.
 pub(crate) struct Entry {
@@ -45,6 +45,12 @@ pub(crate) fn all() -> Vec<Entry> {
             about: "three-tier paper, Figure 17: throughput right after a clean restart",
             run: hymem::fig17,
         },
+        Entry {
+            name: "three-tier-ycsb",
+            about: "three-tier paper, Figures 8, 10 and 13: YCSB-RO over data sizes, the techniques, DRAM size",
+            run: three_tier::run,
+        },
+        Entry { name: "mmap", about: "PostgreSQL-on-NVM paper, §VI-B: SE1 and SE2 against read()", run: mmap::run },
         Entry {
             name: "spitfire-fig3-skew",
             about: "Spitfire, Figure 3: skew of recorded TPC-C and YCSB traces (CDF of accesses over pages)",

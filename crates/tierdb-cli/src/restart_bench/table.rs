@@ -84,7 +84,7 @@ fn describe(r: &RestartReport) -> String {
         devices_line(s, &s.mode.to_string(), r.dram_bytes, r.nvm_bytes, r.data_bytes),
         r.duration_secs,
         r.interval_ms,
-        ByteSize(s.cpu_cache_model_bytes),
+        s.cpu_cache_label(r.data_bytes),
     )
 }
 

@@ -76,7 +76,8 @@ pub struct BufferConfig {
     /// Seed of a probabilistic policy's coins (`spitfire`).
     pub policy_seed: u64,
     /// The CPU last-level cache that charges for reads made in place in NVM model
-    /// (`frame::cpu_cache`; 0: every such read is charged).
+    /// (`frame::cpu_cache`; 0: every such read is charged). By default the model's
+    /// minimum, as no data size is known here; `ArchConfig` sets it from the data.
     pub cpu_cache_model_bytes: u64,
     /// Software prefetch of in-place reads: a line-grained read made in place in NVM
     /// also brings in the next this many lines of the page, and a whole-page one its
@@ -133,7 +134,7 @@ impl BufferConfig {
             policy: "eager".into(),
             admission_set_pages: None,
             policy_seed: POLICY_SEED_DEFAULT,
-            cpu_cache_model_bytes: crate::page::frame::cpu_cache::CPU_CACHE_MODEL_DEFAULT_BYTES,
+            cpu_cache_model_bytes: crate::page::frame::cpu_cache::CPU_CACHE_MODEL_MIN_BYTES,
             prefetch_lines: 0,
             nvcache: policy::NvcacheConfig::default(),
             nvm_verify: NvmVerify::Cheap,

@@ -20,6 +20,10 @@ pub(crate) mod swip;
 
 pub use crc::NvmVerify;
 pub use frame::FrameId;
+pub use frame::cpu_cache::{
+    CPU_CACHE_MODEL_DEFAULT, CPU_CACHE_MODEL_MAX_BYTES, CPU_CACHE_MODEL_MIN_BYTES, CPU_CACHE_MODEL_SHARE_DEFAULT_PPM,
+    CpuCacheSize, CpuCacheSizeError, describe_model,
+};
 pub use latch::Latch;
 pub use source::{ExclusivePage, LinePage, OptimisticPage, PageSource, Peek, SharedPage};
 pub use swip::Swip;

@@ -148,15 +148,26 @@ pub fn run_phases<X: Executor, T>(
     let failed = AtomicBool::new(false);
     let counted = cfg.duration.is_none();
     let stop_provider = AtomicBool::new(false);
+    // `model` mode: the virtual clock is per thread, and an NVM write (the load's)
+    // makes reads slower until its end in the writer's clock. The threads below start
+    // their clocks where this one is (after the load), so that they do not take the
+    // load's writes as still running: with a fresh clock at zero, a process's later
+    // runs, after earlier loads had moved this thread's clock on, saw every read of
+    // their run as interfered.
+    let loaded_at_ps = clock::virtual_now_ps();
     let (results, warmup_secs, run_secs, before, after, provided) = std::thread::scope(|s| {
         let provider = provider.map(|p| {
             let stop = &stop_provider;
-            s.spawn(move || p(stop))
+            s.spawn(move || {
+                clock::virtual_advance_ps(loaded_at_ps);
+                p(stop)
+            })
         });
         let workers: Vec<_> = (0..cfg.threads)
             .map(|t| {
                 let (phase, remaining, failed) = (&phase, &remaining, &failed);
                 s.spawn(move || -> Result<ThreadResult> {
+                    clock::virtual_advance_ps(loaded_at_ps);
                     let r = worker(make(t), spec, keyspace, cfg, t, phase, counted.then_some(remaining));
                     if r.is_err() {
                         failed.store(true, Ordering::Relaxed);

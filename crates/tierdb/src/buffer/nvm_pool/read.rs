@@ -97,7 +97,9 @@ impl NvmPool {
             m.checked.store(true, Ordering::Relaxed);
             return Ok(());
         }
-        self.region.charge_read(self.data_offset(n), self.page_size as u64);
+        // Through the CPU-cache model where the pool has one (the in-place designs): the
+        // check's loads are loads like the guard's, as `nvm-direct` charges its own.
+        self.charge_in_place(n, 0, self.page_size);
         debug_assert!(
             self.data_offset(n) + self.page_size as u64 <= self.region.size_bytes(),
             "NVM frame {n} past the region"

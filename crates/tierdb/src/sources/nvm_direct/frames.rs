@@ -29,9 +29,9 @@
 //! modelled. Loads from NVM go through the CPU caches, so a line read again soon (the
 //! root's, a hot leaf's) costs no NVM access on real hardware. A model of the last-level
 //! cache decides which reads are charged: a direct-mapped tag array for a cache of
-//! [`CPU_CACHE_MODEL_DEFAULT_BYTES`] unless configured (rounded down to a power of two;
-//! 0 turns the model off and charges every read); a line whose tag is present is a hit
-//! and costs nothing.
+//! the configured size (`DirectConfig::cpu_cache_bytes`, by default the default share
+//! of the data, `frame::cpu_cache`; rounded down to whole lines; 0 turns the model off
+//! and charges every read); a line whose tag is present is a hit and costs nothing.
 //! Without it every load would pay NVM latency and `nvm-direct` would look several
 //! times slower than the hardware the paper measured.
 //!
@@ -68,8 +68,8 @@ use crate::page::crc::{NvmVerify, crc_after_runs};
 use crate::page::latch::Latch;
 use crate::page::source::{ExclusivePage, LinePage, OptimisticPage, SharedPage};
 
+pub use crate::page::frame::cpu_cache::CPU_CACHE_MODEL_MAX_BYTES;
 use crate::page::frame::cpu_cache::CpuCacheModel;
-pub use crate::page::frame::cpu_cache::{CPU_CACHE_MODEL_DEFAULT_BYTES, CPU_CACHE_MODEL_MAX_BYTES};
 
 mod guards;
 

@@ -44,8 +44,7 @@ use crate::page::crc::NvmVerify;
 use crate::page::source::PageSource;
 pub use frames::WriteBackLog;
 use frames::{
-    CPU_CACHE_MODEL_DEFAULT_BYTES, CPU_CACHE_MODEL_MAX_BYTES, CRC_ENTRY_BYTES, DirectLines, DirectOptimistic,
-    DirectPages, DirectRead, DirectWrite,
+    CPU_CACHE_MODEL_MAX_BYTES, CRC_ENTRY_BYTES, DirectLines, DirectOptimistic, DirectPages, DirectRead, DirectWrite,
 };
 
 const MAGIC: [u8; 8] = *b"TIERDBND";
@@ -73,15 +72,12 @@ pub struct DirectConfig {
 }
 
 impl DirectConfig {
-    /// A new database in `nvm` with `page_size` pages and the default CPU-cache model.
+    /// A new database in `nvm` with `page_size` pages and the default CPU-cache model,
+    /// its share of the region (the most data it can hold; callers that know the
+    /// data's size set [`cpu_cache_bytes`](Self::cpu_cache_bytes) from it).
     pub fn new(nvm: NvmConfig, page_size: usize) -> DirectConfig {
-        DirectConfig {
-            nvm,
-            page_size,
-            reuse: false,
-            cpu_cache_bytes: CPU_CACHE_MODEL_DEFAULT_BYTES,
-            nvm_verify: NvmVerify::Cheap,
-        }
+        let cpu_cache_bytes = crate::page::CpuCacheSize::default().resolve(nvm.size.bytes());
+        DirectConfig { nvm, page_size, reuse: false, cpu_cache_bytes, nvm_verify: NvmVerify::Cheap }
     }
 }
 
