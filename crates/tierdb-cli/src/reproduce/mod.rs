@@ -16,6 +16,7 @@
 
 mod report;
 mod sections;
+mod spitfire;
 mod three_tier_tpcc;
 
 use std::fs;

@@ -5,6 +5,7 @@ use anyhow::{Context, Result};
 use serde_json::Value;
 use std::path::Path;
 
+use super::spitfire;
 use super::three_tier_tpcc;
 use super::{Ctx, Section};
 
@@ -19,11 +20,18 @@ pub(crate) struct Entry {
 
 /// Every section, in order.
 pub(crate) fn all() -> Vec<Entry> {
-    vec![Entry {
-        name: "three-tier-fig9",
-        about: "three-tier paper, Figure 9: TPC-C throughput over warehouses, every architecture",
-        run: three_tier_tpcc::run,
-    }]
+    vec![
+        Entry {
+            name: "three-tier-fig9",
+            about: "three-tier paper, Figure 9: TPC-C throughput over warehouses, every architecture",
+            run: three_tier_tpcc::run,
+        },
+        Entry {
+            name: "spitfire-figs5-7-11-12",
+            about: "Spitfire paper, Figures 5–7, 11–12 and §6.6: D/N sweeps, Table 3's policies, online tuners",
+            run: spitfire::run,
+        },
+    ]
 }
 
 /// Reads a JSON artifact a child wrote.
