@@ -22,7 +22,8 @@
 //! policy's [`Shape`] hands to the buffer manager), which is what
 //! the online tuner does between epochs. The coins come from one seeded SplitMix64
 //! stream shared by all threads (an atomic counter, no lock): a single-threaded run with
-//! the same seed makes the same decisions in the engine and in the simulator.
+//! the same seed makes the same decisions in the engine and in the simulator, as long as
+//! the two agree on which pages are dirty.
 
 use std::fmt;
 use std::str::FromStr;
