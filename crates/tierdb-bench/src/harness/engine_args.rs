@@ -60,7 +60,8 @@ pub struct EngineArgs {
     pub nvm_dir: Option<PathBuf>,
     /// Placement policy instead of the architecture's own: eager, hymem, or
     /// spitfire:KNOBS (a preset eager, a, b, c, d — the Spitfire paper's Table 3 — or
-    /// dr=X,dw=X,nr=X,nw=X; plain spitfire is eager).
+    /// dr=X,dw=X,nr=X,nw=X; plain spitfire is eager; `,clean-to-nvm` also admits clean
+    /// DRAM victims to NVM with probability Nw, which by default only modified ones are).
     /// Placement policy instead of the architecture's own (eager, hymem, nvcache).
     #[arg(long)]
     pub policy: Option<String>,

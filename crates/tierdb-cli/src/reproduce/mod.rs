@@ -22,6 +22,7 @@ mod nvsql;
 mod report;
 mod sections;
 mod sim;
+mod spitfire;
 mod three_tier;
 mod three_tier_tpcc;
 

@@ -6,7 +6,7 @@ use serde_json::Value;
 use std::path::Path;
 
 use super::{Ctx, Section};
-use super::{engine, hymem, mmap, nvcache, nvsql, sim, three_tier, three_tier_tpcc};
+use super::{engine, hymem, mmap, nvcache, nvsql, sim, spitfire, three_tier, three_tier_tpcc};
 
 /// One entry of the reproduction.
 pub(crate) struct Entry {
@@ -50,7 +50,6 @@ pub(crate) fn all() -> Vec<Entry> {
             about: "three-tier paper, Figures 8, 10 and 13: YCSB-RO over data sizes, the techniques, DRAM size",
             run: three_tier::run,
         },
-        Entry { name: "mmap", about: "PostgreSQL-on-NVM paper, §VI-B: SE1 and SE2 against read()", run: mmap::run },
         Entry {
             name: "spitfire-fig3-skew",
             about: "Spitfire, Figure 3: skew of recorded TPC-C and YCSB traces (CDF of accesses over pages)",
@@ -60,6 +59,11 @@ pub(crate) fn all() -> Vec<Entry> {
             name: "spitfire-fig10-recommender",
             about: "Spitfire, Figure 10b: the recommender's hierarchy for a recorded TPC-C trace, and its perf/$",
             run: sim::run_recommender,
+        },
+        Entry {
+            name: "spitfire-figs5-7-11-12",
+            about: "Spitfire paper, Figures 5–7, 11–12 and §6.6: D/N sweeps, Table 3's policies, online tuners",
+            run: spitfire::run,
         },
         Entry {
             name: "nvcache",

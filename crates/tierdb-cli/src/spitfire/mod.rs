@@ -51,7 +51,7 @@ const TUNER_SEEDS_MAX: u32 = 100;
 #[command(mut_arg("duration", |a| a.default_value("0").hide(true).help("Refused: runs are counted in epochs")))]
 #[command(mut_arg("mode", |a| a.default_value("model")))]
 #[command(mut_arg("warmup", |a| a.default_value("0").help("Seconds of timed warm-up before a run's first epoch (static runs settle by --settle-epochs instead)")))]
-#[command(mut_arg("policy", |a| a.default_value(tierdb_bench::experiments::tuning::KNOB_POLICY).help("Placement policy: spitfire (the only one with migration knobs)")))]
+#[command(mut_arg("policy", |a| a.default_value(tierdb_bench::experiments::tuning::KNOB_POLICY).help("Placement policy: spitfire (the only one with migration knobs); spitfire:clean-to-nvm admits clean DRAM victims to NVM with probability Nw too (tierdb's rule before issue 22; the paper admits only modified ones)")))]
 #[command(mut_arg("ssd_dir", |a| a.default_value("/dev/shm").help("Directory of the SSD page file (default /dev/shm: the SSD is emulated by its profile, and real disk time would blur a modelled throughput)")))]
 #[command(mut_arg("cpu_cache", |a| a.default_value(tierdb_bench::experiments::tuning::KNOB_CPU_CACHE).help(tierdb_bench::experiments::tuning::KNOB_CPU_CACHE_HELP)))]
 #[command(mut_arg("model_clock", |a| a.default_value(tierdb_bench::experiments::tuning::COMPARE_MODEL_CLOCK).help(tierdb_bench::experiments::tuning::COMPARE_MODEL_CLOCK_HELP)))]

@@ -28,9 +28,10 @@ pub(super) fn describe(r: &SpitfireReport) -> String {
         .collect::<Vec<_>>()
         .join(", ");
     format!(
-        "{} · {} + spitfire · {workloads} · {}",
+        "{} · {} + {} · {workloads} · {}",
         r.machine.label(),
         r.arch,
+        s.policy.as_deref().unwrap_or(tierdb_bench::experiments::tuning::KNOB_POLICY),
         devices_line(s, &s.mode_label(), r.dram_bytes, r.nvm_bytes, r.data_bytes_target),
     )
 }

@@ -6,7 +6,10 @@
 //! | `dr` | a read of an NVM-resident page copies it to DRAM | the read is served in place on NVM |
 //! | `dw` | a write to an NVM-resident page copies it to DRAM | the write is applied in place on NVM and persisted |
 //! | `nr` | a page read from SSD is also installed in NVM | it goes to DRAM only |
-//! | `nw` | a page evicted from DRAM is admitted to NVM | it is written to SSD (dropped if clean) |
+//! | `nw` | a modified page evicted from DRAM is admitted to NVM | it is written to SSD |
+//!
+//! (An unmodified DRAM victim without an NVM frame is dropped whatever `nw` says, unless
+//! the policy runs the `clean-to-nvm` variant: `policy/spitfire.rs`.)
 //!
 //! All ones is the eager policy of a classic hierarchy; the paper's Table 3 names four
 //! more (A–D). Knobs are plain data: the policy draws against them with a seeded RNG,
@@ -33,7 +36,8 @@ pub struct MigrationKnobs {
     pub dw: f64,
     /// Probability that a page read from SSD is also installed in NVM.
     pub nr: f64,
-    /// Probability that a page evicted from DRAM without an NVM frame is admitted to NVM.
+    /// Probability that a modified page evicted from DRAM without an NVM frame is admitted
+    /// to NVM.
     pub nw: f64,
 }
 

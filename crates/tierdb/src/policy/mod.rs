@@ -46,7 +46,7 @@ pub use knobs::{KNOB_MIN, KnobCell, MigrationKnobs, PRESETS as KNOB_PRESETS};
 pub use nvcache::{Nvcache, NvcacheConfig, NvmCacheStats, ObpCount, ObpMode};
 pub use nvsql::{Nvsql, NvsqlAdmission, NvsqlConfig, NvsqlReplacement, NvsqlStats};
 pub use se2::Se2;
-pub use spitfire::Spitfire;
+pub use spitfire::{CLEAN_TO_NVM, CleanVictims, Spitfire, SpitfireConfig};
 
 use std::sync::Arc;
 
@@ -312,7 +312,9 @@ pub fn clock(page: &PageInfo) -> Victim {
 }
 
 /// The policies selectable by name. `spitfire` takes its knobs after a colon:
-/// `spitfire:b`, `spitfire:dr=0.1,dw=0.1` (plain `spitfire` is eager); `nvsql` its
+/// `spitfire:b`, `spitfire:dr=0.1,dw=0.1` (plain `spitfire` is eager), and the word
+/// `clean-to-nvm` for the variant that admits clean DRAM victims to NVM
+/// ([`SpitfireConfig`]); `nvsql` its
 /// admission and replacement: `nvsql:admit=fixed,lsns=5000,lru=lru` ([`NvsqlConfig`]).
 pub const POLICY_NAMES: &[&str] = &["eager", "hymem", "nvcache", "nvsql", "spitfire", "se2"];
 
@@ -345,13 +347,13 @@ pub fn by_name(
             let cfg = args.map(str::parse).transpose()?.unwrap_or_default();
             Ok(Box::new(Nvsql::new(cfg, 0)))
         }
-        ("spitfire", knobs) => {
-            let knobs = knobs.map(str::parse).transpose()?.unwrap_or(MigrationKnobs::EAGER);
-            Ok(Box::new(Spitfire::new(knobs, seed)))
+        ("spitfire", config) => {
+            let config = config.map(str::parse).transpose()?.unwrap_or_default();
+            Ok(Box::new(Spitfire::new(config, seed)))
         }
         _ => Err(PolicyError::Config {
             what: format!(
-                "unknown policy {name:?}; known: {} (spitfire:KNOBS with a preset eager, a–d, or dr=X,dw=X,nr=X,nw=X)",
+                "unknown policy {name:?}; known: {} (spitfire:KNOBS with a preset eager, a–d, or dr=X,dw=X,nr=X,nw=X, and optionally ,{CLEAN_TO_NVM})",
                 POLICY_NAMES.join(", ")
             ),
         }),
