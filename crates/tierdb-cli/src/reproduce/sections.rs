@@ -75,6 +75,7 @@ pub(crate) fn all() -> Vec<Entry> {
             about: "NV-SQL, Figures 4, 6 and 10, Table 5: TPC-C at equal memory cost, the ablation, recovery",
             run: nvsql::run,
         },
+        Entry { name: "mmap", about: "PostgreSQL-on-NVM paper, §VI-B: SE1 and SE2 against read()", run: mmap::run },
         Entry {
             name: "engine",
             about: "tierdb's own figures: the devices against their profiles, two threads against one, all data in DRAM",
