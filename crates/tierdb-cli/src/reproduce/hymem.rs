@@ -55,7 +55,7 @@ fn setup_line(ctx: &Ctx, what: &str, paper: &str) -> String {
     format!(
         "mode model, CPU clock · profiles dram, optane-dcpmm, nvme-ssd · DRAM {dram}, NVM {nvm}, data {data} · \
          {what} · YCSB zipf 1.0 · 1 thread · seed 42 · {warmup} s warm-up + {duration} s per point, 1 run · \
-         nvm-direct's reads through the default CPU-cache model · shared machine. The paper: {paper}."
+         nvm-direct's reads through the default CPU-cache model. The paper: {paper}."
     )
 }
 
@@ -195,7 +195,7 @@ pub(crate) fn fig16(ctx: &Ctx) -> Result<Vec<Section>> {
     s.setup = format!(
         "mode off (counts do not depend on timing) · DRAM {dram}, NVM {nvm}, data {data} · {ops} updates, zipf 1.0 · \
          each update a transaction, its log in a 16 MiB NVM ring whose line writes count with the data's · 1 thread · \
-         seed 42 · shared machine. The paper: 10M updates, 2 GB DRAM, 10 GB NVM, 10 GB data."
+         seed 42. The paper: 10M updates, 2 GB DRAM, 10 GB NVM, 10 GB data."
     );
     s.ran.push(ran);
     let share = 10_000_000 / ops.parse::<u64>().expect("a literal count");
@@ -258,7 +258,7 @@ pub(crate) fn fig17(ctx: &Ctx) -> Result<Vec<Section>> {
     s.setup = format!(
         "mode model, CPU clock · profiles dram, optane-dcpmm, nvme-ssd · DRAM {dram}, NVM {nvm}, data {data} (all in \
          DRAM's reach, as in the paper) · uniform lookups · 1 thread · seed 42 · {duration} s, 100 ms buckets, one run \
-         · shared machine. The paper: 100M 8-byte pairs."
+        . The paper: 100M 8-byte pairs."
     );
     s.ran.push(ran);
     let peak = |name: &str| series(name).and_then(|v| v["time_to_peak_secs"].as_f64());

@@ -228,7 +228,7 @@ pub(crate) fn run(ctx: &Ctx) -> Result<Vec<Section>> {
     let ((dram, nvm, data), epoch_ops, (settle, measure), grid, seeds, epochs_max) = if quick {
         ((2, 8, 16), "20000", ("1", "1"), "1,0.1", "1", "15")
     } else {
-        ((8, 32, 64), "100000", ("2", "3"), "1,0.1,0.01", "3", "40")
+        ((8, 32, 64), "50000", ("1", "2"), "1,0.1,0.01", "2", "20")
     };
     let (dram, nvm, data) = (format!("{dram}MiB"), format!("{nvm}MiB"), format!("{data}MiB"));
     let mut a = args(&[
