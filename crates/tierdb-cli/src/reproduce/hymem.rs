@@ -257,8 +257,8 @@ pub(crate) fn fig17(ctx: &Ctx) -> Result<Vec<Section>> {
     let mut s = Section::new("three-tier", "Figure 17: lookups right after a clean restart");
     s.setup = format!(
         "mode model, CPU clock · profiles dram, optane-dcpmm, nvme-ssd · DRAM {dram}, NVM {nvm}, data {data} (all in \
-         DRAM's reach, as in the paper) · uniform lookups · 1 thread · seed 42 · {duration} s, 100 ms buckets, one run \
-        . The paper: 100M 8-byte pairs."
+         DRAM's reach, as in the paper) · uniform lookups · 1 thread · seed 42 · {duration} s, 100 ms buckets, one run. \
+         The paper: 100M 8-byte pairs."
     );
     s.ran.push(ran);
     let peak = |name: &str| series(name).and_then(|v| v["time_to_peak_secs"].as_f64());
