@@ -260,7 +260,9 @@ impl LogFile {
     }
 
     /// Appends `bytes` at LSN `at`, which must be the end of the stream (not durable
-    /// until [`sync`](Self::sync)).
+    /// until [`sync`](Self::sync)). A new segment may begin here, and once the segments
+    /// before it are deleted the stream is read from its first byte: callers append
+    /// whole records (the log's unit), never a record's part.
     ///
     /// # Errors
     /// `Config` if `at` is not the end; `Io`/`Full` (the handle is then poisoned);

@@ -8,7 +8,7 @@
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use super::config::{SCAN_CHUNK_BYTES, SMALL_RECORD_BYTES};
+use super::config::{RING_FLUSH_WRITE_BYTES, SMALL_RECORD_BYTES};
 use super::error::WalError;
 use super::record::{self, Lsn, RecordHead};
 use super::state::{By, Inner};
@@ -186,16 +186,36 @@ impl Inner {
             "ring flush of LSN {from}..{to}: the ring holds the stream from {ring_flushed}, {} bytes",
             ring.capacity()
         );
-        let mut buf = vec![0u8; to.bytes_since(from).min(SCAN_CHUNK_BYTES as u64 * 4) as usize];
+        // Writes of whole records: a segment begins at a write (`LogFile::append`), and
+        // once the segments before it are truncated, opening the log reads the stream
+        // from that segment's first byte, which must begin a record. (Writes of a fixed
+        // number of bytes began segments inside records: such a log failed to open.)
+        let mut buf = vec![0u8; to.bytes_since(from).min(RING_FLUSH_WRITE_BYTES as u64) as usize];
         let mut at = from;
         while at < to {
             let n = (to.bytes_since(at) as usize).min(buf.len());
             ring.read(at, &mut buf[..n])?;
-            if let Err(e) = self.file.append(at, &buf[..n]) {
+            // The last write ends at `to`, the appended end, a record boundary.
+            let whole = if at.advance(n as u64) == to {
+                n
+            } else {
+                match whole_records_bytes(&buf[..n]) {
+                    Ok(w) => w,
+                    Err(detail) => {
+                        let location = ring.region().info().path.display().to_string();
+                        let detail = format!("flushing LSN {from}..{to}, at LSN {at}: {detail}");
+                        return self.poison(DeviceError::Corrupted { what: "NVM log buffer", location, detail });
+                    }
+                }
+            };
+            // A write holds at least the largest record (`RING_FLUSH_WRITE_BYTES`).
+            assert!(whole > 0, "ring flush at LSN {at}: no whole record in {n} bytes");
+            if let Err(e) = self.file.append(at, &buf[..whole]) {
                 return self.poison(e);
             }
-            at = at.advance(n as u64);
+            at = at.advance(whole as u64);
         }
+        debug_assert_eq!(at, to, "ring flush of LSN {from}..{to} ended at {at}");
         if let Err(e) = self.file.sync() {
             return self.poison(e);
         }
@@ -230,4 +250,25 @@ impl Inner {
             };
         }
     }
+}
+
+/// How many bytes of `bytes`, which begin with a record of the NVM ring, are whole
+/// records: the record lengths are followed up to the last one that ends inside.
+///
+/// # Errors
+/// A length field that no record has (the ring's bytes between its flushed LSN and the
+/// appended end are records appended by this process, so the NVM was damaged): what.
+pub(super) fn whole_records_bytes(bytes: &[u8]) -> Result<usize, String> {
+    let mut at = 0;
+    while at + record::HEADER_BYTES <= bytes.len() {
+        let len = u32::from_le_bytes(bytes[at + 4..at + 8].try_into().expect("4 bytes")) as usize;
+        if !(record::HEADER_BYTES..=record::RECORD_BYTES_MAX).contains(&len) || !len.is_multiple_of(record::ALIGN) {
+            return Err(format!("{at} bytes on, a record's length field holds {len}"));
+        }
+        if at + len > bytes.len() {
+            break;
+        }
+        at += len;
+    }
+    Ok(at)
 }

@@ -128,6 +128,12 @@ pub const SKIP_BYTES_MAX: u64 = 1 << 30;
 pub(super) const SCAN_CHUNK_BYTES: usize = 1 << 20;
 /// NVM ring: records up to this size are encoded on the stack.
 pub(super) const SMALL_RECORD_BYTES: usize = 512;
+/// NVM ring: the most bytes a flush writes to the log file at a time (its buffer). Each
+/// write ends between records, so it holds at least the largest one.
+pub(super) const RING_FLUSH_WRITE_BYTES: usize = 4 * SCAN_CHUNK_BYTES;
+
+const _: () =
+    assert!(RING_FLUSH_WRITE_BYTES >= super::record::RECORD_BYTES_MAX, "a ring flush's write holds the largest record");
 
 impl WalConfig {
     /// A WAL in directory `dir` with a DRAM log buffer.

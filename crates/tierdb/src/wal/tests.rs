@@ -180,6 +180,79 @@ fn nvm_buffer_records_survive_a_crash_before_the_flusher_ran() {
     check(&wal, 900);
 }
 
+/// A flush from the NVM ring that is too long for one write is written in pieces that
+/// end between records. A segment begins at a piece, and once the segments before it
+/// are truncated, opening the log reads it from that segment's first byte. Before, the
+/// pieces were 4 MiB of bytes each: a segment could begin inside a record, and after a
+/// checkpoint's truncation the log failed to open, the bytes of that record's tail "not
+/// a record" at the segment's start (seen once in `tierdb nvsql-bench`, docs/wal.md).
+#[test]
+fn a_segment_begun_inside_a_long_ring_flush_starts_with_a_record() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut cfg = config(tmp.path(), Some(16 << 20));
+    cfg.flush_interval = Duration::from_secs(3600);
+    let wal = Wal::open(&cfg).unwrap();
+    // The flusher fell behind by more than one write (4 MiB), with records whose sizes
+    // vary, so that a piece of bytes of that size would end inside one.
+    let mut n = 0;
+    while wal.next_lsn().bytes_since(LOG_STREAM_START) < 6 << 20 {
+        wal.append(&head(n), &payload(n)).unwrap();
+        n += 1;
+    }
+    assert_eq!(wal.file().end(), LOG_STREAM_START, "nothing flushed before the long flush");
+    wal.flush_until(Lsn::MAX).unwrap();
+    assert_eq!(wal.file().end(), wal.next_lsn());
+    let segments = wal.file().segment_paths();
+    assert!(segments.len() >= 2, "the long flush began a segment: {segments:?}");
+    // Every segment begins with a record that names the segment's first LSN.
+    let first_record = |wal: &Wal, path: &Path| {
+        let name = path.file_stem().unwrap().to_str().unwrap();
+        let start = Lsn::new(u64::from_str_radix(name, 16).unwrap());
+        let mut buf = vec![0u8; record::RECORD_BYTES_MAX];
+        let got = wal.file().read(start, &mut buf).unwrap();
+        record::decode(start, &buf[..got]).map(|r| r.lsn).map_err(|e| format!("{}: {e}", path.display()))
+    };
+    for path in &segments {
+        let start = first_record(&wal, path).unwrap();
+        assert!(start > Lsn::NONE, "{}", path.display());
+    }
+    // A checkpoint's truncation, then a crash: the log opens at the segment's first record.
+    assert_eq!(wal.truncate_before(wal.next_lsn()).unwrap(), segments.len() - 1);
+    let start = wal.start_lsn();
+    assert!(start > LOG_STREAM_START);
+    std::mem::forget(wal);
+    let wal = Wal::open(&cfg).unwrap();
+    assert_eq!((wal.start_lsn(), wal.recovered().tail.clone()), (start, None));
+    let recs: Vec<Record> = wal.records_from(start).map(Result::unwrap).collect();
+    let first = u64::from_le_bytes(recs[0].payload[..8].try_into().unwrap());
+    assert_eq!(first + recs.len() as u64, n, "the records of the last segment, up to the last appended");
+    for (k, r) in recs.iter().enumerate() {
+        let i = first + k as u64;
+        assert_eq!((r.head, r.payload.as_slice()), (head(i), payload(i).as_slice()), "record {i}");
+    }
+}
+
+/// A ring flush's write ends after the last record wholly in its buffer; a length field
+/// no record has is damage, not a boundary.
+#[test]
+fn a_ring_flush_write_ends_between_records() {
+    let mut bytes = Vec::new();
+    let mut ends = Vec::new();
+    for i in 0..20 {
+        let at = bytes.len();
+        let len = record::encoded_len(payload(i).len());
+        bytes.resize(at + len, 0);
+        record::encode_into(LOG_STREAM_START.advance(at as u64), &head(i), &payload(i), &mut bytes[at..]);
+        ends.push(at + len);
+    }
+    for cut in 0..=bytes.len() {
+        let want = ends.iter().copied().filter(|&e| e <= cut).max().unwrap_or(0);
+        assert_eq!(super::append::whole_records_bytes(&bytes[..cut]), Ok(want), "cut at {cut}");
+    }
+    bytes[ends[3] + 4..ends[3] + 8].copy_from_slice(&3u32.to_le_bytes());
+    assert!(super::append::whole_records_bytes(&bytes).unwrap_err().contains("length field holds 3"));
+}
+
 #[test]
 fn bad_configurations_are_refused() {
     let tmp = tempfile::tempdir().unwrap();
