@@ -41,9 +41,7 @@ fn drilldown(ctx: &Ctx, step: &str, extra: &[&str]) -> Result<(Ran, Value, PathB
     let mut a = args(&["drilldown", "--dram", dram, "--nvm", nvm, "--data", data, "--runs", "1"]);
     a.extend(args(&["--mode", "model", "--model-clock", "cpu", "--warmup", warmup, "--duration", duration]));
     a.extend(args(extra));
-    a.extend(["--out".into(), dir.display().to_string()]);
-    a.extend(ctx.device_dirs());
-    a.push("--quiet".into());
+    a.extend(ctx.child_outputs(&dir));
     let ran = ctx.tierdb(step, &a)?;
     let report = read_json(&dir.join("drilldown.json"))?;
     Ok((ran, report, dir))
@@ -179,9 +177,7 @@ pub(crate) fn fig16(ctx: &Ctx) -> Result<Vec<Section>> {
     let (dram, nvm, data, ops) =
         if ctx.quick() { ("8MiB", "48MiB", "32MiB", "20000") } else { ("32MiB", "192MiB", "128MiB", "200000") };
     let mut a = args(&["wear", "--dram", dram, "--nvm", nvm, "--data", data, "--ops", ops, "--log", "nvm"]);
-    a.extend(["--out".into(), dir.display().to_string()]);
-    a.extend(ctx.device_dirs());
-    a.push("--quiet".into());
+    a.extend(ctx.child_outputs(&dir));
     let ran = ctx.tierdb("three-tier-fig16", &a)?;
     let r = read_json(&dir.join("wear.json"))?;
     let get = |arch: &str, key: &str| {
@@ -248,9 +244,7 @@ pub(crate) fn fig17(ctx: &Ctx) -> Result<Vec<Section>> {
         if ctx.quick() { ("64MiB", "128MiB", "16MiB", "2") } else { ("256MiB", "1GiB", "64MiB", "5") };
     let mut a = args(&["restart-bench", "--dram", dram, "--nvm", nvm, "--data", data, "--duration", duration]);
     a.extend(args(&["--mode", "model", "--model-clock", "cpu"]));
-    a.extend(["--out".into(), dir.display().to_string()]);
-    a.extend(ctx.device_dirs());
-    a.push("--quiet".into());
+    a.extend(ctx.child_outputs(&dir));
     let ran = ctx.tierdb("three-tier-fig17", &a)?;
     let r = read_json(&dir.join("restart.json"))?;
     let series = |name: &str| r["series"].as_array().and_then(|v| v.iter().find(|s| s["name"] == name).cloned());

@@ -139,6 +139,15 @@ impl Ctx {
         args
     }
 
+    /// `--out DIR`, the device directories and `--quiet`: the tail every experiment
+    /// command of a section takes.
+    pub(crate) fn child_outputs(&self, dir: &Path) -> Vec<String> {
+        let mut args = vec!["--out".to_string(), dir.display().to_string()];
+        args.extend(self.device_dirs());
+        args.push("--quiet".into());
+        args
+    }
+
     /// Runs `tierdb <args>` as a child (step `step`, which names its log); fails, with
     /// the log's tail, when the child exits non-zero.
     pub(crate) fn tierdb(&self, step: &str, args: &[String]) -> Result<Ran> {

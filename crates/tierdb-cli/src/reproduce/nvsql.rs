@@ -49,9 +49,7 @@ fn row_of(row: Row, v: Option<f64>) -> Row {
 fn bench_args(ctx: &Ctx, dir: &std::path::Path, extra: &[&str]) -> Vec<String> {
     let mut a = args(&["nvsql-bench", "--warehouses", "1", "--ssd-profile", "nvme-ssd-no-plp"]);
     a.extend(args(extra));
-    a.extend(["--out".into(), dir.display().to_string()]);
-    a.extend(ctx.device_dirs());
-    a.push("--quiet".into());
+    a.extend(ctx.child_outputs(dir));
     a
 }
 

@@ -260,9 +260,7 @@ pub(crate) fn run(ctx: &Ctx) -> Result<Vec<Section>> {
         "--epochs-max",
         epochs_max,
     ]);
-    a.extend(["--out".into(), dir.display().to_string()]);
-    a.extend(ctx.device_dirs());
-    a.push("--quiet".into());
+    a.extend(ctx.child_outputs(&dir));
     let ran = ctx.tierdb("spitfire", &a)?;
     let report = read_json(&dir.join("spitfire.json")).context("the spitfire report")?;
     let setup = format!(

@@ -54,9 +54,7 @@ pub(crate) fn run(ctx: &Ctx) -> Result<Vec<Section>> {
     if ctx.quick() {
         a.push("--tiny".into());
     }
-    a.extend(["--out".into(), dir.display().to_string()]);
-    a.extend(ctx.device_dirs());
-    a.push("--quiet".into());
+    a.extend(ctx.child_outputs(&dir));
     let ran = ctx.tierdb("three-tier-fig9", &a)?;
     let file = dir.join("compare-tpcc.json");
     let report = read_json(&file)?;
