@@ -47,6 +47,87 @@ pub struct DbConfig {
     /// a durable NVM cache keeps, `nvsql`) instead of from the checkpoint's redo point,
     /// as it did before the redo point was made safe for it. Off by default.
     pub redo_from_retained: bool,
+    /// What a transaction's reads see ([`Isolation::Snapshot`] by default).
+    pub isolation: Isolation,
+    /// The background checkpointer's triggers (on by default).
+    pub checkpoint: CheckpointConfig,
+    /// Most bytes of before-images kept for snapshots (keys and values of versions
+    /// that a running transaction may still need); past it the oldest snapshot is
+    /// ended (its transaction fails with `SnapshotTooOld`). [`VERSION_BYTES_MAX_DEFAULT`].
+    pub version_bytes_max: u64,
+}
+
+/// [`DbConfig::version_bytes_max`] by default: 256 MiB.
+pub const VERSION_BYTES_MAX_DEFAULT: u64 = 256 << 20;
+
+/// What a transaction's reads see of other transactions' changes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Isolation {
+    /// Snapshot isolation: a transaction reads the database as of its start (its own
+    /// changes included); of two transactions writing one key, the second waits for
+    /// the first, and fails with `WriteConflict` if the first committed after the
+    /// second began.
+    #[default]
+    Snapshot,
+    /// Each read sees the changes committed before it (never an uncommitted one);
+    /// writes wait for the key's lock and do not fail on a later commit.
+    ReadCommitted,
+    /// Reads see the tree as it is, uncommitted changes included (no version store).
+    /// For measuring what isolation costs; not for data one keeps.
+    ReadUncommitted,
+}
+
+impl std::fmt::Display for Isolation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Isolation::Snapshot => "snapshot",
+            Isolation::ReadCommitted => "read-committed",
+            Isolation::ReadUncommitted => "read-uncommitted",
+        })
+    }
+}
+
+impl std::str::FromStr for Isolation {
+    type Err = DbError;
+    fn from_str(s: &str) -> Result<Isolation, DbError> {
+        match s {
+            "snapshot" | "si" => Ok(Isolation::Snapshot),
+            "read-committed" | "rc" => Ok(Isolation::ReadCommitted),
+            "read-uncommitted" | "ru" => Ok(Isolation::ReadUncommitted),
+            _ => Err(DbError::Config {
+                what: format!("isolation {s:?}: expected snapshot, read-committed or read-uncommitted"),
+            }),
+        }
+    }
+}
+
+/// When the background checkpointer checkpoints: once the log has grown by
+/// `log_bytes` since the last checkpoint, or `interval_ms` after it, whichever comes
+/// first. Off (`enabled: false`), only [`Db::checkpoint`](super::Db::checkpoint) and
+/// [`Db::close`](super::Db::close) checkpoint.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CheckpointConfig {
+    /// Whether the background checkpointer runs.
+    pub enabled: bool,
+    /// Log growth (bytes of records since the last checkpoint) that triggers one; 0:
+    /// no size trigger.
+    pub log_bytes: u64,
+    /// Time since the last checkpoint that triggers one, in milliseconds, if the log
+    /// grew at all; 0: no time trigger.
+    pub interval_ms: u64,
+}
+
+impl Default for CheckpointConfig {
+    fn default() -> CheckpointConfig {
+        CheckpointConfig { enabled: true, log_bytes: 64 << 20, interval_ms: 60_000 }
+    }
+}
+
+impl CheckpointConfig {
+    /// No background checkpoints.
+    pub const OFF: CheckpointConfig = CheckpointConfig { enabled: false, log_bytes: 0, interval_ms: 0 };
 }
 
 impl DbConfig {
@@ -60,6 +141,9 @@ impl DbConfig {
             durability: Durability::Sync,
             pages_in_nvm: false,
             redo_from_retained: false,
+            isolation: Isolation::Snapshot,
+            checkpoint: CheckpointConfig::default(),
+            version_bytes_max: VERSION_BYTES_MAX_DEFAULT,
             dir,
         }
     }
@@ -142,6 +226,68 @@ pub enum DbError {
         /// How long the wait lasted, in milliseconds.
         ms: u64,
     },
+    /// A transaction wrote a key that another transaction changed and committed after
+    /// this one's snapshot was taken (snapshot isolation, first updater wins). The
+    /// transaction can do nothing more but roll back; running it again may succeed.
+    #[error("{txn}: key {key:?} of tree {tree:?} was changed by a transaction that committed after {txn} began")]
+    WriteConflict {
+        /// The transaction that failed.
+        txn: TxnId,
+        /// The tree.
+        tree: String,
+        /// The key (lossy UTF-8).
+        key: String,
+    },
+    /// Waiting for a key lock would close a cycle of transactions each waiting for the
+    /// next: this one fails at once (the others go on). Roll back and retry.
+    #[error("{txn}: deadlock, waiting for a key of tree {tree:?} would close the cycle {}", fmt_cycle(cycle))]
+    Deadlock {
+        /// The transaction that failed.
+        txn: TxnId,
+        /// The tree of the key it asked for.
+        tree: String,
+        /// The cycle, from this transaction round to the one it would wait for last.
+        cycle: Vec<TxnId>,
+    },
+    /// The transaction's snapshot was ended: it needed more before-images than
+    /// [`DbConfig::version_bytes_max`] allows, and it was the oldest. Roll back and retry.
+    #[error(
+        "{txn}: snapshot too old, ended because before-images kept for snapshots reached {bytes} bytes \
+         (limit {limit}, DbConfig::version_bytes_max)"
+    )]
+    SnapshotTooOld {
+        /// The transaction whose snapshot was ended.
+        txn: TxnId,
+        /// Bytes of before-images kept when it was ended.
+        bytes: u64,
+        /// The limit.
+        limit: u64,
+    },
+    /// An operation on a transaction that an earlier error (a conflict, a deadlock, a
+    /// snapshot too old) made fail: it can only roll back.
+    #[error("{txn} failed earlier ({cause}): it can only roll back")]
+    TxnFailed {
+        /// The transaction.
+        txn: TxnId,
+        /// The first error.
+        cause: String,
+    },
+    /// A range with its start after its end, or both bounds excluding one key.
+    #[error("bad range over tree {tree:?}: {what}")]
+    BadRange {
+        /// The tree.
+        tree: String,
+        /// What is wrong with the bounds.
+        what: String,
+    },
+    /// A tree could not be dropped: transactions hold locks on its keys.
+    #[error("tree {tree:?} is in use: {what}")]
+    TreeBusy {
+        /// The tree.
+        tree: String,
+        /// Who uses it.
+        what: String,
+    },
     /// A file of the database directory could not be made, read, written, renamed or
     /// removed, or the control file or snapshot is corrupt.
     #[error("database {path}: {what}")]
@@ -207,6 +353,13 @@ pub enum DbError {
         /// The LSN after the log's last record.
         log_end: Lsn,
     },
+}
+
+/// `t1 -> t2 -> t1`.
+fn fmt_cycle(cycle: &[TxnId]) -> String {
+    let mut s: Vec<String> = cycle.iter().map(ToString::to_string).collect();
+    s.extend(cycle.first().map(ToString::to_string));
+    s.join(" -> ")
 }
 
 /// A payload that does not decode is a bad record of the database's log.

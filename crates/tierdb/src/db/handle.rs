@@ -29,6 +29,7 @@ use crate::wal::{Durability, Kind, Lsn, RecordHead, Wal, WalError};
 use super::config::DbError;
 use super::control::{Control, write_control};
 use super::locks::Locks;
+use super::mvcc::Mvcc;
 use super::report::RecoveryReport;
 use super::store::DbStore;
 
@@ -57,6 +58,8 @@ pub struct Db<S: DbStore = BufferManager> {
     pub(super) active: Mutex<HashMap<TxnId, Lsn>>,
     pub(super) trees: RwLock<HashMap<String, PageId>>,
     pub(super) locks: Locks,
+    /// Before-images for snapshots, and the snapshots running (`mvcc.rs`).
+    pub(super) mvcc: Mvcc,
     pub(super) recovery: RecoveryReport,
     /// Set when a rollback failed part-way (`Txn::undo_all`): memory holds changes of a
     /// transaction that is neither committed nor rolled back, which no read may show

@@ -46,6 +46,8 @@ mod config;
 mod control;
 mod handle;
 mod locks;
+#[allow(dead_code)] // the skeleton, until snapshot isolation lands
+mod mvcc;
 mod open;
 mod recovery;
 mod report;
@@ -55,7 +57,7 @@ mod stores;
 mod txn;
 mod undo;
 
-pub use config::{DbConfig, DbError};
+pub use config::{CheckpointConfig, DbConfig, DbError, Isolation, VERSION_BYTES_MAX_DEFAULT};
 pub use handle::{Db, DbInfo};
 pub use locks::LOCK_WAIT_MS_MAX;
 pub use open::NVM_DIRECT_LOG_SEGMENT_BYTES;

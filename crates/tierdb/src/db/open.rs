@@ -26,6 +26,7 @@ use super::config::{DbConfig, DbError, LOG_DIR, PAGE_FILE};
 use super::control::{Control, Opening, prepare_open, read_control, write_control};
 use super::handle::{Db, LogOnDrop};
 use super::locks::Locks;
+use super::mvcc::Mvcc;
 use super::recovery;
 use super::report::RecoveryReport;
 use super::snapshot::{MemoryStore, SNAPSHOT_FILE};
@@ -191,6 +192,7 @@ impl<S: DbStore> Db<S> {
             active: Mutex::new(HashMap::new()),
             trees: RwLock::new(HashMap::new()),
             locks: Locks::default(),
+            mvcc: Mvcc::new(cfg.isolation, cfg.version_bytes_max),
             recovery: RecoveryReport::default(),
             halted: std::sync::OnceLock::new(),
         };

@@ -24,6 +24,7 @@ use crate::wal::{Durability, Kind, Lsn, RecordHead, WalError};
 
 use super::handle::Db;
 use super::locks::LockedKey;
+use super::mvcc::ReadView;
 use super::store::DbStore;
 use super::undo::{Undo, UndoStep};
 
@@ -123,6 +124,9 @@ impl<S: DbStore> TreeLog for TxnLog<'_, S> {
 pub struct Txn<'db, S: DbStore = BufferManager> {
     db: &'db Db<S>,
     log: TxnLog<'db, S>,
+    /// What its reads see.
+    #[allow(dead_code)]
+    view: ReadView,
     done: bool,
 }
 
@@ -137,6 +141,18 @@ impl<S: DbStore> Txn<'_, S> {
     /// later transaction of this database (ids continue after a reopen).
     pub fn id(&self) -> TxnId {
         self.log.id
+    }
+
+    /// What the transaction's reads see.
+    #[allow(dead_code)]
+    pub(super) fn view(&self) -> &ReadView {
+        &self.view
+    }
+
+    /// The database.
+    #[allow(dead_code)]
+    pub(super) fn db(&self) -> &Db<S> {
+        self.db
     }
 
     fn logged(&self, tree: &str) -> Result<BTree<'_, S>> {
@@ -343,7 +359,7 @@ impl<S: DbStore> Db<S> {
     /// Starts a transaction.
     pub fn begin(&self) -> Txn<'_, S> {
         let id = TxnId::new(self.next_txn.fetch_add(1, Ordering::Relaxed));
-        Txn { db: self, log: TxnLog::new(self, id), done: false }
+        Txn { db: self, log: TxnLog::new(self, id), view: self.mvcc.begin_view(id), done: false }
     }
 
     /// `put` in a transaction of its own.
