@@ -166,18 +166,20 @@ impl<S: DbStore> Db<S> {
         Ok(BTree::open(&self.store, self.root(name)?)?)
     }
 
-    /// The value of `key` in tree `tree` (read uncommitted).
+    /// The value of `key` in tree `tree`: the latest committed (never a change of a
+    /// transaction still running; with [`Isolation::ReadUncommitted`](super::Isolation::ReadUncommitted) the tree's).
     ///
     /// # Errors
     /// `NoSuchTree`; the tree's errors.
     pub fn get(&self, tree: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
         self.check_alive()?;
-        Ok(self.tree(tree)?.get(key, <[u8]>::to_vec)?)
+        self.read_visible(self.mvcc.latest_view(), self.root(tree)?, key)
     }
 
-    /// Calls `f` with bytes `part` of the value of `key` (clipped to the value), in
-    /// place in the leaf under its shared latch (read uncommitted; `f` must not use the
-    /// database). On cache-line-grained pages only the lines of `part` are loaded.
+    /// Calls `f` with bytes `part` of the value of `key` (clipped to the value): the
+    /// latest committed, as [`get`](Self::get). In place in the leaf under its shared
+    /// latch when no version of the key is involved (`f` must not use the database).
+    /// On cache-line-grained pages only the lines of `part` are loaded.
     ///
     /// # Errors
     /// As [`get`](Self::get).
@@ -189,16 +191,18 @@ impl<S: DbStore> Db<S> {
         f: impl FnOnce(&[u8]) -> R,
     ) -> Result<Option<R>> {
         self.check_alive()?;
-        Ok(self.tree(tree)?.get_part(key, part, f)?)
+        self.read_visible_part(self.mvcc.latest_view(), self.root(tree)?, key, part, f)
     }
 
-    /// Calls `f(key, value)` for keys `>= start` in order until it returns false.
+    /// Calls `f(key, value)` for keys `>= start` in order until it returns false: one
+    /// snapshot of the latest committed state, taken when the scan starts (read in
+    /// batches; `f` may use the database).
     ///
     /// # Errors
-    /// As [`get`](Self::get).
+    /// As [`get`](Self::get); `SnapshotTooOld` if the scan outlived the versions limit.
     pub fn scan(&self, tree: &str, start: &[u8], f: impl FnMut(&[u8], &[u8]) -> bool) -> Result<()> {
-        self.check_alive()?;
-        Ok(self.tree(tree)?.scan(start, f)?)
+        let view = self.mvcc.snapshot_view();
+        self.scan_visible(&view, tree, start, f)
     }
 
     /// A checkpoint: every dirty page is written out (the log forced first), then the

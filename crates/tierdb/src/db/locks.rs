@@ -2,23 +2,27 @@
 //!
 //! A transaction's writes (and locking reads) lock their keys until it ends, so that
 //! no two transactions change one key at once and an undo never overwrites another
-//! transaction's change. Reads take no locks (read uncommitted).
+//! transaction's change. Reads take no locks (they read versions, `mvcc.rs`).
+//!
+//! Deadlocks are found when they form: a waiter records whom it waits for (a
+//! transaction waits for one key at a time, so the wait-for graph is a set of chains),
+//! and before it sleeps it follows the chain from the key's owner; if the chain comes
+//! back to it, waiting would close a cycle, and it fails at once with the cycle. The
+//! edge is renewed each time it wakes (the key may have changed hands), so a cycle
+//! closed by another's renewal is found by that one. [`LOCK_WAIT_MS_MAX`] stays as a
+//! safety net.
 //!
 //! Invariants: a key has at most one owner; only the owner releases it (the keys a
-//! transaction releases are those it acquired, which it records). Concurrency: one
-//! mutex over the table; waiters sleep on one condition variable, woken by every
-//! release, and give up after [`LOCK_WAIT_MS_MAX`] (no deadlock detection: a timeout
-//! breaks a cycle of waiters).
+//! transaction releases are those it acquired, which it records); a transaction has a
+//! wait-for edge only while it is inside [`Locks::lock`]. Concurrency: one mutex over
+//! the table; waiters sleep on one condition variable, woken by every release.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
-use crate::Result;
 use crate::ids::{PageId, TxnId};
-
-use super::config::DbError;
 
 /// Longest wait for another transaction's key lock.
 pub const LOCK_WAIT_MS_MAX: u64 = 10_000;
@@ -29,8 +33,47 @@ pub(super) type LockedKey = (u64, Vec<u8>);
 /// Key locks: (tree root, key) → owning transaction.
 #[derive(Default)]
 pub(super) struct Locks {
-    held: Mutex<HashMap<LockedKey, TxnId>>,
+    held: Mutex<Table>,
     released: Condvar,
+}
+
+/// The lock table and the wait-for graph.
+#[derive(Default)]
+struct Table {
+    owners: HashMap<LockedKey, TxnId>,
+    /// Waiter → the owner of the key it waits for.
+    waits_for: HashMap<TxnId, TxnId>,
+}
+
+/// Why a lock was not granted.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum LockError {
+    /// Waited [`LOCK_WAIT_MS_MAX`] for `owner`.
+    Timeout { owner: TxnId },
+    /// Waiting would close this cycle (the asking transaction first).
+    Deadlock { cycle: Vec<TxnId> },
+}
+
+impl Table {
+    /// The cycle `txn` would close by waiting for `owner`, if any: the chain of waits
+    /// from `owner` on.
+    fn cycle(&self, txn: TxnId, owner: TxnId) -> Option<Vec<TxnId>> {
+        let mut cycle = vec![txn, owner];
+        let mut at = owner;
+        // A chain longer than the waiters is a cycle that does not pass `txn` (which
+        // the edges' checks rule out); stop rather than loop.
+        for _ in 0..=self.waits_for.len() {
+            match self.waits_for.get(&at) {
+                Some(&next) if next == txn => return Some(cycle),
+                Some(&next) => {
+                    cycle.push(next);
+                    at = next;
+                }
+                None => return None,
+            }
+        }
+        None
+    }
 }
 
 impl Locks {
@@ -39,25 +82,33 @@ impl Locks {
     /// (it must release it at its end), false if it held it already.
     ///
     /// # Errors
-    /// `LockTimeout`, naming the owner, after the longest wait.
-    pub(super) fn lock(&self, txn: TxnId, root: PageId, key: &[u8]) -> Result<bool> {
+    /// `Deadlock` with the cycle if waiting would close one (at once, before any
+    /// wait); `Timeout`, naming the owner, after the longest wait.
+    pub(super) fn lock(&self, txn: TxnId, root: PageId, key: &[u8]) -> Result<bool, LockError> {
         assert!(!txn.is_none() && !txn.is_smo(), "key lock for {txn:#x}, not a transaction");
         let mut held = self.held.lock();
         let deadline = Instant::now() + Duration::from_millis(LOCK_WAIT_MS_MAX);
-        loop {
-            match held.get(&(root.0, key.to_vec())) {
+        let k = (root.0, key.to_vec());
+        let result = loop {
+            match held.owners.get(&k) {
                 None => {
-                    held.insert((root.0, key.to_vec()), txn);
-                    return Ok(true);
+                    held.owners.insert(k, txn);
+                    break Ok(true);
                 }
-                Some(&owner) if owner == txn => return Ok(false),
+                Some(&owner) if owner == txn => break Ok(false),
                 Some(&owner) => {
+                    if let Some(cycle) = held.cycle(txn, owner) {
+                        break Err(LockError::Deadlock { cycle });
+                    }
+                    held.waits_for.insert(txn, owner);
                     if self.released.wait_until(&mut held, deadline).timed_out() {
-                        return Err(DbError::LockTimeout { owner, ms: LOCK_WAIT_MS_MAX }.into());
+                        break Err(LockError::Timeout { owner });
                     }
                 }
             }
-        }
+        };
+        held.waits_for.remove(&txn);
+        result
     }
 
     /// Releases the keys `txn` acquired, and wakes every waiter.
@@ -71,7 +122,7 @@ impl Locks {
         }
         let mut held = self.held.lock();
         for k in keys {
-            let owner = held.remove(k);
+            let owner = held.owners.remove(k);
             assert_eq!(owner, Some(txn), "{txn} releases key {:?} of root {}, held by {owner:?}", k.1, k.0);
         }
         self.released.notify_all();
@@ -80,7 +131,7 @@ impl Locks {
     /// Keys locked now (tests).
     #[cfg(test)]
     fn len(&self) -> usize {
-        self.held.lock().len()
+        self.held.lock().owners.len()
     }
 }
 
@@ -116,7 +167,64 @@ mod tests {
         std::thread::sleep(Duration::from_millis(20));
         locks.release(a, &[(3, b"k".to_vec())]);
         assert!(waiter.join().unwrap().unwrap());
-        assert_eq!(locks.held.lock().get(&(3, b"k".to_vec())), Some(&b));
+        assert_eq!(locks.held.lock().owners.get(&(3, b"k".to_vec())), Some(&b));
+    }
+
+    /// `txn` waits in a thread for `key` (held by another); the result when it ends.
+    fn wait_in_thread(
+        locks: &Arc<Locks>,
+        txn: TxnId,
+        key: &'static [u8],
+    ) -> std::thread::JoinHandle<Result<bool, LockError>> {
+        let waiter = locks.clone();
+        let h = std::thread::spawn(move || waiter.lock(txn, PageId(3), key));
+        // Until it waits (its edge is in the graph).
+        let t0 = Instant::now();
+        while !locks_waiting(&locks, txn) {
+            assert!(t0.elapsed() < Duration::from_secs(5), "{txn} never waited");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        h
+    }
+
+    fn locks_waiting(locks: &Locks, txn: TxnId) -> bool {
+        locks.held.lock().waits_for.contains_key(&txn)
+    }
+
+    #[test]
+    fn a_cycle_of_two_fails_the_transaction_that_closes_it_at_once() {
+        let locks = Arc::new(Locks::default());
+        let (a, b) = (TxnId::new(1), TxnId::new(2));
+        assert!(locks.lock(a, PageId(3), b"x").unwrap());
+        assert!(locks.lock(b, PageId(3), b"y").unwrap());
+        let a_waits = wait_in_thread(&locks, a, b"y");
+        let t0 = Instant::now();
+        let err = locks.lock(b, PageId(3), b"x").unwrap_err();
+        assert!(t0.elapsed() < Duration::from_millis(100), "took {:?}", t0.elapsed());
+        assert_eq!(err, LockError::Deadlock { cycle: vec![b, a] });
+        // b gives up its key: a gets it.
+        locks.release(b, &[(3, b"y".to_vec())]);
+        assert!(a_waits.join().unwrap().unwrap());
+        assert!(locks.held.lock().waits_for.is_empty());
+    }
+
+    #[test]
+    fn a_cycle_of_three_is_found_and_a_chain_is_not_a_cycle() {
+        let locks = Arc::new(Locks::default());
+        let (a, b, c) = (TxnId::new(1), TxnId::new(2), TxnId::new(3));
+        for (t, k) in [(a, b"x"), (b, b"y"), (c, b"z")] {
+            assert!(locks.lock(t, PageId(3), k).unwrap());
+        }
+        // a -> b -> c: a chain, both wait.
+        let a_waits = wait_in_thread(&locks, a, b"y");
+        let b_waits = wait_in_thread(&locks, b, b"z");
+        // c -> a closes a -> b -> c -> a.
+        let err = locks.lock(c, PageId(3), b"x").unwrap_err();
+        assert_eq!(err, LockError::Deadlock { cycle: vec![c, a, b] });
+        locks.release(c, &[(3, b"z".to_vec())]);
+        assert!(b_waits.join().unwrap().unwrap());
+        locks.release(b, &[(3, b"y".to_vec()), (3, b"z".to_vec())]);
+        assert!(a_waits.join().unwrap().unwrap());
     }
 
     #[test]

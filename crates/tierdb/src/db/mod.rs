@@ -46,7 +46,7 @@ mod config;
 mod control;
 mod handle;
 mod locks;
-#[allow(dead_code)] // the skeleton, until snapshot isolation lands
+
 mod mvcc;
 mod open;
 mod recovery;
@@ -60,6 +60,7 @@ mod undo;
 pub use config::{CheckpointConfig, DbConfig, DbError, Isolation, VERSION_BYTES_MAX_DEFAULT};
 pub use handle::{Db, DbInfo};
 pub use locks::LOCK_WAIT_MS_MAX;
+pub use mvcc::MvccStats;
 pub use open::NVM_DIRECT_LOG_SEGMENT_BYTES;
 pub use report::RecoveryReport;
 pub use snapshot::{MemoryStore, SNAPSHOT_FILE};

@@ -10,7 +10,9 @@
 //! Concurrency: a `Txn` is used by one thread; its state is behind a mutex only
 //! because the trees reach it through a shared [`TreeLog`].
 
+use std::collections::HashSet;
 use std::ops::Range;
+use std::sync::OnceLock;
 use std::sync::atomic::Ordering;
 
 use parking_lot::Mutex;
@@ -22,8 +24,9 @@ use crate::ids::{PageId, TxnId};
 use crate::wal::payload::{ChangeOp, encode_change};
 use crate::wal::{Durability, Kind, Lsn, RecordHead, WalError};
 
+use super::config::DbError;
 use super::handle::Db;
-use super::locks::LockedKey;
+use super::locks::{LOCK_WAIT_MS_MAX, LockError, LockedKey};
 use super::mvcc::ReadView;
 use super::store::DbStore;
 use super::undo::{Undo, UndoStep};
@@ -40,6 +43,11 @@ pub(super) struct TxnState {
     undo: Vec<UndoStep>,
     /// Keys locked.
     locks: Vec<LockedKey>,
+    /// Keys locked by a locking read and not (yet) written: their first write records
+    /// a version.
+    read_locked: HashSet<LockedKey>,
+    /// Keys with a version of this transaction (`mvcc.rs`), in order of first write.
+    versioned: Vec<(u64, Box<[u8]>)>,
     /// Rolling back: changes are compensations, whose undo-next LSN is this.
     pub(super) compensating: Option<Lsn>,
 }
@@ -125,8 +133,10 @@ pub struct Txn<'db, S: DbStore = BufferManager> {
     db: &'db Db<S>,
     log: TxnLog<'db, S>,
     /// What its reads see.
-    #[allow(dead_code)]
     view: ReadView,
+    /// Set by the first error that dooms it (a conflict, a deadlock, a snapshot too
+    /// old): every later operation fails with `TxnFailed`.
+    failed: OnceLock<String>,
     done: bool,
 }
 
@@ -144,7 +154,7 @@ impl<S: DbStore> Txn<'_, S> {
     }
 
     /// What the transaction's reads see.
-    #[allow(dead_code)]
+    #[allow(dead_code)] // used by range.rs
     pub(super) fn view(&self) -> &ReadView {
         &self.view
     }
@@ -160,15 +170,71 @@ impl<S: DbStore> Txn<'_, S> {
         Ok(if self.db.durability == Durability::None { t } else { t.logged(&self.log) })
     }
 
-    fn lock(&self, root: PageId, key: &[u8]) -> Result<()> {
+    /// `TxnFailed` once an error doomed the transaction.
+    pub(super) fn check_failed(&self) -> Result<()> {
+        match self.failed.get() {
+            None => Ok(()),
+            Some(cause) => Err(DbError::TxnFailed { txn: self.log.id, cause: cause.clone() }.into()),
+        }
+    }
+
+    /// Passes `r` on; an error that dooms the transaction (a conflict, a deadlock, a
+    /// snapshot too old) is remembered, so that every later operation fails.
+    pub(super) fn doomed_by<T>(&self, r: Result<T>) -> Result<T> {
+        if let Err(crate::Error::Db(
+            e @ (DbError::WriteConflict { .. } | DbError::Deadlock { .. } | DbError::SnapshotTooOld { .. }),
+        )) = &r
+        {
+            let _ = self.failed.set(e.to_string());
+        }
+        r
+    }
+
+    /// Locks `key` of tree `tree` (rooted at `root`) for a write (`write`) or a
+    /// locking read; a write's first one records the key's version.
+    fn lock(&self, tree: &str, root: PageId, key: &[u8], write: bool) -> Result<()> {
+        self.check_failed()?;
+        let r = self.lock_inner(tree, root, key, write);
+        self.doomed_by(r)
+    }
+
+    fn lock_inner(&self, tree: &str, root: PageId, key: &[u8], write: bool) -> Result<()> {
         // Every write and locking read comes here first.
         self.db.check_alive()?;
-        if self.db.locks.lock(self.log.id, root, key)? {
+        let acquired = self.db.locks.lock(self.log.id, root, key).map_err(|e| match e {
+            LockError::Timeout { owner } => DbError::LockTimeout { owner, ms: LOCK_WAIT_MS_MAX },
+            LockError::Deadlock { cycle } => DbError::Deadlock { txn: self.log.id, tree: tree.to_string(), cycle },
+        })?;
+        if acquired {
             self.log.state.lock().locks.push((root.0, key.to_vec()));
         }
         // The holder this waited for may have failed to roll back: its changes are
         // still in memory, and the key must not be written over them.
-        self.db.check_halted()
+        self.db.check_halted()?;
+        // The tree may have been dropped (and its pages freed) while this waited.
+        if self.db.root(tree)? != root {
+            return Err(DbError::NoSuchTree { name: tree.to_string() }.into());
+        }
+        let first_write = {
+            let mut st = self.log.state.lock();
+            let k = (root.0, key.to_vec());
+            match (write, acquired) {
+                (true, true) => true,
+                (true, false) => st.read_locked.remove(&k),
+                (false, true) => {
+                    st.read_locked.insert(k);
+                    false
+                }
+                (false, false) => false,
+            }
+        };
+        if first_write {
+            self.db.before_first_write(&self.view, tree, root, key)?;
+            self.log.state.lock().versioned.push((root.0, key.into()));
+        } else if !write && acquired {
+            self.db.check_conflict(&self.view, tree, root, key)?;
+        }
+        Ok(())
     }
 
     /// Sets `key` to `value` in tree `tree`.
@@ -178,7 +244,7 @@ impl<S: DbStore> Txn<'_, S> {
     /// the transaction should be rolled back.
     pub fn put(&mut self, tree: &str, key: &[u8], value: &[u8]) -> Result<()> {
         let root = self.db.root(tree)?;
-        self.lock(root, key)?;
+        self.lock(tree, root, key, true)?;
         Ok(self.logged(tree)?.upsert(key, value)?)
     }
 
@@ -188,7 +254,7 @@ impl<S: DbStore> Txn<'_, S> {
     /// As [`put`](Self::put).
     pub fn delete(&mut self, tree: &str, key: &[u8]) -> Result<bool> {
         let root = self.db.root(tree)?;
-        self.lock(root, key)?;
+        self.lock(tree, root, key, true)?;
         Ok(self.logged(tree)?.delete(key)?)
     }
 
@@ -200,35 +266,43 @@ impl<S: DbStore> Txn<'_, S> {
     /// `OffsetOutOfRange` if the range is not inside the value; as [`put`](Self::put).
     pub fn update_in_place(&mut self, tree: &str, key: &[u8], offset: usize, bytes: &[u8]) -> Result<bool> {
         let root = self.db.root(tree)?;
-        self.lock(root, key)?;
+        self.lock(tree, root, key, true)?;
         Ok(self.logged(tree)?.update_in_place(key, offset, bytes)?)
     }
 
     /// Locks `key` (exclusively, until the transaction ends, as a write would), then
-    /// reads its value: a read-modify-write that no other writer can interleave with
-    /// (plain reads take no locks). An absent key is locked too.
+    /// reads its value: a read-modify-write that no other writer can interleave with.
+    /// An absent key is locked too. Under snapshot isolation it fails with
+    /// `WriteConflict` if the key was committed after the transaction began (the value
+    /// read is then the latest, which the snapshot does not see).
     ///
     /// # Errors
-    /// `NoSuchTree`, `LockTimeout`; as [`Db::get`].
+    /// `NoSuchTree`, `LockTimeout`, `Deadlock`, `WriteConflict`; as [`Db::get`].
     pub fn get_for_update(&mut self, tree: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
         let root = self.db.root(tree)?;
-        self.lock(root, key)?;
-        self.db.get(tree, key)
+        self.lock(tree, root, key, false)?;
+        self.get(tree, key)
     }
 
-    /// The value of `key` (this transaction's own changes included).
+    /// The value of `key` as the transaction sees it: its snapshot (snapshot
+    /// isolation) or the latest commit (read committed), its own changes included.
     ///
     /// # Errors
-    /// As [`Db::get`].
+    /// `NoSuchTree`; `SnapshotTooOld` (the transaction kept its snapshot so long that
+    /// the versions it needs passed [`DbConfig::version_bytes_max`](super::DbConfig::version_bytes_max)); `TxnFailed`; as [`Db::get`].
     pub fn get(&self, tree: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        self.db.get(tree, key)
+        self.check_failed()?;
+        self.db.check_alive()?;
+        let root = self.db.root(tree)?;
+        let r = self.db.read_visible(&self.view, root, key);
+        self.doomed_by(r)
     }
 
-    /// Calls `f` with bytes `part` of the value of `key` in place, without copying the
-    /// value ([`Db::get_part`]).
+    /// Calls `f` with bytes `part` of the value of `key` as the transaction sees it
+    /// (in place when no version of the key is involved; [`Db::get_part`]).
     ///
     /// # Errors
-    /// As [`Db::get`].
+    /// As [`get`](Self::get).
     pub fn get_part<R>(
         &self,
         tree: &str,
@@ -236,15 +310,22 @@ impl<S: DbStore> Txn<'_, S> {
         part: Range<usize>,
         f: impl FnOnce(&[u8]) -> R,
     ) -> Result<Option<R>> {
-        self.db.get_part(tree, key, part, f)
+        self.check_failed()?;
+        self.db.check_alive()?;
+        let root = self.db.root(tree)?;
+        let r = self.db.read_visible_part(&self.view, root, key, part, f);
+        self.doomed_by(r)
     }
 
-    /// Scans tree `tree` from `start` (see [`Db::scan`]).
+    /// Calls `f(key, value)` for the keys `>= start` the transaction sees, in order,
+    /// until `f` returns false (in batches: `f` may use the database).
     ///
     /// # Errors
-    /// As [`Db::get`].
+    /// As [`get`](Self::get).
     pub fn scan(&self, tree: &str, start: &[u8], f: impl FnMut(&[u8], &[u8]) -> bool) -> Result<()> {
-        self.db.scan(tree, start, f)
+        self.check_failed()?;
+        let r = self.db.scan_visible(&self.view, tree, start, f);
+        self.doomed_by(r)
     }
 
     /// Commits: durable as the database's durability says once this returns.
@@ -255,10 +336,16 @@ impl<S: DbStore> Txn<'_, S> {
     /// included: this transaction's changes are still in memory. Once the log has
     /// failed, every commit returns its error, `group` ones too.
     pub fn commit(mut self) -> Result<()> {
+        if let Err(e) = self.check_failed() {
+            // Nothing of it may commit: it rolls back.
+            self.done = true;
+            self.undo_all()?;
+            return Err(e);
+        }
         self.done = true;
-        let (last, locks) = {
+        let (last, locks, versioned) = {
             let mut st = self.log.state.lock();
-            (st.last, std::mem::take(&mut st.locks))
+            (st.last, std::mem::take(&mut st.locks), std::mem::take(&mut st.versioned))
         };
         let result = (|| -> Result<()> {
             self.db.check_alive()?;
@@ -269,10 +356,23 @@ impl<S: DbStore> Txn<'_, S> {
             }
             Ok(())
         })();
+        if result.is_ok() {
+            // Visible to newer snapshots before the keys are free: the next writer of
+            // one of them sees the commit (and conflicts if it began before).
+            self.db.versions_committed(&self.view, versioned);
+        }
         self.leave_active();
         self.db.locks.release(self.log.id, &locks);
+        self.end_view();
         result?;
         self.db.truncate_after_commit()
+    }
+
+    /// Unregisters the transaction's snapshot, then collects the versions no snapshot
+    /// needs any more.
+    fn end_view(&mut self) {
+        self.view = self.db.mvcc.ended_view();
+        self.db.collect_versions();
     }
 
     /// Rolls back every change of the transaction, its change whose log append failed
@@ -316,7 +416,14 @@ impl<S: DbStore> Txn<'_, S> {
             }
             Ok(())
         })();
-        let locks = std::mem::take(&mut self.log.state.lock().locks);
+        let (locks, versioned) = {
+            let mut st = self.log.state.lock();
+            (std::mem::take(&mut st.locks), std::mem::take(&mut st.versioned))
+        };
+        if result.is_ok() {
+            // The tree holds the old values again.
+            self.db.versions_rolled_back(&self.view, &versioned);
+        }
         match &result {
             // Some changes are undone, some are not. The transaction stays in the active
             // table, so that no checkpoint lets recovery start after its first record,
@@ -328,6 +435,7 @@ impl<S: DbStore> Txn<'_, S> {
             _ => self.leave_active(),
         }
         self.db.locks.release(self.log.id, &locks);
+        self.end_view();
         result
     }
 
@@ -359,7 +467,13 @@ impl<S: DbStore> Db<S> {
     /// Starts a transaction.
     pub fn begin(&self) -> Txn<'_, S> {
         let id = TxnId::new(self.next_txn.fetch_add(1, Ordering::Relaxed));
-        Txn { db: self, log: TxnLog::new(self, id), view: self.mvcc.begin_view(id), done: false }
+        Txn {
+            db: self,
+            log: TxnLog::new(self, id),
+            view: self.mvcc.begin_view(id),
+            failed: OnceLock::new(),
+            done: false,
+        }
     }
 
     /// `put` in a transaction of its own.
