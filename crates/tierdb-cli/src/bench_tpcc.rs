@@ -69,15 +69,20 @@ fn print_consistency(what: &str, c: &ConsistencyReport) {
 
 pub fn print_report(r: &TpccReport) {
     println!(
-        "tierdb {} bench tpcc: {} | {} warehouse(s){} | {} thread(s) | seed {} | mode {} | durability {}, log buffer in {}",
+        "tierdb {} bench tpcc: {} | {} warehouse(s){} | {} thread(s) | seed {} | mode {} | durability {}, isolation {}, log buffer in {}",
         r.version,
         r.arch,
         r.scale.warehouses,
-        if r.spec_conformant { "" } else { " at the TINY scale (not spec-conformant)" },
+        match (r.scale.is_spec(), r.spec_conformant) {
+            (false, _) => " at the TINY scale (not spec-conformant)",
+            (true, false) => " reading uncommitted rows (not spec-conformant)",
+            (true, true) => "",
+        },
         r.threads,
         r.seed,
         r.mode,
         r.durability,
+        r.isolation,
         r.log_buffer
     );
     println!(

@@ -119,6 +119,7 @@ pub fn run(args: CompareArgs) -> Result<()> {
             warehouses: 1,
             tiny: args.tiny,
             durability: args.durability,
+            isolation: tierdb::db::Isolation::Snapshot,
             log_buffer: args.log_buffer.clone(),
             load_threads: None,
             checkpoint_interval: tierdb_bench::drivers::tpcc::CHECKPOINT_INTERVAL_SECS_DEFAULT,

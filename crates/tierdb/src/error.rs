@@ -61,6 +61,23 @@ impl Error {
         matches!(self, Error::Buffer(e) if e.needs_exclusive())
     }
 
+    /// True for the errors a transaction meets through concurrency alone, after which
+    /// it should roll back and may run again: a lock wait over the limit, a deadlock, a
+    /// write conflict, a snapshot too old, and the `TxnFailed` they leave behind.
+    pub fn is_retryable(&self) -> bool {
+        use crate::db::DbError as D;
+        matches!(
+            self,
+            Error::Db(
+                D::LockTimeout { .. }
+                    | D::Deadlock { .. }
+                    | D::WriteConflict { .. }
+                    | D::SnapshotTooOld { .. }
+                    | D::TxnFailed { .. }
+            )
+        )
+    }
+
     /// True for [`BufferError::Full`]: a tier holds no more pages.
     pub fn is_full(&self) -> bool {
         matches!(self, Error::Buffer(e) if e.is_full())

@@ -38,7 +38,7 @@ use hdrhistogram::Histogram;
 use serde::Serialize;
 use tierdb::arch::Architecture;
 use tierdb::buffer::{BufferManager, TierStats};
-use tierdb::db::{Db, DbConfig, DbError, DbStore, MemoryStore, Txn};
+use tierdb::db::{Db, DbConfig, DbStore, MemoryStore, Txn};
 use tierdb::device::{NvmConfig, clock};
 use tierdb::sources::DirectConfig;
 use tierdb::sources::NvmDirect;
@@ -87,6 +87,12 @@ pub struct TpccOptions {
     /// as in the paper's NVM-direct design), dram for the others.
     #[arg(long, default_value = "auto")]
     pub log_buffer: String,
+    /// What transactions see of each other: snapshot (each reads the database as of
+    /// its start; a write to a row committed since fails and is retried), read-committed,
+    /// or read-uncommitted (reads see uncommitted rows: below the specification, for
+    /// measuring what isolation costs).
+    #[arg(long, default_value = "snapshot")]
+    pub isolation: tierdb::db::Isolation,
     /// Loader threads [default: --threads, at least 2].
     #[arg(long)]
     pub load_threads: Option<u32>,
@@ -159,6 +165,8 @@ pub struct TpccReport {
     pub threads: u32,
     pub seed: u64,
     pub durability: Durability,
+    /// What the transactions saw of each other.
+    pub isolation: tierdb::db::Isolation,
     pub log_buffer: String,
     pub scale: Scale,
     pub spec_conformant: bool,
@@ -230,6 +238,7 @@ pub fn run_one(
         DbConfig::from_arch(&acfg, &dir).with_context(|| format!("--arch {arch}"))?
     };
     cfg.durability = opts.durability;
+    cfg.isolation = opts.isolation;
     if arch == Architecture::NvmDirect {
         cfg.wal.file.profile = acfg.ssd_profile.clone();
         cfg.wal.file.mode = acfg.mode;
@@ -389,9 +398,11 @@ impl<S: DbStore> TpccTx for DbTx<'_, '_, S> {
     }
 }
 
-/// A lock wait over the limit: the transaction is rolled back and retried.
-pub fn is_lock_timeout(e: &tierdb::Error) -> bool {
-    matches!(e, tierdb::Error::Db(DbError::LockTimeout { .. }))
+/// A lock wait over the limit, a deadlock, a write conflict (snapshot isolation), a
+/// snapshot too old: the transaction is rolled back and retried
+/// ([`tierdb::Error::is_retryable`]).
+pub fn is_retryable_engine_error(e: &tierdb::Error) -> bool {
+    e.is_retryable()
 }
 
 /// Creates the trees and loads the database with `threads` loaders.
@@ -495,7 +506,7 @@ pub fn run_transaction<S: DbStore>(db: &Db<S>, scale: &Scale, input: &tpcc::Inpu
                 txn.commit()?;
                 return Ok((false, aborts));
             }
-            Err(e) if e.is_retryable(is_lock_timeout) => {
+            Err(e) if e.is_retryable(is_retryable_engine_error) => {
                 txn.rollback()?;
                 aborts += 1;
                 if aborts > RETRIES_MAX {
@@ -724,9 +735,11 @@ impl RunCtx<'_> {
             threads,
             seed: setup.seed,
             durability: self.opts.durability,
+            isolation: self.opts.isolation,
             log_buffer: self.opts.log_buffer.clone(),
             scale: *scale,
-            spec_conformant: scale.is_spec(),
+            // The population's scale, and reads that see no uncommitted row.
+            spec_conformant: scale.is_spec() && self.opts.isolation != tierdb::db::Isolation::ReadUncommitted,
             load_threads,
             load_rows,
             load_secs,
@@ -864,6 +877,7 @@ fn worker<S: DbStore>(
 mod tests {
     use std::sync::Arc;
 
+    use tierdb::db::DbError;
     use tierdb::device::{DramConfig, FaultPlan, SsdConfig};
 
     use super::*;
@@ -956,8 +970,12 @@ mod tests {
     }
 
     #[test]
-    fn lock_timeouts_are_retried_other_errors_are_not() {
-        assert!(is_lock_timeout(&DbError::LockTimeout { owner: tierdb::ids::TxnId::new(1), ms: 1 }.into()));
-        assert!(!is_lock_timeout(&DbError::NoSuchTree { name: "x".into() }.into()));
+    fn lock_timeouts_and_conflicts_are_retried_other_errors_are_not() {
+        let t = tierdb::ids::TxnId::new(1);
+        assert!(is_retryable_engine_error(&DbError::LockTimeout { owner: t, ms: 1 }.into()));
+        assert!(is_retryable_engine_error(&DbError::Deadlock { txn: t, tree: "x".into(), cycle: vec![t] }.into()));
+        let conflict = DbError::WriteConflict { txn: t, tree: "x".into(), key: "k".into() };
+        assert!(is_retryable_engine_error(&conflict.into()));
+        assert!(!is_retryable_engine_error(&DbError::NoSuchTree { name: "x".into() }.into()));
     }
 }

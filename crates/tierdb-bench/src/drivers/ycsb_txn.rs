@@ -29,12 +29,13 @@
 //!    the transactions that changed something. The log's counters are diffed over the
 //!    measured run.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use serde::Serialize;
-use tierdb::db::{Db, Txn};
+use tierdb::db::{Db, Isolation, Txn};
 use tierdb::device::clock;
 use tierdb::wal::{self, Durability, WalStats};
 use tierdb::{ByteSize, Catalog, PageSource};
@@ -78,7 +79,16 @@ pub struct TxnArgs {
     /// that leaves more pending flushes; 16MiB in NVM].
     #[arg(long)]
     pub log_buffer_size: Option<ByteSize>,
+    /// With --durability: what transactions see of each other: snapshot, read-committed
+    /// or read-uncommitted (reads see uncommitted changes; for measuring what isolation
+    /// costs) [default: snapshot]. A transaction that conflicts is rolled back and run
+    /// again (counted as an abort).
+    #[arg(long)]
+    pub isolation: Option<Isolation>,
 }
+
+/// Runs of one operation's transaction, at most, when it keeps conflicting.
+pub const TXN_RETRIES_MAX: u32 = 1_000;
 
 /// Where the log buffer lives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -101,6 +111,7 @@ impl LogPlace {
 #[derive(Clone, Debug, Serialize)]
 pub struct TxnSetup {
     pub durability: Durability,
+    pub isolation: Isolation,
     pub log_buffer: LogPlace,
     pub log_buffer_bytes: u64,
     pub flush_interval_us: u64,
@@ -118,6 +129,7 @@ impl TxnArgs {
                 ("--log-buffer", self.log_buffer.is_some()),
                 ("--flush-interval-us", self.flush_interval_us.is_some()),
                 ("--log-buffer-size", self.log_buffer_size.is_some()),
+                ("--isolation", self.isolation.is_some()),
             ] {
                 if given {
                     bail!("{name} configures the log of the transactional mode: it needs --durability sync|group|none");
@@ -144,7 +156,8 @@ impl TxnArgs {
         if log_buffer_bytes == 0 || log_buffer_bytes > LOG_BUFFER_BYTES_MAX {
             bail!("--log-buffer-size {} is outside 1..={}", ByteSize(log_buffer_bytes), ByteSize(LOG_BUFFER_BYTES_MAX));
         }
-        Ok(Some(TxnSetup { durability, log_buffer, log_buffer_bytes, flush_interval_us }))
+        let isolation = self.isolation.unwrap_or_default();
+        Ok(Some(TxnSetup { durability, isolation, log_buffer, log_buffer_bytes, flush_interval_us }))
     }
 }
 
@@ -152,6 +165,10 @@ impl TxnArgs {
 #[derive(Clone, Debug, Serialize)]
 pub struct TxnReport {
     pub durability: Durability,
+    pub isolation: Isolation,
+    /// Transactions rolled back and run again because they conflicted (a write
+    /// conflict, a deadlock, a lock wait over the limit), in the measured run.
+    pub aborts: u64,
     pub log_buffer: LogPlace,
     pub log_buffer_bytes: u64,
     pub flush_interval_us: u64,
@@ -200,6 +217,7 @@ pub fn run(
 
     // 2 + 3. Warm-up and run, one transaction per operation.
     let keyspace = KeySpace::new(&spec);
+    let aborts = AtomicU64::new(0);
     let provide = |stop: &std::sync::atomic::AtomicBool| bm.provide_pages(stop).context("the page provider");
     let m = ycsb_driver::run_phases(
         &spec,
@@ -215,6 +233,7 @@ pub fn run(
             value: Vec::new(),
             out: vec![0u8; spec.record_length_bytes()],
             rng: value_rng(cfg.seed, t),
+            aborts: &aborts,
         },
         cfg.page_provider.then_some(&provide as &ycsb_driver::ProviderFn<'_>),
     )?;
@@ -227,6 +246,8 @@ pub fn run(
     let per_commit = |v: u64| if commits == 0 { 0.0 } else { v as f64 / commits as f64 };
     let txn_report = TxnReport {
         durability: txn.durability,
+        isolation: txn.isolation,
+        aborts: aborts.load(Ordering::Relaxed),
         log_buffer: txn.log_buffer,
         log_buffer_bytes: txn.log_buffer_bytes,
         flush_interval_us: txn.flush_interval_us,
@@ -252,11 +273,32 @@ struct TxnOps<'a, R: rand::Rng> {
     value: Vec<u8>,
     out: Vec<u8>,
     rng: R,
+    /// Transactions run again after a conflict (all workers).
+    aborts: &'a AtomicU64,
 }
 
 impl<R: rand::Rng> Executor for TxnOps<'_, R> {
     fn execute(&mut self, op: Op) -> Result<Done> {
-        let TxnOps { db, spec, keyspace, key, value, out, rng } = self;
+        let mut runs = 0;
+        loop {
+            runs += 1;
+            match self.run_once(op) {
+                Err(e)
+                    if runs < TXN_RETRIES_MAX
+                        && e.downcast_ref::<tierdb::Error>().is_some_and(|e| e.is_retryable()) =>
+                {
+                    self.aborts.fetch_add(1, Ordering::Relaxed);
+                }
+                r => return r,
+            }
+        }
+    }
+}
+
+impl<R: rand::Rng> TxnOps<'_, R> {
+    /// `op` as one transaction (dropped without commit on an error: rolled back).
+    fn run_once(&mut self, op: Op) -> Result<Done> {
+        let TxnOps { db, spec, keyspace, key, value, out, rng, .. } = self;
         let spec: &YcsbSpec = spec;
         let read_range = |field: Option<u32>| match field {
             Some(f) => field_range(spec, f),

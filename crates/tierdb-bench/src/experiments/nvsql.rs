@@ -578,6 +578,7 @@ pub fn ycsb_points(
         .map(|(i, c)| {
             let txn = TxnSetup {
                 durability,
+                isolation: tierdb::db::Isolation::Snapshot,
                 log_buffer: c.log_buffer,
                 log_buffer_bytes: match c.log_buffer {
                     LogPlace::Dram => wal::BUFFER_BYTES_DEFAULT as u64,

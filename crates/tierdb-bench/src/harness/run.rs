@@ -147,6 +147,7 @@ pub fn run_one_txn(
     let acfg = engine_args.arch_config(setup, arch, dram, nvm, data, tag)?;
     let mut cfg = DbConfig::from_arch(&acfg, db_dir(&acfg.ssd_path)).with_context(|| format!("--arch {arch}"))?;
     cfg.durability = txn.durability;
+    cfg.isolation = txn.isolation;
     cfg.wal.flush_interval = Duration::from_micros(txn.flush_interval_us);
     let mut files = vec![acfg.nvm_path.clone(), acfg.nvm_double_write_path()];
     match txn.log_buffer {

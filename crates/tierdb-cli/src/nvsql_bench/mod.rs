@@ -185,6 +185,7 @@ pub fn run(args: NvsqlBenchArgs) -> Result<()> {
         warehouses: args.warehouses,
         tiny: args.tiny,
         durability: args.durability,
+        isolation: tierdb::db::Isolation::Snapshot,
         // Each configuration sets its own (`MemConfig::log_buffer`): DRAM for DRAM-only,
         // an NVM ring for nvsql (§5.4).
         log_buffer: "auto".into(),

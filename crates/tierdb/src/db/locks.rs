@@ -180,7 +180,7 @@ mod tests {
         let h = std::thread::spawn(move || waiter.lock(txn, PageId(3), key));
         // Until it waits (its edge is in the graph).
         let t0 = Instant::now();
-        while !locks_waiting(&locks, txn) {
+        while !locks_waiting(locks, txn) {
             assert!(t0.elapsed() < Duration::from_secs(5), "{txn} never waited");
             std::thread::sleep(Duration::from_millis(1));
         }

@@ -19,10 +19,18 @@
 //! through the tree); structure changes log page images (redo only); freed pages are
 //! logged. Commit appends a commit record and waits as [`Durability`](crate::wal::Durability) says.
 //!
-//! Isolation: a transaction's writes take exclusive locks on their keys, held until it
-//! ends (so no two transactions change one key at once, and undo never overwrites
-//! another's change); reads take no locks and may see uncommitted changes (read
-//! uncommitted). A lock wait longer than [`LOCK_WAIT_MS_MAX`] fails the operation.
+//! Isolation ([`Isolation`], `docs/isolation.md`): snapshot isolation by default — a
+//! transaction reads the database as of its start, its own changes included, never an
+//! uncommitted change nor one committed after it began; read committed and read
+//! uncommitted as options. A transaction's writes take exclusive locks on their keys,
+//! held until it ends (so no two transactions change one key at once, and undo never
+//! overwrites another's change); the second writer of a key waits, and under snapshot
+//! isolation fails with `WriteConflict` if the first committed after it began. A wait
+//! that would close a cycle fails at once with `Deadlock`; any other wait longer than
+//! [`LOCK_WAIT_MS_MAX`] fails with `LockTimeout`. Reads take no locks: the tree holds
+//! the newest value of each key, and the version store (`mvcc.rs`, DRAM only, not
+//! logged) the before-images that readers of older snapshots need. Non-transactional
+//! [`Db::get`] and [`Db::scan`] read the latest committed state.
 //!
 //! Stores: a buffer manager ([`Db::open`]) with its page file on SSD, or with its pages
 //! in the NVM pool ([`DbConfig::pages_in_nvm`]: each write-back's page image logged
@@ -34,10 +42,11 @@
 //! rolled back (compensation records make that restartable); a checkpoint ends it.
 //!
 //! The rooms of this module, dependencies first: `config.rs` (configuration, errors),
-//! `locks.rs` (key locks), `store.rs` (the store trait) with `stores.rs` (buffer
+//! `locks.rs` (key locks, deadlock detection), `store.rs` (the store trait) with `stores.rs` (buffer
 //! manager, `nvm-direct`) and `snapshot.rs` (`main-memory`), `control.rs` (control
-//! file, creation marker), `report.rs` (what recovery did), `handle.rs` (the [`Db`]:
-//! trees, reads, checkpoint, close), `undo.rs`, `txn.rs` (transactions and their log),
+//! file, creation marker), `report.rs` (what recovery did), `mvcc.rs` (the version store, read views),
+//! `handle.rs` (the [`Db`]: trees, reads, checkpoint, close), `reads.rs` (reads and
+//! writes through the versions), `undo.rs`, `txn.rs` (transactions and their log),
 //! `recovery.rs`, `open.rs`. The payloads of the records it logs are encoded in
 //! `wal/payload.rs`; transaction ids are [`TxnId`]s (`ids.rs`). No room uses one that
 //! comes after it.
@@ -49,6 +58,7 @@ mod locks;
 
 mod mvcc;
 mod open;
+mod reads;
 mod recovery;
 mod report;
 mod snapshot;

@@ -50,18 +50,12 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use parking_lot::Mutex;
 
 use crate::Result;
-use crate::btree::BTree;
-use crate::ids::{PageId, TxnId};
+use crate::ids::TxnId;
 
 use super::config::{DbError, Isolation};
-use super::handle::Db;
-use super::store::DbStore;
 
 /// Hash maps the versions are spread over.
 pub(super) const SHARDS: usize = 64;
-
-/// Entries a scan reads from the tree at a time.
-pub(super) const SCAN_BATCH_ENTRIES: usize = 256;
 
 /// Bytes a version costs besides its key and before-image (its entry, the writer's
 /// state, the collection queue's key), for the limit.
@@ -72,10 +66,6 @@ const RUNNING: u64 = 0;
 
 /// The snapshot of a view that reads the latest commit at each read.
 const LATEST: u64 = u64::MAX;
-
-/// Rereads of one key or batch because rollbacks kept interfering, at most; then the
-/// read fails (each reread means another transaction rolled back meanwhile).
-const REREADS_MAX: u32 = 1_000;
 
 /// A transaction that writes: its id and its commit timestamp ([`RUNNING`] until it
 /// commits), shared by all its versions.
@@ -145,6 +135,13 @@ struct Registry {
     next_id: u64,
 }
 
+/// Keys a transaction wrote: (tree root, key).
+pub(super) type WrittenKeys = Vec<(u64, Box<[u8]>)>;
+
+/// A committed writer whose versions wait for collection: its commit timestamp, its
+/// keys, its state.
+type Committed = (u64, WrittenKeys, Arc<Writer>);
+
 /// What the version store knows and counts.
 pub(super) struct Mvcc {
     isolation: Isolation,
@@ -160,7 +157,7 @@ pub(super) struct Mvcc {
     clock: Mutex<()>,
     registry: Arc<Mutex<Registry>>,
     /// Committed writers whose versions are kept, in commit order, with their keys.
-    committed: Mutex<VecDeque<(u64, Vec<(u64, Box<[u8]>)>, Arc<Writer>)>>,
+    committed: Mutex<VecDeque<Committed>>,
     /// Bytes of committed versions kept.
     bytes: AtomicU64,
     /// Snapshots ended by the limit.
@@ -200,6 +197,21 @@ impl Mvcc {
     /// The isolation of the database's transactions.
     pub(super) fn isolation(&self) -> Isolation {
         self.isolation
+    }
+
+    /// Rollbacks that removed versions so far (a read brackets itself with two loads).
+    pub(super) fn aborts(&self) -> u64 {
+        self.aborts.load(Ordering::SeqCst)
+    }
+
+    /// True if no version is kept (a read need not look).
+    pub(super) fn empty(&self) -> bool {
+        self.live.load(Ordering::SeqCst) == 0
+    }
+
+    /// True if committed versions wait for collection.
+    pub(super) fn has_committed(&self) -> bool {
+        !self.committed.lock().is_empty()
     }
 
     /// What the store holds now.
@@ -290,7 +302,7 @@ impl Mvcc {
 
     /// What `view` reads of `key` instead of the tree's value (its snapshot `s`):
     /// `None` if the tree's value is right; `Some(before)` if a version says it is not.
-    fn resolve(&self, view: &ReadView, s: u64, root: u64, key: &[u8]) -> Option<Option<Vec<u8>>> {
+    pub(super) fn resolve(&self, view: &ReadView, s: u64, root: u64, key: &[u8]) -> Option<Option<Vec<u8>>> {
         let h = key_hash(root, key);
         let shard = self.shard(h).lock();
         let chain = shard.get(&h)?.iter().find(|c| c.root == root && *c.key == *key)?;
@@ -307,7 +319,7 @@ impl Mvcc {
 
     /// Keys of the tree rooted at `root` in `lo..hi` that have versions (a view may see
     /// one of them where the tree no longer holds it).
-    fn keys_in(&self, root: u64, lo: Bound<&[u8]>, hi: Bound<&[u8]>) -> Vec<Vec<u8>> {
+    pub(super) fn keys_in(&self, root: u64, lo: Bound<&[u8]>, hi: Bound<&[u8]>) -> Vec<Vec<u8>> {
         let mut out = Vec::new();
         for shard in self.shards.iter() {
             let shard = shard.lock();
@@ -323,7 +335,13 @@ impl Mvcc {
     /// Before `writer` first changes `key` (it holds the key's lock): fails if the key
     /// was committed after `view`'s snapshot (snapshot isolation), else records `before`
     /// (the key's committed value, read by the caller under the lock) as a version.
-    fn record(&self, view: &ReadView, root: u64, key: &[u8], before: Option<Vec<u8>>) -> Result<(), Conflict> {
+    pub(super) fn record(
+        &self,
+        view: &ReadView,
+        root: u64,
+        key: &[u8],
+        before: Option<Vec<u8>>,
+    ) -> Result<(), Conflict> {
         let writer = view.inner.writer.get(view.inner.txn);
         let h = key_hash(root, key);
         let mut shard = self.shard(h).lock();
@@ -360,7 +378,7 @@ impl Mvcc {
     }
 
     /// `key` was committed after the snapshot of `view`: the check of `record` alone.
-    fn conflicts(&self, view: &ReadView, root: u64, key: &[u8]) -> bool {
+    pub(super) fn conflicts(&self, view: &ReadView, root: u64, key: &[u8]) -> bool {
         if view.inner.isolation != Isolation::Snapshot {
             return false;
         }
@@ -377,7 +395,7 @@ impl Mvcc {
     /// The transaction of `view` committed (its records durable): its versions get the
     /// next commit timestamp, published in order; they are kept for older snapshots
     /// and collected when none needs them.
-    fn commit(&self, view: &ReadView, keys: Vec<(u64, Box<[u8]>)>) {
+    pub(super) fn commit(&self, view: &ReadView, keys: WrittenKeys) {
         let Some(writer) = view.inner.writer.peek() else {
             assert!(keys.is_empty(), "{}: {} versioned keys and no writer", view.inner.txn, keys.len());
             return;
@@ -415,7 +433,7 @@ impl Mvcc {
 
     /// The transaction of `view` rolled back (the tree holds the old values again):
     /// its versions go.
-    fn abort(&self, view: &ReadView, keys: &[(u64, Box<[u8]>)]) {
+    pub(super) fn abort(&self, view: &ReadView, keys: &[(u64, Box<[u8]>)]) {
         let Some(writer) = view.inner.writer.peek() else { return };
         // Between the tree's restore and the removal: a read that saw the rolled-back
         // value and misses the version sees this move.
@@ -447,7 +465,7 @@ impl Mvcc {
 
     /// Collects the committed versions no running snapshot needs, then, while the
     /// bytes kept exceed the limit, ends the oldest snapshot and collects again.
-    fn collect(&self) {
+    pub(super) fn collect(&self) {
         loop {
             let horizon = {
                 let reg = self.registry.lock();
@@ -540,8 +558,18 @@ struct ViewInner {
 }
 
 impl ReadView {
+    /// The isolation it reads at.
+    pub(super) fn isolation(&self) -> Isolation {
+        self.inner.isolation
+    }
+
+    /// The transaction whose changes it sees as its own ([`TxnId::NONE`]: none).
+    pub(super) fn txn(&self) -> TxnId {
+        self.inner.txn
+    }
+
     /// The snapshot a read taken now uses.
-    fn snapshot_now(&self, mvcc: &Mvcc) -> u64 {
+    pub(super) fn snapshot_now(&self, mvcc: &Mvcc) -> u64 {
         match self.inner.snapshot {
             LATEST => mvcc.last_committed.load(Ordering::SeqCst),
             s => s,
@@ -549,7 +577,7 @@ impl ReadView {
     }
 
     /// `SnapshotTooOld` if the limit ended the view's snapshot.
-    fn check(&self, mvcc: &Mvcc) -> Result<()> {
+    pub(super) fn check(&self, mvcc: &Mvcc) -> Result<()> {
         match &self.inner.registration {
             Some(r) if r.ended.load(Ordering::SeqCst) => Err(DbError::SnapshotTooOld {
                 txn: self.inner.txn,
@@ -586,266 +614,4 @@ pub(super) struct Batch {
     pub(super) lo: Bound<Vec<u8>>,
     /// The covered range's upper bound.
     pub(super) hi: Bound<Vec<u8>>,
-}
-
-impl<S: DbStore> Db<S> {
-    /// The value of `key` in the tree rooted at `root` as `view` sees it.
-    ///
-    /// # Errors
-    /// The tree's errors; `SnapshotTooOld` if the view's snapshot was ended.
-    pub(super) fn read_visible(&self, view: &ReadView, root: PageId, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        self.read_visible_part(view, root, key, 0..usize::MAX, <[u8]>::to_vec)
-    }
-
-    /// Bytes `part` of the value of `key` as `view` sees it, given to `f` (in place
-    /// when no version is involved).
-    ///
-    /// # Errors
-    /// As [`read_visible`](Self::read_visible).
-    pub(super) fn read_visible_part<R>(
-        &self,
-        view: &ReadView,
-        root: PageId,
-        key: &[u8],
-        part: std::ops::Range<usize>,
-        f: impl FnOnce(&[u8]) -> R,
-    ) -> Result<Option<R>> {
-        let mvcc = &self.mvcc;
-        let tree = BTree::open(&self.store, root)?;
-        if view.inner.isolation == Isolation::ReadUncommitted {
-            return Ok(tree.get_part(key, part, f)?);
-        }
-        let clip = |v: &[u8]| v[part.start.min(v.len())..part.end.min(v.len())].to_vec();
-        let mut f = Some(f);
-        for _ in 0..REREADS_MAX {
-            let aborts = mvcc.aborts.load(Ordering::SeqCst);
-            let s = view.snapshot_now(mvcc);
-            if mvcc.live.load(Ordering::SeqCst) == 0 {
-                // The common case: no version anywhere, checked again under the leaf's
-                // latch, where no writer can change the key or drop its version: `f`
-                // runs in place on a committed value.
-                let r = tree.get_part(key, part.clone(), |v| {
-                    if mvcc.live.load(Ordering::SeqCst) == 0 { Ok(f.take().expect("once")(v)) } else { Err(()) }
-                })?;
-                match r {
-                    Some(Ok(r)) => {
-                        view.check(mvcc)?;
-                        return Ok(Some(r));
-                    }
-                    // Absent: unless a delete was rolled back meanwhile.
-                    None if mvcc.live.load(Ordering::SeqCst) == 0 && mvcc.aborts.load(Ordering::SeqCst) == aborts => {
-                        view.check(mvcc)?;
-                        return Ok(None);
-                    }
-                    Some(Err(())) | None => continue,
-                }
-            }
-            let current = tree.get_part(key, part.clone(), <[u8]>::to_vec)?;
-            let resolved = mvcc.resolve(view, s, root.0, key);
-            if mvcc.aborts.load(Ordering::SeqCst) != aborts {
-                continue;
-            }
-            view.check(mvcc)?;
-            let value = match resolved {
-                None => current,
-                Some(before) => before.map(|b| clip(&b)),
-            };
-            return Ok(value.map(|v| f.take().expect("once")(&v)));
-        }
-        Err(interfered(key))
-    }
-
-    /// One batch of a range read as `view` sees it. `read` reads the tree's entries
-    /// (it may be called again if a writer interfered); the result keeps its covered
-    /// range and order, with each entry's value as the view sees it, entries the view
-    /// does not see left out, and keys the view sees but the tree no longer holds (a
-    /// delete the view must not see) put in.
-    ///
-    /// # Errors
-    /// `read`'s errors; the tree's; `SnapshotTooOld`.
-    pub(super) fn visible_batch(
-        &self,
-        view: &ReadView,
-        root: PageId,
-        reverse: bool,
-        read: &mut dyn FnMut() -> Result<Batch>,
-    ) -> Result<Batch> {
-        let mvcc = &self.mvcc;
-        if view.inner.isolation == Isolation::ReadUncommitted {
-            return read();
-        }
-        for _ in 0..REREADS_MAX {
-            let aborts = mvcc.aborts.load(Ordering::SeqCst);
-            let s = view.snapshot_now(mvcc);
-            let raw = read()?;
-            if mvcc.live.load(Ordering::SeqCst) == 0 {
-                if mvcc.aborts.load(Ordering::SeqCst) != aborts {
-                    continue;
-                }
-                view.check(mvcc)?;
-                return Ok(raw);
-            }
-            let mut seen: BTreeMap<Vec<u8>, Option<Vec<u8>>> = BTreeMap::new();
-            for (k, v) in raw.entries {
-                let value = match mvcc.resolve(view, s, root.0, &k) {
-                    None => Some(v),
-                    Some(before) => before,
-                };
-                seen.insert(k, value);
-            }
-            let lo = as_ref_bound(&raw.lo);
-            let hi = as_ref_bound(&raw.hi);
-            for k in mvcc.keys_in(root.0, lo, hi) {
-                if seen.contains_key(&k) {
-                    continue;
-                }
-                // Not in the tree when it was read: what the view sees instead.
-                if let Some(before) = mvcc.resolve(view, s, root.0, &k) {
-                    seen.insert(k, before);
-                }
-            }
-            if mvcc.aborts.load(Ordering::SeqCst) != aborts {
-                continue;
-            }
-            view.check(mvcc)?;
-            let mut entries: Vec<(Vec<u8>, Vec<u8>)> =
-                seen.into_iter().filter_map(|(k, v)| v.map(|v| (k, v))).collect();
-            if reverse {
-                entries.reverse();
-            }
-            return Ok(Batch { entries, lo: raw.lo, hi: raw.hi });
-        }
-        Err(interfered(b"(a range)"))
-    }
-
-    /// Calls `f(key, value)` for the keys `>= start` of tree `tree` that `view` sees, in
-    /// order, until `f` returns false. Reads [`SCAN_BATCH_ENTRIES`] at a time through
-    /// [`visible_batch`](Self::visible_batch), holding no latch while `f` runs.
-    ///
-    /// # Errors
-    /// `NoSuchTree`; the tree's errors; `SnapshotTooOld`.
-    pub(super) fn scan_visible(
-        &self,
-        view: &ReadView,
-        tree: &str,
-        start: &[u8],
-        mut f: impl FnMut(&[u8], &[u8]) -> bool,
-    ) -> Result<()> {
-        self.check_alive()?;
-        let root = self.root(tree)?;
-        let t = BTree::open(&self.store, root)?;
-        let mut from: Bound<Vec<u8>> = Bound::Included(start.to_vec());
-        loop {
-            let mut read = || -> Result<Batch> {
-                let mut entries = Vec::new();
-                let (key, skip) = match &from {
-                    Bound::Included(k) => (k.as_slice(), None),
-                    Bound::Excluded(k) => (k.as_slice(), Some(k.as_slice())),
-                    Bound::Unbounded => (&[][..], None),
-                };
-                let mut full = false;
-                t.scan(key, |k, v| {
-                    if skip == Some(k) {
-                        return true;
-                    }
-                    entries.push((k.to_vec(), v.to_vec()));
-                    full = entries.len() >= SCAN_BATCH_ENTRIES;
-                    !full
-                })?;
-                let hi = match (full, entries.last()) {
-                    (true, Some((k, _))) => Bound::Included(k.clone()),
-                    _ => Bound::Unbounded,
-                };
-                Ok(Batch { entries, lo: from.clone(), hi })
-            };
-            let batch = self.visible_batch(view, root, false, &mut read)?;
-            for (k, v) in &batch.entries {
-                if !f(k, v) {
-                    return Ok(());
-                }
-            }
-            match batch.hi {
-                Bound::Included(k) => from = Bound::Excluded(k),
-                _ => return Ok(()),
-            }
-        }
-    }
-
-    /// Before the transaction of `view` first writes `key` of the tree rooted at `root`
-    /// (holding its lock): the snapshot-isolation check, and its before-image recorded.
-    ///
-    /// # Errors
-    /// `WriteConflict` (named by `tree`); the tree's errors reading the before-image.
-    pub(super) fn before_first_write(&self, view: &ReadView, tree: &str, root: PageId, key: &[u8]) -> Result<()> {
-        if view.inner.isolation == Isolation::ReadUncommitted {
-            return Ok(());
-        }
-        view.check(&self.mvcc)?;
-        let before = BTree::open(&self.store, root)?.get(key, <[u8]>::to_vec)?;
-        self.mvcc.record(view, root.0, key, before).map_err(|Conflict| conflict(view, tree, key))
-    }
-
-    /// `WriteConflict` if `key` was committed after `view`'s snapshot (a locking read).
-    pub(super) fn check_conflict(&self, view: &ReadView, tree: &str, root: PageId, key: &[u8]) -> Result<()> {
-        view.check(&self.mvcc)?;
-        if self.mvcc.conflicts(view, root.0, key) { Err(conflict(view, tree, key)) } else { Ok(()) }
-    }
-
-    /// The transaction of `view` committed: its versions become visible to newer
-    /// snapshots; then what no snapshot needs is collected.
-    pub(super) fn versions_committed(&self, view: &ReadView, keys: Vec<(u64, Box<[u8]>)>) {
-        if view.inner.isolation != Isolation::ReadUncommitted {
-            self.mvcc.commit(view, keys);
-        }
-    }
-
-    /// The transaction of `view` rolled back: its versions go.
-    pub(super) fn versions_rolled_back(&self, view: &ReadView, keys: &[(u64, Box<[u8]>)]) {
-        if view.inner.isolation != Isolation::ReadUncommitted {
-            self.mvcc.abort(view, keys);
-        }
-    }
-
-    /// The isolation of its transactions ([`DbConfig::isolation`](super::DbConfig::isolation)).
-    pub fn isolation(&self) -> Isolation {
-        self.mvcc.isolation()
-    }
-
-    /// What the version store holds now: versions, bytes kept for snapshots, running
-    /// snapshots, snapshots the limit ended.
-    pub fn versions(&self) -> MvccStats {
-        self.mvcc.stats()
-    }
-
-    /// Collects versions no snapshot needs (after a transaction ended and its view was
-    /// dropped).
-    pub(super) fn collect_versions(&self) {
-        if self.mvcc.isolation != Isolation::ReadUncommitted && !self.mvcc.committed.lock().is_empty() {
-            self.mvcc.collect();
-        }
-    }
-}
-
-fn conflict(view: &ReadView, tree: &str, key: &[u8]) -> crate::Error {
-    DbError::WriteConflict { txn: view.inner.txn, tree: tree.to_string(), key: String::from_utf8_lossy(key).into() }
-        .into()
-}
-
-/// A read that rollbacks kept interfering with.
-fn interfered(key: &[u8]) -> crate::Error {
-    DbError::Config {
-        what: format!(
-            "a read of {:?} was interrupted by rollbacks {REREADS_MAX} times in a row",
-            String::from_utf8_lossy(key)
-        ),
-    }
-    .into()
-}
-
-fn as_ref_bound(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
-    match b {
-        Bound::Included(k) => Bound::Included(k),
-        Bound::Excluded(k) => Bound::Excluded(k),
-        Bound::Unbounded => Bound::Unbounded,
-    }
 }
