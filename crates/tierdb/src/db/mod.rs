@@ -38,17 +38,20 @@
 //! manager, `nvm-direct`) and `snapshot.rs` (`main-memory`), `control.rs` (control
 //! file, creation marker), `report.rs` (what recovery did), `handle.rs` (the [`Db`]:
 //! trees, reads, checkpoint, close), `undo.rs`, `txn.rs` (transactions and their log),
-//! `recovery.rs`, `open.rs`. The payloads of the records it logs are encoded in
-//! `wal/payload.rs`; transaction ids are [`TxnId`]s (`ids.rs`). No room uses one that
-//! comes after it.
+//! `range.rs` (range iterators both ways, `delete_range`), `drop_tree.rs` (dropping a
+//! tree, logged as one structure change), `recovery.rs`, `open.rs`. The payloads of the
+//! records it logs are encoded in `wal/payload.rs`; transaction ids are [`TxnId`]s
+//! (`ids.rs`). No room uses one that comes after it.
 
 mod config;
 mod control;
+mod drop_tree;
 mod handle;
 mod locks;
 #[allow(dead_code)] // the skeleton, until snapshot isolation lands
 mod mvcc;
 mod open;
+mod range;
 mod recovery;
 mod report;
 mod snapshot;
@@ -61,6 +64,7 @@ pub use config::{CheckpointConfig, DbConfig, DbError, Isolation, VERSION_BYTES_M
 pub use handle::{Db, DbInfo};
 pub use locks::LOCK_WAIT_MS_MAX;
 pub use open::NVM_DIRECT_LOG_SEGMENT_BYTES;
+pub use range::{DbRange, KeyRange, RANGE_BATCH_ENTRIES};
 pub use report::RecoveryReport;
 pub use snapshot::{MemoryStore, SNAPSHOT_FILE};
 pub use store::DbStore;
