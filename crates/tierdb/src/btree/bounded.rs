@@ -358,7 +358,10 @@ mod tests {
         assert!(r.exhausted);
         let empty = BTree::create(&s).unwrap();
         for rev in [false, true] {
-            assert_eq!(empty.read_range(Unbounded, Unbounded, rev, 1).unwrap(), RangeRead { entries: vec![], exhausted: true });
+            assert_eq!(
+                empty.read_range(Unbounded, Unbounded, rev, 1).unwrap(),
+                RangeRead { entries: vec![], exhausted: true }
+            );
         }
     }
 

@@ -191,7 +191,12 @@ impl<'db, S: DbStore> DbRange<'db, S> {
         );
         // The next read starts past what this one covered, whatever entries it kept.
         if reverse {
-            assert!(batch.hi == self.upper, "{tree}: a reverse batch from {:?} covered up to {:?}", self.upper, batch.hi);
+            assert!(
+                batch.hi == self.upper,
+                "{tree}: a reverse batch from {:?} covered up to {:?}",
+                self.upper,
+                batch.hi
+            );
             match batch.lo {
                 Bound::Included(k) => self.upper = Bound::Excluded(k),
                 Bound::Excluded(k) => self.upper = Bound::Included(k),
@@ -199,7 +204,12 @@ impl<'db, S: DbStore> DbRange<'db, S> {
             }
             self.back.extend(batch.entries);
         } else {
-            assert!(batch.lo == self.lower, "{tree}: a forward batch from {:?} covered from {:?}", self.lower, batch.lo);
+            assert!(
+                batch.lo == self.lower,
+                "{tree}: a forward batch from {:?} covered from {:?}",
+                self.lower,
+                batch.lo
+            );
             match batch.hi {
                 Bound::Included(k) => self.lower = Bound::Excluded(k),
                 Bound::Excluded(k) => self.lower = Bound::Included(k),
