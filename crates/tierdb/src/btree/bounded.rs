@@ -260,6 +260,7 @@ mod tests {
     }
 
     type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+    type KeyBounds<'k> = (Bound<&'k [u8]>, Bound<&'k [u8]>);
 
     /// The whole range read batch by batch, each batch resuming after the last key of
     /// the one before, checked against the model's range.
@@ -317,7 +318,7 @@ mod tests {
         let s = source(2048);
         let (t, m) = three_levels(&s);
         let (a, b, c) = (key(1001), key(2000), key(6999));
-        let bounds: Vec<(Bound<&[u8]>, Bound<&[u8]>)> = vec![
+        let bounds: Vec<KeyBounds<'_>> = vec![
             (Unbounded, Unbounded),
             (Included(&a), Unbounded),
             (Excluded(&b), Unbounded),

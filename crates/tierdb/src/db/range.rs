@@ -101,6 +101,9 @@ impl<R: KeyRange + ?Sized> KeyRange for &R {
 /// A key-value pair a [`DbRange`] yields.
 type Entry = (Vec<u8>, Vec<u8>);
 
+/// Lower and upper bound of a range of owned keys.
+type OwnedBounds = (Bound<Vec<u8>>, Bound<Vec<u8>>);
+
 /// An iterator over the keys of a tree within bounds, in ascending order (`next`) and
 /// descending order (`next_back`, so `.rev()` works), the two ends meeting without
 /// overlap; see the module doc. Made by [`Db::range`] and [`Txn::range`].
@@ -282,7 +285,7 @@ fn covered(got: RangeRead, lower: &Bound<Vec<u8>>, upper: &Bound<Vec<u8>>, rever
 /// # Errors
 /// `BadRange` for a start after the end or both bounds excluding one key;
 /// `KeyTooLarge` for a bound longer than a key can be.
-fn check_bounds(tree: &str, (lo, hi): (Bound<&[u8]>, Bound<&[u8]>)) -> Result<(Bound<Vec<u8>>, Bound<Vec<u8>>)> {
+fn check_bounds(tree: &str, (lo, hi): (Bound<&[u8]>, Bound<&[u8]>)) -> Result<OwnedBounds> {
     for b in [lo, hi] {
         if let Bound::Included(k) | Bound::Excluded(k) = b
             && k.len() > BTREE_KEY_BYTES_MAX
