@@ -118,8 +118,9 @@ type OwnedBounds = (Bound<Vec<u8>>, Bound<Vec<u8>>);
 pub struct DbRange<'db, S: DbStore = BufferManager> {
     db: &'db Db<S>,
     tree: String,
-    /// The tree's root when the range was made: a batch that finds another tree under
-    /// the name (dropped and made again) fails with `NoSuchTree`.
+    /// The tree's root when the range was made: a batch that finds no tree or another
+    /// root under the name (dropped, perhaps made again) fails with `NoSuchTree`. (A
+    /// tree made again whose root is the very page of the old root is not told apart.)
     root: PageId,
     view: ReadView,
     /// What is not read yet, from either end.
