@@ -42,6 +42,17 @@ pub struct CatalogEntry {
     pub root: PageId,
 }
 
+/// A tree's removal from the catalog, prepared and not yet made
+/// ([`Catalog::prepare_drop`]).
+pub struct PreparedDrop<'s, S: PageSource + 's> {
+    /// The tree's root page.
+    pub root: PageId,
+    /// The catalog page, latched exclusive, unchanged.
+    pub page: S::Exclusive<'s>,
+    /// The catalog page's bytes without the tree.
+    pub image: Vec<u8>,
+}
+
 /// The catalog's operations; its state lives in the source's catalog page.
 pub struct Catalog;
 
@@ -109,6 +120,28 @@ impl Catalog {
             root
         };
         BTree::open(source, root)?.destroy()
+    }
+
+    /// Prepares the removal of `name` for a caller that logs it first: returns the
+    /// tree's root, the catalog page latched exclusive and still unchanged, and the
+    /// bytes the page holds once `name` is removed. The caller logs those bytes, then
+    /// writes them into the page before releasing it, and frees the tree's pages
+    /// (`Db::drop_tree`). Dropping the guard without writing changes nothing.
+    ///
+    /// # Errors
+    /// `NoSuchTree`, `CatalogCorrupted`; the source's errors.
+    pub fn prepare_drop<'s, S: PageSource>(source: &'s S, name: &str) -> Result<PreparedDrop<'s, S>, BTreeError> {
+        let pid = source.catalog_page();
+        let page = source.fix_exclusive(pid)?;
+        let mut entries = decode(&page, pid)?;
+        let Some(i) = entries.iter().position(|e| e.name == name) else {
+            return Err(no_such_tree(name, &entries));
+        };
+        let root = entries.remove(i).root;
+        let mut image = vec![0u8; page.len()];
+        encode(&entries, &mut image);
+        debug_assert_eq!(decode(&image, pid).ok().as_ref(), Some(&entries));
+        Ok(PreparedDrop { root, page, image })
     }
 
     fn lookup<S: PageSource>(source: &S, name: &str) -> Result<PageId, BTreeError> {

@@ -313,3 +313,48 @@ fn deadlocks_of_two_and_three_fail_within_milliseconds() {
     }
     db.close().unwrap();
 }
+
+#[test]
+fn ranges_read_the_snapshot_both_ways() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path(), Isolation::Snapshot);
+    for i in 0..300u32 {
+        db.put("t", format!("k{i:03}").as_bytes(), b"old").unwrap();
+    }
+    let reader = db.begin();
+    let mut w = db.begin();
+    // Deletes (the tree loses the keys), updates and inserts the reader must not see.
+    for i in (0..300u32).step_by(3) {
+        w.delete("t", format!("k{i:03}").as_bytes()).unwrap();
+    }
+    for i in (1..300u32).step_by(3) {
+        w.put("t", format!("k{i:03}").as_bytes(), b"new").unwrap();
+    }
+    w.put("t", b"k150a", b"new").unwrap();
+    let expect: Vec<(Vec<u8>, Vec<u8>)> =
+        (0..300u32).map(|i| (format!("k{i:03}").into_bytes(), b"old".to_vec())).collect();
+    let lo = b"k100".as_slice();
+    let hi = b"k200".as_slice();
+    let in_range: Vec<_> = expect.iter().filter(|(k, _)| k.as_slice() >= lo && k.as_slice() < hi).cloned().collect();
+    let check_reader = |what: &str| {
+        let fwd: Vec<_> = reader.range("t", lo..hi).unwrap().map(Result::unwrap).collect();
+        assert_eq!(fwd, in_range, "forward, {what}");
+        let mut rev: Vec<_> = reader.range("t", lo..hi).unwrap().rev().map(Result::unwrap).collect();
+        rev.reverse();
+        assert_eq!(rev, in_range, "reverse, {what}");
+    };
+    check_reader("writer running");
+    let all: Vec<_> = db.range("t", ..).unwrap().map(Result::unwrap).collect();
+    assert_eq!(all, expect, "Db::range reads the latest committed state");
+    // The writer sees its own: 200 keys left and one inserted.
+    assert_eq!(w.range("t", ..).unwrap().count(), 201);
+    w.commit().unwrap();
+    // Committed after the reader began: the reader still sees its snapshot.
+    check_reader("writer committed");
+    let latest: Vec<_> = db.range("t", lo..hi).unwrap().map(Result::unwrap).collect();
+    assert_eq!(latest.len(), 100 - 33 + 1, "{latest:?}");
+    assert!(latest.iter().all(|(k, v)| v == b"new" || !k.ends_with(b"a")));
+    reader.commit().unwrap();
+    assert_eq!(db.versions().versions, 0);
+    db.close().unwrap();
+}

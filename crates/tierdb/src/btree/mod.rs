@@ -9,7 +9,8 @@
 //! lookups), `write.rs` (inserts, updates, deletes), `structure.rs` (splits and merges up
 //! a held chain), `log.rs` (what a logged tree reports), `lines.rs` (leaf access at
 //! cache-line grain), `batch.rs` (lookups in batches), `bulk.rs` (bulk load),
-//! `cursor.rs` (scans), `check.rs` (invariants); this file holds the handle.
+//! `cursor.rs` (scans), `bounded.rs` (bounded reads in batches, forward and reverse; a
+//! tree's pages), `check.rs` (invariants); this file holds the handle.
 //!
 //! Invariants (checked by [`BTree::check_invariants`]): every node's keys are strictly
 //! increasing and lie within its fences, `lower <= key < upper`; a child's fences are the
@@ -24,7 +25,8 @@
 //!
 //! - lookups and scans read inner nodes optimistically (validated, restarted when a
 //!   writer interfered; shared latch coupling after too many restarts) and latch the leaf;
-//!   scans move right along sibling links with shared coupling;
+//!   scans move right along sibling links with shared coupling; reverse reads move left
+//!   by descending again from the root, coupling shared latches;
 //! - writes descend like lookups (inner nodes read optimistically) to the leaf, fixed
 //!   exclusive. If the leaf must split (or underflows on a delete), the operation releases
 //!   everything and descends again pessimistically, coupling exclusive latches from the
@@ -50,6 +52,7 @@
 //! `btree/bulk.rs`): nodes filled left to right to a fill factor, unlogged.
 
 mod batch;
+mod bounded;
 mod bulk;
 mod check;
 mod cursor;
@@ -62,6 +65,7 @@ pub(crate) mod node;
 mod structure;
 mod write;
 
+pub use bounded::RangeRead;
 pub use check::TreeStats;
 pub use cursor::Cursor;
 pub use error::BTreeError;

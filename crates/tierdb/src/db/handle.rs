@@ -173,7 +173,7 @@ impl<S: DbStore> Db<S> {
     /// `NoSuchTree`; the tree's errors.
     pub fn get(&self, tree: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
         self.check_alive()?;
-        self.read_visible(self.mvcc.latest_view(), self.root(tree)?, key)
+        self.with_tree(tree, |t| self.read_visible(self.mvcc.latest_view(), t.root(), key))
     }
 
     /// Calls `f` with bytes `part` of the value of `key` (clipped to the value): the
@@ -191,7 +191,7 @@ impl<S: DbStore> Db<S> {
         f: impl FnOnce(&[u8]) -> R,
     ) -> Result<Option<R>> {
         self.check_alive()?;
-        self.read_visible_part(self.mvcc.latest_view(), self.root(tree)?, key, part, f)
+        self.with_tree(tree, |t| self.read_visible_part(self.mvcc.latest_view(), t.root(), key, part, f))
     }
 
     /// Calls `f(key, value)` for keys `>= start` in order until it returns false: one

@@ -133,6 +133,12 @@ impl Locks {
     fn len(&self) -> usize {
         self.held.lock().owners.len()
     }
+
+    /// A transaction that holds a lock on a key of the tree rooted at `root`, if any
+    /// (a scan of the table: for `Db::drop_tree`).
+    pub(super) fn owner_in(&self, root: PageId) -> Option<TxnId> {
+        self.held.lock().owners.iter().find(|((r, _), _)| *r == root.0).map(|(_, &owner)| owner)
+    }
 }
 
 #[cfg(test)]

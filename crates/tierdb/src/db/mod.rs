@@ -44,20 +44,23 @@
 //! The rooms of this module, dependencies first: `config.rs` (configuration, errors),
 //! `locks.rs` (key locks, deadlock detection), `store.rs` (the store trait) with `stores.rs` (buffer
 //! manager, `nvm-direct`) and `snapshot.rs` (`main-memory`), `control.rs` (control
-//! file, creation marker), `report.rs` (what recovery did), `mvcc.rs` (the version store, read views),
-//! `handle.rs` (the [`Db`]: trees, reads, checkpoint, close), `reads.rs` (reads and
-//! writes through the versions), `undo.rs`, `txn.rs` (transactions and their log),
+//! file, creation marker), `report.rs` (what recovery did), `mvcc.rs` (the version
+//! store, read views), `handle.rs` (the [`Db`]: trees, reads, checkpoint, close),
+//! `reads.rs` (reads and writes through the versions), `undo.rs`, `txn.rs`
+//! (transactions and their log), `range.rs` (range iterators both ways,
+//! `delete_range`), `drop_tree.rs` (dropping a tree, logged as one structure change),
 //! `recovery.rs`, `open.rs`. The payloads of the records it logs are encoded in
 //! `wal/payload.rs`; transaction ids are [`TxnId`]s (`ids.rs`). No room uses one that
 //! comes after it.
 
 mod config;
 mod control;
+mod drop_tree;
 mod handle;
 mod locks;
-
 mod mvcc;
 mod open;
+mod range;
 mod reads;
 mod recovery;
 mod report;
@@ -72,6 +75,7 @@ pub use handle::{Db, DbInfo};
 pub use locks::LOCK_WAIT_MS_MAX;
 pub use mvcc::MvccStats;
 pub use open::NVM_DIRECT_LOG_SEGMENT_BYTES;
+pub use range::{DbRange, KeyRange, RANGE_BATCH_ENTRIES};
 pub use report::RecoveryReport;
 pub use snapshot::{MemoryStore, SNAPSHOT_FILE};
 pub use store::DbStore;

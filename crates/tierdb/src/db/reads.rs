@@ -171,7 +171,6 @@ impl<S: DbStore> Db<S> {
     ) -> Result<()> {
         self.check_alive()?;
         let root = self.root(tree)?;
-        let t = BTree::open(&self.store, root)?;
         let mut from: Bound<Vec<u8>> = Bound::Included(start.to_vec());
         let mut batch_entries = SCAN_BATCH_ENTRIES_FIRST;
         loop {
@@ -183,13 +182,19 @@ impl<S: DbStore> Db<S> {
                     Bound::Unbounded => (&[][..], None),
                 };
                 let mut full = false;
-                t.scan(key, |k, v| {
-                    if skip == Some(k) {
-                        return true;
+                // Under the tree map's guard: a drop cannot free the pages meanwhile.
+                self.with_tree(tree, |t| {
+                    if t.root() != root {
+                        return Err(DbError::NoSuchTree { name: tree.to_string() }.into());
                     }
-                    entries.push((k.to_vec(), v.to_vec()));
-                    full = entries.len() >= batch_entries;
-                    !full
+                    Ok(t.scan(key, |k, v| {
+                        if skip == Some(k) {
+                            return true;
+                        }
+                        entries.push((k.to_vec(), v.to_vec()));
+                        full = entries.len() >= batch_entries;
+                        !full
+                    })?)
                 })?;
                 let hi = match (full, entries.last()) {
                     (true, Some((k, _))) => Bound::Included(k.clone()),

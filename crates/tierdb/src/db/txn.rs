@@ -154,13 +154,11 @@ impl<S: DbStore> Txn<'_, S> {
     }
 
     /// What the transaction's reads see.
-    #[allow(dead_code)] // used by range.rs
     pub(super) fn view(&self) -> &ReadView {
         &self.view
     }
 
     /// The database.
-    #[allow(dead_code)]
     pub(super) fn db(&self) -> &Db<S> {
         self.db
     }
@@ -293,8 +291,7 @@ impl<S: DbStore> Txn<'_, S> {
     pub fn get(&self, tree: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
         self.check_failed()?;
         self.db.check_alive()?;
-        let root = self.db.root(tree)?;
-        let r = self.db.read_visible(&self.view, root, key);
+        let r = self.db.with_tree(tree, |t| self.db.read_visible(&self.view, t.root(), key));
         self.doomed_by(r)
     }
 
@@ -312,8 +309,7 @@ impl<S: DbStore> Txn<'_, S> {
     ) -> Result<Option<R>> {
         self.check_failed()?;
         self.db.check_alive()?;
-        let root = self.db.root(tree)?;
-        let r = self.db.read_visible_part(&self.view, root, key, part, f);
+        let r = self.db.with_tree(tree, |t| self.db.read_visible_part(&self.view, t.root(), key, part, f));
         self.doomed_by(r)
     }
 
