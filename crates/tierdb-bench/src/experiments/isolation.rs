@@ -242,6 +242,16 @@ pub enum Seen {
     },
 }
 
+impl std::fmt::Display for Seen {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Seen::Version { version, balance } => write!(f, "version {version} (balance {balance})"),
+            Seen::Absent => f.write_str("no value"),
+            Seen::Unknown { value } => write!(f, "the unknown value {value:?}"),
+        }
+    }
+}
+
 /// One operation of a transaction.
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "kebab-case", tag = "op")]
@@ -680,7 +690,7 @@ pub fn analyse(h: &History, level: Isolation) -> Analysis {
             let (v, balance) = match seen {
                 Seen::Version { version, balance } => (*version, *balance),
                 other => {
-                    found.add(AnomalyKind::UnknownValue, vec![t.id], Some(key), format!("{} read {other:?}", t.id));
+                    found.add(AnomalyKind::UnknownValue, vec![t.id], Some(key), format!("{} read {other}", t.id));
                     continue;
                 }
             };
@@ -714,7 +724,7 @@ pub fn analyse(h: &History, level: Isolation) -> Analysis {
                     AnomalyKind::NonRepeatableRead,
                     vec![t.id, v.txn],
                     Some(key),
-                    format!("{} read {key} twice: {before:?}, then {seen:?}", t.id),
+                    format!("{} read {key} twice: {before}, then {seen}", t.id),
                 );
             }
             let writer = match status.get(&v.txn) {
@@ -844,7 +854,7 @@ pub fn analyse(h: &History, level: Isolation) -> Analysis {
     let mut all_accounts_read = 0usize;
     for (key, seen) in &h.final_state {
         let Seen::Version { version: v, balance } = seen else {
-            found.add(AnomalyKind::UnknownValue, vec![], Some(key), format!("{key} holds {seen:?} after the run"));
+            found.add(AnomalyKind::UnknownValue, vec![], Some(key), format!("{key} holds {seen} after the run"));
             continue;
         };
         match (versions.get(v), status.get(&v.txn)) {
