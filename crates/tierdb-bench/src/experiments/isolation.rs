@@ -64,7 +64,7 @@ pub const ACCOUNTS_MAX: u32 = 256;
 pub const DURATION_MAX: Duration = Duration::from_secs(3600);
 /// Most transactions recorded; the run stops early when it reaches them (the history
 /// is analysed in memory).
-pub const HISTORY_TXNS_MAX: usize = 4_000_000;
+pub const HISTORY_TXNS_MAX: usize = 1_000_000;
 /// Most operations of a register transaction.
 pub const OPS_PER_TXN_MAX: u32 = 4;
 /// One register or transfer transaction in this many rolls back on purpose (aborted
