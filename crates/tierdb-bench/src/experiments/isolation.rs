@@ -258,15 +258,15 @@ impl std::fmt::Display for Seen {
 pub enum OpKind {
     /// A `get`.
     Read {
-        /// The key.
-        key: String,
+        /// The key, as its index in [`History::keys`].
+        key: u32,
         /// What it returned.
         seen: Seen,
     },
     /// A `put` of a new version.
     Write {
-        /// The key.
-        key: String,
+        /// The key, as its index in [`History::keys`].
+        key: u32,
         /// The version written (its `op` is this operation's number).
         version: VersionId,
         /// The version the writer read before (None: it read none that decodes).
@@ -605,6 +605,7 @@ enum Status {
 ///    accounts hold the total.
 pub fn analyse(h: &History, level: Isolation) -> Analysis {
     let mut found = Found { counts: HashMap::new() };
+    let name = |k: u32| h.keys.get(k as usize).map_or("?", String::as_str);
     let accounts_from = h.keys.len().saturating_sub(h.accounts);
     let account_keys: HashSet<&str> = h.keys[accounts_from..].iter().map(String::as_str).collect();
     let is_account = |key: &str| account_keys.contains(key);
@@ -629,6 +630,7 @@ pub fn analyse(h: &History, level: Isolation) -> Analysis {
         let mut last: HashMap<&str, VersionId> = HashMap::new();
         for op in &t.ops {
             if let OpKind::Write { key, version, balance, .. } = &op.kind {
+                let key = name(*key);
                 if let Some(prev) = last.insert(key, *version)
                     && let Some(p) = versions.get_mut(&prev)
                 {
@@ -650,7 +652,7 @@ pub fn analyse(h: &History, level: Isolation) -> Analysis {
         let mut written: HashSet<&str> = HashSet::new();
         for op in &t.ops {
             if let OpKind::Write { key, prev, .. } = &op.kind
-                && written.insert(key)
+                && written.insert(name(*key))
                 && let Some(p) = prev
             {
                 successors.entry(*p).or_default().push((t.id, ret));
@@ -682,10 +684,10 @@ pub fn analyse(h: &History, level: Isolation) -> Analysis {
         for op in t.ops.iter().filter(|o| o.ok) {
             let (key, seen) = match &op.kind {
                 OpKind::Write { key, version, .. } => {
-                    own.insert(key, *version);
+                    own.insert(name(*key), *version);
                     continue;
                 }
-                OpKind::Read { key, seen } => (key.as_str(), seen),
+                OpKind::Read { key, seen } => (name(*key), seen),
             };
             let (v, balance) = match seen {
                 Seen::Version { version, balance } => (*version, *balance),
@@ -810,7 +812,7 @@ pub fn analyse(h: &History, level: Isolation) -> Analysis {
     for t in &h.txns {
         for op in t.ops.iter().filter(|o| o.ok) {
             if let OpKind::Write { key, .. } = &op.kind {
-                writes.entry(key).or_default().push((op.start_ns, op.end_ns, t.id, t.end.call_ns()));
+                writes.entry(name(*key)).or_default().push((op.start_ns, op.end_ns, t.id, t.end.call_ns()));
             }
         }
     }
@@ -1297,13 +1299,15 @@ impl<S: DbStore> Worker<'_, S> {
         let begin_ns = self.now_ns();
         let mut t = self.db.begin();
         let begun_ns = self.now_ns();
-        let mut ops: Vec<Op> = Vec::new();
+        let mut ops: Vec<Op> = Vec::with_capacity(2 * steps.len());
         let mut failed: Option<AbortCause> = None;
         for step in steps {
-            let (key, delta) = match *step {
-                Step::Read(k) => (&self.keys[k], None),
-                Step::Update(k, d) => (&self.keys[k], Some(d)),
+            let (k, delta) = match *step {
+                Step::Read(k) => (k, None),
+                Step::Update(k, d) => (k, Some(d)),
             };
+            let key = &self.keys[k];
+            let k = u32::try_from(k).expect("keys are bounded by KEYS_MAX + ACCOUNTS_MAX");
             // Read (every update reads first).
             let start_ns = self.now_ns();
             let got = t.get(TREE, key.as_bytes());
@@ -1312,12 +1316,7 @@ impl<S: DbStore> Worker<'_, S> {
                 Ok(v) => decode_value(v.as_deref()),
                 Err(e) => {
                     failed = Some(AbortCause::of(&e).ok_or(e)?);
-                    ops.push(Op {
-                        kind: OpKind::Read { key: key.clone(), seen: Seen::Absent },
-                        start_ns,
-                        end_ns,
-                        ok: false,
-                    });
+                    ops.push(Op { kind: OpKind::Read { key: k, seen: Seen::Absent }, start_ns, end_ns, ok: false });
                     break;
                 }
             };
@@ -1325,7 +1324,7 @@ impl<S: DbStore> Worker<'_, S> {
                 Seen::Version { version, balance } => Some((*version, *balance)),
                 _ => None,
             };
-            ops.push(Op { kind: OpKind::Read { key: key.clone(), seen }, start_ns, end_ns, ok: true });
+            ops.push(Op { kind: OpKind::Read { key: k, seen }, start_ns, end_ns, ok: true });
             think(rng);
             let Some(delta) = delta else { continue };
             let version = VersionId { txn: id, op: u32::try_from(ops.len()).expect("a few operations") };
@@ -1341,7 +1340,7 @@ impl<S: DbStore> Worker<'_, S> {
                     false
                 }
             };
-            ops.push(Op { kind: OpKind::Write { key: key.clone(), version, prev, balance }, start_ns, end_ns, ok });
+            ops.push(Op { kind: OpKind::Write { key: k, version, prev, balance }, start_ns, end_ns, ok });
             if !ok {
                 break;
             }

@@ -19,17 +19,22 @@ fn v(txn: u64, op: u32) -> VersionId {
     VersionId { txn, op }
 }
 
+/// The index of `key` in [`KEYS`].
+fn k(key: &str) -> u32 {
+    KEYS.iter().position(|&n| n == key).expect("a key of KEYS") as u32
+}
+
 fn read(key: &str, version: VersionId, balance: i64, (start_ns, end_ns): (u64, u64)) -> Op {
     let seen = Seen::Version { version, balance };
-    Op { kind: OpKind::Read { key: key.into(), seen }, start_ns, end_ns, ok: true }
+    Op { kind: OpKind::Read { key: k(key), seen }, start_ns, end_ns, ok: true }
 }
 
 fn read_seen(key: &str, seen: Seen, (start_ns, end_ns): (u64, u64)) -> Op {
-    Op { kind: OpKind::Read { key: key.into(), seen }, start_ns, end_ns, ok: true }
+    Op { kind: OpKind::Read { key: k(key), seen }, start_ns, end_ns, ok: true }
 }
 
 fn write(key: &str, version: VersionId, prev: VersionId, balance: i64, (start_ns, end_ns): (u64, u64)) -> Op {
-    Op { kind: OpKind::Write { key: key.into(), version, prev: Some(prev), balance }, start_ns, end_ns, ok: true }
+    Op { kind: OpKind::Write { key: k(key), version, prev: Some(prev), balance }, start_ns, end_ns, ok: true }
 }
 
 fn committed(call_ns: u64, return_ns: u64) -> End {
