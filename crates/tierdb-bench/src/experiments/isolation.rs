@@ -16,7 +16,7 @@
 //! With `ordered_writes`, a transaction writes its keys in ascending order, so that no
 //! two can wait for each other's locks (no deadlock, even without deadlock detection).
 //!
-//! Every written value is unique and self-describing: `<txn>.<op><<prev>#<balance>`,
+//! Every written value is unique and self-describing: `TXN.OP<PREV#BALANCE` (e.g. `12.3<7.1#990`),
 //! the writer, the number of the write in its transaction, the version it read before
 //! writing and the balance (0 for registers). The version a read returns names its
 //! writer, so each key's version chain is rebuilt from the values: two committed
