@@ -63,6 +63,11 @@ pub struct CheckIsolationArgs {
     /// database without deadlock detection then waits for its lock timeout).
     #[arg(long)]
     unordered_writes: bool,
+    /// Most bytes of before-images the database keeps for snapshots
+    /// (DbConfig::version_bytes_max): a small value makes old snapshots end with
+    /// `SnapshotTooOld` [default: 256MiB].
+    #[arg(long)]
+    version_bytes_max: Option<ByteSize>,
     /// Emulation mode of every device: off, spin or model.
     #[arg(long, default_value = "off")]
     mode: EmulationMode,
@@ -131,6 +136,9 @@ impl CheckIsolationArgs {
         c.seed = self.seed;
         c.durability = self.durability;
         c.ordered_writes = !self.unordered_writes;
+        if let Some(b) = self.version_bytes_max {
+            c.version_bytes_max = b.bytes();
+        }
         c.check()?;
         Ok(c)
     }
@@ -178,11 +186,12 @@ fn print_report(r: &IsolationReport) {
         s.seed
     );
     println!(
-        "isolation {}, judged as {} | durability {} | writes in {} key order",
+        "isolation {}, judged as {} | durability {} | writes in {} key order | before-images for snapshots up to {}",
         s.isolation,
         s.judged_as,
         s.durability,
-        if s.ordered_writes { "ascending" } else { "any" }
+        if s.ordered_writes { "ascending" } else { "any" },
+        ByteSize(s.version_bytes_max)
     );
     let o = &r.outcomes;
     println!(

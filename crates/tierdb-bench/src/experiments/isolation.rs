@@ -40,7 +40,7 @@ use std::time::{Duration, Instant};
 use rand::prelude::*;
 use serde::Serialize;
 use tierdb::arch::{ArchConfig, Architecture};
-use tierdb::db::{Db, DbConfig, DbError, DbStore, Isolation};
+use tierdb::db::{Db, DbConfig, DbError, DbStore, Isolation, VERSION_BYTES_MAX_DEFAULT};
 use tierdb::device::NvmConfig;
 use tierdb::sources::DirectConfig;
 use tierdb::wal::{Durability, LogBuffer};
@@ -146,6 +146,9 @@ pub struct IsolationConfig {
     pub durability: Durability,
     /// Each transaction writes its keys in ascending order (no deadlocks).
     pub ordered_writes: bool,
+    /// [`DbConfig::version_bytes_max`]: small values end old snapshots
+    /// (`SnapshotTooOld`).
+    pub version_bytes_max: u64,
 }
 
 impl IsolationConfig {
@@ -164,6 +167,7 @@ impl IsolationConfig {
             seed: 7,
             durability: Durability::Group,
             ordered_writes: true,
+            version_bytes_max: VERSION_BYTES_MAX_DEFAULT,
         }
     }
 
@@ -1004,6 +1008,8 @@ pub struct IsolationSetup {
     pub durability: Durability,
     /// Writes in ascending key order.
     pub ordered_writes: bool,
+    /// Most bytes of before-images kept for snapshots.
+    pub version_bytes_max: u64,
 }
 
 /// A check's report.
@@ -1051,6 +1057,7 @@ pub fn run(cfg: &IsolationConfig) -> Result<IsolationReport> {
             seed: cfg.seed,
             durability: cfg.durability,
             ordered_writes: cfg.ordered_writes,
+            version_bytes_max: cfg.version_bytes_max,
         },
         run_secs,
         history_truncated: truncated,
@@ -1095,6 +1102,7 @@ pub fn run_history(cfg: &IsolationConfig) -> Result<(History, f64, bool)> {
     };
     dc.durability = cfg.durability;
     dc.isolation = cfg.isolation;
+    dc.version_bytes_max = cfg.version_bytes_max;
     match a.arch {
         Architecture::NvmDirect => {
             let mut n = NvmConfig::new(&a.nvm_path, a.nvm);
