@@ -377,3 +377,41 @@ fn the_judge_of_read_uncommitted_is_read_committed_and_bounds_are_checked() {
         assert!(e.contains(needle), "{e}");
     }
 }
+
+#[test]
+fn reads_that_each_fit_the_begin_but_not_together_are_read_skew() {
+    // 23 begins over [100, 110]. 21's commit of r0 is called at 105, inside that
+    // window; 22 replaced r1's 2.2 with a commit that returned at 103. Reading 21's r0
+    // puts the snapshot at 105 or later, reading 2.2 before 103: never both.
+    let mut h = with(vec![
+        reg(
+            21,
+            (90, 91),
+            vec![read("r0", v(1, 1), 0, (92, 93)), write("r0", v(21, 2), v(1, 1), 0, (94, 95))],
+            committed(105, 106),
+        ),
+        reg(
+            22,
+            (90, 91),
+            vec![read("r1", v(2, 2), 0, (92, 93)), write("r1", v(22, 2), v(2, 2), 0, (96, 97))],
+            committed(101, 103),
+        ),
+        reg(
+            23,
+            (100, 110),
+            vec![read("r0", v(21, 2), 0, (111, 112)), read("r1", v(2, 2), 0, (113, 114))],
+            committed(115, 116),
+        ),
+    ]);
+    h.final_state[0].1 = Seen::Version { version: v(21, 2), balance: 0 };
+    h.final_state[1].1 = Seen::Version { version: v(22, 2), balance: 0 };
+    assert_eq!(kinds(&h), [(AnomalyKind::ReadSkew, 1)]);
+    let what = &analyse(&h, Isolation::Snapshot).anomalies[4].examples[0].what;
+    assert!(what.contains("105 ns") && what.contains("103 ns"), "{what}");
+    // Either read alone fits.
+    for drop in [0, 1] {
+        let mut one = h.clone();
+        one.txns.last_mut().unwrap().ops.remove(drop);
+        assert_eq!(kinds(&one), [], "without read {drop}");
+    }
+}
