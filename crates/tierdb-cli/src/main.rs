@@ -107,7 +107,8 @@ enum Command {
         #[command(subcommand)]
         command: sim_cmd::TraceCommand,
     },
-    /// Runs random concurrent transactions on a database and checks their history for the anomalies its isolation level forbids (docs/isolation.md); exits non-zero if it finds any.
+    /// Runs random concurrent transactions on a database and checks their history for the
+    /// anomalies its isolation level forbids (docs/isolation.md); fails if it finds any.
     CheckIsolation(Box<isolation::CheckIsolationArgs>),
 }
 
