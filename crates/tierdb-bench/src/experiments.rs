@@ -5,6 +5,7 @@ pub mod crashtest;
 pub mod devices;
 pub mod drilldown;
 pub mod full_scans;
+pub mod isolation;
 pub mod nvcache_obp;
 pub mod nvcache_paper;
 pub mod nvcache_phases;

@@ -17,6 +17,7 @@ mod compare;
 mod crashtest;
 mod devices;
 mod drilldown;
+mod isolation;
 mod mmap_bench;
 mod nvcache_obp;
 mod nvsql_bench;
@@ -106,6 +107,9 @@ enum Command {
         #[command(subcommand)]
         command: sim_cmd::TraceCommand,
     },
+    /// Runs random concurrent transactions on a database and checks their history for the
+    /// anomalies its isolation level forbids (docs/isolation.md); fails if it finds any.
+    CheckIsolation(Box<isolation::CheckIsolationArgs>),
 }
 
 #[derive(Subcommand)]
@@ -160,6 +164,7 @@ fn main() -> ExitCode {
         Command::Sim(args) => sim_cmd::run_sim(*args),
         Command::Recommend(args) => sim_cmd::run_recommend(*args),
         Command::Trace { command } => sim_cmd::run_trace(command),
+        Command::CheckIsolation(args) => isolation::run(*args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -11,8 +11,17 @@ mod common;
 use common::{commands_with, stderr, tierdb};
 
 /// The commands checked below, by their path in `tierdb --help`.
-const CHECKED: [&str; 8] =
-    ["bench tpcc", "bench wal", "bench ycsb", "crashtest", "devices bench", "devices inspect", "devices probe", "sim"];
+const CHECKED: [&str; 9] = [
+    "bench tpcc",
+    "bench wal",
+    "bench ycsb",
+    "check-isolation",
+    "crashtest",
+    "devices bench",
+    "devices inspect",
+    "devices probe",
+    "sim",
+];
 
 /// Asserts that `o` succeeded and printed exactly one JSON object on standard output
 /// (serde_json refuses anything after the value but white space), and returns it.
@@ -148,6 +157,19 @@ fn bench_tpcc_with_a_crash() {
     ]);
     let v = only_json(&o, "bench tpcc");
     assert!(v["crash"].is_object(), "{v}");
+}
+
+#[test]
+fn check_isolation() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir_arg(dir.path());
+    let args =
+        ["check-isolation", "--arch", "main-memory", "--isolation", "read-uncommitted", "--judge", "read-uncommitted"];
+    let v = only_json(
+        &tierdb(&[&args[..], &["--duration", "200ms", "--ssd-dir", &d, "--json"]].concat()),
+        "check-isolation",
+    );
+    assert_eq!(v["setup"]["arch"], "main-memory", "{v}");
 }
 
 #[test]
