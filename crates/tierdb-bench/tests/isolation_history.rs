@@ -81,7 +81,6 @@ fn read_uncommitted_shows_anomalies() {
 /// Snapshot isolation and read committed on a buffer manager and on main memory: none
 /// of the anomalies each forbids, and some transactions of each kind committed.
 #[test]
-#[ignore = "enabled when snapshot isolation lands"]
 fn snapshot_and_read_committed_show_none_they_forbid() {
     for arch in [Architecture::SsdBm, Architecture::MainMemory] {
         for isolation in [Isolation::Snapshot, Isolation::ReadCommitted] {
