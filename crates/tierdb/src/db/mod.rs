@@ -42,6 +42,7 @@
 //! `wal/payload.rs`; transaction ids are [`TxnId`]s (`ids.rs`). No room uses one that
 //! comes after it.
 
+mod checkpointer;
 mod config;
 mod control;
 mod handle;
@@ -57,6 +58,7 @@ mod stores;
 mod txn;
 mod undo;
 
+pub use checkpointer::{CHECKPOINTER_POLL_MS, CheckpointStats, checkpointer_threads};
 pub use config::{CheckpointConfig, DbConfig, DbError, Isolation, VERSION_BYTES_MAX_DEFAULT};
 pub use handle::{Db, DbInfo};
 pub use locks::LOCK_WAIT_MS_MAX;
