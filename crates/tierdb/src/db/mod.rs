@@ -33,14 +33,19 @@
 //! logged change is redone where its page is older; transactions without a commit are
 //! rolled back (compensation records make that restartable); a checkpoint ends it.
 //!
+//! Checkpoints: [`Db::checkpoint`], [`Db::close`], and a background checkpointer by log
+//! growth and time ([`DbConfig::checkpoint`], [`Db::checkpoints`]; `docs/wal.md`,
+//! "Automatic checkpoints").
+//!
 //! The rooms of this module, dependencies first: `config.rs` (configuration, errors),
 //! `locks.rs` (key locks), `store.rs` (the store trait) with `stores.rs` (buffer
 //! manager, `nvm-direct`) and `snapshot.rs` (`main-memory`), `control.rs` (control
-//! file, creation marker), `report.rs` (what recovery did), `handle.rs` (the [`Db`]:
-//! trees, reads, checkpoint, close), `undo.rs`, `txn.rs` (transactions and their log),
-//! `recovery.rs`, `open.rs`. The payloads of the records it logs are encoded in
-//! `wal/payload.rs`; transaction ids are [`TxnId`]s (`ids.rs`). No room uses one that
-//! comes after it.
+//! file, creation marker), `report.rs` (what recovery did), `checkpointer.rs` (when a
+//! checkpoint is due, and the background thread that takes one), `handle.rs` (the
+//! [`Db`]: trees, reads, checkpoint, close), `undo.rs`, `txn.rs` (transactions and
+//! their log), `recovery.rs`, `open.rs`. The payloads of the records it logs are
+//! encoded in `wal/payload.rs`; transaction ids are [`TxnId`]s (`ids.rs`). No room uses
+//! one that comes after it.
 
 mod checkpointer;
 mod config;
