@@ -251,6 +251,7 @@ impl<S: DbStore> Db<S> {
 
     /// What the checkpoints since the open did (manual, background, the open's), and
     /// whether the background checkpointer runs ([`DbConfig::checkpoint`](super::DbConfig::checkpoint)).
+    /// A consistent snapshot, taken under a short lock (never waits for a checkpoint).
     pub fn checkpoints(&self) -> CheckpointStats {
         CheckpointStats {
             running: self.checkpointer.as_ref().is_some_and(Checkpointer::running),
