@@ -303,12 +303,14 @@ pub(super) struct Checkpointer {
 }
 
 impl Checkpointer {
-    /// Starts the thread for `db` if its triggers are enabled (`None` if not).
+    /// Starts the thread for `db` if its triggers are enabled and one of them is not 0
+    /// (`None` if not).
     ///
     /// # Errors
     /// The thread could not be spawned: the message.
     pub(super) fn start<T: Background>(db: &Arc<T>) -> std::result::Result<Option<Checkpointer>, String> {
-        if !db.checkpoints().config().enabled {
+        let cfg = db.checkpoints().config();
+        if !cfg.enabled || (cfg.log_bytes == 0 && cfg.interval_ms == 0) {
             return Ok(None);
         }
         let signal = Arc::new(Signal::default());
@@ -474,14 +476,13 @@ mod tests {
         drop(ckpt);
         assert_eq!(Arc::strong_count(&fake), 1);
         assert_eq!(Arc::weak_count(&fake), 0, "the thread's reference is gone");
-        assert!(
-            Checkpointer::start(&Arc::new(Fake {
-                checkpoints: Checkpoints::new(CheckpointConfig::OFF),
+        for off in [CheckpointConfig::OFF, cfg(0, 0)] {
+            let fake = Arc::new(Fake {
+                checkpoints: Checkpoints::new(off),
                 end: std::sync::atomic::AtomicU64::new(64),
                 alive: std::sync::atomic::AtomicBool::new(true),
-            }))
-            .unwrap()
-            .is_none()
-        );
+            });
+            assert!(Checkpointer::start(&fake).unwrap().is_none(), "a thread for {off:?}");
+        }
     }
 }
