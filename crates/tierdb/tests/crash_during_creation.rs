@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use tierdb::ByteSize;
 use tierdb::buffer::Techniques;
-use tierdb::db::{Db, DbConfig};
+use tierdb::db::{CheckpointConfig, Db, DbConfig};
 use tierdb::device::{DeviceError, FaultError, FaultPlan, NvmConfig, SsdConfig};
 use tierdb::wal::{Durability, LogBuffer};
 
@@ -18,6 +18,8 @@ const PS: usize = 4096;
 
 fn config(dir: &Path, plan: Option<&Arc<FaultPlan>>, three_tier: bool) -> DbConfig {
     let mut c = DbConfig::new(dir.join("db"));
+    // No background checkpoints: the crashes fall at counted device operations, which a background checkpoint would shift.
+    c.checkpoint = CheckpointConfig::OFF;
     c.buffer.page_size = PS;
     c.buffer.dram = tierdb::device::DramConfig::new(ByteSize(32 * PS as u64));
     if three_tier {

@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 use tierdb::ByteSize;
 use tierdb::buffer::BufferManager;
-use tierdb::db::{Db, DbConfig, DbStore};
+use tierdb::db::{CheckpointConfig, Db, DbConfig, DbStore};
 use tierdb::device::{DramConfig, FaultError, FaultPlan, NvmConfig, SsdConfig};
 use tierdb::sources::DirectConfig;
 use tierdb::sources::NvmDirect;
@@ -34,6 +34,8 @@ const MERGES_TRIED: usize = 12;
 
 fn config(dir: &Path, plan: Option<&Arc<FaultPlan>>) -> DbConfig {
     let mut c = DbConfig::new(dir.join("db"));
+    // No background checkpoints: what recovery redoes and undoes is asserted: no checkpoint but the test's own.
+    c.checkpoint = CheckpointConfig::OFF;
     c.wal.file.faults = plan.cloned();
     c.durability = Durability::Sync;
     c

@@ -14,7 +14,7 @@ use files::{Damage, copy_dir, damage, files};
 
 use tierdb::ByteSize;
 use tierdb::buffer::Techniques;
-use tierdb::db::{Db, DbConfig, DbStore};
+use tierdb::db::{CheckpointConfig, Db, DbConfig, DbStore};
 use tierdb::device::{DoubleWriteMode, DramConfig, NvmConfig, SsdConfig};
 use tierdb::sources::DirectConfig;
 use tierdb::wal::{Durability, LogBuffer};
@@ -39,6 +39,8 @@ enum Arch {
 
 fn config(arch: Arch, dir: &Path) -> (DbConfig, Option<DirectConfig>) {
     let mut c = DbConfig::new(dir.join("db"));
+    // No background checkpoints: a crashed (forgotten) database writes nothing more: its checkpointer would.
+    c.checkpoint = CheckpointConfig::OFF;
     c.buffer.page_size = PS;
     c.buffer.dram = DramConfig::new(ByteSize(16 * PS as u64));
     c.durability = Durability::Sync;

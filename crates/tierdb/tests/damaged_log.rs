@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use tierdb::buffer::Techniques;
-use tierdb::db::{Db, DbConfig, DbError};
+use tierdb::db::{CheckpointConfig, Db, DbConfig, DbError};
 use tierdb::device::{DramConfig, FaultPlan, LOG_SEGMENT_BYTES_MIN, NvmConfig, SsdConfig};
 use tierdb::wal::{Durability, Kind, Lsn, WalError, decode_record};
 use tierdb::{ByteSize, Error};
@@ -20,6 +20,8 @@ const PS: usize = 4096;
 
 fn config(dir: &Path, plan: Option<&Arc<FaultPlan>>, dram_frames: u64) -> DbConfig {
     let mut c = DbConfig::new(dir.join("db"));
+    // No background checkpoints: the log's segments and records are asserted: no checkpoint truncates them.
+    c.checkpoint = CheckpointConfig::OFF;
     c.buffer.page_size = PS;
     c.buffer.dram = DramConfig::new(ByteSize(dram_frames * PS as u64));
     let mut ssd = SsdConfig::new(dir.join("db").join("data.db"));

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use rand::prelude::*;
 use tierdb::ByteSize;
-use tierdb::db::{Db, DbConfig};
+use tierdb::db::{CheckpointConfig, Db, DbConfig};
 use tierdb::device::{FaultPlan, NvmConfig};
 use tierdb::ids::PageId;
 use tierdb::sources::DirectConfig;
@@ -20,6 +20,8 @@ const PAGE: usize = 4096;
 
 fn config(dir: &std::path::Path, plan: Option<&Arc<FaultPlan>>, nvm_log: bool) -> (DbConfig, DirectConfig) {
     let mut c = DbConfig::new(dir.join("db"));
+    // No background checkpoints: recovery reports (losers, redo) are asserted: no checkpoint but the test's own.
+    c.checkpoint = CheckpointConfig::OFF;
     if nvm_log {
         c.wal.buffer = LogBuffer::Nvm(NvmConfig::new(dir.join("log.nvm"), ByteSize(1 << 20)));
     }

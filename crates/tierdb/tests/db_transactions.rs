@@ -10,7 +10,7 @@ use std::sync::Arc;
 use rand::prelude::*;
 use tierdb::ByteSize;
 use tierdb::buffer::Techniques;
-use tierdb::db::{Db, DbConfig};
+use tierdb::db::{CheckpointConfig, Db, DbConfig};
 use tierdb::device::{FaultPlan, NvmConfig};
 use tierdb::wal::{Durability, LogBuffer};
 
@@ -27,6 +27,8 @@ fn config_with(
     policy: &str,
 ) -> DbConfig {
     let mut c = DbConfig::new(dir.join("db"));
+    // No background checkpoints: recovery reports (losers, undo counts) are asserted: no checkpoint but the test's own.
+    c.checkpoint = CheckpointConfig::OFF;
     c.buffer.page_size = 4096;
     c.buffer.dram = tierdb::device::DramConfig::new(ByteSize(32 * 4096));
     if nvm {

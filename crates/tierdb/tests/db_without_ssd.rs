@@ -20,7 +20,7 @@ use std::sync::Arc;
 use rand::prelude::*;
 use tierdb::arch::{ArchConfig, Architecture};
 use tierdb::buffer::Entry;
-use tierdb::db::{Db, DbConfig, DbStore};
+use tierdb::db::{CheckpointConfig, Db, DbConfig, DbStore};
 use tierdb::device::FaultPlan;
 use tierdb::wal::{Durability, Lsn};
 use tierdb::{ByteSize, PageId};
@@ -55,6 +55,8 @@ fn config(dir: &std::path::Path, arch: Architecture, plan: Option<&Arc<FaultPlan
     a.nvm_path = dir.join("pool.nvm");
     a.page_size = PAGE;
     let mut c = DbConfig::from_arch(&a, dir.join("db")).unwrap();
+    // No background checkpoints: recovery reports are asserted: no checkpoint but the test's own.
+    c.checkpoint = CheckpointConfig::OFF;
     c.wal.file.faults = plan.cloned();
     c.durability = Durability::Sync;
     c

@@ -16,13 +16,15 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tierdb::db::{Db, DbConfig};
+use tierdb::db::{CheckpointConfig, Db, DbConfig};
 use tierdb::device::{DramConfig, FaultError, FaultPlan, SsdConfig};
 use tierdb::wal::{Durability, WalError};
 use tierdb::{ByteSize, Error};
 
 fn config(dir: &Path, durability: Durability, log: Option<&Arc<FaultPlan>>, ssd: Option<&Arc<FaultPlan>>) -> DbConfig {
     let mut c = DbConfig::new(dir.join("db"));
+    // No background checkpoints: which log write fails is counted, and a checkpoint would flush the log buffer.
+    c.checkpoint = CheckpointConfig::OFF;
     c.buffer.page_size = 4096;
     c.buffer.dram = DramConfig::new(ByteSize(256 * 4096));
     let mut s = SsdConfig::new(dir.join("db").join("data.db"));

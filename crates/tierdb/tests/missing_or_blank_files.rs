@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use tierdb::ByteSize;
 use tierdb::buffer::Techniques;
-use tierdb::db::{Db, DbConfig, DbStore, RecoveryReport};
+use tierdb::db::{CheckpointConfig, Db, DbConfig, DbStore, RecoveryReport};
 use tierdb::device::{DoubleWriteMode, DramConfig, NvmConfig, SsdConfig};
 use tierdb::sources::DirectConfig;
 use tierdb::wal::{Durability, LogBuffer};
@@ -52,6 +52,8 @@ enum State {
 /// The database in `dir/db`, its NVM files in `dir`.
 fn config(arch: Arch, dir: &Path) -> (DbConfig, Option<DirectConfig>) {
     let mut c = DbConfig::new(dir.join("db"));
+    // No background checkpoints: a crashed (forgotten) database writes nothing more: its checkpointer would.
+    c.checkpoint = CheckpointConfig::OFF;
     c.buffer.page_size = PS;
     c.buffer.dram = DramConfig::new(ByteSize(12 * PS as u64));
     c.durability = Durability::Sync;

@@ -22,7 +22,7 @@ mod files;
 use files::copy_dir;
 
 use tierdb::buffer::{BufferManager, Entry, Techniques};
-use tierdb::db::{Db, DbConfig, DbStore};
+use tierdb::db::{CheckpointConfig, Db, DbConfig, DbStore};
 use tierdb::device::{DoubleWriteMode, DramConfig, NvmConfig, SsdConfig};
 use tierdb::ids::NvmSlot;
 use tierdb::page::NvmVerify;
@@ -56,6 +56,8 @@ fn seed() -> u64 {
 
 fn config(arch: Arch, dir: &Path, verify: NvmVerify) -> (DbConfig, Option<DirectConfig>) {
     let mut c = DbConfig::new(dir.join("db"));
+    // No background checkpoints: a crashed (forgotten) database writes nothing more, and what recovery finds is asserted.
+    c.checkpoint = CheckpointConfig::OFF;
     c.buffer.page_size = PS;
     c.buffer.dram = DramConfig::new(ByteSize(16 * PS as u64));
     c.buffer.nvm_verify = verify;

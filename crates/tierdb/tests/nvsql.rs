@@ -20,7 +20,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use rand::prelude::*;
 use tierdb::arch::{ArchConfig, Architecture, Engine};
 use tierdb::buffer::{BufferManager, Entry};
-use tierdb::db::{Db, DbConfig};
+use tierdb::db::{CheckpointConfig, Db, DbConfig};
 use tierdb::device::FaultPlan;
 use tierdb::ids::NvmSlot;
 use tierdb::wal::{Durability, Lsn};
@@ -189,6 +189,8 @@ fn db_config_with(dir: &std::path::Path, plan: Option<&std::sync::Arc<FaultPlan>
     let mut arch = config(dir, policy);
     arch.nvm = ByteSize(48 * PAGE as u64);
     let mut c = DbConfig::from_arch(&arch, dir.join("db")).unwrap();
+    // No background checkpoints: the redo of the log since the test's checkpoints is measured and asserted.
+    c.checkpoint = CheckpointConfig::OFF;
     if let Some(ssd) = c.buffer.ssd.as_mut() {
         ssd.faults = plan.cloned();
     }

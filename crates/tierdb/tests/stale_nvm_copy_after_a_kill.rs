@@ -20,7 +20,7 @@ use std::path::Path;
 
 use tierdb::ByteSize;
 use tierdb::buffer::Techniques;
-use tierdb::db::{Db, DbConfig};
+use tierdb::db::{CheckpointConfig, Db, DbConfig};
 use tierdb::device::{DoubleWriteMode, DramConfig, NvmConfig, SsdConfig};
 use tierdb::wal::Durability;
 
@@ -32,6 +32,8 @@ const FRAMES: u64 = 512;
 
 fn config(dir: &Path) -> DbConfig {
     let mut c = DbConfig::new(dir.join("db"));
+    // No background checkpoints: the kill falls between known checkpoints, and the recovery report is asserted.
+    c.checkpoint = CheckpointConfig::OFF;
     c.buffer.page_size = PS;
     c.buffer.dram = DramConfig::new(ByteSize(FRAMES * PS as u64));
     c.buffer.nvm = Some(NvmConfig::new(dir.join("pool.nvm"), ByteSize(FRAMES * (PS as u64 + 64) + 16384)));

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use tierdb::buffer::{BufferConfig, BufferError, BufferManager};
-use tierdb::db::{Db, DbConfig};
+use tierdb::db::{CheckpointConfig, Db, DbConfig};
 use tierdb::device::{DeviceError, DoubleWriteMode, FaultPlan, OpenMode, SsdConfig, double_write_path, page_seal};
 use tierdb::wal::Durability;
 use tierdb::{ByteSize, Error, ExclusivePage, PageId, PageSource};
@@ -214,6 +214,8 @@ fn a_checkpoint_writes_its_pages_as_one_double_write_batch_and_a_tear_in_it_is_r
 
 fn db_config(dir: &Path, plan: Option<&Arc<FaultPlan>>) -> DbConfig {
     let mut c = DbConfig::new(dir.join("db"));
+    // No background checkpoints: the torn writes fall at counted device operations, and recovery reports are asserted.
+    c.checkpoint = CheckpointConfig::OFF;
     c.buffer.page_size = PS;
     c.buffer.dram = tierdb::device::DramConfig::new(ByteSize(64 * PS as u64));
     let mut ssd = SsdConfig::new(dir.join("db").join("data.db"));

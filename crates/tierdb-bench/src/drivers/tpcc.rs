@@ -38,7 +38,7 @@ use hdrhistogram::Histogram;
 use serde::Serialize;
 use tierdb::arch::Architecture;
 use tierdb::buffer::{BufferManager, TierStats};
-use tierdb::db::{Db, DbConfig, DbStore, MemoryStore, Txn};
+use tierdb::db::{CheckpointConfig, Db, DbConfig, DbStore, MemoryStore, Txn};
 use tierdb::device::{NvmConfig, clock};
 use tierdb::sources::DirectConfig;
 use tierdb::sources::NvmDirect;
@@ -239,6 +239,9 @@ pub fn run_one(
     };
     cfg.durability = opts.durability;
     cfg.isolation = opts.isolation;
+    // The driver checkpoints on its own schedule (`--checkpoint-interval`), and a crash
+    // run measures the redo of exactly that schedule (the NV-SQL experiment).
+    cfg.checkpoint = CheckpointConfig::OFF;
     if arch == Architecture::NvmDirect {
         cfg.wal.file.profile = acfg.ssd_profile.clone();
         cfg.wal.file.mode = acfg.mode;
@@ -887,6 +890,8 @@ mod tests {
 
     fn config(dir: &std::path::Path, plan: Option<&Arc<FaultPlan>>) -> DbConfig {
         let mut c = DbConfig::new(dir.join("db"));
+        // The crash is placed after the test's own checkpoint; its losers are counted.
+        c.checkpoint = CheckpointConfig::OFF;
         c.buffer.page_size = 8192;
         c.buffer.dram = DramConfig::new(ByteSize(128 * 8192));
         let mut ssd = SsdConfig::new(dir.join("db").join("data.db"));

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use serde::Serialize;
 use tierdb::arch::{ArchConfig, Architecture, Engine};
-use tierdb::db::{Db, DbConfig, DbStore, Txn};
+use tierdb::db::{CheckpointConfig, Db, DbConfig, DbStore, Txn};
 use tierdb::device::{NvmConfig, NvmRegion, OpenMode};
 use tierdb::sources::DirectConfig;
 use tierdb::wal::LogBuffer;
@@ -185,6 +185,9 @@ pub fn run_logged(
     n.mode = acfg.mode;
     n.wear_counters = true;
     cfg.wal.buffer = LogBuffer::Nvm(n);
+    // The writes counted are the updates' and their log's: background checkpoints would
+    // add write-backs that depend on timing.
+    cfg.checkpoint = CheckpointConfig::OFF;
     let files: Vec<PathBuf> = vec![acfg.nvm_path.clone(), acfg.nvm_double_write_path(), ring, dir];
     if let Some(f) = files.iter().find(|f| f.exists()) {
         bail!("{} exists already: it is not overwritten", f.display());

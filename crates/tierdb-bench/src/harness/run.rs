@@ -9,7 +9,7 @@ use anyhow::{Context, Result, bail};
 use serde::Serialize;
 use tierdb::ByteSize;
 use tierdb::arch::{ArchConfig, Architecture, Engine};
-use tierdb::db::{Db, DbConfig};
+use tierdb::db::{CheckpointConfig, Db, DbConfig};
 use tierdb::device::NvmConfig;
 use tierdb::wal::LogBuffer;
 
@@ -149,6 +149,9 @@ pub fn run_one_txn(
     cfg.durability = txn.durability;
     cfg.isolation = txn.isolation;
     cfg.wal.flush_interval = Duration::from_micros(txn.flush_interval_us);
+    // The load runs in bulk-load mode, which wants no other thread on the buffer
+    // manager (a background checkpoint's flush), and checkpoints once after it.
+    cfg.checkpoint = CheckpointConfig::OFF;
     let mut files = vec![acfg.nvm_path.clone(), acfg.nvm_double_write_path()];
     match txn.log_buffer {
         LogPlace::Dram => {

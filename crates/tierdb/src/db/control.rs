@@ -8,8 +8,9 @@
 //!
 //! Invariants: `retain <= redo` in every control file written or read; a control file
 //! with a clean end is written only by a close, and cleared by the next open before it
-//! appends. Only the thread that opens, checkpoints or closes the database writes it;
-//! checkpoints are serialised by their caller.
+//! appends. Only the thread that opens, checkpoints or closes the database writes it:
+//! checkpoints (manual, background, close's) are serialised by a lock of the database
+//! (`checkpointer.rs`), and a close stops the background checkpointer first.
 
 use std::path::{Path, PathBuf};
 

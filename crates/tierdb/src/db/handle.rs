@@ -5,12 +5,17 @@
 //! record of every transaction active when it began, and retains the log back to the
 //! oldest change a store keeps outside the page file; ids handed out are below the
 //! control file's bounds. Once the log or the store has failed, or a rollback failed
-//! part-way, every operation refuses work (`check_alive`). Concurrency: `Db` is shared by reference between
-//! threads; the tree map is behind a reader-writer lock, the active-transaction table
-//! behind a mutex, id counters are atomics; checkpoints may run beside transactions.
+//! part-way, every operation refuses work (`check_alive`).
+//!
+//! Concurrency: `Db` is shared by reference between threads; its state is a
+//! [`DbCore`] behind an `Arc`, which the background checkpointer's thread reaches
+//! through a weak reference (`checkpointer.rs`; the handle joins the thread before it
+//! closes or drops). The tree map is behind a reader-writer lock, the
+//! active-transaction table behind a mutex, id counters are atomics; checkpoints
+//! (manual, background, close's) run one at a time, beside transactions.
 
 use std::collections::HashMap;
-use std::ops::Range;
+use std::ops::{Deref, Range};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -26,6 +31,7 @@ use crate::ids::{PageId, TxnId};
 use crate::wal::payload::encode_checkpoint_begin;
 use crate::wal::{Durability, Kind, Lsn, RecordHead, Wal, WalError};
 
+use super::checkpointer::{Background, CheckpointStats, Checkpointer, Checkpoints, Trigger};
 use super::config::DbError;
 use super::control::{Control, write_control};
 use super::locks::Locks;
@@ -42,10 +48,23 @@ pub struct DbInfo {
     pub durability: Durability,
     /// True if the log buffer is in NVM (records durable when appended).
     pub log_buffer_in_nvm: bool,
+    /// What the checkpoints did ([`Db::checkpoints`]).
+    pub checkpoints: CheckpointStats,
 }
 
 /// A database: see the module doc.
 pub struct Db<S: DbStore = BufferManager> {
+    /// The background checkpointer (`None`: off). Declared first: a drop stops and
+    /// joins its thread before the core goes.
+    pub(super) checkpointer: Option<Checkpointer>,
+    /// Everything else, shared with the background checkpointer's thread (which holds
+    /// a weak reference): `Db` derefs to it.
+    pub(super) core: Arc<DbCore<S>>,
+}
+
+/// The state of a [`Db`], which derefs to it: behind an `Arc` so that the background
+/// checkpointer reaches it. Public in name only (not reachable from outside the crate).
+pub struct DbCore<S: DbStore> {
     pub(super) store: S,
     pub(super) wal: Arc<Wal>,
     pub(super) dir: PathBuf,
@@ -65,8 +84,18 @@ pub struct Db<S: DbStore = BufferManager> {
     /// transaction that is neither committed nor rolled back, which no read may show
     /// and no checkpoint may make the starting point of recovery.
     pub(super) halted: OnceLock<String>,
+    /// The checkpoints' triggers, lock and record.
+    pub(super) checkpoints: Checkpoints,
     /// Flushes the log if the database is dropped without [`close`](Db::close).
     pub(super) log_on_drop: LogOnDrop,
+}
+
+#[doc(hidden)]
+impl<S: DbStore> Deref for Db<S> {
+    type Target = DbCore<S>;
+    fn deref(&self) -> &DbCore<S> {
+        &self.core
+    }
 }
 
 impl<S: DbStore> std::fmt::Debug for Db<S> {
@@ -103,9 +132,15 @@ impl<S: DbStore> Db<S> {
         self.durability
     }
 
-    /// The trees, the durability and where the log buffer is, for reports.
+    /// The trees, the durability, where the log buffer is and the checkpoints, for
+    /// reports.
     pub fn info(&self) -> DbInfo {
-        DbInfo { trees: self.tree_names(), durability: self.durability, log_buffer_in_nvm: self.wal.buffer_in_nvm() }
+        DbInfo {
+            trees: self.tree_names(),
+            durability: self.durability,
+            log_buffer_in_nvm: self.wal.buffer_in_nvm(),
+            checkpoints: self.checkpoints(),
+        }
     }
 
     /// Creates an empty tree (durably: its root and the catalog page are logged as
@@ -209,15 +244,89 @@ impl<S: DbStore> Db<S> {
     /// control file records where recovery starts, and older log segments are deleted.
     /// Transactions may run meanwhile: recovery starts at the oldest record of one
     /// active at the checkpoint, so that it finds every transaction to roll back.
+    /// Checkpoints do not overlap: this one waits for a background one running.
     ///
     /// # Errors
-    /// Device and log errors.
+    /// `Halted`; device and log errors (also kept in [`checkpoints`](Self::checkpoints)).
     pub fn checkpoint(&self) -> Result<()> {
         self.check_halted()?;
-        self.checkpoint_control().map(|_| ())
+        self.checkpoints.run(Trigger::Manual, || self.wal.next_lsn(), || self.checkpoint_control()).map(|_| ())
     }
 
-    /// [`checkpoint`](Self::checkpoint), returning what it wrote to the control file.
+    /// What the checkpoints since the open did (manual, background, the open's), and
+    /// whether the background checkpointer runs ([`DbConfig::checkpoint`](super::DbConfig::checkpoint)).
+    /// A consistent snapshot, taken under a short lock (never waits for a checkpoint).
+    pub fn checkpoints(&self) -> CheckpointStats {
+        CheckpointStats {
+            running: self.checkpointer.as_ref().is_some_and(Checkpointer::running),
+            ..self.checkpoints.stats()
+        }
+    }
+
+    /// An in-place store keeps only the log of unfinished work: after a commit, the log
+    /// is truncated behind the oldest record still needed (whole segments; the NVM log
+    /// buffer's records go with them).
+    pub(super) fn truncate_after_commit(&self) -> Result<()> {
+        if self.store.in_place() && self.durability != Durability::None && self.store.check().is_ok() {
+            self.wal.truncate_before(self.log_needed_from(self.wal.next_lsn()))?;
+        }
+        Ok(())
+    }
+
+    /// Checkpoints and closes: the background checkpointer is stopped (its thread
+    /// joined) first. Every step runs even if one before it failed, so that a
+    /// checkpoint that cannot write pages (a full disk) still leaves every record in
+    /// the log file: commits acknowledged with [`Durability::Group`] are durable after
+    /// `close` unless it says they are lost.
+    ///
+    /// # Errors
+    /// The log's error if it failed: `Poisoned`, which says whether the records it still
+    /// held in memory (those of the flush that failed) could be written now
+    /// ([`Wal::finish`]); if not they are lost, and the next open rolls back what they
+    /// began. Else the first error of the checkpoint and the store's close.
+    pub fn close(self) -> Result<()> {
+        let Db { checkpointer, core } = self;
+        // No background checkpoint runs beside (or after) the close's.
+        drop(checkpointer);
+        // A halted database keeps its last checkpoint's control file: recovery must
+        // start before the transaction whose rollback failed, and finish it.
+        let checkpoint = core
+            .check_halted()
+            .and_then(|()| core.checkpoints.run(Trigger::Close, || core.wal.next_lsn(), || core.checkpoint_control()));
+        // The thread that held a weak reference is joined, and a `Db` is not cloned.
+        let core = match Arc::try_unwrap(core) {
+            Ok(core) => core,
+            Err(core) => panic!("closing {}: the database core is shared", core.dir.display()),
+        };
+        let DbCore { store, wal, dir, mut log_on_drop, .. } = core;
+        log_on_drop.wal = None;
+        let store_closed = store.close_store();
+        // Nothing is appended after the store's close (its last flush notes).
+        let log_end = wal.next_lsn();
+        let log_closed = match Arc::try_unwrap(wal) {
+            Ok(w) => w.close(),
+            Err(w) => w.finish(),
+        };
+        // The log's error first: it says what became of the acknowledged commits.
+        let control = log_closed.map_err(crate::Error::from).and(checkpoint).and_then(|c| store_closed.map(|()| c))?;
+        // Every record is in the log file, which ends at `log_end`: a lost NVM ring
+        // loses nothing until the next open appends (`RingInit::ClosedAt`).
+        write_control(&dir, Control { clean_end: log_end, ..control })
+    }
+
+    /// Stops the database for good (until it is reopened): a rollback failed part-way,
+    /// so memory holds changes of a transaction that is neither committed nor rolled
+    /// back. Its records stay in the log (it stays in the active table), and the next
+    /// open's recovery finishes its rollback. The first cause is kept.
+    pub(super) fn halt(&self, cause: String) {
+        let _ = self.halted.set(cause);
+    }
+}
+
+impl<S: DbStore> DbCore<S> {
+    /// A checkpoint's work ([`Db::checkpoint`]), returning what it wrote to the control
+    /// file. Callers serialise it through [`Checkpoints::run`] (the control file and the
+    /// log's truncation are not safe against a second checkpoint at once).
     fn checkpoint_control(&self) -> Result<Control> {
         // Changes logged before `redo` are in pages written by the flush below.
         let redo = self.wal.next_lsn();
@@ -243,49 +352,9 @@ impl<S: DbStore> Db<S> {
     /// The oldest record recovery may need, given that changes before `bound` are in
     /// the store: the first record of every active transaction (for undo), and for an
     /// in-place store the records of changes not yet written back.
-    fn log_needed_from(&self, bound: Lsn) -> Lsn {
+    pub(super) fn log_needed_from(&self, bound: Lsn) -> Lsn {
         let oldest_active = self.active.lock().values().copied().min().unwrap_or(bound);
         bound.min(oldest_active).min(self.store.oldest_pending().unwrap_or(bound))
-    }
-
-    /// An in-place store keeps only the log of unfinished work: after a commit, the log
-    /// is truncated behind the oldest record still needed (whole segments; the NVM log
-    /// buffer's records go with them).
-    pub(super) fn truncate_after_commit(&self) -> Result<()> {
-        if self.store.in_place() && self.durability != Durability::None && self.store.check().is_ok() {
-            self.wal.truncate_before(self.log_needed_from(self.wal.next_lsn()))?;
-        }
-        Ok(())
-    }
-
-    /// Checkpoints and closes. Every step runs even if one before it failed, so that a
-    /// checkpoint that cannot write pages (a full disk) still leaves every record in
-    /// the log file: commits acknowledged with [`Durability::Group`] are durable after
-    /// `close` unless it says they are lost.
-    ///
-    /// # Errors
-    /// The log's error if it failed: `Poisoned`, which says whether the records it still
-    /// held in memory (those of the flush that failed) could be written now
-    /// ([`Wal::finish`]); if not they are lost, and the next open rolls back what they
-    /// began. Else the first error of the checkpoint and the store's close.
-    pub fn close(self) -> Result<()> {
-        // A halted database keeps its last checkpoint's control file: recovery must
-        // start before the transaction whose rollback failed, and finish it.
-        let checkpoint = self.check_halted().and_then(|()| self.checkpoint_control());
-        let Db { store, wal, dir, mut log_on_drop, .. } = self;
-        log_on_drop.wal = None;
-        let store_closed = store.close_store();
-        // Nothing is appended after the store's close (its last flush notes).
-        let log_end = wal.next_lsn();
-        let log_closed = match Arc::try_unwrap(wal) {
-            Ok(w) => w.close(),
-            Err(w) => w.finish(),
-        };
-        // The log's error first: it says what became of the acknowledged commits.
-        let control = log_closed.map_err(crate::Error::from).and(checkpoint).and_then(|c| store_closed.map(|()| c))?;
-        // Every record is in the log file, which ends at `log_end`: a lost NVM ring
-        // loses nothing until the next open appends (`RingInit::ClosedAt`).
-        write_control(&dir, Control { clean_end: log_end, ..control })
     }
 
     /// Refuses work once the log or the store has failed: what reached them is unknown
@@ -298,20 +367,35 @@ impl<S: DbStore> Db<S> {
         self.store.check()
     }
 
-    /// `Halted` once a rollback failed part-way ([`halt`](Self::halt)).
+    /// `Halted` once a rollback failed part-way ([`Db::halt`]).
     pub(super) fn check_halted(&self) -> Result<()> {
         match self.halted.get() {
             None => Ok(()),
             Some(cause) => Err(DbError::Halted { cause: cause.clone() }.into()),
         }
     }
+}
 
-    /// Stops the database for good (until it is reopened): a rollback failed part-way,
-    /// so memory holds changes of a transaction that is neither committed nor rolled
-    /// back. Its records stay in the log (it stays in the active table), and the next
-    /// open's recovery finishes its rollback. The first cause is kept.
-    pub(super) fn halt(&self, cause: String) {
-        let _ = self.halted.set(cause);
+/// The background checkpointer's view of a database: a halted one, or one whose log or
+/// store failed, takes no more checkpoints.
+impl<S: DbStore> Background for DbCore<S> {
+    fn checkpoints(&self) -> &Checkpoints {
+        &self.checkpoints
+    }
+
+    fn alive(&self) -> Result<()> {
+        self.check_alive()
+    }
+
+    fn checkpoint_if_due(&self) -> Result<bool> {
+        self.checkpoints.run_if_due(
+            || self.wal.next_lsn(),
+            || {
+                // Halted while it waited for the checkpoint lock: see `Db::close`.
+                self.check_halted()?;
+                self.checkpoint_control().map(|_| ())
+            },
+        )
     }
 }
 

@@ -41,11 +41,16 @@
 //! logged change is redone where its page is older; transactions without a commit are
 //! rolled back (compensation records make that restartable); a checkpoint ends it.
 //!
+//! Checkpoints: [`Db::checkpoint`], [`Db::close`], and a background checkpointer by log
+//! growth and time ([`DbConfig::checkpoint`], [`Db::checkpoints`]; `docs/wal.md`,
+//! "Automatic checkpoints").
+//!
 //! The rooms of this module, dependencies first: `config.rs` (configuration, errors),
 //! `locks.rs` (key locks, deadlock detection), `store.rs` (the store trait) with `stores.rs` (buffer
 //! manager, `nvm-direct`) and `snapshot.rs` (`main-memory`), `control.rs` (control
 //! file, creation marker), `report.rs` (what recovery did), `mvcc.rs` (the version
-//! store, read views), `handle.rs` (the [`Db`]: trees, reads, checkpoint, close),
+//! store, read views), `checkpointer.rs` (when a checkpoint is due, and the background
+//! thread that takes one), `handle.rs` (the [`Db`]: trees, reads, checkpoint, close),
 //! `reads.rs` (reads and writes through the versions), `undo.rs`, `txn.rs`
 //! (transactions and their log), `range.rs` (range iterators both ways,
 //! `delete_range`), `drop_tree.rs` (dropping a tree, logged as one structure change),
@@ -53,6 +58,7 @@
 //! `wal/payload.rs`; transaction ids are [`TxnId`]s (`ids.rs`). No room uses one that
 //! comes after it.
 
+mod checkpointer;
 mod config;
 mod control;
 mod drop_tree;
@@ -70,6 +76,7 @@ mod stores;
 mod txn;
 mod undo;
 
+pub use checkpointer::{CHECKPOINTER_POLL_MS, CheckpointStats, checkpointer_threads};
 pub use config::{CheckpointConfig, DbConfig, DbError, Isolation, VERSION_BYTES_MAX_DEFAULT};
 pub use handle::{Db, DbInfo};
 pub use locks::LOCK_WAIT_MS_MAX;

@@ -4,7 +4,8 @@
 //! opened from the control file's bounds, recovery run, the catalog read.
 //!
 //! An open runs on one thread and hands out the [`Db`] only once recovery has ended
-//! with a checkpoint; a created database's marker is removed after that checkpoint.
+//! with a checkpoint; a created database's marker is removed after that checkpoint,
+//! and the background checkpointer (`checkpointer.rs`) starts last.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -22,9 +23,10 @@ use crate::sources::DirectConfig;
 use crate::sources::NvmDirect;
 use crate::wal::{Lsn, RingInit, Wal};
 
+use super::checkpointer::{Checkpointer, Checkpoints};
 use super::config::{DbConfig, DbError, LOG_DIR, PAGE_FILE};
 use super::control::{Control, Opening, prepare_open, read_control, write_control};
-use super::handle::{Db, LogOnDrop};
+use super::handle::{Db, DbCore, LogOnDrop};
 use super::locks::Locks;
 use super::mvcc::Mvcc;
 use super::recovery;
@@ -180,7 +182,7 @@ impl<S: DbStore> Db<S> {
             // the clean close's claim goes before anything is appended.
             write_control(&cfg.dir, Control { clean_end: Lsn::NONE, ..c })?;
         }
-        let mut db = Db {
+        let core = DbCore {
             log_on_drop: LogOnDrop { wal: Some(wal.clone()), dir: cfg.dir.clone() },
             store,
             wal,
@@ -195,24 +197,36 @@ impl<S: DbStore> Db<S> {
             mvcc: Mvcc::new(cfg.isolation, cfg.version_bytes_max),
             recovery: RecoveryReport::default(),
             halted: std::sync::OnceLock::new(),
+            checkpoints: Checkpoints::new(cfg.checkpoint),
         };
+        let mut db = Db { checkpointer: None, core: Arc::new(core) };
         // 3. Recovery.
-        db.recovery = recovery::recover(&db, started)?;
+        db.core_mut().recovery = recovery::recover(&db, started)?;
         // 4. The catalog.
         for e in Catalog::list(&db.store)? {
             db.trees.write().insert(e.name, e.root);
         }
         Ok(db)
     }
+
+    /// The core, while nothing shares it: during the open, before the background
+    /// checkpointer starts.
+    fn core_mut(&mut self) -> &mut DbCore<S> {
+        assert!(self.checkpointer.is_none(), "{}: the core changed after the checkpointer started", self.dir.display());
+        let shared = Arc::strong_count(&self.core) + Arc::weak_count(&self.core);
+        Arc::get_mut(&mut self.core)
+            .unwrap_or_else(|| panic!("the core is shared ({shared} references) during the open"))
+    }
 }
 
 /// After a successful open: a creation is complete once the control file is in place
 /// (the checkpoint that ended recovery wrote it), so its marker goes, and the report
-/// lists what an earlier creation had left.
+/// lists what an earlier creation had left. Then the background checkpointer starts.
 fn finish<S: DbStore>(opening: Opening, cfg: &DbConfig, mut db: Db<S>) -> Result<Db<S>> {
     if let Some(removed) = opening.finish(&cfg.dir)? {
-        db.recovery.unfinished_creation = removed;
+        db.core_mut().recovery.unfinished_creation = removed;
     }
+    db.checkpointer = Checkpointer::start(&db.core).map_err(|what| DbError::Open { path: cfg.dir.clone(), what })?;
     Ok(db)
 }
 

@@ -18,8 +18,9 @@ use crate::wal::{Durability, Lsn, Wal};
 /// What the database needs of its page storage besides [`PageSource`]. Implemented by
 /// the buffer manager (pages written out whole, after the log is forced to their LSN)
 /// and by `nvm-direct` (pages changed in place, each write-back logged as a line image
-/// first).
-pub trait DbStore: PageSource + Sized {
+/// first). `'static` (and `Send + Sync`, from [`PageSource`]): the background
+/// checkpointer's thread shares the store.
+pub trait DbStore: PageSource + Sized + 'static {
     /// Connects the log: from now on no change reaches the store before its record is
     /// durable. `durability` is the database's (with `None` nothing is logged, and
     /// the store logs nothing of its own either).

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use tierdb::db::{Db, DbConfig};
+use tierdb::db::{CheckpointConfig, Db, DbConfig};
 use tierdb::device::{DoubleWriteMode, DramConfig, FaultPlan, SsdConfig};
 use tierdb::wal::Durability;
 use tierdb::{ByteSize, Catalog};
@@ -20,6 +20,8 @@ pub const DRAM_FRAMES: u64 = 12;
 /// durable when they return.
 pub fn config(dir: &Path, plan: Option<&Arc<FaultPlan>>, double_write: DoubleWriteMode) -> DbConfig {
     let mut c = DbConfig::new(dir.join("db"));
+    // No background checkpoints: redo's skips and the free list after a crash are asserted against the test's checkpoints.
+    c.checkpoint = CheckpointConfig::OFF;
     c.buffer.page_size = PS;
     c.buffer.dram = DramConfig::new(ByteSize(DRAM_FRAMES * PS as u64));
     c.buffer.double_write = double_write;
