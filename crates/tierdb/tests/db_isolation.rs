@@ -358,3 +358,29 @@ fn ranges_read_the_snapshot_both_ways() {
     assert_eq!(db.versions().versions, 0);
     db.close().unwrap();
 }
+
+#[test]
+fn more_running_transactions_than_slots_keep_their_snapshots() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path(), Isolation::Snapshot);
+    db.put("t", b"k", b"0").unwrap();
+    // Beyond the lock-free slots, snapshots go to the shared registry.
+    let n = 300;
+    let mut readers: Vec<_> = (0..n).map(|_| db.begin()).collect();
+    assert_eq!(db.versions().snapshots, n as u64);
+    db.put("t", b"k", b"1").unwrap();
+    for (i, r) in readers.iter().enumerate() {
+        assert_eq!(r.get("t", b"k").unwrap(), v("0"), "reader {i}");
+    }
+    assert!(db.versions().versions > 0, "the before-image is kept for them");
+    // Half commit, half roll back (or are dropped).
+    for (i, r) in readers.drain(..).enumerate() {
+        if i % 2 == 0 { r.commit().unwrap() } else { drop(r) }
+    }
+    db.put("t", b"k", b"2").unwrap();
+    let s = db.versions();
+    assert_eq!((s.versions, s.snapshots), (0, 0), "{s:?}");
+    assert_eq!(db.begin().get("t", b"k").unwrap(), v("2"));
+    drop(readers);
+    db.close().unwrap();
+}

@@ -57,6 +57,35 @@ use super::config::{DbError, Isolation};
 /// Hash maps the versions are spread over.
 pub(super) const SHARDS: usize = 64;
 
+/// Slots that register running snapshots without a lock; more at once go to the
+/// shared registry.
+pub(super) const SLOTS: usize = 128;
+
+/// Slots a registration tries from its thread's own on.
+const SLOT_TRIES: usize = 8;
+
+/// A free slot.
+const FREE: u64 = u64::MAX;
+
+/// A slot being claimed: its snapshot is not known yet (a collection keeps all).
+const CLAIMING: u64 = u64::MAX - 1;
+
+/// A slot whose snapshot the limit ended (a collection ignores it).
+const ENDED: u64 = u64::MAX - 2;
+
+std::thread_local! {
+    /// The slot a thread tries first: threads spread over the slots.
+    static SLOT_HINT: usize = {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        NEXT.fetch_add(1, Ordering::Relaxed).wrapping_mul(SLOT_TRIES) % SLOTS
+    };
+}
+
+/// A registration slot: a running snapshot, or [`FREE`], [`CLAIMING`], [`ENDED`]. On a
+/// cache line of its own.
+#[repr(align(64))]
+struct Slot(AtomicU64);
+
 /// Bytes a version costs besides its key and before-image (its entry, the writer's
 /// state, the collection queue's key), for the limit.
 const VERSION_OVERHEAD_BYTES: u64 = 96;
@@ -155,9 +184,14 @@ pub(super) struct Mvcc {
     last_committed: AtomicU64,
     /// Assigns and publishes commit timestamps in order.
     clock: Mutex<()>,
+    /// Running snapshots, one per slot.
+    slots: Box<[Slot]>,
+    /// Snapshots registered beyond the slots, and those of `Db::range` iterators.
     registry: Arc<Mutex<Registry>>,
     /// Committed writers whose versions are kept, in commit order, with their keys.
     committed: Mutex<VecDeque<Committed>>,
+    /// Entries of `committed` (read without its lock at every transaction's end).
+    queued: AtomicUsize,
     /// Bytes of committed versions kept.
     bytes: AtomicU64,
     /// Snapshots ended by the limit.
@@ -178,18 +212,18 @@ impl Mvcc {
             aborts: AtomicU64::new(0),
             last_committed: AtomicU64::new(0),
             clock: Mutex::new(()),
+            slots: (0..SLOTS).map(|_| Slot(AtomicU64::new(FREE))).collect(),
             registry: Arc::new(Mutex::new(Registry::default())),
             committed: Mutex::new(VecDeque::new()),
+            queued: AtomicUsize::new(0),
             bytes: AtomicU64::new(0),
             ended: AtomicU64::new(0),
             latest: ReadView {
-                inner: Arc::new(ViewInner {
-                    txn: TxnId::NONE,
-                    snapshot: LATEST,
-                    isolation,
-                    registration: None,
-                    writer: OnceWriter::default(),
-                }),
+                txn: TxnId::NONE,
+                snapshot: LATEST,
+                isolation,
+                reg: Reg::None,
+                writer: OnceWriter::default(),
             },
         }
     }
@@ -211,7 +245,7 @@ impl Mvcc {
 
     /// True if committed versions wait for collection.
     pub(super) fn has_committed(&self) -> bool {
-        !self.committed.lock().is_empty()
+        self.queued.load(Ordering::Relaxed) > 0
     }
 
     /// What the store holds now.
@@ -219,18 +253,19 @@ impl Mvcc {
         MvccStats {
             versions: self.live.load(Ordering::Relaxed) as u64,
             committed_bytes: self.bytes.load(Ordering::Relaxed),
-            snapshots: self.registry.lock().views.len() as u64,
+            snapshots: self.registry.lock().views.len() as u64
+                + self.slots.iter().filter(|s| s.0.load(Ordering::Relaxed) != FREE).count() as u64,
             snapshots_ended: self.ended.load(Ordering::Relaxed),
             last_commit: self.last_committed.load(Ordering::Relaxed),
         }
     }
 
-    /// The view of a transaction `txn` starting now: registered (snapshot isolation
-    /// and read committed: collection keeps what it may read) until the last clone of
-    /// the view is dropped.
+    /// The view of a transaction `txn` starting now, registered (snapshot isolation
+    /// and read committed: collection keeps what it may read) in a slot until
+    /// [`release`](Self::release).
     pub(super) fn begin_view(&self, txn: TxnId) -> ReadView {
         match self.isolation {
-            Isolation::ReadUncommitted => self.unregistered(txn, LATEST),
+            Isolation::ReadUncommitted => self.unregistered(txn),
             // Read committed reads the latest commit at each read, registered at its
             // start: a newer snapshot needs no more than the registered one keeps.
             Isolation::Snapshot => self.registered(txn, false),
@@ -239,11 +274,28 @@ impl Mvcc {
     }
 
     /// The view of a non-transactional reader that lasts (an iterator of `Db::range`):
-    /// a registered snapshot of the latest commit, without a transaction.
+    /// a snapshot of the latest commit, without a transaction, registered until the
+    /// view is dropped.
     pub(super) fn snapshot_view(&self) -> ReadView {
-        match self.isolation {
-            Isolation::ReadUncommitted => self.unregistered(TxnId::NONE, LATEST),
-            _ => self.registered(TxnId::NONE, false),
+        if self.isolation == Isolation::ReadUncommitted {
+            return self.unregistered(TxnId::NONE);
+        }
+        let ended = Arc::new(AtomicBool::new(false));
+        let mut reg = self.registry.lock();
+        // Under the registry's mutex: a collection that reads the registry after this
+        // sees the snapshot; one before it kept everything newer than the commit
+        // published then, which is not newer than this snapshot.
+        let snapshot = self.last_committed.load(Ordering::SeqCst);
+        let id = reg.next_id;
+        reg.next_id += 1;
+        reg.views.insert((snapshot, id), ended.clone());
+        drop(reg);
+        ReadView {
+            txn: TxnId::NONE,
+            snapshot,
+            isolation: self.isolation,
+            reg: Reg::Shared(Registration { registry: self.registry.clone(), key: (snapshot, id), ended }),
+            writer: OnceWriter::default(),
         }
     }
 
@@ -252,48 +304,50 @@ impl Mvcc {
         &self.latest
     }
 
-    /// What an ended transaction keeps in place of its view: nothing registered.
-    pub(super) fn ended_view(&self) -> ReadView {
-        self.latest.clone()
-    }
-
-    fn unregistered(&self, txn: TxnId, snapshot: u64) -> ReadView {
-        ReadView {
-            inner: Arc::new(ViewInner {
-                txn,
-                snapshot,
-                isolation: self.isolation,
-                registration: None,
-                writer: OnceWriter::default(),
-            }),
-        }
+    /// A view that registers nothing: of the latest commit at each read.
+    pub(super) fn unregistered(&self, txn: TxnId) -> ReadView {
+        ReadView { txn, snapshot: LATEST, isolation: self.isolation, reg: Reg::None, writer: OnceWriter::default() }
     }
 
     /// A registered view: of the snapshot taken now, or (`per_read`) of the latest
     /// commit at each read, with the registration of now keeping what it may read.
+    /// Registration takes a free slot near the thread's own (a compare-and-swap and two
+    /// stores; no allocation, no lock), or the shared registry if none is free.
     fn registered(&self, txn: TxnId, per_read: bool) -> ReadView {
-        let flag = Arc::new(AtomicBool::new(false));
-        let (snapshot, id) = {
-            let mut reg = self.registry.lock();
-            // Under the registry's mutex: a collection that reads the registry after
-            // this sees the snapshot; one before it kept everything newer than the
-            // commit published then, which is not newer than this snapshot.
-            let snapshot = self.last_committed.load(Ordering::SeqCst);
-            let id = reg.next_id;
-            reg.next_id += 1;
-            reg.views.insert((snapshot, id), flag.clone());
-            (snapshot, id)
-        };
-        let reads_at = if per_read { LATEST } else { snapshot };
-        ReadView {
-            inner: Arc::new(ViewInner {
-                txn,
-                snapshot: reads_at,
-                isolation: self.isolation,
-                registration: Some(Registration { registry: self.registry.clone(), key: (snapshot, id), ended: flag }),
-                writer: OnceWriter::default(),
-            }),
+        let hint = SLOT_HINT.with(|h| *h);
+        for i in 0..SLOT_TRIES {
+            let idx = (hint + i) % SLOTS;
+            let slot = &self.slots[idx].0;
+            if slot.compare_exchange(FREE, CLAIMING, Ordering::SeqCst, Ordering::Relaxed).is_ok() {
+                // A collection that saw the slot free read the last commit before this
+                // load; one that sees it claiming collects nothing.
+                let snapshot = self.last_committed.load(Ordering::SeqCst);
+                slot.store(snapshot, Ordering::SeqCst);
+                return ReadView {
+                    txn,
+                    snapshot: if per_read { LATEST } else { snapshot },
+                    isolation: self.isolation,
+                    reg: Reg::Slot(idx),
+                    writer: OnceWriter::default(),
+                };
+            }
         }
+        let mut v = self.snapshot_view();
+        v.txn = txn;
+        if per_read {
+            v.snapshot = LATEST;
+        }
+        v
+    }
+
+    /// Ends `view`'s registration (a transaction's, at its end): collection no longer
+    /// keeps what it may read, and it reads the latest commit from now on.
+    pub(super) fn release(&self, view: &mut ReadView) {
+        if let Reg::Slot(idx) = view.reg {
+            self.slots[idx].0.store(FREE, Ordering::SeqCst);
+        }
+        view.reg = Reg::None;
+        view.snapshot = LATEST;
     }
 
     fn shard(&self, h: u64) -> &Mutex<Shard> {
@@ -308,8 +362,7 @@ impl Mvcc {
         let chain = shard.get(&h)?.iter().find(|c| c.root == root && *c.key == *key)?;
         for v in &chain.versions {
             let cts = v.writer.cts.load(Ordering::Acquire);
-            let visible =
-                if cts == RUNNING { v.writer.txn == view.inner.txn && !view.inner.txn.is_none() } else { cts <= s };
+            let visible = if cts == RUNNING { v.writer.txn == view.txn && !view.txn.is_none() } else { cts <= s };
             if !visible {
                 return Some(v.before.as_deref().map(<[u8]>::to_vec));
             }
@@ -342,7 +395,7 @@ impl Mvcc {
         key: &[u8],
         before: Option<Vec<u8>>,
     ) -> Result<(), Conflict> {
-        let writer = view.inner.writer.get(view.inner.txn);
+        let writer = view.writer.get(view.txn);
         let h = key_hash(root, key);
         let mut shard = self.shard(h).lock();
         let bucket = shard.entry(h).or_default();
@@ -353,8 +406,8 @@ impl Mvcc {
                 bucket.last_mut().expect("pushed")
             }
         };
-        if view.inner.isolation == Isolation::Snapshot {
-            let s = view.inner.snapshot;
+        if view.isolation == Isolation::Snapshot {
+            let s = view.snapshot;
             if chain.versions.iter().any(|v| {
                 let cts = v.writer.cts.load(Ordering::Acquire);
                 cts != RUNNING && cts > s
@@ -368,7 +421,7 @@ impl Mvcc {
         debug_assert!(
             chain.versions.iter().all(|v| v.writer.cts.load(Ordering::Relaxed) != RUNNING),
             "{}: a running writer's version of a key it does not hold",
-            view.inner.txn
+            view.txn
         );
         // Counted before the tree changes (SeqCst: a read that sees the change sees
         // the count).
@@ -379,7 +432,7 @@ impl Mvcc {
 
     /// `key` was committed after the snapshot of `view`: the check of `record` alone.
     pub(super) fn conflicts(&self, view: &ReadView, root: u64, key: &[u8]) -> bool {
-        if view.inner.isolation != Isolation::Snapshot {
+        if view.isolation != Isolation::Snapshot {
             return false;
         }
         let h = key_hash(root, key);
@@ -387,7 +440,7 @@ impl Mvcc {
         shard.get(&h).and_then(|b| b.iter().find(|c| c.root == root && *c.key == *key)).is_some_and(|c| {
             c.versions.iter().any(|v| {
                 let cts = v.writer.cts.load(Ordering::Acquire);
-                cts != RUNNING && cts > view.inner.snapshot
+                cts != RUNNING && cts > view.snapshot
             })
         })
     }
@@ -396,8 +449,8 @@ impl Mvcc {
     /// next commit timestamp, published in order; they are kept for older snapshots
     /// and collected when none needs them.
     pub(super) fn commit(&self, view: &ReadView, keys: WrittenKeys) {
-        let Some(writer) = view.inner.writer.peek() else {
-            assert!(keys.is_empty(), "{}: {} versioned keys and no writer", view.inner.txn, keys.len());
+        let Some(writer) = view.writer.peek() else {
+            assert!(keys.is_empty(), "{}: {} versioned keys and no writer", view.txn, keys.len());
             return;
         };
         let cts = {
@@ -411,6 +464,7 @@ impl Mvcc {
             + self.before_bytes(&writer, &keys);
         self.bytes.fetch_add(bytes, Ordering::Relaxed);
         self.committed.lock().push_back((cts, keys, writer));
+        self.queued.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Bytes of `writer`'s before-images of `keys`.
@@ -434,12 +488,12 @@ impl Mvcc {
     /// The transaction of `view` rolled back (the tree holds the old values again):
     /// its versions go.
     pub(super) fn abort(&self, view: &ReadView, keys: &[(u64, Box<[u8]>)]) {
-        let Some(writer) = view.inner.writer.peek() else { return };
+        let Some(writer) = view.writer.peek() else { return };
         // Between the tree's restore and the removal: a read that saw the rolled-back
         // value and misses the version sees this move.
         self.aborts.fetch_add(1, Ordering::SeqCst);
         let removed = self.remove(&writer, keys);
-        assert_eq!(removed, keys.len(), "{}: {} versions removed of {} keys", view.inner.txn, removed, keys.len());
+        assert_eq!(removed, keys.len(), "{}: {} versions removed of {} keys", view.txn, removed, keys.len());
     }
 
     /// Removes `writer`'s versions of `keys`; how many there were.
@@ -467,39 +521,78 @@ impl Mvcc {
     /// bytes kept exceed the limit, ends the oldest snapshot and collects again.
     pub(super) fn collect(&self) {
         loop {
-            let horizon = {
-                let reg = self.registry.lock();
-                let newest = self.last_committed.load(Ordering::SeqCst);
-                reg.views.keys().next().map_or(newest, |k| k.0.min(newest))
-            };
+            let Some(horizon) = self.horizon() else { return };
             let mut queue = self.committed.lock();
             while queue.front().is_some_and(|(cts, ..)| *cts <= horizon) {
                 let (_, keys, writer) = queue.pop_front().expect("front");
+                self.queued.fetch_sub(1, Ordering::Relaxed);
                 let freed: u64 = keys.iter().map(|(_, k)| k.len() as u64 + VERSION_OVERHEAD_BYTES).sum::<u64>()
                     + self.before_bytes(&writer, &keys);
                 self.remove(&writer, &keys);
                 self.bytes.fetch_sub(freed, Ordering::Relaxed);
             }
             drop(queue);
-            let bytes = self.bytes.load(Ordering::Relaxed);
-            if bytes <= self.bytes_max {
+            if self.bytes.load(Ordering::Relaxed) <= self.bytes_max || !self.end_oldest() {
                 return;
             }
-            // End the oldest snapshot: flagged before its versions go, so that a read
-            // that misses one sees the flag.
-            let mut reg = self.registry.lock();
-            let Some((&k, _)) = reg.views.iter().next() else { return };
-            if k.0 >= self.last_committed.load(Ordering::SeqCst) {
-                return; // no snapshot holds anything back
+        }
+    }
+
+    /// The oldest snapshot running, or the last commit if none runs: versions
+    /// committed at or before it are needed by nobody. `None` while a slot is being
+    /// claimed (its snapshot unknown: nothing is collected).
+    fn horizon(&self) -> Option<u64> {
+        // The last commit first: a slot claimed after this reads it or a newer one.
+        let newest = self.last_committed.load(Ordering::SeqCst);
+        let mut h = newest;
+        for slot in self.slots.iter() {
+            match slot.0.load(Ordering::SeqCst) {
+                FREE | ENDED => {}
+                CLAIMING => return None,
+                s => h = h.min(s),
             }
-            let flag = reg.views.remove(&k).expect("first");
-            flag.store(true, Ordering::SeqCst);
-            self.ended.fetch_add(1, Ordering::Relaxed);
+        }
+        let reg = self.registry.lock();
+        Some(reg.views.keys().next().map_or(h, |k| k.0.min(h)))
+    }
+
+    /// Ends the oldest snapshot older than the last commit (its reads fail from now
+    /// on with `SnapshotTooOld`); false if there is none.
+    fn end_oldest(&self) -> bool {
+        let newest = self.last_committed.load(Ordering::SeqCst);
+        let oldest_slot = self
+            .slots
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| match s.0.load(Ordering::SeqCst) {
+                FREE | ENDED | CLAIMING => None,
+                v => Some((v, i)),
+            })
+            .min();
+        let mut reg = self.registry.lock();
+        let oldest_shared = reg.views.keys().next().copied();
+        match (oldest_slot, oldest_shared) {
+            (Some((s, i)), shared) if s < newest && shared.is_none_or(|k| s <= k.0) => {
+                // Flagged before its versions go, so that a read that misses one sees
+                // the flag; a slot released meanwhile stays free.
+                let ended = self.slots[i].0.compare_exchange(s, ENDED, Ordering::SeqCst, Ordering::Relaxed).is_ok();
+                if ended {
+                    self.ended.fetch_add(1, Ordering::Relaxed);
+                }
+                true
+            }
+            (_, Some(k)) if k.0 < newest => {
+                let flag = reg.views.remove(&k).expect("first");
+                flag.store(true, Ordering::SeqCst);
+                self.ended.fetch_add(1, Ordering::Relaxed);
+                true
+            }
+            _ => false,
         }
     }
 }
 
-/// A view's registration: unregistered when the view's last clone is dropped.
+/// A view's registration in the shared registry: unregistered when the view is dropped.
 struct Registration {
     registry: Arc<Mutex<Registry>>,
     key: (u64, u64),
@@ -541,36 +634,39 @@ pub struct MvccStats {
 }
 
 /// What a reader sees: a snapshot (or the latest committed state) and the
-/// transaction whose own changes it sees. Cheap to clone; the snapshot stays
-/// registered while a clone lives.
-#[derive(Clone)]
+/// transaction whose own changes it sees. A transaction's view is registered in a slot
+/// until [`Mvcc::release`]; a `Db::range` iterator's in the shared registry until it is
+/// dropped.
 pub(super) struct ReadView {
-    inner: Arc<ViewInner>,
-}
-
-struct ViewInner {
     txn: TxnId,
     /// The last commit it sees ([`LATEST`]: the latest at each read).
     snapshot: u64,
     isolation: Isolation,
-    registration: Option<Registration>,
+    reg: Reg,
     writer: OnceWriter,
+}
+
+/// Where a view is registered.
+enum Reg {
+    None,
+    Slot(usize),
+    Shared(Registration),
 }
 
 impl ReadView {
     /// The isolation it reads at.
     pub(super) fn isolation(&self) -> Isolation {
-        self.inner.isolation
+        self.isolation
     }
 
     /// The transaction whose changes it sees as its own ([`TxnId::NONE`]: none).
     pub(super) fn txn(&self) -> TxnId {
-        self.inner.txn
+        self.txn
     }
 
     /// The snapshot a read taken now uses.
     pub(super) fn snapshot_now(&self, mvcc: &Mvcc) -> u64 {
-        match self.inner.snapshot {
+        match self.snapshot {
             LATEST => mvcc.last_committed.load(Ordering::SeqCst),
             s => s,
         }
@@ -578,14 +674,28 @@ impl ReadView {
 
     /// `SnapshotTooOld` if the limit ended the view's snapshot.
     pub(super) fn check(&self, mvcc: &Mvcc) -> Result<()> {
-        match &self.inner.registration {
-            Some(r) if r.ended.load(Ordering::SeqCst) => Err(DbError::SnapshotTooOld {
-                txn: self.inner.txn,
+        let ended = match &self.reg {
+            Reg::None => false,
+            Reg::Slot(i) => mvcc.slots[*i].0.load(Ordering::SeqCst) == ENDED,
+            Reg::Shared(r) => r.ended.load(Ordering::SeqCst),
+        };
+        if ended {
+            return Err(DbError::SnapshotTooOld {
+                txn: self.txn,
                 bytes: mvcc.bytes.load(Ordering::Relaxed),
                 limit: mvcc.bytes_max,
             }
-            .into()),
-            _ => Ok(()),
+            .into());
+        }
+        Ok(())
+    }
+}
+
+impl Drop for ReadView {
+    fn drop(&mut self) {
+        // A slot not released stays taken and holds every later version back.
+        if !std::thread::panicking() {
+            assert!(!matches!(self.reg, Reg::Slot(_)), "{}: a view dropped without its slot released", self.txn);
         }
     }
 }
@@ -593,9 +703,9 @@ impl ReadView {
 impl std::fmt::Debug for ReadView {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ReadView")
-            .field("txn", &self.inner.txn)
-            .field("snapshot", &self.inner.snapshot)
-            .field("isolation", &self.inner.isolation)
+            .field("txn", &self.txn)
+            .field("snapshot", &self.snapshot)
+            .field("isolation", &self.isolation)
             .finish_non_exhaustive()
     }
 }

@@ -122,7 +122,7 @@ pub struct DbRange<'db, S: DbStore = BufferManager> {
     /// root under the name (dropped, perhaps made again) fails with `NoSuchTree`. (A
     /// tree made again whose root is the very page of the old root is not told apart.)
     root: PageId,
-    view: ReadView,
+    view: ViewHold<'db>,
     /// What is not read yet, from either end.
     lower: Bound<Vec<u8>>,
     upper: Bound<Vec<u8>>,
@@ -134,6 +134,21 @@ pub struct DbRange<'db, S: DbStore = BufferManager> {
     back: VecDeque<Entry>,
     /// An error was returned: nothing more.
     failed: bool,
+}
+
+/// A range's view: its transaction's, or a snapshot of its own (`Db::range`).
+enum ViewHold<'a> {
+    Borrowed(&'a ReadView),
+    Owned(ReadView),
+}
+
+impl ViewHold<'_> {
+    fn get(&self) -> &ReadView {
+        match self {
+            ViewHold::Borrowed(v) => v,
+            ViewHold::Owned(v) => v,
+        }
+    }
 }
 
 impl<S: DbStore> std::fmt::Debug for DbRange<'_, S> {
@@ -152,7 +167,7 @@ impl<'db, S: DbStore> DbRange<'db, S> {
     ///
     /// # Errors
     /// As [`Db::range`].
-    fn new(db: &'db Db<S>, tree: &str, bounds: (Bound<&[u8]>, Bound<&[u8]>), view: ReadView) -> Result<Self> {
+    fn new(db: &'db Db<S>, tree: &str, bounds: (Bound<&[u8]>, Bound<&[u8]>), view: ViewHold<'db>) -> Result<Self> {
         db.check_alive()?;
         let root = db.root(tree)?;
         let (lower, upper) = check_bounds(tree, bounds)?;
@@ -188,7 +203,7 @@ impl<'db, S: DbStore> DbRange<'db, S> {
             })?;
             Ok(covered(got, lower, upper, reverse))
         };
-        let batch = db.visible_batch(&self.view, root, reverse, &mut read)?;
+        let batch = db.visible_batch(self.view.get(), root, reverse, &mut read)?;
         debug_assert!(
             batch.entries.windows(2).all(|w| if reverse { w[0].0 > w[1].0 } else { w[0].0 < w[1].0 }),
             "a batch of {tree} out of order"
@@ -345,7 +360,7 @@ impl<S: DbStore> Db<S> {
     /// key can be; `Halted` or the log's or store's failure. Later errors come from the
     /// iterator (see [`DbRange`]).
     pub fn range<R: KeyRange>(&self, tree: &str, bounds: R) -> Result<DbRange<'_, S>> {
-        DbRange::new(self, tree, bounds.key_bounds(), self.mvcc.snapshot_view())
+        DbRange::new(self, tree, bounds.key_bounds(), ViewHold::Owned(self.mvcc.snapshot_view()))
     }
 
     /// Deletes every key of tree `tree` within `bounds`, in a transaction of its own;
@@ -389,7 +404,7 @@ impl<S: DbStore> Txn<'_, S> {
     /// As [`Db::range`].
     pub fn range<R: KeyRange>(&self, tree: &str, bounds: R) -> Result<DbRange<'_, S>> {
         self.check_failed()?;
-        DbRange::new(self.db(), tree, bounds.key_bounds(), self.view().clone())
+        DbRange::new(self.db(), tree, bounds.key_bounds(), ViewHold::Borrowed(self.view()))
     }
 
     /// Deletes every key of tree `tree` within `bounds` that this transaction sees,

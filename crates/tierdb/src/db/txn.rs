@@ -367,7 +367,7 @@ impl<S: DbStore> Txn<'_, S> {
     /// Unregisters the transaction's snapshot, then collects the versions no snapshot
     /// needs any more.
     fn end_view(&mut self) {
-        self.view = self.db.mvcc.ended_view();
+        self.db.mvcc.release(&mut self.view);
         self.db.collect_versions();
     }
 
