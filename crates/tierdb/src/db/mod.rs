@@ -43,6 +43,7 @@
 //! comes after it.
 
 mod config;
+mod config_file;
 mod control;
 mod handle;
 mod locks;
