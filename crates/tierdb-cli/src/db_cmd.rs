@@ -204,7 +204,10 @@ fn one<S: DbStore>(db: &Db<S>, cfg: &DbConfig, op: &Op) -> Result<()> {
         Op::Info => {
             let info = db.info();
             println!("dir: {}", cfg.dir.display());
-            println!("architecture: {}", cfg.architecture().map_or("(DbConfig::new: a DRAM buffer over the page file)", Architecture::name));
+            println!(
+                "architecture: {}",
+                cfg.architecture().map_or("(DbConfig::new: a DRAM buffer over the page file)", Architecture::name)
+            );
             println!("durability: {}", info.durability.name());
             println!("isolation: {}", cfg.isolation);
             println!("log buffer: {}", if info.log_buffer_in_nvm { "nvm" } else { "dram" });

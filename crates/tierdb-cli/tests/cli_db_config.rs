@@ -44,8 +44,23 @@ fn a_written_config_keeps_a_put_across_invocations() {
         let base = scratch(arch);
         let (dir, file) = (base.join("db"), base.join("db.toml"));
         db_ok(&[
-            "config", "--arch", arch, "--dram", "8MiB", "--nvm", "16MiB", "--mode", "off", "--page-size", "4KiB",
-            "--durability", "sync", "--dir", s(&dir), "--out", s(&file),
+            "config",
+            "--arch",
+            arch,
+            "--dram",
+            "8MiB",
+            "--nvm",
+            "16MiB",
+            "--mode",
+            "off",
+            "--page-size",
+            "4KiB",
+            "--durability",
+            "sync",
+            "--dir",
+            s(&dir),
+            "--out",
+            s(&file),
         ]);
         let text = std::fs::read_to_string(&file).unwrap();
         assert!(text.contains(&format!("architecture = \"{arch}\"")) && text.contains("emulation = \"off\""), "{text}");
@@ -87,7 +102,10 @@ fn a_bad_value_is_refused_naming_key_and_file() {
     let text = format!("dir = {:?}\ndurability = \"sometimes\"\n", s(&base.join("db")));
     std::fs::write(&file, text).unwrap();
     let e = db_fails(&["put", "--config", s(&file), "k", "v"]);
-    assert!(e.contains("key durability") && e.contains("sometimes") && e.contains(&format!("{}:2", file.display())), "{e}");
+    assert!(
+        e.contains("key durability") && e.contains("sometimes") && e.contains(&format!("{}:2", file.display())),
+        "{e}"
+    );
     let text = format!("dir = {:?}\narchitecture = \"three-tier\"\n[nvm]\nsize = \"lots\"\n", s(&base.join("db")));
     std::fs::write(&file, text).unwrap();
     let e = db_fails(&["info", "--config", s(&file)]);

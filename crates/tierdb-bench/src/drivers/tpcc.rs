@@ -337,16 +337,8 @@ pub fn run_from_config(
         ..setup.clone()
     };
     let opts = &TpccOptions { durability: cfg.durability, log_buffer: log_buffer.to_string(), ..opts.clone() };
-    let ctx = RunCtx {
-        setup,
-        opts,
-        scale,
-        arch,
-        dram: acfg.dram,
-        nvm: acfg.nvm,
-        progress,
-        trace: engine.trace.as_deref(),
-    };
+    let ctx =
+        RunCtx { setup, opts, scale, arch, dram: acfg.dram, nvm: acfg.nvm, progress, trace: engine.trace.as_deref() };
     progress.set_prefix(&format!("{arch} tpcc W={}", scale.warehouses));
     let opening = || format!("opening a database on {arch} in {}", cfg.dir.display());
     match arch {

@@ -309,7 +309,9 @@ pub(super) fn load(path: &Path) -> Result<DbConfig> {
     let io = |what: String| DbError::ConfigFile { file: file.clone(), key: None, line: None, what };
     let len = fs::metadata(path).map_err(|e| io(format!("cannot read it: {e}")))?.len();
     if len > CONFIG_FILE_BYTES_MAX {
-        return Err(io(format!("{len} bytes: larger than a configuration file can be ({CONFIG_FILE_BYTES_MAX})")).into());
+        return Err(
+            io(format!("{len} bytes: larger than a configuration file can be ({CONFIG_FILE_BYTES_MAX})")).into()
+        );
     }
     let text = fs::read_to_string(path).map_err(|e| io(format!("cannot read it: {e}")))?;
     parse(&text, &file)
@@ -543,6 +545,11 @@ fn arch_config(form: &FileForm, arch: Architecture, dram: ByteSize) -> std::resu
             };
         }
     }
+    if let Some(name) = &a.policy {
+        // Built once to check the name and its knobs; the buffer manager builds its own.
+        crate::policy::by_name(name, a.admission_set_pages.unwrap_or(1), &a.nvcache, a.policy_seed)
+            .map_err(|e| fail("policy.name", e.to_string()))?;
+    }
     Ok(a)
 }
 
@@ -581,7 +588,9 @@ fn apply_log(cfg: &mut DbConfig, log: &LogForm) -> std::result::Result<(), Fail>
                 Some(p) => profile_for(&p.0, Tier::Nvm, "log.ring.profile")?,
                 None => match &cfg.arch {
                     Some(a) => a.nvm_profile.clone(),
-                    None => DeviceProfile::preset("optane-dcpmm").map_err(|e| fail("log.ring.profile", e.to_string()))?,
+                    None => {
+                        DeviceProfile::preset("optane-dcpmm").map_err(|e| fail("log.ring.profile", e.to_string()))?
+                    }
                 },
             };
             n.mode = cfg.arch.as_ref().map_or(EmulationMode::Off, |a| a.mode);
@@ -658,7 +667,11 @@ fn form_of(cfg: &DbConfig) -> FileForm {
         LogBuffer::Dram => (LogBufferKind::Dram, None),
         LogBuffer::Nvm(n) => (
             LogBufferKind::Nvm,
-            Some(RingForm { path: Some(n.path.clone()), size: Some(n.size), profile: Some(Profile(n.profile.clone())) }),
+            Some(RingForm {
+                path: Some(n.path.clone()),
+                size: Some(n.size),
+                profile: Some(Profile(n.profile.clone())),
+            }),
         ),
     };
     f.log = Some(LogForm {
@@ -854,7 +867,7 @@ mod tests {
         let dir = scratch("ring");
         let mut a = arch(Architecture::ThreeTier, &dir);
         a.ssd_profile.read_latency_ns += 1.0;
-        a.policy = Some("lru".into());
+        a.policy = Some("spitfire:b".into());
         a.techniques = Some(Techniques::parse("cl,mini").unwrap());
         let mut cfg = DbConfig::from_arch(&a, dir.join("db")).unwrap();
         cfg.wal.buffer = LogBuffer::Nvm(NvmConfig::new(dir.join("ring.nvm"), ByteSize(4 << 20)));
@@ -872,7 +885,7 @@ mod tests {
         let e = cfg.to_toml_string().err().expect("refused").to_string();
         assert!(e.contains("redo_from_retained") && e.contains("buffer.evict_batch"), "{e}");
         let mut cfg = DbConfig::from_arch(&arch(Architecture::SsdBm, Path::new("/tmp")), "/tmp/x").unwrap();
-        cfg.buffer.policy = "lru".into();
+        cfg.buffer.policy = "hymem".into();
         let e = cfg.to_toml_string().err().expect("refused").to_string();
         assert!(e.contains("buffer.policy"), "{e}");
     }
@@ -887,7 +900,8 @@ mod tests {
         assert_eq!(cfg.architecture(), Some(Architecture::ThreeTier));
         assert_eq!(cfg.buffer.policy, "hymem");
         assert_eq!(cfg.buffer.nvm.as_ref().unwrap().path, Path::new("/tmp/d").join(NVM_POOL_FILE));
-        let cfg = DbConfig::from_toml_str("dir = \"/d\"\narchitecture = \"nvm-direct\"\nnvm.size = \"8MiB\"\n", "t").unwrap();
+        let cfg =
+            DbConfig::from_toml_str("dir = \"/d\"\narchitecture = \"nvm-direct\"\nnvm.size = \"8MiB\"\n", "t").unwrap();
         assert_eq!(cfg.direct_config().unwrap().nvm.size, ByteSize(8 << 20));
         assert!(DbConfig::new("/d").direct_config().is_err());
     }
@@ -914,6 +928,8 @@ mod tests {
         assert!(e.contains("ssd.profile") && e.contains(":4"), "{e}");
         let e = err("dir = \"/d\"\npage-size = \"3KiB\"\n");
         assert!(e.contains("key page-size") && e.contains(":2"), "{e}");
+        let e = err("dir = \"/d\"\narchitecture = \"ssd-bm\"\n[policy]\nname = \"lru\"\n");
+        assert!(e.contains("key policy.name") && e.contains("lru") && e.contains(":4"), "{e}");
         let e = err("dir = \"/d\"\nisolation = \"serializable\"\n");
         assert!(e.contains("key isolation") && e.contains("serializable"), "{e}");
     }
@@ -924,7 +940,7 @@ mod tests {
         assert!(e.contains("bad.toml") && e.contains("dir"), "{e}");
         let e = err("dir = \"/d\"\narchitecture = \"three-tier\"\n");
         assert!(e.contains("key nvm.size") && e.contains("required"), "{e}");
-        let e = err("dir = \"/d\"\n[policy]\nname = \"lru\"\n");
+        let e = err("dir = \"/d\"\n[policy]\nname = \"eager\"\n");
         assert!(e.contains("key policy") && e.contains("needs `architecture`") && e.contains(":2"), "{e}");
         let e = err("dir = \"/d\"\narchitecture = \"basic-nvm-bm\"\ntechniques = \"all\"\nnvm.size = \"8MiB\"\n");
         assert!(e.contains("key architecture") && e.contains("techniques"), "{e}");
@@ -932,6 +948,24 @@ mod tests {
         assert!(e.contains("key log.ring") && e.contains("log.buffer"), "{e}");
         let e = err("dir = [\n");
         assert!(e.contains("bad.toml"), "{e}");
+    }
+
+    /// The examples of `docs/config.md` load, and say what they claim.
+    #[test]
+    fn the_documented_examples_load() {
+        let doc = include_str!("../../../../docs/config.md");
+        let blocks: Vec<&str> = doc.split("```toml\n").skip(1).map(|b| b.split("```").next().unwrap()).collect();
+        assert_eq!(blocks.len(), 2, "three-tier and main-memory");
+        let three = DbConfig::from_toml_str(blocks[0], "docs/config.md").unwrap();
+        assert_eq!(three.architecture(), Some(Architecture::ThreeTier));
+        assert_eq!(three.buffer.nvm.as_ref().unwrap().size, ByteSize(8 << 30));
+        assert!(matches!(&three.wal.buffer, LogBuffer::Nvm(n) if n.size == ByteSize(32 << 20)));
+        assert_eq!(three.checkpoint.log_bytes, 256 << 20);
+        assert_eq!(round_trip(&three), three);
+        let mm = DbConfig::from_toml_str(blocks[1], "docs/config.md").unwrap();
+        assert_eq!(mm.architecture(), Some(Architecture::MainMemory));
+        assert_eq!(mm.buffer.dram.size, ByteSize(512 << 20));
+        assert_eq!(round_trip(&mm), mm);
     }
 
     #[test]

@@ -133,7 +133,10 @@ impl PartialEq for SsdConfig {
 }
 
 /// Both without a fault plan, or both with the same one.
-pub(crate) fn same_plan(a: &Option<std::sync::Arc<super::FaultPlan>>, b: &Option<std::sync::Arc<super::FaultPlan>>) -> bool {
+pub(crate) fn same_plan(
+    a: &Option<std::sync::Arc<super::FaultPlan>>,
+    b: &Option<std::sync::Arc<super::FaultPlan>>,
+) -> bool {
     match (a, b) {
         (None, None) => true,
         (Some(a), Some(b)) => std::sync::Arc::ptr_eq(a, b),
