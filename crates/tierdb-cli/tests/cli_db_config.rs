@@ -117,8 +117,31 @@ fn a_bad_value_is_refused_naming_key_and_file() {
 }
 
 #[test]
-fn bench_tpcc_takes_a_config_instead_of_the_architecture_flags() {
-    let o = tierdb(&["bench", "tpcc", "--config", "x.toml", "--arch", "ssd-bm"]);
-    assert_eq!(o.status.code(), Some(2), "--config conflicts with --arch: {}", stderr(&o));
-    assert!(stderr(&o).contains("--arch"), "{}", stderr(&o));
+fn bench_tpcc_and_ycsb_run_on_a_config_instead_of_the_architecture_flags() {
+    for bench in ["tpcc", "ycsb"] {
+        let o = tierdb(&["bench", bench, "--config", "x.toml", "--arch", "ssd-bm"]);
+        assert_eq!(o.status.code(), Some(2), "--config conflicts with --arch: {}", stderr(&o));
+        assert!(stderr(&o).contains("--arch"), "{}", stderr(&o));
+    }
+    let base = scratch("bench");
+    let (dir, file) = (base.join("db"), base.join("db.toml"));
+    let text = format!(
+        "dir = {:?}\narchitecture = \"three-tier\"\nemulation = \"model\"\ndurability = \"group\"\n\
+         dram.size = \"4MiB\"\nnvm.size = \"16MiB\"\n",
+        s(&dir)
+    );
+    std::fs::write(&file, text).unwrap();
+    let f = s(&file);
+    let common = ["--warmup", "0.1", "--duration", "0.3", "--quiet", "--json", "--config", f];
+    let mut tpcc = vec!["bench", "tpcc", "--tiny", "--warehouses", "1"];
+    tpcc.extend(common);
+    let r = common::json(&tierdb(&tpcc));
+    assert_eq!(r["arch"], "three-tier", "{r}");
+    assert_eq!(r["durability"], "group", "{r}");
+    let mut ycsb = vec!["bench", "ycsb", "--data", "2MiB", "--workload", "rw:50"];
+    ycsb.extend(common);
+    let r = common::json(&tierdb(&ycsb));
+    assert!(r["txn"].is_object(), "through transactions: {r}");
+    assert!(!dir.exists(), "the run's database is removed");
+    std::fs::remove_dir_all(&base).unwrap();
 }
