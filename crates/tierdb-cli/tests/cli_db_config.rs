@@ -66,7 +66,7 @@ fn a_written_config_keeps_a_put_across_invocations() {
         assert!(info.contains(&format!("architecture: {arch}")) && info.contains("trees: main"), "{info}");
         let e = db_fails(&["get", "--config", f, "--tree", "nope", "bob"]);
         assert!(e.contains("nope"), "{e}");
-        std::fs::remove_dir_all(&base).unwrap();
+        std::fs::remove_dir_all(base).unwrap();
     }
 }
 
@@ -79,7 +79,7 @@ fn an_unknown_key_is_refused_naming_key_and_file() {
     let e = db_fails(&["info", "--config", s(&file)]);
     assert!(e.contains("checkpoint.log-byts") && e.contains(&format!("{}:5", file.display())), "{e}");
     assert!(!base.join("db").exists(), "nothing is made from a refused file");
-    std::fs::remove_dir_all(&base).unwrap();
+    std::fs::remove_dir_all(base).unwrap();
 }
 
 #[test]
@@ -100,7 +100,7 @@ fn a_bad_value_is_refused_naming_key_and_file() {
     let missing = base.join("missing.toml");
     let e = db_fails(&["info", "--config", s(&missing)]);
     assert!(e.contains(s(&missing)) && e.contains("cannot read"), "{e}");
-    std::fs::remove_dir_all(&base).unwrap();
+    std::fs::remove_dir_all(base).unwrap();
 }
 
 #[test]
@@ -130,5 +130,5 @@ fn bench_tpcc_and_ycsb_run_on_a_config_instead_of_the_architecture_flags() {
     let r = common::json(&tierdb(&ycsb));
     assert!(r["txn"].is_object(), "through transactions: {r}");
     assert!(!dir.exists(), "the run's database is removed");
-    std::fs::remove_dir_all(&base).unwrap();
+    std::fs::remove_dir_all(base).unwrap();
 }

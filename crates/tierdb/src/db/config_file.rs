@@ -370,17 +370,19 @@ pub(super) fn save(cfg: &DbConfig, path: &Path) -> Result<()> {
     tmp_name.push(name);
     tmp_name.push(format!(".tmp-{}", std::process::id()));
     let tmp = path.with_file_name(tmp_name);
-    let written = (|| {
-        let mut f = fs::File::create(&tmp)?;
-        f.write_all(text.as_bytes())?;
-        f.sync_all()?;
-        fs::rename(&tmp, path)
-    })();
+    let written = write_synced(&tmp, &text).and_then(|()| fs::rename(&tmp, path));
     if let Err(e) = written {
         let _ = fs::remove_file(&tmp);
         return Err(io(format!("cannot write it (through {}): {e}", tmp.display())).into());
     }
     Ok(())
+}
+
+/// Writes `text` to a new file at `path` and syncs it.
+fn write_synced(path: &Path, text: &str) -> std::io::Result<()> {
+    let mut f = fs::File::create(path)?;
+    f.write_all(text.as_bytes())?;
+    f.sync_all()
 }
 
 /// Builds the configuration a file describes.
@@ -859,7 +861,7 @@ mod tests {
             assert_eq!(cfg.architecture(), Some(a));
             assert_eq!(round_trip(&cfg), cfg, "{a}");
         }
-        fs::remove_dir_all(&dir).unwrap();
+        fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
@@ -874,7 +876,7 @@ mod tests {
         let text = cfg.to_toml_string().unwrap();
         assert!(text.contains("read_latency_ns"), "a profile that is no preset is written inline:\n{text}");
         assert_eq!(round_trip(&cfg), cfg);
-        fs::remove_dir_all(&dir).unwrap();
+        fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
@@ -981,6 +983,6 @@ mod tests {
         assert_eq!(DbConfig::load(&path).unwrap(), cfg);
         let left: Vec<_> = fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert_eq!(left, vec![std::ffi::OsString::from("db.toml")], "no temporary file is left");
-        fs::remove_dir_all(&dir).unwrap();
+        fs::remove_dir_all(dir).unwrap();
     }
 }
