@@ -844,7 +844,7 @@ mod tests {
     }
 
     fn err(text: &str) -> String {
-        DbConfig::from_toml_str(text, "bad.toml").err().expect("refused").to_string()
+        DbConfig::from_toml_str(text, "bad.toml").expect_err("refused").to_string()
     }
 
     #[test]
@@ -884,11 +884,11 @@ mod tests {
         let mut cfg = DbConfig::new("/tmp/x");
         cfg.redo_from_retained = true;
         cfg.buffer.evict_batch += 1;
-        let e = cfg.to_toml_string().err().expect("refused").to_string();
+        let e = cfg.to_toml_string().expect_err("refused").to_string();
         assert!(e.contains("redo_from_retained") && e.contains("buffer.evict_batch"), "{e}");
         let mut cfg = DbConfig::from_arch(&arch(Architecture::SsdBm, Path::new("/tmp")), "/tmp/x").unwrap();
         cfg.buffer.policy = "hymem".into();
-        let e = cfg.to_toml_string().err().expect("refused").to_string();
+        let e = cfg.to_toml_string().expect_err("refused").to_string();
         assert!(e.contains("buffer.policy"), "{e}");
     }
 
@@ -974,7 +974,7 @@ mod tests {
     fn load_names_a_missing_file_and_save_is_atomic() {
         let dir = scratch("save");
         let missing = dir.join("nope.toml");
-        let e = DbConfig::load(&missing).err().expect("no file").to_string();
+        let e = DbConfig::load(&missing).expect_err("no file").to_string();
         assert!(e.contains(&missing.display().to_string()) && e.contains("cannot read"), "{e}");
         let path = dir.join("db.toml");
         fs::write(&path, "old").unwrap();
