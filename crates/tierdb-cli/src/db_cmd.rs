@@ -6,6 +6,7 @@
 //! describes (recovering it if it was not closed), do one thing and close it. Keys and
 //! values are UTF-8 arguments; output is printed lossily as UTF-8.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
@@ -27,15 +28,16 @@ const LOG_RING_BYTES: u64 = 16 << 20;
 pub enum DbCommand {
     /// Writes a database configuration file (docs/config.md) from the architecture
     /// flags `bench` takes (--arch, --dram, --nvm, --mode, profiles, policy,
-    /// techniques, ...; the workload flags among them are ignored) and the database's
-    /// own (--dir, --durability, --isolation, --log-buffer).
+    /// techniques, ...; the workload flags among them are ignored; --mode is spin unless
+    /// given, as for bench: give --mode off for a database on real devices) and the
+    /// database's own (--dir, --durability, --isolation, --log-buffer).
     Config(Box<ConfigArgs>),
     /// Opens the database, prints its architecture, trees, durability and what
     /// recovery did, and closes it.
     Info(OpenArgs),
     /// Prints the value of KEY in --tree; exits 1 if there is none.
     Get(KeyArgs),
-    /// Sets KEY to VALUE in --tree (made if missing), committed durably.
+    /// Sets KEY to VALUE in --tree (made if missing) in one committed transaction.
     Put(PutArgs),
     /// Deletes KEY from --tree; exits 1 if there is none.
     Delete(KeyArgs),
@@ -200,22 +202,25 @@ fn run_op<S: DbStore>(db: Db<S>, cfg: &DbConfig, op: &Op) -> Result<()> {
 
 fn one<S: DbStore>(db: &Db<S>, cfg: &DbConfig, op: &Op) -> Result<()> {
     let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    // Written, not printed: a closed pipe is an error to report, not a panic.
+    let mut out = std::io::stdout().lock();
     match *op {
         Op::Info => {
             let info = db.info();
-            println!("dir: {}", cfg.dir.display());
-            println!(
+            writeln!(out, "dir: {}", cfg.dir.display())?;
+            writeln!(
+                out,
                 "architecture: {}",
                 cfg.architecture().map_or("(DbConfig::new: a DRAM buffer over the page file)", Architecture::name)
-            );
-            println!("durability: {}", info.durability.name());
-            println!("isolation: {}", cfg.isolation);
-            println!("log buffer: {}", if info.log_buffer_in_nvm { "nvm" } else { "dram" });
-            println!("trees: {}", info.trees.join(", "));
-            println!("recovery: {:?}", db.recovery());
+            )?;
+            writeln!(out, "durability: {}", info.durability.name())?;
+            writeln!(out, "isolation: {}", cfg.isolation)?;
+            writeln!(out, "log buffer: {}", if info.log_buffer_in_nvm { "nvm" } else { "dram" })?;
+            writeln!(out, "trees: {}", info.trees.join(", "))?;
+            writeln!(out, "recovery: {:?}", db.recovery())?;
         }
         Op::Get { tree, key } => match db.get(tree, key.as_bytes())? {
-            Some(v) => println!("{}", text(&v)),
+            Some(v) => writeln!(out, "{}", text(&v))?,
             None => bail!("no key {key:?} in tree {tree:?}"),
         },
         Op::Put { tree, key, value } => {
@@ -230,12 +235,13 @@ fn one<S: DbStore>(db: &Db<S>, cfg: &DbConfig, op: &Op) -> Result<()> {
             }
         }
         Op::Scan { tree, start, limit } => {
-            let mut n = 0;
+            let (mut n, mut written) = (0, Ok(()));
             db.scan(tree, start.as_bytes(), |k, v| {
-                println!("{}\t{}", text(k), text(v));
+                written = writeln!(out, "{}\t{}", text(k), text(v));
                 n += 1;
-                n < limit
+                written.is_ok() && n < limit
             })?;
+            written?;
         }
         Op::Checkpoint => db.checkpoint()?,
     }

@@ -31,19 +31,19 @@ use crate::wal::{Durability, LogBuffer};
 use crate::{ByteSize, Result};
 
 /// DRAM of a file that does not give `dram.size`: as [`DbConfig::new`].
-pub const DRAM_BYTES_DEFAULT: u64 = 64 << 20;
+pub(crate) const DRAM_BYTES_DEFAULT: u64 = 64 << 20;
 
 /// Size of an NVM log ring whose file does not give `log.ring.size`.
-pub const LOG_RING_BYTES_DEFAULT: u64 = 16 << 20;
+pub(crate) const LOG_RING_BYTES_DEFAULT: u64 = 16 << 20;
 
 /// The NVM pool's file in the database directory when `nvm.path` is not given.
-pub const NVM_POOL_FILE: &str = "pool.nvm";
+pub(crate) const NVM_POOL_FILE: &str = "pool.nvm";
 
 /// The NVM log ring's file in the database directory when `log.ring.path` is not given.
-pub const LOG_RING_FILE: &str = "wal.nvm";
+pub(crate) const LOG_RING_FILE: &str = "wal.nvm";
 
 /// Most bytes of a configuration file read (a bound on a mistaken path).
-pub const CONFIG_FILE_BYTES_MAX: u64 = 1 << 20;
+pub(crate) const CONFIG_FILE_BYTES_MAX: u64 = 1 << 20;
 
 /// The file's top level. `dir` is the one required key.
 #[derive(Debug, Serialize, Deserialize)]
