@@ -19,6 +19,6 @@ pub use engine_args::{DURATION_SECS_MAX, DoubleWriteArg, EngineArgs, Setup};
 pub use environment::{Machine, devices_line};
 pub use files::{Cleanup, remove_files_on_interrupt};
 pub use progress::Progress;
-pub use run::{RunReport, is_full, run_one, run_one_txn, value};
+pub use run::{RunReport, is_full, run_one, run_one_txn, run_one_txn_from_config, value};
 pub use stats::{Middle, Ranked, fmt_rate, median, median_of_all, ratio};
 pub use trace::{finish_recording, start_recording};

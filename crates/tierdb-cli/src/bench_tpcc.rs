@@ -7,12 +7,51 @@ use clap::Args;
 use comfy_table::Table as TextTable;
 use tierdb::ByteSize;
 use tierdb::arch::Architecture;
-use tierdb_bench::drivers::tpcc::{TpccOptions, TpccReport, run_one};
+use tierdb_bench::drivers::tpcc::{TpccOptions, TpccReport, run_from_config, run_one};
 use tierdb_bench::harness::{EngineArgs, Progress, fmt_rate, remove_files_on_interrupt};
 use tierdb_workload::tpcc::{ConsistencyReport, Table};
 
+/// The flags a configuration file replaces (`--config` conflicts with them).
+const CONFIG_REPLACES: [&str; 29] = [
+    "arch",
+    "dram",
+    "nvm",
+    "durability",
+    "log_buffer",
+    "mode",
+    "nvm_profile",
+    "ssd_profile",
+    "dram_profile",
+    "page_size",
+    "ssd_dir",
+    "nvm_dir",
+    "policy",
+    "admission_set",
+    "techniques",
+    "debug_lines",
+    "buffered_io",
+    "cpu_cache",
+    "prefetch_lines",
+    "double_write",
+    "nvm_double_write_slots",
+    "nvm_verify",
+    "obp",
+    "obp_target",
+    "obp_window",
+    "small_bypass",
+    "lfru_window",
+    "obp_count",
+    "stale_overwrite",
+];
+
 #[derive(Args, Debug)]
 pub struct TpccArgs {
+    /// The database from a configuration file (docs/config.md; `tierdb db config`
+    /// writes one) instead of the architecture, device, policy, durability and
+    /// log-buffer flags, which cannot be given with it. The file's `dir` must not exist:
+    /// the database is made there and removed after the run.
+    #[arg(long, value_name = "FILE", conflicts_with_all = CONFIG_REPLACES)]
+    config: Option<std::path::PathBuf>,
     /// Architecture: main-memory, ssd-bm, basic-nvm-bm, three-tier, nvm-direct,
     /// mmap-read, mmap-se1, mmap-se2, nvcache, nvsql.
     #[arg(long, default_value = "three-tier")]
@@ -41,7 +80,13 @@ pub fn run(args: TpccArgs) -> Result<()> {
     let arch: Architecture = args.arch.parse()?;
     let setup = args.engine.setup("ro")?;
     let progress = Progress::new(!args.quiet && !args.json);
-    let report = run_one(&args.engine, &setup, &args.tpcc, arch, args.dram, args.nvm, args.crash, "tpcc", &progress)?;
+    let report = match &args.config {
+        Some(file) => {
+            let cfg = tierdb::db::DbConfig::load(file)?;
+            run_from_config(&args.engine, &setup, &args.tpcc, &cfg, args.crash, &progress)?
+        }
+        None => run_one(&args.engine, &setup, &args.tpcc, arch, args.dram, args.nvm, args.crash, "tpcc", &progress)?,
+    };
     progress.finish();
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);

@@ -15,6 +15,7 @@ mod bench_wal;
 mod bench_ycsb;
 mod compare;
 mod crashtest;
+mod db_cmd;
 mod devices;
 mod drilldown;
 mod isolation;
@@ -45,6 +46,13 @@ enum Command {
     Devices {
         #[command(subcommand)]
         command: devices::DevicesCommand,
+    },
+    /// Database configuration files and a small admin tool: `db config` writes a file
+    /// from the architecture flags; `db info|get|put|delete|scan|checkpoint --config
+    /// FILE` opens the database it describes, does one thing and closes it.
+    Db {
+        #[command(subcommand)]
+        command: db_cmd::DbCommand,
     },
     /// Run a workload on one architecture and report throughput, latency and tier counters.
     Bench {
@@ -145,6 +153,7 @@ fn main() -> ExitCode {
     let cli = parse();
     let result = match cli.command {
         Command::Devices { command } => devices::run(command),
+        Command::Db { command } => db_cmd::run(command),
         Command::Bench { command: BenchCommand::Ycsb(args) } => bench_ycsb::run(*args),
         Command::Bench { command: BenchCommand::Wal(args) } => bench_wal::run(args),
         Command::Bench { command: BenchCommand::Tpcc(args) } => bench_tpcc::run(*args),

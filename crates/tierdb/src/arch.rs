@@ -48,7 +48,7 @@ use crate::sources::NvmDirect;
 use crate::{ByteSize, Result};
 
 /// An architecture's name.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Architecture {
     /// `main-memory`: every page in DRAM, no buffer manager, nothing to reopen.
@@ -212,7 +212,7 @@ impl FromStr for Architecture {
 }
 
 /// Everything needed to open an architecture.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct ArchConfig {
     /// Which architecture to open.
     pub arch: Architecture,

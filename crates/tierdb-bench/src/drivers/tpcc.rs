@@ -291,6 +291,78 @@ pub fn run_one(
     }
 }
 
+/// As [`run_one`], on the database a configuration file describes (`tierdb bench tpcc
+/// --config`): its architecture, tiers, devices, policy, durability and log buffer come
+/// from `cfg`, not from `engine` (whose workload options, threads and `--trace` still
+/// apply). The database is made in `cfg.dir`, which must not exist, and its files are
+/// removed after the run, as [`run_one`]'s are.
+///
+/// # Errors
+/// A configuration without an architecture (`DbConfig::new`'s); files that exist
+/// already; as [`run_one`].
+pub fn run_from_config(
+    engine: &EngineArgs,
+    setup: &Setup,
+    opts: &TpccOptions,
+    cfg: &DbConfig,
+    crash: bool,
+    progress: &Progress,
+) -> Result<TpccReport> {
+    let Some(acfg) = cfg.arch.clone() else {
+        bail!("the configuration has no `architecture`: bench tpcc reports one, so the file must name it");
+    };
+    let arch = acfg.arch;
+    let scale = opts.scale()?;
+    let mut files = vec![cfg.dir.clone()];
+    if arch.uses_nvm() {
+        files.extend([acfg.nvm_path.clone(), acfg.nvm_double_write_path()]);
+    }
+    let log_buffer = match &cfg.wal.buffer {
+        LogBuffer::Dram => "dram",
+        LogBuffer::Nvm(n) => {
+            files.push(n.path.clone());
+            "nvm"
+        }
+    };
+    for f in &files {
+        if f.exists() {
+            bail!("{} exists already: it is not overwritten", f.display());
+        }
+    }
+    let _files = Cleanup::new(files);
+    if engine.trace.is_some() && opts.write_set_interval.is_some() {
+        bail!("--trace and --write-set-interval both need the buffer manager's one access recorder; give one");
+    }
+    // The report names the devices the file chose.
+    let setup = &Setup {
+        mode: acfg.mode,
+        page_size_bytes: acfg.page_size,
+        dram_profile: acfg.dram_profile.clone(),
+        nvm_profile: acfg.nvm_profile.clone(),
+        ssd_profile: acfg.ssd_profile.clone(),
+        policy: acfg.policy.clone(),
+        techniques: acfg.techniques,
+        prefetch_lines: acfg.prefetch_lines,
+        nvm_double_write_slots: acfg.nvm_double_write_slots,
+        nvm_verify: acfg.nvm_verify,
+        nvcache: acfg.nvcache.clone(),
+        ..setup.clone()
+    };
+    let opts = &TpccOptions { durability: cfg.durability, log_buffer: log_buffer.to_string(), ..opts.clone() };
+    let ctx =
+        RunCtx { setup, opts, scale, arch, dram: acfg.dram, nvm: acfg.nvm, progress, trace: engine.trace.as_deref() };
+    progress.set_prefix(&format!("{arch} tpcc W={}", scale.warehouses));
+    let opening = || format!("opening a database on {arch} in {}", cfg.dir.display());
+    match arch {
+        Architecture::NvmDirect => {
+            let dc = cfg.direct_config()?;
+            ctx.run(|| Db::open_nvm_direct(cfg, &dc).with_context(opening), crash)
+        }
+        Architecture::MainMemory => ctx.run(|| Db::open_main_memory(cfg).with_context(opening), crash),
+        _ => ctx.run(|| Db::open(cfg).with_context(opening), crash),
+    }
+}
+
 /// Bytes of a loaded database per warehouse and of the item table, at the
 /// specification's population (docs/tpcc.md, measured 2026-11-25: about 78 MiB per
 /// warehouse plus 9 MiB of items, 16 KiB pages).

@@ -172,8 +172,89 @@ pub fn run_one_txn(
             bail!("{} exists already: it is not overwritten", f.display());
         }
     }
-    let files = Cleanup::new(files);
-    let db = Db::open(&cfg).with_context(|| format!("opening a database on {arch} in {}", cfg.dir.display()))?;
+    run_txn_db(engine_args, setup, txn, &acfg, &cfg, Cleanup::new(files), data, progress)
+}
+
+/// As [`run_one_txn`], on the database a configuration file describes (`bench ycsb
+/// --config`): architecture, tiers, devices, policy, durability and log from `cfg`, not
+/// from `engine_args` (whose workload, threads and run options still apply). The
+/// database is made in `cfg.dir`, which must not exist, and removed after the run.
+///
+/// # Errors
+/// A configuration without an architecture, or on one without a buffer manager; files
+/// that exist already; the engine's errors.
+pub fn run_one_txn_from_config(
+    engine_args: &EngineArgs,
+    setup: &Setup,
+    cfg: &DbConfig,
+    data: Option<ByteSize>,
+    progress: &Progress,
+) -> Result<RunReport> {
+    let Some(acfg) = cfg.arch.clone() else {
+        bail!("the configuration has no `architecture`: bench ycsb reports one, so the file must name it");
+    };
+    let arch = acfg.arch;
+    if !arch.has_buffer() {
+        bail!(
+            "bench ycsb --config runs YCSB through a database's transactions, on a buffer manager; the file's \
+             {arch} has none (`bench tpcc --config` runs transactions on it)"
+        );
+    }
+    if setup.batch > 1 {
+        bail!("--batch {}: transactions look their keys up one at a time", setup.batch);
+    }
+    let (log_buffer, log_buffer_bytes) = match &cfg.wal.buffer {
+        LogBuffer::Dram => (LogPlace::Dram, cfg.wal.buffer_bytes as u64),
+        LogBuffer::Nvm(n) => (LogPlace::Nvm, n.size.bytes()),
+    };
+    let txn = TxnSetup {
+        durability: cfg.durability,
+        log_buffer,
+        log_buffer_bytes,
+        flush_interval_us: u64::try_from(cfg.wal.flush_interval.as_micros()).unwrap_or(u64::MAX),
+    };
+    let mut files = vec![acfg.nvm_path.clone(), acfg.nvm_double_write_path(), cfg.dir.clone()];
+    if let LogBuffer::Nvm(n) = &cfg.wal.buffer {
+        files.push(n.path.clone());
+    }
+    for f in &files {
+        if f.exists() {
+            bail!("{} exists already: it is not overwritten", f.display());
+        }
+    }
+    // The report names the devices the file chose.
+    let setup = &Setup {
+        mode: acfg.mode,
+        page_size_bytes: acfg.page_size,
+        dram_profile: acfg.dram_profile.clone(),
+        nvm_profile: acfg.nvm_profile.clone(),
+        ssd_profile: acfg.ssd_profile.clone(),
+        policy: acfg.policy.clone(),
+        techniques: acfg.techniques,
+        prefetch_lines: acfg.prefetch_lines,
+        nvm_double_write_slots: acfg.nvm_double_write_slots,
+        nvm_verify: acfg.nvm_verify,
+        nvcache: acfg.nvcache.clone(),
+        ..setup.clone()
+    };
+    run_txn_db(engine_args, setup, &txn, &acfg, cfg, Cleanup::new(files), data, progress)
+}
+
+/// Opens the database of `cfg` on `acfg`'s architecture, runs YCSB through its
+/// transactions, removes `files`.
+#[allow(clippy::too_many_arguments)]
+fn run_txn_db(
+    engine_args: &EngineArgs,
+    setup: &Setup,
+    txn: &TxnSetup,
+    acfg: &ArchConfig,
+    cfg: &DbConfig,
+    files: Cleanup,
+    data: Option<ByteSize>,
+    progress: &Progress,
+) -> Result<RunReport> {
+    let (arch, dram, nvm) = (acfg.arch, acfg.dram, acfg.nvm);
+    let db = Db::open(cfg).with_context(|| format!("opening a database on {arch} in {}", cfg.dir.display()))?;
     let info = db.buffer().info();
     progress.set_prefix(&format!("{arch} txn{}", data.map(|d| format!(" {d}")).unwrap_or_default()));
     let driver = engine_args.driver_config(setup, data);
@@ -182,7 +263,7 @@ pub fn run_one_txn(
     drop(db);
     drop(files);
     let mut report =
-        RunReport::new("bench ycsb", &acfg, (dram, nvm), (info.dram_frames, info.nvm_frames), setup, result);
+        RunReport::new("bench ycsb", acfg, (dram, nvm), (info.dram_frames, info.nvm_frames), setup, result);
     report.txn = Some(txn_report);
     Ok(report)
 }

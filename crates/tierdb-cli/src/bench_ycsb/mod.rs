@@ -9,12 +9,55 @@ use clap::Args;
 use tierdb::ByteSize;
 use tierdb::arch::Architecture;
 use tierdb_bench::drivers::ycsb_txn::TxnArgs;
-use tierdb_bench::harness::{EngineArgs, Progress, remove_files_on_interrupt, run_one, run_one_txn};
+use tierdb_bench::harness::{
+    EngineArgs, Progress, remove_files_on_interrupt, run_one, run_one_txn, run_one_txn_from_config,
+};
 
 use report::print_report;
 
+/// The flags a configuration file replaces (`--config` conflicts with them).
+const CONFIG_REPLACES: [&str; 31] = [
+    "arch",
+    "dram",
+    "nvm",
+    "durability",
+    "log_buffer",
+    "flush_interval_us",
+    "log_buffer_size",
+    "mode",
+    "nvm_profile",
+    "ssd_profile",
+    "dram_profile",
+    "page_size",
+    "ssd_dir",
+    "nvm_dir",
+    "policy",
+    "admission_set",
+    "techniques",
+    "debug_lines",
+    "buffered_io",
+    "cpu_cache",
+    "prefetch_lines",
+    "double_write",
+    "nvm_double_write_slots",
+    "nvm_verify",
+    "obp",
+    "obp_target",
+    "obp_window",
+    "small_bypass",
+    "lfru_window",
+    "obp_count",
+    "stale_overwrite",
+];
+
 #[derive(Args, Debug)]
 pub struct YcsbArgs {
+    /// Run through the transactions of the database a configuration file describes
+    /// (docs/config.md; `tierdb db config` writes one) instead of the architecture,
+    /// device, policy, durability and log flags, which cannot be given with it. The
+    /// file's `dir` must not exist: the database is made there and removed after the run.
+    #[arg(long, value_name = "FILE", conflicts_with_all = CONFIG_REPLACES)]
+    config: Option<std::path::PathBuf>,
     /// Architecture: main-memory, ssd-bm, basic-nvm-bm, three-tier, nvm-direct, nvcache, mmap-read, mmap-se1, mmap-se2.
     #[arg(long, default_value = "three-tier")]
     arch: String,
@@ -47,9 +90,15 @@ pub fn run(args: YcsbArgs) -> Result<()> {
     let txn = args.txn.resolve()?;
     let setup = args.engine.setup(&args.workload)?;
     let progress = Progress::new(!args.quiet && !args.json);
-    let report = match &txn {
-        None => run_one(&args.engine, &setup, arch, args.dram, args.nvm, args.data, "bench", &progress)?,
-        Some(t) => run_one_txn(&args.engine, &setup, t, arch, args.dram, args.nvm, args.data, "bench", &progress)?,
+    let report = match (&args.config, &txn) {
+        (Some(file), _) => {
+            let cfg = tierdb::db::DbConfig::load(file)?;
+            run_one_txn_from_config(&args.engine, &setup, &cfg, args.data, &progress)?
+        }
+        (None, None) => run_one(&args.engine, &setup, arch, args.dram, args.nvm, args.data, "bench", &progress)?,
+        (None, Some(t)) => {
+            run_one_txn(&args.engine, &setup, t, arch, args.dram, args.nvm, args.data, "bench", &progress)?
+        }
     };
     progress.finish();
     if args.json {

@@ -55,7 +55,7 @@ pub use provider::ProviderReport;
 use free_list::FreePages;
 
 /// How to build a buffer manager.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct BufferConfig {
     /// Bytes per page: a power of two from 4 KiB to 64 KiB. Overrides the frame size
     /// in `dram` and the page size in `ssd`.

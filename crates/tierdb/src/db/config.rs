@@ -7,12 +7,13 @@
 //! is being created, its creation marker (`control.rs`); `main-memory` adds its
 //! snapshot (`snapshot.rs`).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::arch::{ArchConfig, Architecture};
 use crate::buffer::{BufferConfig, Techniques};
-use crate::device::OpenMode;
+use crate::device::{NvmConfig, OpenMode};
 use crate::ids::{PageId, TxnId};
+use crate::sources::DirectConfig;
 use crate::wal::payload::BadPayload;
 use crate::wal::{Durability, Lsn, WalConfig};
 use crate::{ByteSize, Result};
@@ -25,7 +26,12 @@ pub(super) const PAGE_FILE: &str = "data.db";
 pub(super) const LOG_DIR: &str = "wal";
 
 /// How to open a database.
-#[derive(Clone, Debug)]
+///
+/// A configuration saves to and loads from a TOML file ([`DbConfig::save`],
+/// [`DbConfig::load`]; `docs/config.md`): the file holds the architecture's choices
+/// ([`ArchConfig`]) and the database's own, and loading builds the configuration through
+/// [`DbConfig::for_arch`], so a file and code that build one from the same choices agree.
+#[derive(Clone, Debug, PartialEq)]
 pub struct DbConfig {
     /// The database directory: holds the page file `data.db`, the log `wal/` and the
     /// control file.
@@ -55,6 +61,12 @@ pub struct DbConfig {
     /// that a running transaction may still need); past it the oldest snapshot is
     /// ended (its transaction fails with `SnapshotTooOld`). [`VERSION_BYTES_MAX_DEFAULT`].
     pub version_bytes_max: u64,
+    /// The architecture this configuration was built from ([`DbConfig::for_arch`],
+    /// [`DbConfig::from_arch`]), with its SSD path the page file `dir/data.db` and
+    /// `open_existing` off (the database decides from its control file); `None` for
+    /// [`DbConfig::new`]. [`DbConfig::save`] writes it back; changing it does not change
+    /// `buffer` or `wal`.
+    pub arch: Option<ArchConfig>,
 }
 
 /// [`DbConfig::version_bytes_max`] by default: 256 MiB.
@@ -144,8 +156,107 @@ impl DbConfig {
             isolation: Isolation::Snapshot,
             checkpoint: CheckpointConfig::default(),
             version_bytes_max: VERSION_BYTES_MAX_DEFAULT,
+            arch: None,
             dir,
         }
+    }
+
+    /// As [`DbConfig::from_arch`] for every architecture: `nvm-direct` too, whose
+    /// database opens with [`Db::open_nvm_direct`](super::Db::open_nvm_direct) and
+    /// [`DbConfig::direct_config`] (its log on a device of the SSD profile, in `dir`).
+    /// Dispatch on [`DbConfig::architecture`].
+    ///
+    /// # Errors
+    /// As [`DbConfig::from_arch`], but not for `nvm-direct`; `Config` for a policy or
+    /// techniques asked of `nvm-direct` (it has no buffer manager).
+    pub fn for_arch(arch: &ArchConfig, dir: impl Into<PathBuf>) -> Result<DbConfig> {
+        if arch.arch != Architecture::NvmDirect {
+            return DbConfig::from_arch(arch, dir);
+        }
+        if arch.techniques.is_some_and(|t| t != Techniques::NONE) || arch.policy.is_some() {
+            return Err(DbError::Config {
+                what: "nvm-direct has no buffer manager: no policy or techniques apply".into(),
+            }
+            .into());
+        }
+        let mut cfg = DbConfig::new(dir);
+        cfg.wal.file.mode = arch.mode;
+        cfg.wal.file.profile = arch.ssd_profile.clone();
+        cfg.arch = Some(remembered(arch, &cfg.dir));
+        Ok(cfg)
+    }
+
+    /// The architecture the configuration was built from; `None` for [`DbConfig::new`]
+    /// (a DRAM buffer over the page file, opened with [`Db::open`](super::Db::open)).
+    /// `main-memory` opens with [`Db::open_main_memory`](super::Db::open_main_memory),
+    /// `nvm-direct` with [`Db::open_nvm_direct`](super::Db::open_nvm_direct), the others
+    /// with [`Db::open`](super::Db::open).
+    pub fn architecture(&self) -> Option<Architecture> {
+        self.arch.as_ref().map(|a| a.arch)
+    }
+
+    /// The NVM region of an `nvm-direct` database, for
+    /// [`Db::open_nvm_direct`](super::Db::open_nvm_direct): the architecture's NVM path,
+    /// size, profile, mode, page size, CPU-cache model and checks.
+    ///
+    /// # Errors
+    /// `Config` if the configuration was not built for `nvm-direct`.
+    pub fn direct_config(&self) -> Result<DirectConfig> {
+        let Some(arch) = self.arch.as_ref().filter(|a| a.arch == Architecture::NvmDirect) else {
+            return Err(DbError::Config {
+                what: format!(
+                    "a direct configuration needs nvm-direct; this one is for {}",
+                    self.architecture().map_or("DbConfig::new", Architecture::name)
+                ),
+            }
+            .into());
+        };
+        let mut n = NvmConfig::new(&arch.nvm_path, arch.nvm);
+        n.profile = arch.nvm_profile.clone();
+        n.mode = arch.mode;
+        n.open_mode = OpenMode::OpenOrCreate;
+        n.wear_counters = arch.wear_counters;
+        let mut dc = DirectConfig::new(n, arch.page_size);
+        dc.cpu_cache_bytes = arch.cpu_cache_model.bytes();
+        dc.nvm_verify = arch.nvm_verify;
+        Ok(dc)
+    }
+
+    /// Reads a configuration file (`docs/config.md`).
+    ///
+    /// # Errors
+    /// `ConfigFile` naming the file, and the key (dotted) and line where there is one:
+    /// a file that cannot be read, malformed TOML, an unknown key, a bad value, a
+    /// missing required key, or choices the architecture refuses.
+    pub fn load(path: impl AsRef<Path>) -> Result<DbConfig> {
+        super::config_file::load(path.as_ref())
+    }
+
+    /// Parses the text of a configuration file; `source_name` names it in errors.
+    ///
+    /// # Errors
+    /// As [`DbConfig::load`].
+    pub fn from_toml_str(text: &str, source_name: &str) -> Result<DbConfig> {
+        super::config_file::parse(text, source_name)
+    }
+
+    /// The configuration as the text of a configuration file, every key written.
+    ///
+    /// # Errors
+    /// `Config` naming the fields a file cannot express (set in code after the
+    /// configuration was built: a fault plan, `redo_from_retained`, a buffer field
+    /// changed by hand, ...): they are never silently dropped.
+    pub fn to_toml_string(&self) -> Result<String> {
+        super::config_file::print(self)
+    }
+
+    /// Writes the configuration to `path` atomically (a temporary file beside it,
+    /// synced, then renamed over it), so that [`DbConfig::load`] gives it back equal.
+    ///
+    /// # Errors
+    /// As [`DbConfig::to_toml_string`]; `ConfigFile` if the file cannot be written.
+    pub fn save(&self, path: impl AsRef<Path>) -> Result<()> {
+        super::config_file::save(self, path.as_ref())
     }
 
     /// A database in `dir` on architecture `arch` (its tiers, profiles, emulation mode,
@@ -169,6 +280,8 @@ impl DbConfig {
     /// write-back would not be covered by the page images the log keeps).
     pub fn from_arch(arch: &ArchConfig, dir: impl Into<PathBuf>) -> Result<DbConfig> {
         let mut cfg = DbConfig::new(dir);
+        let arch = &remembered(arch, &cfg.dir);
+        cfg.arch = Some(arch.clone());
         cfg.wal.file.mode = arch.mode;
         cfg.wal.file.profile = arch.ssd_profile.clone();
         match arch.arch {
@@ -205,6 +318,16 @@ impl DbConfig {
         }
         Ok(cfg)
     }
+}
+
+/// `arch` as a database in `dir` keeps it: the SSD page file is `dir/data.db` (where
+/// [`Db::open`](super::Db::open) puts it whatever the configuration says) and
+/// `open_existing` is off (the database's control file says whether it exists).
+fn remembered(arch: &ArchConfig, dir: &Path) -> ArchConfig {
+    let mut a = arch.clone();
+    a.ssd_path = dir.join(PAGE_FILE);
+    a.open_existing = false;
+    a
 }
 
 /// Errors of the database layer.
@@ -315,6 +438,19 @@ pub enum DbError {
         /// What is wrong, with the values involved.
         what: String,
     },
+    /// A configuration file that cannot be read or used: where (the file, the key as a
+    /// dotted path such as `checkpoint.log-bytes`, the line) and what is wrong.
+    #[error("{}", fmt_file_error(file, key.as_deref(), *line, what))]
+    ConfigFile {
+        /// The file (or the name a string was given under).
+        file: String,
+        /// The key, dotted (`log.ring.size`); `None` for the file as a whole.
+        key: Option<String>,
+        /// The line (from 1), where known.
+        line: Option<usize>,
+        /// What is wrong, with the value.
+        what: String,
+    },
     /// A transaction's rollback failed part-way (a page could not be read or had no
     /// room for the restored value): memory holds some of its changes, so the database
     /// refuses all work until it is reopened, and the open's recovery finishes the
@@ -353,6 +489,15 @@ pub enum DbError {
         /// The LSN after the log's last record.
         log_end: Lsn,
     },
+}
+
+/// `db.toml:12: checkpoint.log-bytes: bad size "x"`.
+fn fmt_file_error(file: &str, key: Option<&str>, line: Option<usize>, what: &str) -> String {
+    let at = line.map(|l| format!(":{l}")).unwrap_or_default();
+    match key {
+        Some(k) => format!("config file {file}{at}: key {k}: {what}"),
+        None => format!("config file {file}{at}: {what}"),
+    }
 }
 
 /// `t1 -> t2 -> t1`.

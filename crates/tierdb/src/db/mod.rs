@@ -60,6 +60,7 @@
 
 mod checkpointer;
 mod config;
+mod config_file;
 mod control;
 mod drop_tree;
 mod handle;

@@ -17,7 +17,7 @@ use crate::size::ByteSize;
 const DEVICE: &str = "dram";
 
 /// How the DRAM arena is built.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct DramConfig {
     /// Bytes of frame memory; rounded down to whole frames.
     pub size: ByteSize,

@@ -55,6 +55,19 @@ pub struct LogFileConfig {
     pub existing: Option<ExistingLog>,
 }
 
+/// Equal when every setting is; fault plans only if they are the same plan.
+impl PartialEq for LogFileConfig {
+    fn eq(&self, o: &LogFileConfig) -> bool {
+        let LogFileConfig { dir, segment_bytes, profile, mode, faults, existing } = self;
+        *dir == o.dir
+            && *segment_bytes == o.segment_bytes
+            && *profile == o.profile
+            && *mode == o.mode
+            && super::ssd::same_plan(faults, &o.faults)
+            && *existing == o.existing
+    }
+}
+
 /// What the log of an existing database must hold when it is opened: a missing or
 /// deleted segment is never replaced by an empty stream.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

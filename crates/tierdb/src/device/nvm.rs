@@ -48,7 +48,7 @@ pub enum MsyncPolicy {
 }
 
 /// How the NVM region is opened.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct NvmConfig {
     /// The backing file; [`NvmConfig::default_path`] puts it in /dev/shm.
     pub path: PathBuf,

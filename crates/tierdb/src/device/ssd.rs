@@ -105,6 +105,45 @@ pub struct SsdConfig {
     pub nvm_double_write_slots: usize,
 }
 
+/// Equal when every setting is; fault plans are equal only if they are the same plan
+/// (`Arc::ptr_eq`: a plan is shared state, not a value).
+impl PartialEq for SsdConfig {
+    fn eq(&self, o: &SsdConfig) -> bool {
+        let SsdConfig {
+            path,
+            page_size,
+            direct_io,
+            profile,
+            mode,
+            faults,
+            double_write,
+            nvm_double_write,
+            nvm_double_write_slots,
+        } = self;
+        *path == o.path
+            && *page_size == o.page_size
+            && *direct_io == o.direct_io
+            && *profile == o.profile
+            && *mode == o.mode
+            && same_plan(faults, &o.faults)
+            && *double_write == o.double_write
+            && *nvm_double_write == o.nvm_double_write
+            && *nvm_double_write_slots == o.nvm_double_write_slots
+    }
+}
+
+/// Both without a fault plan, or both with the same one.
+pub(crate) fn same_plan(
+    a: &Option<std::sync::Arc<super::FaultPlan>>,
+    b: &Option<std::sync::Arc<super::FaultPlan>>,
+) -> bool {
+    match (a, b) {
+        (None, None) => true,
+        (Some(a), Some(b)) => std::sync::Arc::ptr_eq(a, b),
+        _ => false,
+    }
+}
+
 impl SsdConfig {
     /// 16 KiB pages, `O_DIRECT` where possible, `nvme-ssd` profile, mode off.
     pub fn new(path: impl Into<PathBuf>) -> SsdConfig {

@@ -38,7 +38,7 @@ use crate::limits::{CACHE_LINE_BYTES, PAGE_SIZE_MAX_BYTES};
 ///
 /// The CRCs are kept current on every write in every mode, so the mode can change
 /// from one open to the next (`docs/checksums.md`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum NvmVerify {
     /// Nothing is checked (the CRCs are still kept).

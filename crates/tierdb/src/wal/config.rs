@@ -14,7 +14,7 @@ use super::record::Lsn;
 use crate::device::{LogFileConfig, NvmConfig};
 
 /// Where the log buffer lives.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum LogBuffer {
     /// In DRAM: durable after the log file's `fdatasync`.
     Dram,
@@ -89,7 +89,7 @@ pub enum RingInit {
 }
 
 /// How to open a WAL.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct WalConfig {
     /// The log file: its directory, segment size, device profile and emulation mode.
     pub file: LogFileConfig,
