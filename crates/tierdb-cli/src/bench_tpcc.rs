@@ -12,7 +12,8 @@ use tierdb_bench::harness::{EngineArgs, Progress, fmt_rate, remove_files_on_inte
 use tierdb_workload::tpcc::{ConsistencyReport, Table};
 
 /// The flags a configuration file replaces (`--config` conflicts with them).
-const CONFIG_REPLACES: [&str; 29] = [
+const CONFIG_REPLACES: [&str; 30] = [
+    "isolation",
     "arch",
     "dram",
     "nvm",

@@ -348,7 +348,12 @@ pub fn run_from_config(
         nvcache: acfg.nvcache.clone(),
         ..setup.clone()
     };
-    let opts = &TpccOptions { durability: cfg.durability, log_buffer: log_buffer.to_string(), ..opts.clone() };
+    let opts = &TpccOptions {
+        durability: cfg.durability,
+        isolation: cfg.isolation,
+        log_buffer: log_buffer.to_string(),
+        ..opts.clone()
+    };
     let ctx =
         RunCtx { setup, opts, scale, arch, dram: acfg.dram, nvm: acfg.nvm, progress, trace: engine.trace.as_deref() };
     progress.set_prefix(&format!("{arch} tpcc W={}", scale.warehouses));

@@ -149,9 +149,6 @@ pub fn run_one_txn(
     cfg.durability = txn.durability;
     cfg.isolation = txn.isolation;
     cfg.wal.flush_interval = Duration::from_micros(txn.flush_interval_us);
-    // The load runs in bulk-load mode, which wants no other thread on the buffer
-    // manager (a background checkpoint's flush), and checkpoints once after it.
-    cfg.checkpoint = CheckpointConfig::OFF;
     let mut files = vec![acfg.nvm_path.clone(), acfg.nvm_double_write_path()];
     match txn.log_buffer {
         LogPlace::Dram => {
@@ -209,6 +206,7 @@ pub fn run_one_txn_from_config(
     };
     let txn = TxnSetup {
         durability: cfg.durability,
+        isolation: cfg.isolation,
         log_buffer,
         log_buffer_bytes,
         flush_interval_us: u64::try_from(cfg.wal.flush_interval.as_micros()).unwrap_or(u64::MAX),
@@ -254,6 +252,9 @@ fn run_txn_db(
     progress: &Progress,
 ) -> Result<RunReport> {
     let (arch, dram, nvm) = (acfg.arch, acfg.dram, acfg.nvm);
+    // The load runs in bulk-load mode, which wants no other thread on the buffer
+    // manager (a background checkpoint's flush), and checkpoints once after it.
+    let cfg = &DbConfig { checkpoint: CheckpointConfig::OFF, ..cfg.clone() };
     let db = Db::open(cfg).with_context(|| format!("opening a database on {arch} in {}", cfg.dir.display()))?;
     let info = db.buffer().info();
     progress.set_prefix(&format!("{arch} txn{}", data.map(|d| format!(" {d}")).unwrap_or_default()));

@@ -16,7 +16,8 @@ use tierdb_bench::harness::{
 use report::print_report;
 
 /// The flags a configuration file replaces (`--config` conflicts with them).
-const CONFIG_REPLACES: [&str; 31] = [
+const CONFIG_REPLACES: [&str; 32] = [
+    "isolation",
     "arch",
     "dram",
     "nvm",
