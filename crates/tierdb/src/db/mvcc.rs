@@ -101,6 +101,9 @@ const LATEST: u64 = u64::MAX;
 pub(super) struct Writer {
     txn: TxnId,
     cts: AtomicU64,
+    /// Bytes its versions cost ([`VERSION_OVERHEAD_BYTES`] each, with key and
+    /// before-image), counted as they are recorded.
+    bytes: AtomicU64,
 }
 
 /// One version of a key: the value before `writer`'s first change of it.
@@ -186,8 +189,13 @@ pub(super) struct Mvcc {
     clock: Mutex<()>,
     /// Running snapshots, one per slot.
     slots: Box<[Slot]>,
+    /// Slots below this index have been claimed at some time (a collection scans only
+    /// those).
+    slots_used: AtomicUsize,
     /// Snapshots registered beyond the slots, and those of `Db::range` iterators.
     registry: Arc<Mutex<Registry>>,
+    /// Views in `registry` (a collection skips its lock while there are none).
+    shared: Arc<AtomicUsize>,
     /// Committed writers whose versions are kept, in commit order, with their keys.
     committed: Mutex<VecDeque<Committed>>,
     /// Entries of `committed` (read without its lock at every transaction's end).
@@ -213,7 +221,9 @@ impl Mvcc {
             last_committed: AtomicU64::new(0),
             clock: Mutex::new(()),
             slots: (0..SLOTS).map(|_| Slot(AtomicU64::new(FREE))).collect(),
+            slots_used: AtomicUsize::new(0),
             registry: Arc::new(Mutex::new(Registry::default())),
+            shared: Arc::new(AtomicUsize::new(0)),
             committed: Mutex::new(VecDeque::new()),
             queued: AtomicUsize::new(0),
             bytes: AtomicU64::new(0),
@@ -289,12 +299,18 @@ impl Mvcc {
         let id = reg.next_id;
         reg.next_id += 1;
         reg.views.insert((snapshot, id), ended.clone());
+        self.shared.fetch_add(1, Ordering::SeqCst);
         drop(reg);
         ReadView {
             txn: TxnId::NONE,
             snapshot,
             isolation: self.isolation,
-            reg: Reg::Shared(Registration { registry: self.registry.clone(), key: (snapshot, id), ended }),
+            reg: Reg::Shared(Registration {
+                registry: self.registry.clone(),
+                shared: self.shared.clone(),
+                key: (snapshot, id),
+                ended,
+            }),
             writer: OnceWriter::default(),
         }
     }
@@ -318,6 +334,9 @@ impl Mvcc {
         for i in 0..SLOT_TRIES {
             let idx = (hint + i) % SLOTS;
             let slot = &self.slots[idx].0;
+            if self.slots_used.load(Ordering::Relaxed) <= idx {
+                self.slots_used.fetch_max(idx + 1, Ordering::SeqCst);
+            }
             if slot.compare_exchange(FREE, CLAIMING, Ordering::SeqCst, Ordering::Relaxed).is_ok() {
                 // A collection that saw the slot free read the last commit before this
                 // load; one that sees it claiming collects nothing.
@@ -426,6 +445,8 @@ impl Mvcc {
         // Counted before the tree changes (SeqCst: a read that sees the change sees
         // the count).
         self.live.fetch_add(1, Ordering::SeqCst);
+        let cost = key.len() as u64 + before.as_ref().map_or(0, |b| b.len() as u64) + VERSION_OVERHEAD_BYTES;
+        writer.bytes.fetch_add(cost, Ordering::Relaxed);
         chain.versions.push(Version { writer, before: before.map(Vec::into_boxed_slice) });
         Ok(())
     }
@@ -460,29 +481,9 @@ impl Mvcc {
             self.last_committed.store(cts, Ordering::SeqCst);
             cts
         };
-        let bytes: u64 = keys.iter().map(|(_, k)| k.len() as u64 + VERSION_OVERHEAD_BYTES).sum::<u64>()
-            + self.before_bytes(&writer, &keys);
-        self.bytes.fetch_add(bytes, Ordering::Relaxed);
+        self.bytes.fetch_add(writer.bytes.load(Ordering::Relaxed), Ordering::Relaxed);
         self.committed.lock().push_back((cts, keys, writer));
         self.queued.fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// Bytes of `writer`'s before-images of `keys`.
-    fn before_bytes(&self, writer: &Arc<Writer>, keys: &[(u64, Box<[u8]>)]) -> u64 {
-        let mut n = 0;
-        for (root, key) in keys {
-            let h = key_hash(*root, key);
-            let shard = self.shard(h).lock();
-            if let Some(c) = shard.get(&h).and_then(|b| b.iter().find(|c| c.root == *root && c.key == *key)) {
-                n += c
-                    .versions
-                    .iter()
-                    .filter(|v| Arc::ptr_eq(&v.writer, writer))
-                    .map(|v| v.before.as_ref().map_or(0, |b| b.len() as u64))
-                    .sum::<u64>();
-            }
-        }
-        n
     }
 
     /// The transaction of `view` rolled back (the tree holds the old values again):
@@ -526,10 +527,8 @@ impl Mvcc {
             while queue.front().is_some_and(|(cts, ..)| *cts <= horizon) {
                 let (_, keys, writer) = queue.pop_front().expect("front");
                 self.queued.fetch_sub(1, Ordering::Relaxed);
-                let freed: u64 = keys.iter().map(|(_, k)| k.len() as u64 + VERSION_OVERHEAD_BYTES).sum::<u64>()
-                    + self.before_bytes(&writer, &keys);
                 self.remove(&writer, &keys);
-                self.bytes.fetch_sub(freed, Ordering::Relaxed);
+                self.bytes.fetch_sub(writer.bytes.load(Ordering::Relaxed), Ordering::Relaxed);
             }
             drop(queue);
             if self.bytes.load(Ordering::Relaxed) <= self.bytes_max || !self.end_oldest() {
@@ -545,12 +544,17 @@ impl Mvcc {
         // The last commit first: a slot claimed after this reads it or a newer one.
         let newest = self.last_committed.load(Ordering::SeqCst);
         let mut h = newest;
-        for slot in self.slots.iter() {
+        // Slots past the high-water mark were never claimed (it is raised before a
+        // claim).
+        for slot in &self.slots[..self.slots_used.load(Ordering::SeqCst)] {
             match slot.0.load(Ordering::SeqCst) {
                 FREE | ENDED => {}
                 CLAIMING => return None,
                 s => h = h.min(s),
             }
+        }
+        if self.shared.load(Ordering::SeqCst) == 0 {
+            return Some(h);
         }
         let reg = self.registry.lock();
         Some(reg.views.keys().next().map_or(h, |k| k.0.min(h)))
@@ -583,6 +587,7 @@ impl Mvcc {
             }
             (_, Some(k)) if k.0 < newest => {
                 let flag = reg.views.remove(&k).expect("first");
+                self.shared.fetch_sub(1, Ordering::SeqCst);
                 flag.store(true, Ordering::SeqCst);
                 self.ended.fetch_add(1, Ordering::Relaxed);
                 true
@@ -595,13 +600,17 @@ impl Mvcc {
 /// A view's registration in the shared registry: unregistered when the view is dropped.
 struct Registration {
     registry: Arc<Mutex<Registry>>,
+    shared: Arc<AtomicUsize>,
     key: (u64, u64),
     ended: Arc<AtomicBool>,
 }
 
 impl Drop for Registration {
     fn drop(&mut self) {
-        self.registry.lock().views.remove(&self.key);
+        let mut reg = self.registry.lock();
+        if reg.views.remove(&self.key).is_some() {
+            self.shared.fetch_sub(1, Ordering::SeqCst);
+        }
     }
 }
 
@@ -611,7 +620,7 @@ struct OnceWriter(std::sync::OnceLock<Arc<Writer>>);
 
 impl OnceWriter {
     fn get(&self, txn: TxnId) -> Arc<Writer> {
-        self.0.get_or_init(|| Arc::new(Writer { txn, cts: AtomicU64::new(RUNNING) })).clone()
+        self.0.get_or_init(|| Arc::new(Writer { txn, cts: AtomicU64::new(RUNNING), bytes: AtomicU64::new(0) })).clone()
     }
     fn peek(&self) -> Option<Arc<Writer>> {
         self.0.get().cloned()

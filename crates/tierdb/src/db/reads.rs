@@ -58,37 +58,37 @@ impl<S: DbStore> Db<S> {
         for _ in 0..REREADS_MAX {
             let aborts = mvcc.aborts();
             let s = view.snapshot_now(mvcc);
-            if mvcc.empty() {
-                // The common case: no version anywhere, checked again under the leaf's
-                // latch, where no writer can change the key or drop its version: `f`
-                // runs in place on a committed value.
-                let r = tree.get_part(key, part.clone(), |v| {
-                    if mvcc.empty() { Ok(f.take().expect("once")(v)) } else { Err(()) }
-                })?;
-                match r {
-                    Some(Ok(r)) => {
-                        view.check(mvcc)?;
-                        return Ok(Some(r));
-                    }
-                    // Absent: unless a delete was rolled back meanwhile.
-                    None if mvcc.empty() && mvcc.aborts() == aborts => {
-                        view.check(mvcc)?;
-                        return Ok(None);
-                    }
-                    Some(Err(())) | None => continue,
+            // Under the leaf's latch, where no writer can change the key nor drop a
+            // version of it that the value read depends on (a version is recorded
+            // before the tree changes and removed only after the change is undone or
+            // visible to every snapshot): `f` runs in place on the value the view
+            // sees, unless a version says otherwise. (No lock is held while a latch is
+            // taken, so looking a version up under one cannot deadlock.)
+            let r = tree.get_part(key, part.clone(), |v| {
+                let resolved = if mvcc.empty() { None } else { mvcc.resolve(view, s, root.0, key) };
+                match resolved {
+                    None => Ok(f.take().expect("once")(v)),
+                    Some(before) => Err(before),
                 }
-            }
-            let current = tree.get_part(key, part.clone(), <[u8]>::to_vec)?;
-            let resolved = mvcc.resolve(view, s, root.0, key);
-            if mvcc.aborts() != aborts {
-                continue;
-            }
-            view.check(mvcc)?;
-            let value = match resolved {
-                None => current,
-                Some(before) => before.map(|b| clip(&b)),
+            })?;
+            let value = match r {
+                Some(Ok(r)) => {
+                    view.check(mvcc)?;
+                    return Ok(Some(r));
+                }
+                Some(Err(before)) => before,
+                // Absent from the tree: an uncommitted or later delete the view must
+                // not see, unless that delete was rolled back meanwhile.
+                None => {
+                    let resolved = if mvcc.empty() { None } else { mvcc.resolve(view, s, root.0, key) };
+                    if mvcc.aborts() != aborts {
+                        continue;
+                    }
+                    resolved.flatten()
+                }
             };
-            return Ok(value.map(|v| f.take().expect("once")(&v)));
+            view.check(mvcc)?;
+            return Ok(value.map(|b| f.take().expect("once")(&clip(&b))));
         }
         Err(interfered(key))
     }
