@@ -326,6 +326,18 @@ impl<S: DbStore> Txn<'_, S> {
 
     /// Commits: durable as the database's durability says once this returns.
     ///
+    /// `commit` (like [`rollback`](Self::rollback)) takes the transaction: using it
+    /// afterwards does not compile, so no operation can reach an ended transaction.
+    ///
+    /// ```compile_fail
+    /// # fn f(db: &tierdb::db::Db) -> tierdb::Result<()> {
+    /// let mut t = db.begin();
+    /// t.put("t", b"k", b"1")?;
+    /// t.commit()?;
+    /// t.put("t", b"k", b"2")?; // error[E0382]: borrow of moved value: `t`
+    /// # Ok(()) }
+    /// ```
+    ///
     /// # Errors
     /// The log's errors: the commit may or may not be durable (recovery decides). The
     /// database then refuses all further work (`Poisoned`) until it is reopened, reads
