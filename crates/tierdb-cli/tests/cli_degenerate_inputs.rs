@@ -147,6 +147,7 @@ fn nvm_refusals<'a>(d: &'a str) -> Vec<(&'static str, Vec<&'a str>, &'static str
         ),
         ("bench tpcc", with(&["bench", "tpcc"], &["--arch", "ssd-bm"], &["--tiny", "--quiet"]), ssd_bm),
         ("check-isolation", with(&["check-isolation"], &["--arch", "ssd-bm"], &[]), ssd_bm),
+        ("db config", with(&["db", "config"], &["--arch", "ssd-bm"], &["--dir", d]), ssd_bm),
         ("compare", with(&["compare"], &["--archs", "ssd-bm,main-memory"], &["--sizes", "1MiB", "--out", d]), both),
         ("compare", with(&["compare"], &["--archs", "ssd-bm", "--archs", "main-memory"], &["--out", d]), both),
         ("restart-bench", with(&["restart-bench"], &["--archs", "ssd-bm"], &["--out", d]), ssd_bm),
