@@ -334,20 +334,7 @@ pub fn run_from_config(
         bail!("--trace and --write-set-interval both need the buffer manager's one access recorder; give one");
     }
     // The report names the devices the file chose.
-    let setup = &Setup {
-        mode: acfg.mode,
-        page_size_bytes: acfg.page_size,
-        dram_profile: acfg.dram_profile.clone(),
-        nvm_profile: acfg.nvm_profile.clone(),
-        ssd_profile: acfg.ssd_profile.clone(),
-        policy: acfg.policy.clone(),
-        techniques: acfg.techniques,
-        prefetch_lines: acfg.prefetch_lines,
-        nvm_double_write_slots: acfg.nvm_double_write_slots,
-        nvm_verify: acfg.nvm_verify,
-        nvcache: acfg.nvcache.clone(),
-        ..setup.clone()
-    };
+    let setup = &setup.with_arch_config(&acfg);
     let opts = &TpccOptions {
         durability: cfg.durability,
         isolation: cfg.isolation,

@@ -213,6 +213,26 @@ pub struct Setup {
 }
 
 impl Setup {
+    /// This setup with the devices, page size, policy and NVM settings an architecture
+    /// configuration chose (a run from a `--config` file: its report names what the
+    /// file chose, not the flags' defaults).
+    pub fn with_arch_config(&self, acfg: &ArchConfig) -> Setup {
+        Setup {
+            mode: acfg.mode,
+            page_size_bytes: acfg.page_size,
+            dram_profile: acfg.dram_profile.clone(),
+            nvm_profile: acfg.nvm_profile.clone(),
+            ssd_profile: acfg.ssd_profile.clone(),
+            policy: acfg.policy.clone(),
+            techniques: acfg.techniques,
+            prefetch_lines: acfg.prefetch_lines,
+            nvm_double_write_slots: acfg.nvm_double_write_slots,
+            nvm_verify: acfg.nvm_verify,
+            nvcache: acfg.nvcache.clone(),
+            ..self.clone()
+        }
+    }
+
     /// The CPU-cache model's bytes for a run over `data` (the data size the run loads
     /// to), or without one over the workload's records (record count × mean record
     /// length: the flat data, below the B+-tree's size).

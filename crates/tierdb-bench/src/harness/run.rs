@@ -221,20 +221,7 @@ pub fn run_one_txn_from_config(
         }
     }
     // The report names the devices the file chose.
-    let setup = &Setup {
-        mode: acfg.mode,
-        page_size_bytes: acfg.page_size,
-        dram_profile: acfg.dram_profile.clone(),
-        nvm_profile: acfg.nvm_profile.clone(),
-        ssd_profile: acfg.ssd_profile.clone(),
-        policy: acfg.policy.clone(),
-        techniques: acfg.techniques,
-        prefetch_lines: acfg.prefetch_lines,
-        nvm_double_write_slots: acfg.nvm_double_write_slots,
-        nvm_verify: acfg.nvm_verify,
-        nvcache: acfg.nvcache.clone(),
-        ..setup.clone()
-    };
+    let setup = &setup.with_arch_config(&acfg);
     run_txn_db(engine_args, setup, &txn, &acfg, cfg, Cleanup::new(files), data, progress)
 }
 
